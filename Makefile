@@ -1,0 +1,43 @@
+# The two commands of README.md: `make demo` and `make test`.
+# PYTHON picks the interpreter (default python3); VENV the environment it builds.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# -Werror here, not in pyproject.toml: our builds must be warning-free, a user's need not fail.
+WERROR ?= -Werror
+C_SOURCES := $(wildcard src/lineprofiler/*.h src/lineprofiler/*/*.c)
+
+.PHONY: demo test test-asan bench clean
+
+$(VENV)/.installed: pyproject.toml $(C_SOURCES)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip 'setuptools>=77' wheel
+	CFLAGS="$(WERROR) $(EXTRA_CFLAGS)" LDFLAGS="$(EXTRA_LDFLAGS)" \
+		$(PY) -m pip install -q --no-build-isolation -e '.[all,test]'
+	# torch's CPU wheel lies on this machine's disk for 3.11 only; elsewhere the torch tests skip.
+	if $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then \
+		$(PY) -m pip install -q torch==2.13.0 || echo "torch not installed: its tests will skip"; fi
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/demo.py
+
+test: $(VENV)/.installed
+	# pytest exits 5 when it collected nothing; that is a failure of the suite here.
+	$(RUN_ENV) $(PY) -m pytest $(PYTEST_ARGS) tests; rc=$$?; \
+		if [ $$rc -eq 5 ]; then echo "no tests ran"; exit 1; fi; exit $$rc
+
+# The C under AddressSanitizer and UBSan: its own environment, Python itself uninstrumented.
+test-asan:
+	$(MAKE) test VENV=.venv-asan WERROR=-Werror \
+		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -O1 -g" \
+		EXTRA_LDFLAGS="-fsanitize=address,undefined" \
+		PYTEST_ARGS="$(PYTEST_ARGS)" \
+		RUN_ENV="LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LP_ASAN=1"
+
+bench: $(VENV)/.installed
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf build .venv .venv-* src/*.egg-info profile
+	find src -name '*.so' -delete

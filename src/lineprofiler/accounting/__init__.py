@@ -1,0 +1,1 @@
+"""The always-on accounting layer: phases, counters, histograms, samples, worker files."""

@@ -1,0 +1,1 @@
+"""The report: merge worker files of a run, render text, compare runs."""

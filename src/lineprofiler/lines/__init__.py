@@ -1,0 +1,1 @@
+"""The line layer: a C tracer behind LineProfiler."""
