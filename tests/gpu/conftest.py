@@ -12,6 +12,7 @@ import ctypes
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,32 @@ def nvml(make_shim):
     """The header pointed at the full stub; closed after the test."""
     return make_shim()
 
+
+
+@pytest.fixture(scope="session")
+def nvtx_tool(tmp_path_factory) -> Path:
+    """A test NVTX tool library (``nvtx_inject.c``): load it with NVTX_INJECTION64_PATH and it
+    writes ``PUSH <name>`` / ``POP`` lines to the file named by LP_NVTX_LOG."""
+    out = tmp_path_factory.mktemp("nvtx")
+    return _build(out / "libnvtx_inject.so", [HERE / "nvtx_inject.c"])
+
+
+@pytest.fixture
+def run_python(tmp_path):
+    """run_python(code, env=None): run ``code`` in a fresh interpreter (this one), return stdout.
+
+    For what must start from a clean ``sys.modules``: a package blocked before anything imports
+    it, or a check that something was never imported.
+    """
+
+    def run(code: str, env: dict[str, str] | None = None, timeout: float = 180) -> str:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
+        full_env.update(env or {})
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=timeout
+        )
+        if result.returncode != 0:
+            raise AssertionError(f"child failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+        return result.stdout
+
+    return run
