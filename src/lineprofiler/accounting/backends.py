@@ -130,6 +130,8 @@ class Window:
         # dropped at their thread's next enter instead of being closed into a dead profiler.
         self._generation = 0
         self._profiler: Any = None
+        self._active = False  # the one check enter/exit make outside the window
+        self._last_enter: str | None = None
         self._pid = os.getpid()
         self.state = "waiting"
         self.error: str | None = None
@@ -172,6 +174,7 @@ class Window:
 
     def _fail(self, error: BaseException) -> None:
         with self._lock:
+            self._active = False
             self.state = "failed"
             self.error = f"{error.__class__.__name__}: {error}"
             self._profiler = None
@@ -189,6 +192,7 @@ class Window:
                 self._fail(error)
                 return
             self.state = "active"
+            self._active = True
             self.started_unix_ns = time.time_ns()
             self.started_entry = n
         self._open_triggering_phase()
@@ -226,6 +230,7 @@ class Window:
                 return
             profiler = self._profiler
             self._close_open_phases()
+            self._active = False
             self._profiler = None
             self._generation += 1
             self.stopped_unix_ns = time.time_ns()
@@ -260,26 +265,31 @@ class Window:
         if getattr(local, "generation", None) != self._generation:
             local.generation = self._generation
             local.stack = []
-            local.last_enter = None
         return local.stack
 
     def enter(self, name: str) -> None:
-        """Annotate hook: opens a range for ``name`` in the trace while the window is active."""
-        stack = self._stack()
-        event = None
-        if self.state == "active" and self.record_phases:
-            event = self._open(name)
-        stack.append([name, event])
-        self._local.last_enter = name
+        """Annotate hook: opens a range for ``name`` in the trace while the window is active.
+
+        Outside the window it only notes the name (an attribute store): the hook is installed
+        for the whole run, and every phase of the process calls it.
+        """
+        if not self._active:
+            self._last_enter = name
+            return
+        self._last_enter = name
+        event = self._open(name) if self.record_phases else None
+        self._stack().append([name, event])
 
     def exit(self, name: str) -> None:
+        self._last_enter = None
+        if not self._active:
+            return
         stack = self._stack()
-        self._local.last_enter = None
         for index in range(len(stack) - 1, -1, -1):
             if stack[index][0] == name:
                 break
         else:
-            return
+            return  # entered before the window opened
         while len(stack) > index:
             _, event = stack.pop()
             if event is not None:
@@ -288,14 +298,13 @@ class Window:
     def _open_triggering_phase(self) -> None:
         """Open the range of the entry that started the window, if its enter already ran.
 
-        The core may call the annotate hook before or after the watch callback; either way the
-        start-th entry's phase appears in the trace.
+        The core calls the watch callback before the annotate hook, so the start-th entry's
+        enter comes after the start; were the order reversed, this still puts that entry's phase
+        in the trace. (The name is kept per window, not per thread: only that order and a phase
+        entered by another thread in between could confuse it, costing one range.)
         """
-        stack = self._stack()
-        if self.record_phases and stack and getattr(self._local, "last_enter", None) == self.watch_name:
-            top = stack[-1]
-            if top[0] == self.watch_name and top[1] is None:
-                top[1] = self._open(top[0])
+        if self.record_phases and self._last_enter == self.watch_name:
+            self._stack().append([self.watch_name, self._open(self.watch_name)])
 
     def _open(self, name: str) -> Any:
         profiler = self._profiler
@@ -327,13 +336,13 @@ class Window:
         # Ranges still open when the window closes end at the stop: for torch, a record_function
         # must end while its profiler is running. Only the stopping thread's ranges are closed
         # here; other threads' stacks are dropped when they next enter (the generation changes).
-        stack = getattr(self._local, "stack", None) or []
         if getattr(self._local, "generation", None) != self._generation:
             return
+        stack = self._local.stack
         for entry in reversed(stack):
             if entry[1] is not None:
                 self._close(entry[1])
-                entry[1] = None
+        stack.clear()
 
     # ---- the attachment protocol ----
 
@@ -359,6 +368,8 @@ class Window:
         """A forked child starts its own count; the parent's running profiler is not its own."""
         self._lock = threading.RLock()
         self._local = threading.local()
+        self._active = False
+        self._last_enter = None
         profiler, self._profiler = self._profiler, None
         if self.state == "active" and self.backend is Backend.VIZTRACER and profiler is not None:
             # VizTracer's hooks were copied into the child's thread: switch them off and drop the

@@ -154,10 +154,11 @@ class Annotator:
         self.last_error = f"{error.__class__.__name__}: {error}"
 
     def _stack(self) -> list[tuple[str, Callable[[], Any] | None, Any]]:
-        stack = getattr(self._local, "stack", None)
-        if stack is None:
+        try:
+            return self._local.stack
+        except AttributeError:
             stack = self._local.stack = []
-        return stack
+            return stack
 
     def enter(self, name: str) -> None:
         if not self._torch_seen and "torch" in sys.modules:
