@@ -6,9 +6,11 @@ and B and their relative change.
 
 A p50/p99 change is marked real only beyond the histograms' bucket error. Each side's quantile
 is a bucket midpoint within ``histogram.RELATIVE_ERROR`` (4.3 %) of a value really recorded,
-so two runs whose true quantiles are equal can still differ by a factor of up to
-``(1 + e) / (1 - e)`` (one bucket, 9.05 %) in either direction. Changes within that band are
-printed but not marked. The mark says nothing about run-to-run noise: run twice to learn it.
+so two runs whose true quantiles are equal can still differ by up to one bucket's width
+(``(1 + e) / (1 - e)``, 9.05 %; 9.1 % for the buckets near 1 us, whose edges are rounded to whole
+nanoseconds) in either direction. Changes within that band are printed but not marked, and so
+is any change between two values below 1 us (the underflow bucket). The mark says nothing
+about run-to-run noise: run twice to learn it.
 
 The ``--json`` document (``kind`` ``"lineprofiler-compare"``, ``version`` 1):
 
@@ -40,9 +42,13 @@ from .merge import PhaseStats, RoleStats, Run
 from .text import short_names
 
 E = histogram.RELATIVE_ERROR
-#: Ratios b/a outside [REAL_LOW, REAL_HIGH] are beyond what the two sides' bucket errors allow.
-REAL_HIGH = (1.0 + E) / (1.0 - E)
-REAL_LOW = (1.0 - E) / (1.0 + E)
+#: The widest bucket (high edge over low edge). Edges are whole nanoseconds, so the narrow
+#: buckets near 1 us are a little wider than 2 ** (1/8).
+_WIDEST_BUCKET = max(histogram.EDGES[k] / histogram.EDGES[k - 1] for k in range(1, histogram.LAST_EDGE + 1))
+#: Ratios b/a outside [REAL_LOW, REAL_HIGH] are beyond what the two sides' bucket errors allow:
+#: two quantiles of the same true value lie in one bucket, so they differ by at most its width.
+REAL_HIGH = max(_WIDEST_BUCKET, (1.0 + E) / (1.0 - E))
+REAL_LOW = 1.0 / REAL_HIGH
 KIND = "lineprofiler-compare"
 VERSION = 1
 #: Rows per role in the text output (the JSON has every phase).
@@ -80,6 +86,9 @@ def _change(a: float | None, b: float | None) -> tuple[float | None, bool]:
     if a is None or b is None or a <= 0:
         return None, False
     ratio = b / a
+    if max(a, b) < histogram.EDGES[0]:
+        # Both below the first edge (1 us): the underflow bucket cannot tell them apart.
+        return ratio - 1.0, False
     return ratio - 1.0, ratio > REAL_HIGH or ratio < REAL_LOW
 
 
@@ -163,11 +172,11 @@ def render_compare(doc: dict[str, Any]) -> str:
         )
     lines.append(
         f"p50/p99 changes are marked * only beyond the histograms' bucket error: each side is within "
-        f"\u00b1{E * 100:.1f}%,"
+        f"\u00b1{E * 100:.1f}% (one bucket),"
     )
     lines.append(
         f"so changes between {doc['real_change_below'] * 100:+.1f}% and {doc['real_change_above'] * 100:+.1f}% "
-        f"are not marked (they may be bucket rounding, not a change)."
+        f"are not marked: they may be bucket rounding, not a change."
     )
     head = (
         f"{'phase':<28}{'share A':>8}{'share B':>9}{'change':>9}{'p50 A':>10}{'p50 B':>9}{'change':>10}"

@@ -386,7 +386,12 @@ def utc_time(unix_ns: int) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _worker_from(path: Path, document: dict[str, Any], no_samples: bool, size: int) -> Worker:
+def worker_from_document(path: Path, document: dict[str, Any], *, no_samples: bool = False, size: int = 0) -> Worker:
+    """A :class:`Worker` from a document :func:`~..workerfile.validate` accepted.
+
+    ``size`` is the file's size: a file larger than :data:`LARGE_FILE_BYTES` (or any file when
+    ``no_samples``) keeps its inline samples on disk rather than in memory.
+    """
     identity = document["identity"]
     times = document["times"]
     snapshot = document["snapshot"]
@@ -456,7 +461,7 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False) -> Run:
         detail = f"; {problems[0]}" if problems else ""
         raise ReportError(f"no worker files under {where} (is {run_dir} a lineprofiler run directory?){detail}")
 
-    by_attempt: dict[tuple[str, int], list[Worker]] = {}
+    workers: list[Worker] = []
     unreadable: list[UnreadableFile] = []
     for path in files:
         try:
@@ -465,10 +470,28 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False) -> Run:
             except OSError:
                 size = 0
             document = workerfile.read_worker_file(path)
-            worker = _worker_from(path, document, no_samples, size)
+            workers.append(worker_from_document(path, document, no_samples=no_samples, size=size))
         except workerfile.WorkerFileError as error:
             unreadable.append(UnreadableFile(path, str(error)))
-            continue
+    return merge_workers(run_dir, workers, unreadable=unreadable, listing_problems=problems, no_samples=no_samples)
+
+
+def merge_workers(
+    run_dir: Path,
+    workers: list[Worker],
+    *,
+    unreadable: list[UnreadableFile] | None = None,
+    listing_problems: list[str] | None = None,
+    no_samples: bool = False,
+) -> Run:
+    """Merge already-read workers: pick the newest attempt, merge its roles, derive CAVEATS.
+
+    Raises :class:`ReportError` when there is no worker to merge.
+    """
+    unreadable = list(unreadable or [])
+    problems = list(listing_problems or [])
+    by_attempt: dict[tuple[str, int], list[Worker]] = {}
+    for worker in workers:
         by_attempt.setdefault((worker.run_id, worker.attempt), []).append(worker)
 
     if not by_attempt:
@@ -483,7 +506,7 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False) -> Run:
         return (min(w.start_ns for w in by_attempt[key]), key[1], key[0])
 
     newest_key = max(by_attempt, key=attempt_start)
-    workers = sorted(by_attempt.pop(newest_key), key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.uuid))
+    merged = sorted(by_attempt.pop(newest_key), key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.uuid))
     superseded = sorted(
         (
             AttemptSummary(
@@ -513,7 +536,7 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False) -> Run:
         own_unreadable.append(bad)
 
     roles: dict[str, RoleStats] = {}
-    for worker in workers:
+    for worker in merged:
         role = roles.get(worker.role)
         if role is None:
             role = roles[worker.role] = RoleStats(worker.role)
@@ -532,7 +555,7 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False) -> Run:
         run_dir=run_dir,
         run_id=newest_key[0],
         attempt=newest_key[1],
-        workers=workers,
+        workers=merged,
         roles=ordered,
         superseded=superseded,
         unreadable=own_unreadable,

@@ -131,7 +131,8 @@ def _role_block(role: RoleStats) -> list[str]:
         lines.append(f"{label:<{NAME_WIDTH}}{fmt.percent(rest_ns / total):>6}{fmt.duration(rest_ns):>13}")
     slowest = role.slowest
     mean = role.mean_busy_ns
-    if slowest is not None and len(role.data_workers) > 1 and mean:
+    imbalance = role.imbalance
+    if slowest is not None and mean and imbalance is not None and imbalance >= 1.005:
         lines.append(
             f"  busiest: {slowest.label}, {fmt.duration(slowest.busy_ns)} in phases vs a mean of "
             f"{fmt.duration(mean)}"
