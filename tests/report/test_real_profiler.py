@@ -133,7 +133,9 @@ def test_report_over_a_real_pipeline_run_twice(tmp_path):
 
     # Counts are exact, and the raising actor still contributed what it recorded.
     sims = 64 * (STEPS * (ACTORS - 1) + RAISING_AFTER)
-    row_at = next(i for i, line in enumerate(lines) if line.startswith("iteration/self_play/mcts"))
+    dominant = next(i for i, line in enumerate(lines) if line.startswith("DOMINANT PHASES"))
+    table = lines[dominant:]
+    row_at = dominant + next(i for i, line in enumerate(table) if line.startswith("iteration/self_play/mcts"))
     name, self_time, wait, p50, p99, role = lines[row_at].split()
     assert role == "actor"
     # mcts sleeps: nearly all of it is off-CPU, and no entry is shorter than the sleep.
@@ -146,10 +148,10 @@ def test_report_over_a_real_pipeline_run_twice(tmp_path):
     each = seconds(counter[4].removesuffix("/ea"))
     assert rate <= 64 / MCTS_SLEEP_S * 1.01 and each >= MCTS_SLEEP_S / 64 * 0.99
 
-    train = next(line for line in lines if line.startswith("train_step"))
+    train = next(line for line in table if line.startswith("train_step"))
     assert train.split()[-1] == "learner"
     assert number(train.split()[2].rstrip("%")) < 50  # spinning is on-CPU
-    assert any(line.startswith("checkpoint") and line.split()[-1] == "learner" for line in lines)
+    assert any(line.startswith("checkpoint") and line.split()[-1] == "learner" for line in table)
 
     # Only the actors have "iteration", the most-entered top-level phase of the run.
     iterations = next(line for line in lines if line.startswith("ITERATIONS"))
