@@ -105,19 +105,25 @@ HOSTILE = [
 
 
 def check(raw, intact, results):
+    """Parse ``raw`` both ways the report does; merge and render whatever is accepted."""
     path = workerfile.Path("/fuzz/workers/node07/w_run_1_0000abcd.json")
-    try:
-        document = workerfile.parse_worker_bytes(raw, path)
-    except workerfile.WorkerFileError as error:
-        assert str(error).startswith(str(path)) and "\n" not in str(error)
-        results["refused"] += 1
-        return
-    worker = merge.worker_from_document(path, document, size=len(raw))
-    run = merge.merge_workers(path.parent.parent.parent, [intact, worker])
-    assert render(run).startswith("Runtime ")
-    json.dumps(compare.compare_runs(run, run), allow_nan=False)
-    compare.render_compare(compare.compare_runs(run, run))
-    results["reported"] += 1
+    # skip_samples: how merge reads (stopping before the samples where the layout allows);
+    # whole: how a block reads the samples.
+    for skip_samples in (True, False):
+        try:
+            document = workerfile.parse_worker_bytes(raw, path, skip_samples=skip_samples)
+        except workerfile.WorkerFileError as error:
+            assert str(error).startswith(str(path)) and "\n" not in str(error)
+            if not skip_samples:
+                results["refused"] += 1
+            continue
+        worker = merge.worker_from_document(path, document, size=len(raw))
+        run = merge.merge_workers(path.parent.parent.parent, [intact, worker])
+        assert render(run).startswith("Runtime ")
+        json.dumps(compare.compare_runs(run, run), allow_nan=False)
+        compare.render_compare(compare.compare_runs(run, run))
+        if not skip_samples:
+            results["reported"] += 1
 
 
 @pytest.mark.parametrize("family", ["bytes", "structure", "hostile"])
@@ -125,7 +131,9 @@ def test_damaged_worker_files_are_refused_cleanly_or_reported(family):
     rng = random.Random(f"lineprofiler-{family}")
     intact_doc, source = baseline_documents()
     intact = merge.worker_from_document(workerfile.Path("/fuzz/workers/node07/w_intact.json"), intact_doc)
-    raw = json.dumps(source).encode()
+    # The real writer's bytes: samples last, behind the layout key.
+    raw = json.dumps({**{k: v for k, v in source.items() if k != "samples"}, "layout": "samples-last",
+                      "samples": source["samples"]}, separators=(",", ":")).encode()
     results = {"refused": 0, "reported": 0}
     if family == "bytes":
         cases = (mutate_bytes(rng, raw) for _ in range(CASES_PER_FAMILY))

@@ -118,30 +118,47 @@ def test_an_unreadable_file_of_a_superseded_attempt_is_not_a_caveat_of_the_newes
     assert [u.path.name for u in run.unreadable] == [workerfile.worker_file_name("newrun", 8, "0000abce")]
 
 
-def test_large_files_keep_samples_on_disk_and_reread_them_on_access(run_dir, monkeypatch):
+def test_merge_never_parses_samples_and_rereads_them_on_access(run_dir):
     worker = SimWorker("actor")
     actor_loop(worker, 3, mcts_ns=1 * MS, env_ns=1 * MS)
     samples = {"columns": ["t", "rss"], "t": list(range(2000)), "rss": list(range(2000))}
     path = worker.write(run_dir, samples=samples)
 
+    document = load_run(run_dir).workers[0].document
+    assert document.samples_on_disk
+    assert "samples" in document
+    assert document["samples"] == samples and document.get("samples") == samples
+
+    # Damage inside the samples does not cost the worker's phases (merge stops before them);
+    # it surfaces, as a WorkerFileError, only when a block reads the samples.
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b"1999]", b"1999"))
+    run = load_run(run_dir)
+    assert run.unreadable == [] and run.roles["actor"].phases["iteration"].entries == 3
+    with pytest.raises(workerfile.WorkerFileError, match="corrupt or truncated"):
+        run.workers[0].document["samples"]
+    # A file that vanished after merging is a WorkerFileError too, never another exception.
+    path.unlink()
+    with pytest.raises(workerfile.WorkerFileError):
+        run.workers[0].document["samples"]
+
+
+def test_files_without_the_samples_last_layout_are_read_whole(run_dir, monkeypatch):
+    worker = SimWorker("actor")
+    actor_loop(worker, 3, mcts_ns=1 * MS, env_ns=1 * MS)
+    samples = {"t": list(range(2000))}
+    path = worker.path_in(run_dir)
+    document = worker.document(samples=samples)
+    path.write_text(json.dumps(document))  # an older writer: samples first, no layout
+
     small = load_run(run_dir).workers[0].document
     assert not small.samples_on_disk and small["samples"] == samples
-
     monkeypatch.setattr(merge, "LARGE_FILE_BYTES", 1000)
     large = load_run(run_dir).workers[0].document
-    assert large.samples_on_disk
-    assert "samples" in large
-    assert large["samples"] == samples
-    assert large.get("samples") == samples
-
-    # --no-samples never keeps them, whatever the size; they are still there if asked for.
+    assert large.samples_on_disk and large["samples"] == samples
     monkeypatch.setattr(merge, "LARGE_FILE_BYTES", 1 << 30)
     lean = load_run(run_dir, no_samples=True).workers[0].document
     assert lean.samples_on_disk and lean["samples"] == samples
-    # A file that vanished after merging is a WorkerFileError, never another exception.
-    path.unlink()
-    with pytest.raises(workerfile.WorkerFileError):
-        lean["samples"]
 
 
 def test_documents_of_workers_are_kept_with_their_paths(run_dir):

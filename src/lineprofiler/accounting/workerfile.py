@@ -57,6 +57,10 @@ not know, so later versions may add keys without a schema break. A file whose
 ``gpu``: null or an object (the GPU work defines it).
 
 ``errors`` list of str: failures inside the profiler that were recorded instead of raised.
+
+``layout``: ``"samples-last"`` when :func:`write_worker_file` wrote the document (it puts
+``samples`` last), so that a reader that does not want the samples can stop before them
+(:func:`read_worker_file` with ``skip_samples=True``) instead of parsing a 12-hour history.
 """
 
 from __future__ import annotations
@@ -75,6 +79,13 @@ from . import histogram as _histogram
 SCHEMA_VERSION = 1
 KIND = "lineprofiler-worker"
 WORKERS_DIR = "workers"
+LAYOUT_SAMPLES_LAST = "samples-last"
+#: What ``document["samples"]`` holds after a read with ``skip_samples=True`` when the file has
+#: samples that were not parsed (compare with ``is``). Null samples stay None.
+SAMPLES_SKIPPED: dict[str, Any] = {"skipped": True}
+_SAMPLES_KEY = b',"samples":'
+#: How many nested ``"samples"`` keys the skipping reader steps over before parsing everything.
+_SKIP_ATTEMPTS = 8
 _FILE_RE = re.compile(r"^w_.+_\d+_[0-9a-f]{8}\.json$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -108,7 +119,11 @@ def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *,
     user code.
     """
     path = Path(path)
-    data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    # ``samples`` last, announced by ``layout`` before it: a reader can skip the bulk.
+    ordered = {k: v for k, v in document.items() if k not in ("samples", "layout")}
+    ordered["layout"] = LAYOUT_SAMPLES_LAST
+    ordered["samples"] = document.get("samples")
+    data = json.dumps(ordered, separators=(",", ":"), allow_nan=False).encode("utf-8")
     fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -363,11 +378,52 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a worker file may hold")
 
 
-def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Parse and validate the bytes of one worker file; raise WorkerFileError when unusable."""
+def _parse_head(raw: bytes) -> tuple[dict[str, Any], bool] | None:
+    """The document without its ``samples`` value, parsed from the bytes before it, and whether
+    the samples were non-null; None when the file does not have the samples-last layout.
+
+    Cutting at a nested ``"samples"`` key leaves brackets open, so ``head + "}"`` fails to parse
+    and the next occurrence is tried: a parse succeeds only at the top-level key. The head must
+    also say it was written samples-last, or keys after ``samples`` could be lost.
+    """
+    start = 0
+    for _ in range(_SKIP_ATTEMPTS):
+        at = raw.find(_SAMPLES_KEY, start)
+        if at < 0:
+            return None
+        try:
+            head = json.loads(raw[:at] + b"}", parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            start = at + 1
+            continue
+        if not isinstance(head, dict) or head.get("layout") != LAYOUT_SAMPLES_LAST or "samples" in head:
+            return None
+        value = raw[at + len(_SAMPLES_KEY):at + len(_SAMPLES_KEY) + 5]
+        return head, not (value.startswith(b"null") and value[4:5] in (b"}", b""))
+    return None
+
+
+def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples: bool = False) -> dict[str, Any]:
+    """Parse and validate the bytes of one worker file; raise WorkerFileError when unusable.
+
+    With ``skip_samples``, a file written samples-last is parsed only up to its samples, and
+    ``samples`` is :data:`SAMPLES_SKIPPED` (or None when it was null); damage inside the
+    samples then goes unnoticed until they are read. Other files are parsed whole.
+    """
     path = Path(path)
     if not raw:
         raise WorkerFileError(f"{path}: empty file")
+    if skip_samples:
+        parsed = _parse_head(raw)
+        if parsed is not None:
+            head, has_samples = parsed
+            try:
+                document = validate(head, path)
+            except WorkerFileError:
+                document = None  # judge the whole file, not a head that may have been cut wrongly
+            if document is not None:
+                document["samples"] = SAMPLES_SKIPPED if has_samples else None
+                return document
     try:
         document = json.loads(raw, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as error:
@@ -376,11 +432,14 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str]) -> dict[str, An
     return validate(document, path)
 
 
-def read_worker_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate one worker file; raise WorkerFileError (one line) when it is unusable."""
+def read_worker_file(path: str | os.PathLike[str], *, skip_samples: bool = False) -> dict[str, Any]:
+    """Read and validate one worker file; raise WorkerFileError (one line) when it is unusable.
+
+    ``skip_samples``: see :func:`parse_worker_bytes`.
+    """
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as error:
         raise WorkerFileError(f"{path}: cannot read: {error.strerror or error}") from None
-    return parse_worker_bytes(raw, path)
+    return parse_worker_bytes(raw, path, skip_samples=skip_samples)

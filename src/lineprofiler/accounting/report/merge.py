@@ -61,9 +61,10 @@ class ReportError(Exception):
 class WorkerDocument(Mapping[str, Any]):
     """A validated worker document, read-only.
 
-    For a large file (or when samples were not wanted) the inline ``samples`` value is not kept
-    in memory; reading ``document["samples"]`` then re-reads and re-validates the file, so a
-    block that handles one worker at a time holds one worker's samples at a time. Raises
+    Merge does not parse or keep inline ``samples`` (it reads files with ``skip_samples``, and
+    drops them from large files read whole); reading ``document["samples"]`` then re-reads and
+    re-validates the file, every time, so a block that handles one worker at a time holds one
+    worker's samples at a time: read it once per worker. Raises
     :class:`~lineprofiler.accounting.workerfile.WorkerFileError` when the file can no longer
     be read.
     """
@@ -397,7 +398,10 @@ def worker_from_document(path: Path, document: dict[str, Any], *, no_samples: bo
     snapshot = document["snapshot"]
     busy = sum(p["wall_ns"] for p in document["phases"] if "/" not in p["path"])
     interval = snapshot.get("interval_s")
-    samples_on_disk = document.get("samples") is not None and (no_samples or size > LARGE_FILE_BYTES)
+    samples = document.get("samples")
+    samples_on_disk = samples is workerfile.SAMPLES_SKIPPED or (
+        samples is not None and (no_samples or size > LARGE_FILE_BYTES)
+    )
     if samples_on_disk:
         # Keep the phase tree, not the bulk: the samples are re-read from the file if a block asks.
         document = {k: v for k, v in document.items() if k != "samples"}
@@ -469,7 +473,8 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False) -> Run:
                 size = path.stat().st_size
             except OSError:
                 size = 0
-            document = workerfile.read_worker_file(path)
+            # Merge never needs the samples: stop before them where the layout allows.
+            document = workerfile.read_worker_file(path, skip_samples=True)
             workers.append(worker_from_document(path, document, no_samples=no_samples, size=size))
         except workerfile.WorkerFileError as error:
             unreadable.append(UnreadableFile(path, str(error)))
