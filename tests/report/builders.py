@@ -214,7 +214,8 @@ class SimWorker:
             "histogram": {"scheme": histogram.SCHEME, "n_buckets": histogram.N_BUCKETS},
             "phases": phases,
             "counters": counters,
-            "caps": caps or {"max_paths": 10_000, "paths_overflowed": 0, "max_counters": 10_000, "counters_overflowed": 0},
+            "caps": caps
+            or {"max_paths": 10_000, "paths_overflowed": 0, "max_counters": 10_000, "counters_overflowed": 0},
             "repairs": {"mismatched_exits": mismatched_exits},
             "samples": samples,
             "gpu": gpu,

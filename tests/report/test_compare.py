@@ -42,7 +42,10 @@ def test_the_threshold_is_one_bucket_on_top_of_the_documented_error():
 
 def test_a_move_to_the_next_bucket_is_not_marked_two_buckets_are(tmp_path):
     k = 120
-    in_bucket = lambda b: [EDGES[b - 1], EDGES[b] - 1, EDGES[b] - 1, EDGES[b] - 1]  # noqa: E731
+
+    def in_bucket(b):
+        return [EDGES[b - 1], EDGES[b] - 1, EDGES[b] - 1, EDGES[b] - 1]
+
     doc = compared(tmp_path, {"step": in_bucket(k)}, {"step": in_bucket(k + 1)})
     one = row(doc, "step")
     assert one["p50_change"] == pytest.approx(histogram.bucket_midpoint(k + 1) / histogram.bucket_midpoint(k) - 1)

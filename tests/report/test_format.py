@@ -38,7 +38,8 @@ def test_duration_rounds_up_across_units():
 
 
 @pytest.mark.parametrize(
-    "n, text", [(0, "0 B"), (512, "512 B"), (408_700_000, "408.7 MB"), (1_100_000_000, "1.1 GB"), (40_000_000, "40.0 MB")]
+    "n, text",
+    [(0, "0 B"), (512, "512 B"), (408_700_000, "408.7 MB"), (1_100_000_000, "1.1 GB"), (40_000_000, "40.0 MB")],
 )
 def test_size(n, text):
     assert fmt.size(n) == text

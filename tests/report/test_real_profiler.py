@@ -136,7 +136,7 @@ def test_report_over_a_real_pipeline_run_twice(tmp_path):
     dominant = next(i for i, line in enumerate(lines) if line.startswith("DOMINANT PHASES"))
     table = lines[dominant:]
     row_at = dominant + next(i for i, line in enumerate(table) if line.startswith("iteration/self_play/mcts"))
-    name, self_time, wait, p50, p99, role = lines[row_at].split()
+    _, _, wait, p50, p99, role = lines[row_at].split()
     assert role == "actor"
     # mcts sleeps: nearly all of it is off-CPU, and no entry is shorter than the sleep.
     assert number(wait.rstrip("%")) >= 50

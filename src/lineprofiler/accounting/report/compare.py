@@ -82,6 +82,14 @@ def _phase_side(phase: PhaseStats | None, role: RoleStats | None) -> dict[str, A
     }
 
 
+def _get(side: dict[str, Any] | None, key: str) -> Any:
+    return None if side is None else side[key]
+
+
+def _share(row: dict[str, Any]) -> float:
+    return max(_get(row["a"], "share") or 0.0, _get(row["b"], "share") or 0.0)
+
+
 def _change(a: float | None, b: float | None) -> tuple[float | None, bool]:
     if a is None or b is None or a <= 0:
         return None, False
@@ -104,8 +112,8 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
             pa = ra.phases.get(path) if ra else None
             pb = rb.phases.get(path) if rb else None
             sa, sb = _phase_side(pa, ra), _phase_side(pb, rb)
-            p50_change, p50_real = _change(sa and sa["p50_ns"], sb and sb["p50_ns"])
-            p99_change, p99_real = _change(sa and sa["p99_ns"], sb and sb["p99_ns"])
+            p50_change, p50_real = _change(_get(sa, "p50_ns"), _get(sb, "p50_ns"))
+            p99_change, p99_real = _change(_get(sa, "p99_ns"), _get(sb, "p99_ns"))
             phases.append(
                 {
                     "path": path,
@@ -118,12 +126,7 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
                     "p99_real": p99_real,
                 }
             )
-        phases.sort(
-            key=lambda row: (
-                -max(row["a"]["share"] if row["a"] else 0.0, row["b"]["share"] if row["b"] else 0.0),
-                row["path"],
-            )
-        )
+        phases.sort(key=lambda row: (-_share(row), str(row["path"])))
         roles.append(
             {
                 "role": name,

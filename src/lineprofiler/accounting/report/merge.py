@@ -281,7 +281,7 @@ class UnreadableFile:
         except ValueError:
             return self.reason
         prefix = f"{self.path}: "
-        rest = self.reason[len(prefix):] if self.reason.startswith(prefix) else self.reason
+        rest = self.reason.removeprefix(prefix)
         return f"{short}: {rest}"
 
 
@@ -358,7 +358,8 @@ class Run:
         names.pop(None, None)
         if not names:
             return None
-        return sorted(names.items(), key=lambda item: (-item[1], item[0]))[0][0]
+        name: str = min(names.items(), key=lambda item: (-item[1], str(item[0])))[0]
+        return name
 
     def all_phases(self) -> dict[str, PhaseStats]:
         """Every phase path merged over all roles."""
@@ -507,11 +508,12 @@ def merge_workers(
             f"first: {first}"
         )
 
-    def attempt_start(key: tuple[str, int]) -> tuple[int, int, str]:
-        return (min(w.start_ns for w in by_attempt[key]), key[1], key[0])
-
-    newest_key = max(by_attempt, key=attempt_start)
-    merged = sorted(by_attempt.pop(newest_key), key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.uuid))
+    # Newest by its earliest start; ties by attempt number, then run id.
+    starts = {key: (min(w.start_ns for w in group), key[1], key[0]) for key, group in by_attempt.items()}
+    newest_key = max(starts, key=starts.__getitem__)
+    merged = sorted(
+        by_attempt.pop(newest_key), key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.uuid)
+    )
     superseded = sorted(
         (
             AttemptSummary(

@@ -230,9 +230,10 @@ def iteration_phase(run: Run) -> tuple[str, str] | None:
     top-level phase; None when no phase was entered at all."""
     phases = run.all_phases()
     configured = run.window_phase
-    if configured is not None:
-        if any(p.entries for path, p in phases.items() if path == configured or p.leaf == configured):
-            return configured, "window_phase"
+    if configured is not None and any(
+        p.entries for path, p in phases.items() if path == configured or p.leaf == configured
+    ):
+        return configured, "window_phase"
     top = [p for p in phases.values() if p.depth == 0 and p.entries > 0]
     if not top:
         return None
