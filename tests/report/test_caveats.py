@@ -143,3 +143,14 @@ def test_a_host_folder_that_cannot_be_listed_is_named(tmp_path, monkeypatch):
     (line,) = caveats(tmp_path)
     assert line.startswith("folder not listed, its workers are missing from every total: ")
     assert line.endswith("node08: cannot list: Permission denied")
+
+
+def test_many_workers_with_the_same_caveat_get_one_line(tmp_path):
+    busy_worker(rank=0, seconds=600).write(tmp_path)
+    for rank in range(1, 8):
+        busy_worker(rank=rank, seconds=600).write(tmp_path, status="running", flush_at_ns=100 * S)
+    lines = caveats(tmp_path)
+    (line,) = [line for line in lines if "stopped writing" in line]
+    assert line.startswith("7 workers stopped writing well before the run ended; their numbers stop at their last "
+                           "snapshot: actor pid ")
+    assert " and 2 more; the first: actor pid " in line and "stopped writing 8m 20s before the run ended" in line

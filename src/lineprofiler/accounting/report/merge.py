@@ -589,58 +589,96 @@ def is_stale(worker: Worker, run_end_ns: int) -> bool:
     return run_end_ns - worker.last_flush_ns > threshold
 
 
+def _per_worker(lines: list[str], items: list[tuple[Worker, str]], summary: str) -> None:
+    """One line per worker, or, past :data:`CAVEAT_NAMES` workers, one line for all of them."""
+    if len(items) <= CAVEAT_NAMES:
+        lines.extend(line for _, line in items)
+    else:
+        lines.append(f"{len(items)} workers {summary}: {_names([w for w, _ in items])}; the first: {items[0][1]}")
+
+
 def derive_caveats(run: Run) -> list[str]:
     """The CAVEATS lines merge can tell from the files alone, most serious first."""
     lines: list[str] = []
     end = run.end_ns
-    for bad in run.unreadable:
+    for bad in run.unreadable[: 2 * CAVEAT_NAMES]:
         lines.append(f"unreadable worker file (its process is missing from every total): {bad.describe(run.run_dir)}")
+    if len(run.unreadable) > 2 * CAVEAT_NAMES:
+        lines.append(f"... and {len(run.unreadable) - 2 * CAVEAT_NAMES} more unreadable worker files")
     for problem in run.listing_problems:
         lines.append(f"folder not listed, its workers are missing from every total: {problem}")
 
     killed = [w for w in run.workers if w.status == "started" and is_stale(w, end)]
-    for worker in killed:
-        lines.append(
-            f"{worker.label} was killed before any data: only its start file exists "
-            f"(started {fmt.duration(max(0, end - worker.start_ns))} before the run's last flush)"
-        )
+    _per_worker(
+        lines,
+        [
+            (
+                w,
+                f"{w.label} was killed before any data: only its start file exists "
+                f"(started {fmt.duration(max(0, end - w.start_ns))} before the run's last flush)",
+            )
+            for w in killed
+        ],
+        "were killed before any data (only their start files exist)",
+    )
     not_yet = [w for w in run.workers if w.status == "started" and not is_stale(w, end)]
     if not_yet:
         lines.append(f"{len(not_yet)} worker(s) had written no data yet (just started): {_names(not_yet)}")
 
     stale = [w for w in run.workers if w.status != "started" and is_stale(w, end)]
-    for worker in stale:
-        lines.append(
-            f"{worker.label} stopped writing {fmt.duration(end - worker.last_flush_ns)} before the run "
-            f"ended (last snapshot {utc_time(worker.last_flush_ns)}): its numbers stop there"
-        )
+    _per_worker(
+        lines,
+        [
+            (
+                w,
+                f"{w.label} stopped writing {fmt.duration(end - w.last_flush_ns)} before the run "
+                f"ended (last snapshot {utc_time(w.last_flush_ns)}): its numbers stop there",
+            )
+            for w in stale
+        ],
+        "stopped writing well before the run ended; their numbers stop at their last snapshot",
+    )
 
-    failing = [w for w in run.workers if (w.document["snapshot"].get("failures") or 0) > 0]
-    for worker in failing:
+    failing = []
+    for worker in run.workers:
         snapshot = worker.document["snapshot"]
-        error = snapshot.get("last_error")
-        detail = f" (last error: {fmt.printable(error)[:160]})" if error else ""
-        lines.append(
-            f"{worker.label}: {fmt.count(snapshot['failures'])} snapshot write(s) failed{detail}; "
-            f"its file holds its last successful snapshot"
-        )
+        if (snapshot.get("failures") or 0) > 0:
+            error = snapshot.get("last_error")
+            detail = f" (last error: {fmt.printable(error)[:160]})" if error else ""
+            failing.append(
+                (
+                    worker,
+                    f"{worker.label}: {fmt.count(snapshot['failures'])} snapshot write(s) failed{detail}; "
+                    f"its file holds its last successful snapshot",
+                )
+            )
+    _per_worker(lines, failing, "had snapshot writes fail")
 
+    path_caps, counter_caps = [], []
     for worker in run.workers:
         caps = worker.document.get("caps") or {}
         if caps.get("paths_overflowed"):
             limit = caps.get("max_paths")
-            lines.append(
-                f"{worker.label} hit the phase-path cap"
-                f"{f' of {fmt.count(limit)}' if limit is not None else ''}: "
-                f"{fmt.count(caps['paths_overflowed'])} entries went to the overflow node"
+            path_caps.append(
+                (
+                    worker,
+                    f"{worker.label} hit the phase-path cap"
+                    f"{f' of {fmt.count(limit)}' if limit is not None else ''}: "
+                    f"{fmt.count(caps['paths_overflowed'])} entries went to the overflow node",
+                )
             )
         if caps.get("counters_overflowed"):
             limit = caps.get("max_counters")
-            lines.append(
-                f"{worker.label} hit the counter cap"
-                f"{f' of {fmt.count(limit)}' if limit is not None else ''}: "
-                f"{fmt.count(caps['counters_overflowed'])} counts went to the overflow counter"
+            counter_caps.append(
+                (
+                    worker,
+                    f"{worker.label} hit the counter cap"
+                    f"{f' of {fmt.count(limit)}' if limit is not None else ''}: "
+                    f"{fmt.count(caps['counters_overflowed'])} counts went to the overflow counter",
+                )
             )
+    _per_worker(lines, path_caps, "hit the phase-path cap")
+    _per_worker(lines, counter_caps, "hit the counter cap")
 
     repaired = [w for w in run.workers if ((w.document.get("repairs") or {}).get("mismatched_exits") or 0) > 0]
     if repaired:
@@ -650,12 +688,19 @@ def derive_caveats(run: Run) -> list[str]:
             f"thread) in {_names(repaired)}: times around them may be billed to the wrong phase"
         )
 
-    for worker in run.workers:
-        errors = worker.document.get("errors") or []
-        if errors:
-            lines.append(
-                f"{worker.label} recorded {len(errors)} profiler error(s); first: {fmt.printable(errors[0])[:200]}"
+    _per_worker(
+        lines,
+        [
+            (
+                w,
+                f"{w.label} recorded {len(w.document['errors'])} profiler error(s); "
+                f"first: {fmt.printable(w.document['errors'][0])[:200]}",
             )
+            for w in run.workers
+            if w.document.get("errors")
+        ],
+        "recorded profiler errors",
+    )
 
     signalled = [w for w in run.workers if w.status == "signalled"]
     if signalled:
