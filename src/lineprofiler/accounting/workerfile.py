@@ -61,6 +61,8 @@ not know, so later versions may add keys without a schema break. A file whose
 ``layout``: ``"samples-last"`` when :func:`write_worker_file` wrote the document (it puts
 ``samples`` last), so that a reader that does not want the samples can stop before them
 (:func:`read_worker_file` with ``skip_samples=True``) instead of parsing a 12-hour history.
+The writer adds it and the reader removes it: ``read_worker_file(p)`` after
+``write_worker_file(p, d)`` equals ``d``.
 """
 
 from __future__ import annotations
@@ -422,6 +424,7 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
             except WorkerFileError:
                 document = None  # judge the whole file, not a head that may have been cut wrongly
             if document is not None:
+                document.pop("layout", None)
                 document["samples"] = SAMPLES_SKIPPED if has_samples else None
                 return document
     try:
@@ -429,7 +432,10 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
     except (ValueError, RecursionError) as error:
         # UnicodeDecodeError is a ValueError: bytes that are not UTF-8 land here too.
         raise WorkerFileError(f"{path}: corrupt or truncated JSON ({error.__class__.__name__})") from None
-    return validate(document, path)
+    document = validate(document, path)
+    # How the bytes were laid out is not part of the content: read(write(d)) == d.
+    document.pop("layout", None)
+    return document
 
 
 def read_worker_file(path: str | os.PathLike[str], *, skip_samples: bool = False) -> dict[str, Any]:
