@@ -5,10 +5,10 @@ of the role's self times) in A and B and its change in percentage points; p50 an
 and B and their relative change.
 
 A p50/p99 change is marked real only beyond the histograms' bucket error. Each side's quantile
-is a bucket midpoint within ``histogram.RELATIVE_ERROR`` (4.3 %) of a value really recorded,
-so two runs whose true quantiles are equal can still differ by up to one bucket's width
-(``(1 + e) / (1 - e)``, 9.05 %; 9.1 % for the buckets near 1 us, whose edges are rounded to whole
-nanoseconds) in either direction. Changes within that band are printed but not marked, and so
+is a bucket midpoint within ``histogram.RELATIVE_ERROR`` (4.45 %) of a value really recorded,
+so two runs whose true quantiles are nearly equal can still be reported one bucket apart: a
+ratio of up to one bucket's width (2 ** (1/8), 9.05 %; 9.1 % for the buckets near 1 us, whose
+edges are rounded to whole nanoseconds) in either direction. Changes within that band are printed but not marked, and so
 is any change between two values below 1 us (the underflow bucket). The mark says nothing
 about run-to-run noise: run twice to learn it.
 
@@ -46,8 +46,8 @@ E = histogram.RELATIVE_ERROR
 #: buckets near 1 us are a little wider than 2 ** (1/8).
 _WIDEST_BUCKET = max(histogram.EDGES[k] / histogram.EDGES[k - 1] for k in range(1, histogram.LAST_EDGE + 1))
 #: Ratios b/a outside [REAL_LOW, REAL_HIGH] are beyond what the two sides' bucket errors allow:
-#: two quantiles of the same true value lie in one bucket, so they differ by at most its width.
-REAL_HIGH = max(_WIDEST_BUCKET, (1.0 + E) / (1.0 - E))
+#: true values closer than a bucket's width are reported at most one bucket apart.
+REAL_HIGH = _WIDEST_BUCKET
 REAL_LOW = 1.0 / REAL_HIGH
 KIND = "lineprofiler-compare"
 VERSION = 1

@@ -159,8 +159,9 @@ def _get(options: Any, name: str, default: Any = None) -> Any:
 
 
 def _workers(run: Any) -> list[Mapping[str, Any]]:
-    workers = getattr(run, "workers", run)
-    return [w for w in (workers or []) if isinstance(w, Mapping)]
+    """The worker documents of the run: merge's Worker objects carry theirs as ``document``."""
+    documents = (getattr(w, "document", w) for w in (getattr(run, "workers", run) or []))
+    return [d for d in documents if isinstance(d, Mapping)]
 
 
 def _gpu(document: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
@@ -366,3 +367,7 @@ def render(run: Any, options: Any = None) -> list[str]:
         notes.append(f"NVML unavailable in {summary.nvml_missing_workers} of {summary.workers} processes: {summary.nvml_reason}.")
     lines.extend(notes)
     return lines
+
+
+#: The blocks this module adds to the text report (see report.text.EXTRA_BLOCK_MODULES).
+BLOCKS = (render,)
