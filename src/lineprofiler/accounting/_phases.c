@@ -1126,8 +1126,8 @@ static PyType_Spec phase_spec = {
 
 /* The canonical name for a user's name: "/" would fake nesting in a path and "" would make
  * "a//b", so both are replaced. Returns a borrowed reference, NULL with an exception set, or
- * the state's overflow_name (borrowed) when the names cap is reached. */
-static PyObject *lp_canonical(RecorderObject *rec, PyObject *name)
+ * the state's overflow_name (borrowed) for a new name when may_insert is 0 or the cap is hit. */
+static PyObject *lp_canonical(RecorderObject *rec, PyObject *name, int may_insert)
 {
     uint32_t slot = (uint32_t)(((uintptr_t)name >> 4) & (LP_NAME_CACHE - 1));
     if (rec->name_cache[slot].key == name) {
@@ -1138,7 +1138,7 @@ static PyObject *lp_canonical(RecorderObject *rec, PyObject *name)
         if (PyErr_Occurred()) {
             return NULL;
         }
-        if (PyDict_GET_SIZE(rec->names) >= (Py_ssize_t)rec->max_paths + rec->max_counters) {
+        if (!may_insert || PyDict_GET_SIZE(rec->names) >= (Py_ssize_t)rec->max_paths + rec->max_counters) {
             return rec->st->overflow_name;
         }
         PyObject *clean;
@@ -1229,7 +1229,7 @@ static PyObject *lp_phase_lookup(RecorderObject *rec, PyObject *name, int flags)
     }
     PyObject *canon = NULL;
     if (rec->n_phases < rec->max_paths) {
-        canon = lp_canonical(rec, name);
+        canon = lp_canonical(rec, name, 1);
         if (canon == NULL) {
             return NULL;
         }
@@ -1470,7 +1470,8 @@ static PyObject *rec_count(RecorderObject *self, PyObject *const *args, Py_ssize
             node = i >= 0 ? ts->frames[i].node_id : LP_ROOT;
         }
     }
-    PyObject *canon = lp_canonical(self, name);
+    /* past the counters cap, a name not seen before is not kept: it can only overflow */
+    PyObject *canon = lp_canonical(self, name, self->n_counters < self->max_counters);
     if (LP_UNLIKELY(canon == NULL)) {
         if (!PyErr_ExceptionMatches(PyExc_MemoryError)) {
             return NULL;
@@ -1638,8 +1639,8 @@ static PyObject *rec_snapshot(RecorderObject *self, PyObject *Py_UNUSED(ignored)
     }
     for (int32_t id = LP_ROOT + 1; id < self->n_nodes; id++) {
         lp_node *node = lp_node_at(self, id);
-        if (node->overflow && node->entries == 0) {
-            continue;
+        if (node->entries == 0) {
+            continue; /* entered but never closed yet (or only in a stale generation) */
         }
         PyObject *d = lp_node_dict(self, node);
         if (d == NULL || PyList_Append(phases, d) < 0) {
@@ -1829,6 +1830,11 @@ static PyObject *rec_get_n_nodes(RecorderObject *self, void *Py_UNUSED(c))
     return PyLong_FromLong(self->n_nodes);
 }
 
+static PyObject *rec_get_empty(RecorderObject *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(self->n_nodes <= 2 && lp_node_at(self, LP_OVERFLOW)->entries == 0 && self->n_counters == 0);
+}
+
 static PyObject *rec_get_generation(RecorderObject *self, void *Py_UNUSED(c))
 {
     return PyLong_FromUnsignedLongLong(self->gen);
@@ -1989,6 +1995,7 @@ static PyGetSetDef rec_getset[] = {
     {"measure_cpu", (getter)rec_get_measure_cpu, NULL, "Whether thread CPU time is read.", NULL},
     {"n_nodes", (getter)rec_get_n_nodes, NULL, "Nodes in the tree, root and overflow included.", NULL},
     {"generation", (getter)rec_get_generation, NULL, "Changes at start, stop and reset.", NULL},
+    {"empty", (getter)rec_get_empty, NULL, "True while nothing has been recorded (since the last reset).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

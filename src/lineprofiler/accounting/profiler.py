@@ -171,6 +171,8 @@ class Profiler:
         self._last_success_ns: int | None = None
         self._warned = False
         self._mp_registered = False
+        self._inherited = False  # a copy made by fork: see _Process.register
+        self._fork_parent_pid: int | None = None
         self.phase = self._noop.phase  # type: ignore[method-assign]
         self.count = self._noop.count  # type: ignore[method-assign]
         if not self.enabled:
@@ -237,6 +239,23 @@ class Profiler:
             self.recorder.stop()
         self.phase = self._noop.phase  # type: ignore[method-assign]
         self.count = self._noop.count  # type: ignore[method-assign]
+        _Process.unregister(self)
+
+    def _retire(self) -> None:
+        """Step aside without a final snapshot, removing the start file written in this process."""
+        self._closed = True
+        self._final_done = True
+        self._stop_thread()
+        self._call_attachments("close")
+        if self.recorder is not None:
+            self.recorder.stop()
+        self.phase = self._noop.phase  # type: ignore[method-assign]
+        self.count = self._noop.count  # type: ignore[method-assign]
+        if self.path is not None:
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
         _Process.unregister(self)
 
     def __enter__(self) -> Profiler:
@@ -330,7 +349,7 @@ class Profiler:
         document: dict[str, Any] = {
             "schema_version": workerfile.SCHEMA_VERSION,
             "kind": workerfile.KIND,
-            "identity": self.identity.to_json(),
+            "identity": dict(self.identity.to_json(), fork_parent_pid=self._fork_parent_pid),
             "times": {
                 "start_unix_ns": self._start_unix_ns,
                 "last_flush_unix_ns": now_ns,
@@ -435,6 +454,8 @@ class Profiler:
     def _after_fork_child(self) -> None:
         # The lock may have been copied while held by a thread that does not exist here.
         self._lock = threading.RLock()
+        self._inherited = True
+        self._fork_parent_pid = self.identity.pid if self.identity is not None else None
         self._thread = None
         self._writes = 0
         self._failures = 0
@@ -481,6 +502,12 @@ class _Process:
 
     @classmethod
     def register(cls, profiler: Profiler) -> None:
+        # A fork child that builds its own profiler (a multiprocessing worker constructing
+        # Profiler(role="actor")) is one process: the copy inherited from the parent steps aside
+        # if it has recorded nothing here, so the child is not counted twice.
+        for other in list(cls.active):
+            if other._inherited and other.recorder is not None and other.recorder.empty:
+                other._retire()
         cls.active.append(profiler)
         if not cls.installed:
             cls.installed = True

@@ -1,0 +1,99 @@
+"""The accounting layer's overhead, per phase enter+exit and per count(), in ns.
+
+Prints the seed's table beside an empty Python-class ``with`` measured in the same run, and
+the RSS growth over 10 million phase entries. Figures, not pass/fail: the machine may be
+shared, so run it a few times and read the ratios.
+
+    python benchmarks/bench_accounting.py [--number N] [--repeat R] [--entries M]
+
+Each figure is the median of R timeit repeats of N iterations, net of the bare loop's cost
+(the loop is printed too, so the raw figure is one addition away).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import timeit
+
+from lineprofiler.accounting import Profiler, _phases
+
+
+class Empty:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def measure(stmt: str, env: dict, number: int, repeat: int) -> float:
+    timer = timeit.Timer(stmt, globals=env)
+    gc.disable()
+    try:
+        runs = timer.repeat(repeat=repeat, number=number)
+    finally:
+        gc.enable()
+    return statistics.median(runs) / number * 1e9
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--number", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--entries", type=int, default=10_000_000, help="phase entries for the RSS figure (0: skip)")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        off = Profiler(enabled=False)
+        nocpu = Profiler(run_dir=tmp, role="bench", measure_cpu=False, snapshot_interval_s=None)
+        cpu = Profiler(run_dir=tmp, role="bench", measure_cpu=True, snapshot_interval_s=None)
+        env = {"empty": Empty(), "off": off, "nocpu": nocpu, "cpu": cpu}
+        rows = [
+            ("empty Python-class with", "with empty: pass", 1),
+            ("phase(), enabled=False", "with off.phase('step'): pass", 1),
+            ("phase(), enabled=True, measure_cpu=False", "with nocpu.phase('step'): pass", 1),
+            ("phase(), enabled=True, measure_cpu=True", "with cpu.phase('step'): pass", 1),
+            ("phase(io=True)", "with nocpu.phase('ckpt', io=True): pass", 10),
+            ("count()", "nocpu.count('sims', 64)", 1),
+        ]
+        loop = measure("pass", env, args.number, args.repeat)
+        results = {}
+        for label, stmt, divisor in rows:
+            results[label] = measure(stmt, env, max(1000, args.number // divisor), args.repeat) - loop
+        base = results["empty Python-class with"]
+        print(f"lineprofiler.accounting overhead, Python {sys.version.split()[0]}, "
+              f"thread CPU clock: {_phases.cpu_clock_source()}")
+        print(f"(median of {args.repeat} repeats, net of the bare loop = {loop:.1f} ns/iteration)")
+        print(f"{'':44s}{'ns/call':>10s}{'x empty with':>14s}")
+        for label, _stmt, _d in rows:
+            print(f"{label:44s}{results[label]:10.1f}{results[label] / base:14.2f}")
+
+        if args.entries:
+            phase = nocpu.phase
+            for _ in range(100_000):  # warm: stacks, caches, allocator
+                with phase("rss"):
+                    pass
+            gc.collect()
+            before = _rss_bytes()
+            for _ in range(args.entries):
+                with phase("rss"):
+                    pass
+            after = _rss_bytes()
+            print(f"RSS growth over {args.entries:,} phase entries: {(after - before) / 1024:.0f} KiB")
+        nocpu.close()
+        cpu.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
