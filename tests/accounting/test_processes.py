@@ -77,6 +77,7 @@ def check_workers(tmp_path, method, n):
     run_dir = tmp_path / "profile"
     result = run_script(tmp_path, WORKERS, method, n, run_dir)
     assert result.returncode == 0, result.stderr
+    assert "multi-threaded" not in result.stderr  # our thread is stopped across each fork
     exitcodes = [int(c) for c in result.stdout.strip().split(",")]
     assert exitcodes == [0] * (n - 1) + [1]  # the last worker raised
     docs = documents(run_dir)

@@ -2259,7 +2259,40 @@ static PyObject *mod_set_io_path(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* Runs a deferred callable in the main thread; never lets its exception escape into whatever
+ * code the main thread happens to be running. */
+static int lp_run_deferred(void *arg)
+{
+    PyObject *fn = (PyObject *)arg;
+    PyObject *saved = PyErr_GetRaisedException();
+    PyObject *r = PyObject_CallNoArgs(fn);
+    if (r == NULL) {
+        PyErr_WriteUnraisable(fn);
+    }
+    Py_XDECREF(r);
+    Py_DECREF(fn);
+    PyErr_SetRaisedException(saved);
+    return 0;
+}
+
+static PyObject *mod_defer(PyObject *module, PyObject *fn)
+{
+    LP_UNUSED(module);
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "defer() needs a callable");
+        return NULL;
+    }
+    Py_INCREF(fn);
+    if (Py_AddPendingCall(lp_run_deferred, fn) < 0) {
+        Py_DECREF(fn);
+        Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef mod_methods[] = {
+    {"defer", mod_defer, METH_O,
+     "defer(fn) -> bool: run fn() in the main thread once the current C call returns (a pending call)."},
     {"bucket_edges", mod_bucket_edges, METH_NOARGS, "The histogram's edge table (equals histogram.EDGES)."},
     {"bucket_index", mod_bucket_index, METH_O, "bucket_index(ns): the bucket a duration falls into."},
     {"read_io", mod_read_io, METH_NOARGS, "The /proc/self/io counters as a dict, or None when unreadable."},

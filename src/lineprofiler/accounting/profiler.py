@@ -171,6 +171,7 @@ class Profiler:
         self._last_success_ns: int | None = None
         self._warned = False
         self._mp_registered = False
+        self._restart_attempts = 0
         self._inherited = False  # a copy made by fork: see _Process.register
         self._fork_parent_pid: int | None = None
         self.phase = self._noop.phase  # type: ignore[method-assign]
@@ -212,17 +213,24 @@ class Profiler:
             self._note_write_failure(f"cannot create {self.path.parent}: {error.strerror or error}")
 
     def _start_thread(self) -> None:
-        if self.snapshot_interval_s is None or self._closed:
+        if self.snapshot_interval_s is None or self._closed or self._thread is not None:
             return
         self._thread = _Snapshotter(self, self.snapshot_interval_s)
         self._thread.start()
 
-    def _stop_thread(self, timeout: float = 10.0) -> None:
+    def _stop_thread(self, timeout: float = 10.0, *, wait_os_thread: bool = False) -> None:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.stop_event.set()
             if thread is not threading.current_thread():
                 thread.join(timeout)
+                if wait_os_thread and thread.native_id is not None:
+                    # join() can return while the OS thread is still unwinding; fork would
+                    # then copy a multi-threaded process (and 3.12+ warns): wait until it is gone.
+                    task = f"/proc/self/task/{thread.native_id}"
+                    deadline = time.monotonic() + 0.5
+                    while os.path.exists(task) and time.monotonic() < deadline:
+                        time.sleep(0.0005)
 
     def close(self) -> None:
         """Write the final snapshot, stop the snapshot thread and attachments, stop recording.
@@ -444,14 +452,37 @@ class Profiler:
     def _before_fork(self) -> None:
         # The snapshot thread must not be mid-write, holding the lock, when the process is
         # copied: stop it (it finishes its write first) and restart it on both sides.
-        self._stop_thread()
+        self._stop_thread(wait_os_thread=True)
         self._call_attachments("before_fork")
 
     def _after_fork_parent(self) -> None:
-        self._start_thread()
+        # Restarted from a pending call, once os.fork() has returned: a thread started inside
+        # the fork hook would be counted by 3.13's "multi-threaded fork" check after the fact.
+        self._restart_attempts = 0
+        if not _phases.defer(self._restart_after_fork):
+            self._start_thread()
         self._call_attachments("after_fork_parent")
 
+    def _restart_after_fork(self) -> None:
+        # A pending call runs at the next bytecode boundary, which may still be inside another
+        # fork hook: defer again while the frame that called os.fork() is below the running one.
+        caller = _Process.fork_caller
+        frame = sys._getframe(1) if caller is not None else None
+        inside = False
+        f = frame
+        while f is not None:
+            if f is caller:
+                inside = f is not frame
+                break
+            f = f.f_back
+        self._restart_attempts += 1
+        if inside and self._restart_attempts < 100_000 and _phases.defer(self._restart_after_fork):
+            return
+        _Process.fork_caller = None
+        self._start_thread()
+
     def _after_fork_child(self) -> None:
+        _Process.fork_caller = None
         # The lock may have been copied while held by a thread that does not exist here.
         self._lock = threading.RLock()
         self._inherited = True
@@ -498,6 +529,7 @@ class _Process:
     installed = False
     warned_unwritable = False
     previous_handlers: dict[int, Any] = {}
+    fork_caller: Any = None
     handler_errors: list[str] = []
 
     @classmethod
@@ -614,6 +646,10 @@ class _Process:
 
     @classmethod
     def before_fork(cls) -> None:
+        try:
+            cls.fork_caller = sys._getframe(1)  # the frame that called os.fork()
+        except ValueError:
+            cls.fork_caller = None
         for profiler in list(cls.active):
             try:
                 cls.mp_register(profiler)  # multiprocessing may have been imported since
