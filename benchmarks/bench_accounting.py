@@ -4,7 +4,7 @@ Prints the seed's table beside an empty Python-class ``with`` measured in the sa
 the RSS growth over 10 million phase entries. Figures, not pass/fail: the machine may be
 shared, so run it a few times and read the ratios.
 
-    python benchmarks/bench_accounting.py [--number N] [--repeat R] [--entries M]
+    python benchmarks/bench_accounting.py [--number N] [--repeat R] [--entries M] [--io-bytes B]
 
 Each figure is the median of R timeit repeats of N iterations, net of the bare loop's cost
 (the loop is printed too, so the raw figure is one addition away).
@@ -18,6 +18,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 import timeit
 
 from lineprofiler.accounting import Profiler, _phases
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--number", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--entries", type=int, default=10_000_000, help="phase entries for the RSS figure (0: skip)")
+    parser.add_argument("--io-bytes", type=int, default=0, help="also write this many bytes under io=True and check")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
             ("phase(io=True)", "with nocpu.phase('ckpt', io=True): pass", 10),
             ("count()", "nocpu.count('sims', 64)", 1),
         ]
+        env["thread_time_ns"] = time.thread_time_ns
         loop = measure("pass", env, args.number, args.repeat)
+        # the floor of measure_cpu=True: two of these per phase (plus a Python call here)
+        syscall = measure("thread_time_ns()", env, max(1000, args.number // 4), args.repeat) - loop
         results = {}
         for label, stmt, divisor in rows:
             results[label] = measure(stmt, env, max(1000, args.number // divisor), args.repeat) - loop
@@ -77,6 +82,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'':44s}{'ns/call':>10s}{'x empty with':>14s}")
         for label, _stmt, _d in rows:
             print(f"{label:44s}{results[label]:10.1f}{results[label] / base:14.2f}")
+        print(f"{'(one CLOCK_THREAD_CPUTIME_ID read, time.thread_time_ns)':44s}{syscall:10.1f}")
+
+        if args.io_bytes:
+            path = os.path.join(tmp, "io_check.bin")
+            chunk = os.urandom(1 << 20)
+            with nocpu.phase("io_check", io=True):
+                with open(path, "wb") as handle:
+                    left = args.io_bytes
+                    while left > 0:
+                        left -= handle.write(chunk[: min(left, len(chunk))])
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            os.unlink(path)
+            snap = nocpu.recorder.snapshot()
+            io = next(p for p in snap["phases"] if p["path"] == "io_check")["io_bytes"]
+            for key in ("wchar", "write_bytes"):
+                print(f"io=True, {args.io_bytes:,} bytes written + fsync: {key} {io[key]:,} "
+                      f"({(io[key] - args.io_bytes) / args.io_bytes * 100:+.3f} %)")
 
         if args.entries:
             phase = nocpu.phase

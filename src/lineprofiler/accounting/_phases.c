@@ -100,35 +100,6 @@ static void lp_atfork_install(void)
     (void)pthread_atfork(NULL, NULL, lp_atfork_child);
 }
 
-/* ===================================================================== thread CPU clock */
-
-/* Thread CPU time. CLOCK_THREAD_CPUTIME_ID is a real system call (about 530 ns here), read
- * twice per phase when measure_cpu is on. */
-typedef struct {
-    int mode; /* 0: clock_gettime */
-} lp_threadcpu_config;
-
-typedef struct {
-    int fd;
-} lp_threadcpu;
-
-static inline void lp_threadcpu_init(lp_threadcpu *t)
-{
-    t->fd = -1;
-}
-
-static inline void lp_threadcpu_close(lp_threadcpu *t)
-{
-    t->fd = -1;
-}
-
-LP_INLINE int64_t lp_threadcpu_read(lp_threadcpu *t, const lp_threadcpu_config *cfg)
-{
-    LP_UNUSED(t);
-    LP_UNUSED(cfg);
-    return lp_thread_cpu_ns();
-}
-
 /* ===================================================================== types */
 
 typedef struct lp_node {
@@ -196,7 +167,6 @@ typedef struct lp_state {
     char io_path[256];
     unsigned long main_ident;
     struct RecorderObject *primary; /* borrowed; cleared by the recorder's dealloc */
-    lp_threadcpu_config cpu;
     PyObject *overflow_name; /* "(overflow)": the node and counter past the caps */
     PyObject *slash;
     PyObject *underscore;
@@ -291,7 +261,6 @@ typedef struct {
     int32_t cap;
     int is_main;
     int64_t dropped; /* entries refused (depth cap, no memory); their exits are not mismatches */
-    lp_threadcpu cpu;
 } TStackObject;
 
 typedef struct {
@@ -428,12 +397,17 @@ LP_INLINE int64_t lp_wall(RecorderObject *rec)
     return lp_monotonic_ns();
 }
 
-LP_INLINE int64_t lp_cpu(RecorderObject *rec, TStackObject *ts)
+/* Thread CPU time: CLOCK_THREAD_CPUTIME_ID is a real system call (about 530 ns here, more on a
+ * busy host), so it is read only when measure_cpu is on. A perf_event task-clock read from its
+ * mmap page was measured as an alternative: this kernel does not set cap_user_time, and
+ * extrapolating between context switches drifted from the real clock by up to 7 % (steal and
+ * IRQ time), so it was not kept (see docs/accounting.md). */
+LP_INLINE int64_t lp_cpu(RecorderObject *rec)
 {
     if (LP_UNLIKELY(rec->cpu_clock_fn != NULL)) {
         return lp_py_clock(rec, rec->cpu_clock_fn, "cpu_clock");
     }
-    return lp_threadcpu_read(&ts->cpu, &rec->st->cpu);
+    return lp_thread_cpu_ns();
 }
 
 /* ===================================================================== /proc/self/io */
@@ -656,7 +630,6 @@ static TStackObject *lp_tstack_create(lp_state *st)
     ts->depth = ts->cap = 0;
     ts->dropped = 0;
     ts->is_main = PyThread_get_thread_ident() == st->main_ident;
-    lp_threadcpu_init(&ts->cpu);
     if (PyDict_SetItem(dict, st->tdict_key, (PyObject *)ts) < 0) {
         Py_DECREF(ts);
         return NULL;
@@ -686,7 +659,6 @@ static void tstack_dealloc(TStackObject *ts)
     if (PyThread_tss_get(st->tss) == (void *)ts) {
         (void)PyThread_tss_set(st->tss, NULL);
     }
-    lp_threadcpu_close(&ts->cpu);
     lp_frame *frames = ts->frames;
     int32_t depth = ts->depth;
     ts->frames = NULL;
@@ -841,7 +813,7 @@ static PyObject *phase_enter(PhaseObject *self, PyObject *Py_UNUSED(ignored))
     /* Wall first, CPU second (and the reverse at exit): the CPU window lies inside the wall
      * window, so wait = wall - cpu never goes negative from the clock reads themselves. */
     f->t0 = lp_wall(rec);
-    f->cpu0 = rec->measure_cpu ? lp_cpu(rec, ts) : 0;
+    f->cpu0 = rec->measure_cpu ? lp_cpu(rec) : 0;
     lp_publish_main(rec, ts, node->id);
     return Py_NewRef(self);
 }
@@ -1027,7 +999,7 @@ static PyObject *phase_exit(PhaseObject *self, PyObject *const *Py_UNUSED(args),
         }
         Py_RETURN_FALSE;
     }
-    int64_t cpu1 = (rec->measure_cpu && rec->active) ? lp_cpu(rec, ts) : 0;
+    int64_t cpu1 = (rec->measure_cpu && rec->active) ? lp_cpu(rec) : 0;
     int64_t t1 = lp_wall(rec);
     int32_t top = ts->depth - 1;
     lp_frame *f = &ts->frames[top];
@@ -2213,8 +2185,6 @@ static PyObject *mod_after_fork_child(PyObject *module, PyObject *Py_UNUSED(igno
     TStackObject *ts = (TStackObject *)PyThread_tss_get(st->tss);
     if (ts != NULL) {
         ts->is_main = 1;
-        lp_threadcpu_close(&ts->cpu);
-        lp_threadcpu_init(&ts->cpu);
     }
     for (int i = 0; i < LP_IO_FIELDS; i++) {
         /* the child's /proc/self/io starts from zero, and so do its own writes */
@@ -2226,12 +2196,8 @@ static PyObject *mod_after_fork_child(PyObject *module, PyObject *Py_UNUSED(igno
 
 static PyObject *mod_thread_cpu_ns(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
-    lp_state *st = lp_get_state(module);
-    TStackObject *ts = lp_tstack(st);
-    if (ts == NULL) {
-        return NULL;
-    }
-    return PyLong_FromLongLong(lp_threadcpu_read(&ts->cpu, &st->cpu));
+    LP_UNUSED(module);
+    return PyLong_FromLongLong(lp_thread_cpu_ns());
 }
 
 static PyObject *mod_cpu_clock_source(PyObject *module, PyObject *Py_UNUSED(ignored))
@@ -2325,7 +2291,6 @@ static int lp_exec(PyObject *module)
         atomic_init(&st->own_io[i], 0);
     }
     st->primary = NULL;
-    st->cpu.mode = 0;
     lp_init_edges(st);
 
     st->tss = PyThread_tss_alloc();
