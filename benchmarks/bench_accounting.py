@@ -6,8 +6,9 @@ shared, so run it a few times and read the ratios.
 
     python benchmarks/bench_accounting.py [--number N] [--repeat R] [--entries M] [--io-bytes B]
 
-Each figure is the median of R timeit repeats of N iterations, net of the bare loop's cost
-(the loop is printed too, so the raw figure is one addition away).
+Each figure is the median over R rounds; a round times every row once (N iterations), so the
+rows share the machine's noise, and each ratio is taken within its round. Figures are net of
+the bare loop's cost (printed too, so the raw figure is one addition away).
 """
 
 from __future__ import annotations
@@ -37,20 +38,10 @@ def _rss_bytes() -> int:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def measure(stmt: str, env: dict, number: int, repeat: int) -> float:
-    timer = timeit.Timer(stmt, globals=env)
-    gc.disable()
-    try:
-        runs = timer.repeat(repeat=repeat, number=number)
-    finally:
-        gc.enable()
-    return statistics.median(runs) / number * 1e9
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=200_000)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--entries", type=int, default=10_000_000, help="phase entries for the RSS figure (0: skip)")
     parser.add_argument("--io-bytes", type=int, default=0, help="also write this many bytes under io=True and check")
     args = parser.parse_args(argv)
@@ -69,20 +60,33 @@ def main(argv: list[str] | None = None) -> int:
             ("count()", "nocpu.count('sims', 64)", 1),
         ]
         env["thread_time_ns"] = time.thread_time_ns
-        loop = measure("pass", env, args.number, args.repeat)
-        # the floor of measure_cpu=True: two of these per phase (plus a Python call here)
-        syscall = measure("thread_time_ns()", env, max(1000, args.number // 4), args.repeat) - loop
-        results = {}
-        for label, stmt, divisor in rows:
-            results[label] = measure(stmt, env, max(1000, args.number // divisor), args.repeat) - loop
-        base = results["empty Python-class with"]
+        rows.append(("(one CLOCK_THREAD_CPUTIME_ID read)", "thread_time_ns()", 4))
+        # Rounds interleave the rows, so a neighbour's burst on a shared machine hits all rows
+        # alike; each ratio is taken within its round, then the median over rounds is printed.
+        timers = {label: timeit.Timer(stmt, globals=env) for label, stmt, _d in rows}
+        numbers = {label: max(1000, args.number // d) for label, _s, d in rows}
+        loop_timer = timeit.Timer("pass", globals=env)
+        per_round: dict[str, list[float]] = {label: [] for label, _s, _d in rows}
+        loops = []
+        gc.disable()
+        try:
+            for _ in range(args.repeat):
+                loop = loop_timer.timeit(args.number) / args.number * 1e9
+                loops.append(loop)
+                for label, _s, _d in rows:
+                    per_round[label].append(timers[label].timeit(numbers[label]) / numbers[label] * 1e9 - loop)
+        finally:
+            gc.enable()
+        base_label = rows[0][0]
         print(f"lineprofiler.accounting overhead, Python {sys.version.split()[0]}, "
               f"thread CPU clock: {_phases.cpu_clock_source()}")
-        print(f"(median of {args.repeat} repeats, net of the bare loop = {loop:.1f} ns/iteration)")
+        print(f"(median of {args.repeat} interleaved rounds, net of the bare loop = "
+              f"{statistics.median(loops):.1f} ns/iteration)")
         print(f"{'':44s}{'ns/call':>10s}{'x empty with':>14s}")
-        for label, _stmt, _d in rows:
-            print(f"{label:44s}{results[label]:10.1f}{results[label] / base:14.2f}")
-        print(f"{'(one CLOCK_THREAD_CPUTIME_ID read, time.thread_time_ns)':44s}{syscall:10.1f}")
+        for label, _s, _d in rows:
+            ns = statistics.median(per_round[label])
+            ratio = statistics.median(a / b for a, b in zip(per_round[label], per_round[base_label]))
+            print(f"{label:44s}{ns:10.1f}{ratio:14.2f}")
 
         if args.io_bytes:
             path = os.path.join(tmp, "io_check.bin")

@@ -265,6 +265,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
+    PyObject *phase; /* Noop: the module's one NoopPhase (strong); NoopPhase: NULL */
 } NoopObject;
 
 static struct PyModuleDef lp_module;
@@ -1994,10 +1995,6 @@ static PyType_Spec rec_spec = {
 
 static PyObject *noop_phase(NoopObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &lp_module);
-    if (module == NULL) {
-        return NULL;
-    }
     if (LP_UNLIKELY(kwnames != NULL || nargs != 1 || !PyUnicode_Check(args[0]))) {
         PyObject *name;
         int flags;
@@ -2005,7 +2002,25 @@ static PyObject *noop_phase(NoopObject *self, PyObject *const *args, Py_ssize_t 
             return NULL;
         }
     }
-    return Py_NewRef(lp_get_state(module)->noop_phase);
+    return Py_NewRef(self->phase);
+}
+
+static PyObject *noop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "Noop() takes no arguments");
+        return NULL;
+    }
+    PyObject *module = PyType_GetModuleByDef(type, &lp_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    NoopObject *self = (NoopObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->phase = Py_NewRef(lp_get_state(module)->noop_phase);
+    return (PyObject *)self;
 }
 
 static PyObject *noop_count(NoopObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs,
@@ -2028,11 +2043,13 @@ static PyMethodDef noop_methods[] = {
 static void noop_dealloc(PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
-    PyObject_Free(self);
+    Py_CLEAR(((NoopObject *)self)->phase);
+    tp->tp_free(self);
     Py_DECREF(tp);
 }
 
 static PyType_Slot noop_slots[] = {
+    {Py_tp_new, noop_new},
     {Py_tp_dealloc, noop_dealloc},
     {Py_tp_methods, noop_methods},
     {Py_tp_doc, "Noop(): phase() and count() of a disabled profiler."},
@@ -2046,7 +2063,11 @@ static PyType_Spec noop_spec = {
     .slots = noop_slots,
 };
 
-static PyObject *noop_phase_enter(PyObject *self, PyObject *Py_UNUSED(ignored))
+/* The disabled phase is one object per module, so its __enter__ and __exit__ are stored on the
+ * type as builtin functions already bound to it (not method descriptors): the `with` statement
+ * then finds a plain callable and allocates no bound method per use. They ignore their
+ * arguments, so type(p).__enter__(p) works too. */
+static PyObject *noop_phase_enter(PyObject *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(nargs))
 {
     return Py_NewRef(self);
 }
@@ -2057,15 +2078,13 @@ static PyObject *noop_phase_exit(PyObject *Py_UNUSED(self), PyObject *const *Py_
     Py_RETURN_FALSE;
 }
 
-static PyMethodDef noop_phase_methods[] = {
-    {"__enter__", (PyCFunction)noop_phase_enter, METH_NOARGS, "No-op."},
-    {"__exit__", (PyCFunction)(void (*)(void))noop_phase_exit, METH_FASTCALL, "No-op."},
-    {NULL, NULL, 0, NULL},
-};
+static PyMethodDef noop_enter_def = {"__enter__", (PyCFunction)(void (*)(void))noop_phase_enter, METH_FASTCALL,
+                                     "No-op; returns the disabled phase."};
+static PyMethodDef noop_exit_def = {"__exit__", (PyCFunction)(void (*)(void))noop_phase_exit, METH_FASTCALL,
+                                    "No-op; never suppresses an exception."};
 
 static PyType_Slot noop_phase_slots[] = {
     {Py_tp_dealloc, noop_dealloc},
-    {Py_tp_methods, noop_phase_methods},
     {Py_tp_doc, "The phase of a disabled profiler: does nothing."},
     {0, NULL},
 };
@@ -2347,11 +2366,23 @@ static int lp_exec(PyObject *module)
         PyModule_AddType(module, st->noop_type) < 0 || PyModule_AddType(module, st->noop_phase_type) < 0) {
         return -1;
     }
-    NoopObject *np = PyObject_New(NoopObject, st->noop_phase_type);
+    NoopObject *np = (NoopObject *)st->noop_phase_type->tp_alloc(st->noop_phase_type, 0);
     if (np == NULL) {
         return -1;
     }
+    np->phase = NULL;
     st->noop_phase = (PyObject *)np;
+    PyObject *enter = PyCFunction_NewEx(&noop_enter_def, st->noop_phase, NULL);
+    PyObject *exit = enter ? PyCFunction_NewEx(&noop_exit_def, st->noop_phase, NULL) : NULL;
+    int set = exit ? PyObject_SetAttrString((PyObject *)st->noop_phase_type, "__enter__", enter) : -1;
+    if (set == 0) {
+        set = PyObject_SetAttrString((PyObject *)st->noop_phase_type, "__exit__", exit);
+    }
+    Py_XDECREF(enter);
+    Py_XDECREF(exit);
+    if (set < 0) {
+        return -1;
+    }
 
     st->capi.version = LP_PHASES_CAPI_VERSION;
     st->capi.main_thread_phase = &st->main_thread_phase;
