@@ -546,3 +546,22 @@ def test_capsule_publishes_the_main_thread_phase_and_own_io():
     del rec
     gc.collect()
     assert api.main_thread_phase[0] == -1
+
+
+def test_two_recorders_interleaved_on_one_stack_survive_a_repair():
+    clock = FakeClock([0, 10, 20, 30, 40, 50, 60, 70])
+    one = _phases.Recorder(measure_cpu=False, clock=clock)
+    two = _phases.Recorder(measure_cpu=False, clock=clock)
+    a0, b0, a1, b1 = one.phase("a0"), two.phase("b0"), one.phase("a1"), two.phase("b1")
+    a0.__enter__()  # 0
+    b0.__enter__()  # 10
+    a1.__enter__()  # 20
+    b1.__enter__()  # 30
+    a0.__exit__(None, None, None)  # 40: closes a1 and a0 (one repair); b0, b1 stay open
+    b1.__exit__(None, None, None)  # 50
+    b0.__exit__(None, None, None)  # 60
+    got_one, got_two = phases_by_path(one), phases_by_path(two)
+    assert set(got_one) == {"a0", "a0/a1"} and one.snapshot()["repairs"]["mismatched_exits"] == 1
+    assert got_two["b0"]["wall_ns"] == 50 and got_two["b0/b1"]["wall_ns"] == 20
+    assert got_two["b0"]["self_ns"] == 30  # b1 was still b0's child after the move
+    assert two.snapshot()["repairs"]["mismatched_exits"] == 0

@@ -245,6 +245,7 @@ typedef struct {
     uint64_t gen;
     int32_t parent; /* index of the frame of the same recorder below, -1 none */
     int32_t node_id;
+    int32_t scratch; /* used only while repairing a stack */
     int64_t t0;
     int64_t cpu0;
     int64_t child_ns;
@@ -958,21 +959,31 @@ static void lp_exit_slow(PhaseObject *self, RecorderObject *rec, TStackObject *t
             lp_close_frame(rec, ts, i, t1, cpu1, io1_ok, &io1, own1);
         }
     }
-    /* Frames of other recorders above idx stay open: move them down over the closed ones. */
+    /* Frames of other recorders above idx stay open: they move down over the closed ones.
+     * Their parent indexes (always a frame of their own recorder) are remapped first, while
+     * the array is intact, then the frames are moved. */
     int32_t w = idx;
+    for (int32_t i = idx; i < old_depth; i++) {
+        ts->frames[i].scratch = ts->frames[i].phase->rec == rec ? -1 : w++;
+    }
+    for (int32_t i = idx; i < old_depth; i++) {
+        lp_frame *f = &ts->frames[i];
+        if (f->scratch >= 0 && f->parent >= idx) {
+            f->parent = ts->frames[f->parent].scratch;
+        }
+    }
     PhaseObject *to_release[64];
     int n_release = 0;
     for (int32_t i = idx; i < old_depth; i++) {
         lp_frame *f = &ts->frames[i];
-        if (f->phase->rec == rec) {
+        if (f->scratch < 0) {
             if (n_release < 64) {
                 to_release[n_release++] = f->phase;
             } else {
-                Py_DECREF(f->phase); /* never the last reference to `self` */
+                Py_DECREF(f->phase); /* `self` is also held by the caller: never its last ref */
             }
         } else {
-            /* their parent indexes pointed below idx, or at another recorder's frames */
-            ts->frames[w++] = *f;
+            ts->frames[f->scratch] = *f;
         }
     }
     ts->depth = w;
