@@ -7,9 +7,6 @@ without ``with profiler:`` and checkpoints under ``phase("checkpoint", io=True)`
 raises part-way. The pipeline runs twice into the same directory: the report must show the
 second attempt only and name the first. Numbers are asserted from what the script did: exact
 entries and counts, and times bounded below by the sleeps inside the phases.
-
-This needs ``lineprofiler.accounting.Profiler`` (the accounting core); until it is merged the
-module is skipped.
 """
 
 import os
@@ -20,11 +17,6 @@ import textwrap
 
 import pytest
 
-import lineprofiler.accounting
-
-pytestmark = pytest.mark.skipif(
-    not hasattr(lineprofiler.accounting, "Profiler"), reason="accounting core not merged"
-)
 
 ACTORS = 4
 STEPS = 75
@@ -150,7 +142,9 @@ def test_report_over_a_real_pipeline_run_twice(tmp_path):
 
     train = next(line for line in table if line.startswith("train_step"))
     assert train.split()[-1] == "learner"
-    assert number(train.split()[2].rstrip("%")) < 50  # spinning is on-CPU
+    # Spinning is on-CPU, sleeping is not. How much of the spin is off-CPU depends on the
+    # machine's load (a runnable thread waiting for a core counts as waiting), so compare.
+    assert number(train.split()[2].rstrip("%")) < number(wait.rstrip("%"))
     assert any(line.startswith("checkpoint") and line.split()[-1] == "learner" for line in table)
 
     # Only the actors have "iteration", the most-entered top-level phase of the run.

@@ -26,7 +26,7 @@ not know, so later versions may add keys without a schema break. A file whose
     ``"signalled"`` (flushed from SIGTERM/SIGUSR1/SIGHUP), ``signal``: str or null.
 
 ``snapshot``\\* object:
-    ``interval_s`` float, ``writes`` int (successful), ``failures`` int, ``last_error`` str or
+    ``interval_s`` float or null (no periodic snapshots), ``writes`` int (successful), ``failures`` int, ``last_error`` str or
     null, ``last_success_unix_ns`` int or null.
 
 ``config`` object: ``measure_cpu`` bool, ``window_phase`` str or null, ``backend`` str or
@@ -255,7 +255,7 @@ _TIMES = (
     _Field("signal", (str, _NONE), required=False),
 )
 _SNAPSHOT = (
-    _Field("interval_s", (int, float), required=False, non_negative=True),
+    _Field("interval_s", (int, float, _NONE), required=False, non_negative=True),
     _Field("writes", (int,), required=False, non_negative=True),
     _Field("failures", (int,), required=False, non_negative=True),
     _Field("last_error", (str, _NONE), required=False),
