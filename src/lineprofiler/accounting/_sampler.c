@@ -128,6 +128,7 @@ typedef struct {
     pthread_t thread;
     int thread_running;
     int stop_requested;
+    int thread_started; /* set by the thread once it runs; start() waits for it */
     int paused_for_fork;
     int fork_locks_held; /* before_fork() holds tick_lock and ring_lock until after_fork_*() */
     clockid_t thread_clock;
@@ -422,11 +423,13 @@ static void lp_abs_monotonic(int64_t ns, struct timespec *ts)
 static void *lp_thread_main(void *arg)
 {
     lp_core *c = arg;
+    int64_t next = lp_monotonic_ns() + c->interval_ns;
+    pthread_mutex_lock(&c->state_lock);
 #if defined(__linux__)
     atomic_store(&c->thread_tid, (int64_t)syscall(SYS_gettid));
 #endif
-    int64_t next = lp_monotonic_ns() + c->interval_ns;
-    pthread_mutex_lock(&c->state_lock);
+    c->thread_started = 1;
+    pthread_cond_broadcast(&c->wake);
     for (;;) {
         while (!c->stop_requested && lp_monotonic_ns() < next) {
             struct timespec ts;
@@ -462,6 +465,7 @@ static int lp_thread_start(lp_core *c)
     sigset_t all, old;
     int err;
     c->stop_requested = 0;
+    c->thread_started = 0;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     err = pthread_create(&c->thread, NULL, lp_thread_main, c);
@@ -471,6 +475,12 @@ static int lp_thread_start(lp_core *c)
     }
     c->thread_running = 1;
     c->have_thread_clock = pthread_getcpuclockid(c->thread, &c->thread_clock) == 0;
+    /* Wait until it runs, so stats() right after start() names a live thread. */
+    pthread_mutex_lock(&c->state_lock);
+    while (!c->thread_started) {
+        pthread_cond_wait(&c->wake, &c->state_lock);
+    }
+    pthread_mutex_unlock(&c->state_lock);
     return 0;
 }
 
@@ -481,7 +491,7 @@ static void lp_thread_stop(lp_core *c)
     }
     pthread_mutex_lock(&c->state_lock);
     c->stop_requested = 1;
-    pthread_cond_signal(&c->wake);
+    pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->state_lock);
     pthread_join(c->thread, NULL);
     c->thread_running = 0;

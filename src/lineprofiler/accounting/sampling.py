@@ -35,6 +35,7 @@ from .samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, Sample
 TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
 BACKENDS = ("auto", "proc", "psutil", "off")
 DEFAULT_CAPACITY = 3600  # rows: an hour at 1 Hz between snapshots before the ring overwrites
+_PROC_SELF = "/proc/self"  # where the native backend reads; tests point it elsewhere to mimic macOS
 
 
 def _import_native() -> Any:
@@ -211,7 +212,7 @@ def _choose_backend(backend: str) -> tuple[str | None, str | None]:
             native_error: str | None = f"the native sampler cannot be imported ({error})"
         else:
             native_error = None
-        has_proc = os.path.isdir("/proc/self")
+        has_proc = os.path.isdir(_PROC_SELF)
         if native_error is None and (has_proc or backend == "proc"):
             return "proc", None
         if backend == "proc":

@@ -112,12 +112,20 @@ def fmt_duration(ns: int) -> str:
     return f"{m // 60}h {m % 60}m"
 
 
-def sparkline(values: Sequence[float]) -> str:
-    """One character per value, scaled to the largest; exact zeros stay blank."""
+def sparkline(values: Sequence[float], *, level: bool = False) -> str:
+    """One character per value. A flow (bytes per bin) is scaled from zero to the largest and
+    exact zeros stay blank; a ``level`` (RSS) is scaled from its smallest positive value to its
+    largest, so that a slow climb shows as a ramp rather than a row of full blocks."""
     top = max(values, default=0)
     if top <= 0:
         return " " * len(values)
     last = len(SPARK) - 1
+    if level:
+        low = min(v for v in values if v > 0)
+        span = top - low
+        return "".join(
+            SPARK[0] if v <= 0 else SPARK[last if span <= 0 else 1 + round((v - low) / span * (last - 1))] for v in values
+        )
     return "".join(SPARK[0] if v <= 0 else SPARK[max(1, min(last, round(v / top * last)))] for v in values)
 
 
@@ -275,9 +283,13 @@ class Timeline:
                 grid[0 if slot < 0 else last if slot > last else slot] += v
 
     def bins(self, layer: str, width: int) -> list[float]:
+        """Mean bytes per slot in each of ``width`` bins; with fewer slots than bins, each bin
+        shows the slot under it."""
         grid = self.layers[layer]
+        if self.n < width:
+            return [grid[(2 * i + 1) * self.n // (2 * width)] for i in range(width)]
         edges = [self.n * i // width for i in range(width + 1)]
-        return [sum(grid[a:b]) / max(1, b - a) for a, b in zip(edges, edges[1:])]
+        return [sum(grid[a:b]) / (b - a) for a, b in zip(edges, edges[1:])]
 
     def active_seconds(self, layer: str) -> float:
         grid = self.layers[layer]
@@ -328,6 +340,8 @@ def reduce_memory(table: SampleTable, bins: "list[float] | None" = None, span: t
             a, b = idx[j], idx[j + 1]
             if b > a:
                 bins[j] += sum(rss[a:b]) / (b - a)
+            elif 0 < a < len(t):
+                bins[j] += rss[a - 1]  # no row in this bin, but alive: RSS is a level, hold it
     return out
 
 
@@ -516,7 +530,7 @@ def render_memory(run: Any, options: Any = None) -> list[str]:
             if top is None or m.peak > top[0].peak:
                 top = (m, label)
     if res.span is not None and any(res.memory_bins):
-        lines.append(f"{'all processes':<26}{fmt_bytes(max(res.memory_bins)):>16}  {sparkline(res.memory_bins)}")
+        lines.append(f"{'all processes':<26}{fmt_bytes(max(res.memory_bins)):>16}  {sparkline(res.memory_bins, level=True)}")
     if top is not None:
         at = ""
         if res.span is not None:
