@@ -175,3 +175,27 @@ def test_synthetic_history_is_read_back_whole(tmp_path):
     assert doc["dropped_intervals"] == doc["dropped"]["failed_read"] == 2 * 18 - 1
     assert t.to_unix_ns(t.column("t_ns")[0]) == start
     assert t.column("rchar").count(-1) == 18
+
+
+def test_classify_agrees_with_the_reference_on_random_rows():
+    """classify (sparse, byte scans) against interval_mask (a bool per row), chunk by chunk."""
+    import random
+
+    rng = random.Random(5)
+    for _ in range(3000):
+        n = rng.randint(0, 30)
+        rchar = array("q", [rng.choice([-1, -7, 0, 10**12]) if rng.random() < 0.3 else rng.randint(0, 10**15) for _ in range(n)])
+        flags = array("q", [rng.choice([0, 0, 0, 1, 2, 4, 6, 3, 5, 7]) for _ in range(n)])
+        previous = rng.choice([None, True, False])
+        mask, expected = interval_mask(rchar, flags, previous)
+        table = samplefile.SampleTable(
+            path=None, columns=("rchar", "flags"), data=array("q", [v for pair in zip(rchar, flags) for v in pair]),
+            interval_ns=1, monotonic_ref_ns=0, unix_ref_ns=0, pid=0,
+        )
+        for signs, low in (
+            (samplefile.sign_bytes(rchar), samplefile.low_bytes(flags)),
+            (table.byte_of("rchar", 7), table.byte_of("flags", 0)),
+        ):
+            breaks, counts = samplefile.classify(signs, low, previous)
+            assert counts == expected
+            assert breaks == [k for k in range(n) if not mask[k]]

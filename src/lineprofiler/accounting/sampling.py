@@ -478,7 +478,10 @@ class ResourceSampler:
         rows = array("q", data)
         n = len(columns)
         rchar = rows[columns.index("rchar") :: n]
-        _mask, counts = samplefile.interval_mask(rchar, rows[columns.index("flags") :: n], self._previous_ok)
+        flags = rows[columns.index("flags") :: n]
+        _breaks, counts = samplefile.classify(
+            samplefile.sign_bytes(rchar), samplefile.low_bytes(flags), self._previous_ok
+        )
         self._counts.add(counts)
         self._previous_ok = rchar[-1] >= 0
 

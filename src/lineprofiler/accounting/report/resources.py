@@ -13,20 +13,19 @@ the run has. This module reads files only; it imports no C module.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import sub
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..samplefile import IO_FIELDS, IntervalCounts, SampleFileError, SampleTable, interval_mask, read_samples
+from ..samplefile import IO_FIELDS, IntervalCounts, SampleFileError, SampleTable, classify, negative_runs, read_samples
 
 RULE = "─" * 62
 SPARK = " ▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 42
 MEMORY_BINS = 24
-_MAX_SLOTS = 200_000
+_MAX_SLOTS = 4096  # timeline slots: bounds the per-worker work and the peak's resolution
 MIN_TREND_NS = 60 * 10**9
 
 
@@ -208,51 +207,102 @@ class WorkerIo:
     io_rows: int = 0  # rows whose counters were read
 
 
+class _Runs:
+    """The rows of a sample file cut into runs joined by valid intervals: [starts[r], ends[r]].
+
+    Counters are cumulative, so the bytes over a run are a difference of its end values; the
+    bytes up to any row are a prefix over runs. No per-row arithmetic is ever needed."""
+
+    def __init__(self, n: int, breaks: list[int]) -> None:
+        cuts = [b for b in breaks if 0 < b < n]
+        self.starts = [0, *cuts]
+        self.ends = [b - 1 for b in cuts] + [n - 1]
+
+
+class _Cumulative:
+    """Bytes of one counter over the valid intervals ending at rows 1..k, net of ``own``."""
+
+    def __init__(self, runs: _Runs, col: memoryview, own: memoryview | None) -> None:
+        self._runs = runs
+        self._col, self._own = col, own
+        self._offsets: list[int] = []
+        self._base: list[int | None] = []
+        total = 0
+        for a, b in zip(runs.starts, runs.ends):
+            self._offsets.append(total)
+            if b > a:
+                base = self._raw(a)
+                self._base.append(base)
+                total += self._raw(b) - base
+            else:
+                self._base.append(None)  # a lone row (an unreadable one, say): nothing moves
+        self.total = total
+
+    def _raw(self, k: int) -> int:
+        return self._col[k] - self._own[k] if self._own is not None else self._col[k]
+
+    def at(self, k: int) -> int:
+        if k <= 0:
+            return 0
+        r = bisect_right(self._runs.starts, k) - 1
+        base = self._base[r]
+        return self._offsets[r] if base is None else self._offsets[r] + self._raw(k) - base
+
+    def at_many(self, rows: list[int]) -> list[int]:
+        """``[at(k) for k in rows]``, with the one-run case (a file with no dropped interval)
+        as a single comprehension."""
+        col, own = self._col, self._own
+        out: list[int] = []
+        lo = 0
+        starts, ends = self._runs.starts, self._runs.ends
+        # rows is sorted: the rows inside each run are one slice of it.
+        for a, b, offset, base in zip(starts, ends, self._offsets, self._base):
+            hi = bisect_right(rows, b, lo)
+            block = rows[lo:hi]
+            if base is None:
+                out += [offset if k > 0 else 0 for k in block]
+            elif own is None:
+                out += [offset + col[k] - base if k > 0 else 0 for k in block]
+            else:
+                out += [offset + col[k] - own[k] - base if k > 0 else 0 for k in block]
+            lo = hi
+        return out
+
+
 def reduce_io(table: SampleTable, grid: "Timeline | None" = None) -> WorkerIo:
     """Totals of one sample file over its valid intervals (never across a failed read, a reaped
-    child or a restart); adds each interval's bytes to ``grid`` at the interval's start."""
+    child or a restart), the part of them that began under no phase, and (into ``grid``) when
+    they moved. Work is per run of valid rows and per grid slot, not per row."""
     out = WorkerIo()
     n = table.rows
     if n == 0:
         return out
-    rchar = table.column("rchar")
-    flags = table.column("flags")
-    out.io_rows = n - rchar.count(-1)
-    if out.io_rows == n and not any(flags[1:]):
-        mask = None  # every interval valid: the common case, no per-row work for totals
-        out.counts.valid = n - 1
-    else:
-        full, out.counts = interval_mask(rchar, flags)
-        mask = full[1:]
-    phase = table.column("phase")
-    no_phase = [p < 0 for p in phase[:-1]]
-    if mask is not None:
-        no_phase = [a and b for a, b in zip(no_phase, mask)]
-    any_no_phase = any(no_phase)
-    deltas: dict[str, list[int]] = {}
+    signs = table.byte_of("rchar", 7)
+    breaks, out.counts = classify(signs, table.byte_of("flags", 0))
+    out.io_rows = n - sum(b - a for a, b in negative_runs(signs))
+    runs = _Runs(n, breaks)
+    cumulative = {}
     for name in IO_FIELDS:
-        col, own = table.column(name), table.column("own_" + name)
-        own_d = list(map(sub, own[1:], own[:-1]))
-        net = list(map(sub, map(sub, col[1:], col[:-1]), own_d))
-        deltas[name] = net
-        if mask is None:
-            out.totals[name] = sum(net)
-            out.own[name] = own[-1] - own[0]
-        else:
-            out.totals[name] = sum(compress(net, mask))
-            out.own[name] = sum(compress(own_d, mask))
-        if any_no_phase:
-            out.no_phase[name] = sum(compress(net, no_phase))
+        col, own = table.view(name), table.view("own_" + name)
+        net = cumulative[name] = _Cumulative(runs, col, own)
+        out.totals[name] = net.total
+        out.own[name] = _Cumulative(runs, own, None).total
+    # Intervals starting at a row under no phase, i.e. ending at rows a+1 .. b for a run [a, b).
+    for a, b in negative_runs(table.byte_of("phase", 7)[:-1]):
+        for name in IO_FIELDS:
+            out.no_phase[name] += cumulative[name].at(b) - cumulative[name].at(a)
     if grid is not None:
-        grid.add(table, deltas, mask)
+        grid.add(table, cumulative)
     return out
 
 
 class Timeline:
-    """A fixed grid over the run's wall-clock span, one slot per sampling interval (or coarser,
-    past ``_MAX_SLOTS``), holding bytes per layer summed over workers."""
+    """A fixed grid over the run's wall-clock span, holding bytes per layer summed over
+    workers: one slot per sampling interval, or coarser past ``_MAX_SLOTS`` slots (a 12-hour
+    run at 1 Hz gets 10.5-second slots). An interval's bytes land in the slot of its end."""
 
     LAYERS = ("disk_read", "cache_read", "write")
+    FIELDS = ("read_bytes", "rchar", "write_bytes", "cancelled_write_bytes")  # what LAYERS need
 
     def __init__(self, start_ns: int, end_ns: int, slot_ns: int) -> None:
         span = max(1, end_ns - start_ns)
@@ -262,25 +312,33 @@ class Timeline:
         self.n = max(1, -(-span // slot_ns))
         self.layers = {name: array("d", bytes(8 * self.n)) for name in self.LAYERS}
 
-    def add(self, table: SampleTable, deltas: dict[str, list[int]], mask: list[bool] | None) -> None:
-        offset = table.unix_ref_ns - table.monotonic_ref_ns - self.start_ns
-        last = self.n - 1
-        starts = table.column("t_ns")[:-1]
-        cache = [c - r if c > r else 0 for c, r in zip(deltas["rchar"], deltas["read_bytes"])]
-        series = {
-            "disk_read": deltas["read_bytes"],
-            "cache_read": cache,
-            "write": list(map(sub, deltas["write_bytes"], deltas["cancelled_write_bytes"])),
-        }
-        slot_ns = self.slot_ns
-        for name, values in series.items():
-            keep = [v > 0 for v in values]
-            if mask is not None:
-                keep = [a and b for a, b in zip(keep, mask)]
-            grid = self.layers[name]
-            for t, v in zip(compress(starts, keep), compress(values, keep)):
-                slot = (t + offset) // slot_ns
-                grid[0 if slot < 0 else last if slot > last else slot] += v
+    def add(self, table: SampleTable, cumulative: dict[str, _Cumulative]) -> None:
+        t = table.column("t_ns").tolist()  # bisect compares list items without making ints
+        to_mono = table.monotonic_ref_ns - table.unix_ref_ns
+        slot_ns, last = self.slot_ns, self.n - 1
+        first_slot = min(last, max(0, (table.to_unix_ns(t[0]) - self.start_ns) // slot_ns))
+        last_slot = min(last, max(0, (table.to_unix_ns(t[-1]) - self.start_ns) // slot_ns))
+        # Rows [idx[j], idx[j+1]) end their intervals in slot first_slot + j; rows before the
+        # run's start or after its end go to the first or last slot.
+        idx = [0]
+        idx += [bisect_left(t, self.start_ns + j * slot_ns + to_mono) for j in range(first_slot + 1, last_slot + 1)]
+        idx.append(len(t))
+        before = [i - 1 for i in idx]
+        at = {name: cumulative[name].at_many(before) for name in self.FIELDS}
+        read, chars = at["read_bytes"], at["rchar"]
+        written, cancelled = at["write_bytes"], at["cancelled_write_bytes"]
+        disk, cache, write = self.layers["disk_read"], self.layers["cache_read"], self.layers["write"]
+        for j in range(len(idx) - 1):
+            slot = first_slot + j
+            r = read[j + 1] - read[j]
+            c = chars[j + 1] - chars[j] - r
+            w = written[j + 1] - written[j] - (cancelled[j + 1] - cancelled[j])
+            if r > 0:
+                disk[slot] += r
+            if c > 0:
+                cache[slot] += c
+            if w > 0:
+                write[slot] += w
 
     def bins(self, layer: str, width: int) -> list[float]:
         """Mean bytes per slot in each of ``width`` bins; with fewer slots than bins, each bin
@@ -307,13 +365,22 @@ class WorkerMemory:
     rows: int = 0
 
 
+def _bin_means(t: array, rss: array, edges: list[int]) -> list[tuple[int, int, float]]:
+    """(first row, row count, mean RSS) per [edges[j], edges[j+1]) of ``t``."""
+    idx = [bisect_left(t, e) for e in edges]
+    idx[-1] = len(t)
+    return [(a, b - a, sum(rss[a:b]) / (b - a) if b > a else 0.0) for a, b in zip(idx, idx[1:])]
+
+
 def reduce_memory(table: SampleTable, bins: "list[float] | None" = None, span: tuple[int, int] | None = None) -> WorkerMemory:
-    """RSS peak, a least-squares slope, and (into ``bins`` over ``span``) the mean RSS per bin."""
+    """RSS peak, a least-squares slope (over 64 bin means: the same line as over every row,
+    at a fraction of the work), and (into ``bins`` over ``span``) the mean RSS per bin."""
     out = WorkerMemory()
-    rss_all = table.column("rss_bytes")
-    keep = [v >= 0 for v in rss_all]
-    rss = array("q", compress(rss_all, keep))
-    t = array("q", compress(table.column("t_ns"), keep))
+    rss = table.column("rss_bytes")
+    t = table.column("t_ns")
+    if rss and min(rss) < 0:
+        keep = [v >= 0 for v in rss]
+        rss, t = array("q", compress(rss, keep)), array("q", compress(t, keep))
     out.rows = len(rss)
     if not rss:
         return out
@@ -321,25 +388,23 @@ def reduce_memory(table: SampleTable, bins: "list[float] | None" = None, span: t
     out.peak_t_unix = table.to_unix_ns(t[rss.index(out.peak)])
     # Extrapolating under a minute of samples to a rate per hour would be noise, not a trend.
     if len(rss) >= 10 and t[-1] - t[0] >= MIN_TREND_NS:
-        x = [(v - t[0]) / 1e9 for v in t]
-        n = len(x)
-        sx, sy = sum(x), float(sum(rss))
-        sxx = sum(map(float.__mul__, x, x))
-        sxy = sum(map(float.__mul__, x, map(float, rss)))
-        den = n * sxx - sx * sx
-        if den > 0:
-            out.slope_bytes_per_s = (n * sxy - sx * sy) / den
+        k = min(64, len(rss))
+        edges = [t[0] + (t[-1] - t[0]) * i // k for i in range(k + 1)]
+        edges[-1] += 1
+        points = [((t[a] + t[a + c - 1]) / 2e9, c, mean) for a, c, mean in _bin_means(t, rss, edges) if c]
+        w = sum(c for _, c, _ in points)
+        mx = sum(x * c for x, c, _ in points) / w
+        my = sum(y * c for _, c, y in points) / w
+        sxx = sum(c * (x - mx) ** 2 for x, c, _ in points)
+        if sxx > 0:
+            out.slope_bytes_per_s = sum(c * (x - mx) * (y - my) for x, c, y in points) / sxx
     if bins is not None and span is not None:
         start, end = span
-        width = len(bins)
         offset = table.monotonic_ref_ns - table.unix_ref_ns
-        edges = [start + (end - start) * i // width + offset for i in range(width + 1)]
-        idx = [bisect_left(t, e) for e in edges]
-        idx[-1] = len(t)
-        for j in range(width):
-            a, b = idx[j], idx[j + 1]
-            if b > a:
-                bins[j] += sum(rss[a:b]) / (b - a)
+        edges = [start + (end - start) * i // len(bins) + offset for i in range(len(bins) + 1)]
+        for j, (a, count, mean) in enumerate(_bin_means(t, rss, edges)):
+            if count:
+                bins[j] += mean
             elif 0 < a < len(t):
                 bins[j] += rss[a - 1]  # no row in this bin, but alive: RSS is a level, hold it
     return out
@@ -358,6 +423,7 @@ class RunResources:
     io: WorkerIo = field(default_factory=WorkerIo)
     phase_tracked: bool = False
     timeline: Timeline | None = None
+    interval_ns: int = 0  # the coarsest sampling interval among the workers
     memory_by_role: dict[str, list[tuple[WorkerMemory, str]]] = field(default_factory=dict)
     memory_bins: list[float] = field(default_factory=list)
     span: tuple[int, int] | None = None
@@ -383,7 +449,8 @@ def reduce_run(run: Any) -> RunResources:
         if isinstance(samples, dict) and isinstance(samples.get("interval_s"), (int, float)):
             intervals.append(samples["interval_s"])
     if res.span is not None and intervals:
-        res.timeline = Timeline(res.span[0], res.span[1], int(max(intervals) * 1e9))
+        res.interval_ns = int(max(intervals) * 1e9)
+        res.timeline = Timeline(res.span[0], res.span[1], res.interval_ns)
     for doc, path in workers:
         samples = doc.get("samples")
         if not isinstance(samples, dict):
@@ -473,7 +540,11 @@ def render_io(run: Any, options: Any = None) -> list[str]:
     lines.append(f"{'Write':<26}{fmt_bytes(write):>16}{rate('write', write):>16}".rstrip())
     if grid is not None:
         bins = grid.bins("write", SPARK_WIDTH)
-        lines.append(f"  write {sparkline(bins)}  peak {fmt_rate(grid.peak_rate('write'), 1.0)}")
+        peak = f"  write {sparkline(bins)}  peak {fmt_rate(grid.peak_rate('write'), 1.0)}"
+        if grid.slot_ns > res.interval_ns:
+            # A long run's grid is coarser than its samples: say over what the peak is a mean.
+            peak += f" over {grid.slot_ns / 1e9:.3g}s"
+        lines.append(peak)
     total = disk_read + cache_read + write
     np_ = res.io.no_phase
     np_total = np_["read_bytes"] + max(0, np_["rchar"] - np_["read_bytes"]) + np_["write_bytes"] - np_["cancelled_write_bytes"]
