@@ -130,6 +130,7 @@ typedef struct {
     int stop_requested;
     int thread_started; /* set by the thread once it runs; start() waits for it */
     int paused_for_fork;
+    int restart_pending; /* 3.13+: the parent's restart after fork, left to the next method call */
     int fork_locks_held; /* before_fork() holds tick_lock and ring_lock until after_fork_*() */
     clockid_t thread_clock;
     int have_thread_clock;
@@ -636,6 +637,28 @@ static int lp_check_open(lp_sampler_object *self)
     return 0;
 }
 
+/* Restarts a thread that after_fork_parent() left to restart later (see there). Every method
+ * that reads or adds rows calls it first. */
+static int lp_resume(lp_sampler_object *self)
+{
+    lp_core *c = self->core;
+    if (!c->restart_pending) {
+        return 0;
+    }
+    c->restart_pending = 0;
+    if (c->closed || c->thread_running) {
+        return 0;
+    }
+    int err = lp_thread_start(c);
+    if (err != 0) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    c->restarts++;
+    return 0;
+}
+
 /* Finds _phases' capsule. Imports the module first: PyCapsule_Import on 3.11 only walks
  * attributes, which exist only once the submodule has been imported. */
 static void lp_attach_phases(lp_sampler_object *self)
@@ -687,7 +710,7 @@ static PyObject *lp_sampler_start(lp_sampler_object *self, PyObject *Py_UNUSED(i
 {
     lp_core *c = self->core;
     int err;
-    if (lp_check_open(self) < 0) {
+    if (lp_check_open(self) < 0 || lp_resume(self) < 0) {
         return NULL;
     }
     if (c->thread_running) {
@@ -714,6 +737,7 @@ static PyObject *lp_sampler_stop(lp_sampler_object *self, PyObject *Py_UNUSED(ig
 {
     lp_thread_stop(self->core);
     self->core->paused_for_fork = 0;
+    self->core->restart_pending = 0;
     Py_RETURN_NONE;
 }
 
@@ -724,6 +748,9 @@ static PyObject *lp_sampler_sample(lp_sampler_object *self, PyObject *Py_UNUSED(
 {
     if (!self->core->opened || self->core->closed) {
         Py_RETURN_FALSE;
+    }
+    if (lp_resume(self) < 0) {
+        return NULL;
     }
     lp_tick(self->core);
     Py_RETURN_TRUE;
@@ -738,6 +765,9 @@ static PyObject *lp_sampler_drain(lp_sampler_object *self, PyObject *Py_UNUSED(i
     PyObject *out;
     if (!c->opened) {
         return PyBytes_FromStringAndSize(NULL, 0);
+    }
+    if (lp_resume(self) < 0) {
+        return NULL;
     }
     pthread_mutex_lock(&c->ring_lock);
     size_t row_bytes = (size_t)c->ncols * sizeof(int64_t);
@@ -766,6 +796,11 @@ static PyObject *lp_sampler_before_fork(lp_sampler_object *self, PyObject *Py_UN
         lp_thread_stop(c);
         c->paused_for_fork = 1;
     }
+    else if (c->restart_pending) {
+        /* Forking again before the last fork's restart ran: still paused, restart after. */
+        c->restart_pending = 0;
+        c->paused_for_fork = 1;
+    }
     /* Held across fork() so that no other thread (one inside sample(), say) can leave either
      * locked in the child. Twice in a row must not lock twice: the mutexes are not recursive. */
     if (!c->fork_locks_held) {
@@ -788,12 +823,19 @@ static PyObject *lp_sampler_after_fork_parent(lp_sampler_object *self, PyObject 
     }
     if (c->paused_for_fork) {
         c->paused_for_fork = 0;
-        int err = lp_thread_start(c);
-        if (err != 0) {
-            errno = err;
-            return PyErr_SetFromErrno(PyExc_OSError);
+        c->restart_pending = 1;
+#if PY_VERSION_HEX >= 0x030D0000
+        /* 3.13 counts the process's threads for its "multi-threaded fork" warning after these
+         * hooks have run, so a thread started here (or from a pending call, which fires at the
+         * next bytecode, inside any later Python hook) would be counted. Restart at the next
+         * method call instead: the profiler makes one at every snapshot. Rows resume then, and
+         * the counters being cumulative, the longer interval loses no bytes. */
+        Py_RETURN_NONE;
+#else
+        if (lp_resume(self) < 0) {
+            return NULL;
         }
-        c->restarts++;
+#endif
     }
     Py_RETURN_NONE;
 }
@@ -807,9 +849,10 @@ static PyObject *lp_sampler_after_fork_child(lp_sampler_object *self, PyObject *
     lp_core *c = self->core;
     /* The thread does not exist here. If before_fork() did not run (a fork from C), a lock may
      * be held by that vanished thread: initialise them afresh either way. */
-    int was_sampling = c->thread_running || c->paused_for_fork;
+    int was_sampling = c->thread_running || c->paused_for_fork || c->restart_pending;
     c->thread_running = 0;
     c->paused_for_fork = 0;
+    c->restart_pending = 0;
     c->have_thread_clock = 0;
     c->fork_locks_held = 0;
     atomic_store(&c->thread_tid, 0);
@@ -856,6 +899,7 @@ static PyObject *lp_sampler_close(lp_sampler_object *self, PyObject *Py_UNUSED(i
     lp_core *c = self->core;
     lp_thread_stop(c);
     c->paused_for_fork = 0;
+    c->restart_pending = 0;
     lp_core_release(c);
     c->closed = 1;
     Py_RETURN_NONE;
@@ -912,6 +956,10 @@ static PyObject *lp_sampler_stats(lp_sampler_object *self, PyObject *Py_UNUSED(i
     PyObject *d = PyDict_New();
     int64_t own[LP_IO_FIELDS];
     if (d == NULL) {
+        return NULL;
+    }
+    if (lp_resume(self) < 0) {
+        Py_DECREF(d);
         return NULL;
     }
     for (int i = 0; i < LP_IO_FIELDS; i++) {
@@ -987,7 +1035,8 @@ static PyObject *lp_sampler_get_capacity(lp_sampler_object *self, void *Py_UNUSE
 
 static PyObject *lp_sampler_get_running(lp_sampler_object *self, void *Py_UNUSED(closure))
 {
-    return PyBool_FromLong(self->core->thread_running);
+    /* A restart deferred past fork counts as running: it will be by the next call. */
+    return PyBool_FromLong(self->core->thread_running || self->core->restart_pending);
 }
 
 static PyMethodDef lp_sampler_methods[] = {

@@ -20,7 +20,7 @@ class SamplerStats(TypedDict):
     failed_stat: int
     thread_cpu_ns: int  # CPU time of the sampler thread(s) in this process so far
     thread_tid: int  # kernel tid of the running thread, 0 when stopped
-    restarts: int  # restarts after fork in this process
+    restarts: int  # restarts after fork in this process (3.13+: at the first call after the fork)
     gpu_devices: int
     own_io: tuple[int, int, int, int, int]
     io_reason: str | None
@@ -65,3 +65,4 @@ class Sampler:
     def stats(self) -> SamplerStats: ...
 
 def thread_io() -> tuple[int, int, int, int, int, int] | None: ...
+

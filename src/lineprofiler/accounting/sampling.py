@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import sys
 import threading
 import time
 import weakref
@@ -72,6 +73,7 @@ class _PsutilSampler:
         self._thread: threading.Thread | None = None
         self._stop_event = threading.Event()
         self._paused_for_fork = False
+        self._restart_pending = False
         self._closed = False
         self._opened = False
 
@@ -86,7 +88,14 @@ class _PsutilSampler:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None
+        return self._thread is not None or self._restart_pending
+
+    def _resume(self) -> None:
+        """The deferred restart after fork (see after_fork_parent); idempotent."""
+        if self._restart_pending:
+            self._restart_pending = False
+            if not self._closed and self._thread is None:
+                self._start_thread()
 
     def _tick(self) -> None:
         with self._lock:
@@ -130,6 +139,7 @@ class _PsutilSampler:
     def start(self) -> None:
         if self._closed:
             raise ValueError("the sampler is closed")
+        self._resume()
         if self._thread is not None:
             return
         self._opened = True
@@ -143,33 +153,41 @@ class _PsutilSampler:
             self._stop_event.set()
             thread.join()
         self._paused_for_fork = False
+        self._restart_pending = False
 
     def sample(self) -> bool:
         if not self._opened or self._closed:
             return False
+        self._resume()
         self._tick()
         return True
 
     def drain(self) -> bytes:
+        self._resume()
         with self._lock:
             data = b"".join(self._ring)
             self._ring.clear()
         return data
 
     def before_fork(self) -> None:
-        if self._thread is not None:
+        if self._thread is not None or self._restart_pending:
             self.stop()
             self._paused_for_fork = True
 
     def after_fork_parent(self) -> None:
         if self._paused_for_fork:
             self._paused_for_fork = False
-            self._start_thread()
+            self._restart_pending = True
+            # As the native sampler does: 3.13+ counts threads after these hooks, so there the
+            # restart waits for the next call (the profiler makes one at every snapshot).
+            if sys.version_info < (3, 13):
+                self._resume()
 
     def after_fork_child(self) -> None:
-        was_sampling = self._paused_for_fork or self._thread is not None
+        was_sampling = self._paused_for_fork or self._thread is not None or self._restart_pending
         self._thread = None
         self._paused_for_fork = False
+        self._restart_pending = False
         self._lock = threading.Lock()
         self._reset()
         if was_sampling and not self._closed:
@@ -186,6 +204,7 @@ class _PsutilSampler:
                 self._own[i] += v
 
     def stats(self) -> dict[str, Any]:
+        self._resume()
         return {
             **self._stats,
             "running": self.running,
