@@ -495,6 +495,20 @@ static void lp_thread_stop(lp_core *c)
     pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->state_lock);
     pthread_join(c->thread, NULL);
+#if defined(__linux__)
+    /* pthread_join returns once the kernel clears the thread's tid, a moment before the task
+     * leaves the thread group; a fork in that moment would still count it as a thread (3.12's
+     * "multi-threaded fork" warning reads the count). Wait for it to go, briefly. */
+    int64_t tid = atomic_load(&c->thread_tid);
+    if (tid > 0) {
+        char path[64];
+        struct timespec pause = {0, 100000};
+        snprintf(path, sizeof path, "/proc/self/task/%lld", (long long)tid);
+        for (int i = 0; i < 1000 && access(path, F_OK) == 0; i++) {
+            nanosleep(&pause, NULL);
+        }
+    }
+#endif
     c->thread_running = 0;
     c->have_thread_clock = 0;
     atomic_store(&c->thread_tid, 0);

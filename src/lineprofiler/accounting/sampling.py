@@ -52,6 +52,17 @@ def _thread_io() -> tuple[int, ...] | None:
         return None
 
 
+def _wait_gone(tid: int | None, timeout_s: float = 0.1) -> None:
+    """Wait (briefly) for a joined thread's OS thread to be gone. Before 3.13, join() returns
+    as the thread releases its state, a moment before the OS thread exits; a fork in that
+    moment would still count it."""
+    if tid is None or not os.path.isdir("/proc/self/task"):
+        return
+    deadline = time.monotonic() + timeout_s
+    while os.path.exists(f"/proc/self/task/{tid}") and time.monotonic() < deadline:
+        time.sleep(0.0002)
+
+
 class _PsutilSampler:
     """The psutil fallback, with the native Sampler's interface. Python, on a Python thread.
 
@@ -152,6 +163,7 @@ class _PsutilSampler:
         if thread is not None:
             self._stop_event.set()
             thread.join()
+            _wait_gone(thread.native_id)
         self._paused_for_fork = False
         self._restart_pending = False
 
@@ -461,11 +473,13 @@ class ResourceSampler:
         reason = self.unavailable_reason
         if not self._started:
             reason = reason or "the sampler was not started"
+        elif sidecar is None and self._writer is None:
+            reason = "no run directory or worker file path to write samples beside"
         elif stats.get("io_reason") and stats.get("rss_reason"):
             reason = f"{stats['io_reason']}; {stats['rss_reason']}"
         writer = self._writer
         document["samples"] = samplefile.samples_document(
-            file=None if writer is None else writer.path.name,
+            file=writer.path.name if writer is not None and writer.size else None,
             columns=columns,
             rows=0 if writer is None else writer.rows,
             size=0 if writer is None else writer.size,
