@@ -75,7 +75,7 @@ def main() -> int:
     sched = [r[3] for r in fast if r[3] is not None]
     print("native sampler thread (C, no GIL)")
     print(f"  at 1 Hz for {args.seconds:g} s:     {per_s:8.1f} us of CPU per second of run "
-          f"({per_tick_1hz:.1f} us per tick, first tick and thread start included)")
+          f"({per_tick_1hz:.1f} us per tick)")
     print(f"  at 100 Hz, per tick:     {per_tick:8.1f} us (thread clock)"
           + (f", {statistics.median(sched):.1f} us (schedstat)" if sched else ""))
     print(f"  so at the default 1 Hz:  {per_tick:8.1f} us per second of run = {per_tick / 1e4:.4f} % of one core")
