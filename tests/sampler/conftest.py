@@ -26,17 +26,24 @@ def thread_counters() -> dict[str, int]:
     return values
 
 
+def write_fsync(path, n: int) -> None:
+    """Write n bytes (a whole number of MiB) to a new file and fsync it."""
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    try:
+        chunk = memoryview(os.urandom(MiB))
+        for _ in range(n // MiB):
+            os.write(fd, chunk)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _write_is_charged(folder: Path) -> str | None:
     """None when an fsync'd write in ``folder`` moves write_bytes (a block device, not tmpfs)."""
     probe = folder / f".probe-{uuid.uuid4().hex}"
     try:
         before = thread_counters()
-        fd = os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, b"\x5a" * MiB)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_fsync(probe, MiB)
         moved = thread_counters()["write_bytes"] - before["write_bytes"]
         if moved < MiB:
             return f"{folder}: an fsync'd 1 MiB write moved write_bytes by {moved} (tmpfs or no block device)"
@@ -128,5 +135,6 @@ def helpers():
     h.stat_text = stat_text
     h.overwrite = overwrite
     h.thread_counters = thread_counters
+    h.write_fsync = write_fsync
     h.MiB = MiB
     return h

@@ -23,6 +23,7 @@ SLACK = 64 << 10
 
 
 def _write_fsync(path, n=N):
+    # Module-level (not the helpers fixture): spawned children call it, and have no fixtures.
     fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
     try:
         os.write(fd, b"\xa5" * n)

@@ -32,17 +32,6 @@ def _measure(sampler, helpers, action):
     return reduce_io(helpers.table_of(impl.columns, impl.drain()))
 
 
-def _write_fsync(path, n):
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(os.urandom(1 << 20))
-        for _ in range(n >> 20):
-            os.write(fd, view)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _read_all(path, *, cold=False):
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -66,7 +55,7 @@ def sampler(request):
 
 
 def test_fsync_write_lands_on_the_disk_layer(disk_dir, helpers, sampler):
-    io = _measure(sampler, helpers, lambda: _write_fsync(disk_dir / "data.bin", N))
+    io = _measure(sampler, helpers, lambda: helpers.write_fsync(disk_dir / "data.bin", N))
     assert N <= io.totals["write_bytes"] <= N + SLACK
     assert N <= io.totals["wchar"] <= N + SLACK
     assert io.totals["read_bytes"] <= SLACK  # creating the file may read a directory block
@@ -75,7 +64,7 @@ def test_fsync_write_lands_on_the_disk_layer(disk_dir, helpers, sampler):
 
 def test_warm_reread_is_page_cache_only(disk_dir, helpers, sampler):
     path = disk_dir / "warm.bin"
-    _write_fsync(path, N)
+    helpers.write_fsync(path, N)
     _read_all(path)  # make sure every page is resident
     io = _measure(sampler, helpers, lambda: _read_all(path))
     assert io.totals["read_bytes"] == 0
@@ -84,7 +73,7 @@ def test_warm_reread_is_page_cache_only(disk_dir, helpers, sampler):
 
 def test_cold_read_reaches_the_disk(disk_dir, helpers, sampler):
     path = disk_dir / "cold.bin"
-    _write_fsync(path, N)
+    helpers.write_fsync(path, N)
     io = _measure(sampler, helpers, lambda: _read_all(path, cold=True))
     assert N <= io.totals["read_bytes"] <= N + SLACK
     assert N <= io.totals["rchar"] <= N + SLACK
@@ -100,7 +89,7 @@ def test_end_to_end_through_the_sample_file(disk_dir, helpers):
     s.start()
     s.contribute(doc)  # the first snapshot: the header and a row or two
     first = read_samples(run_dir / "workers" / "h" / doc["samples"]["file"]).rows
-    _write_fsync(disk_dir / "payload.bin", N)
+    helpers.write_fsync(disk_dir / "payload.bin", N)
     s.stop()
     s.contribute(doc)
     s.close()

@@ -93,7 +93,7 @@ def test_bad_arguments_raise_and_the_environment_never_does(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="psutil's Linux counters")
-def test_psutil_backend_across_fork(tmp_path, disk_dir):
+def test_psutil_backend_across_fork(tmp_path, disk_dir, helpers):
     pytest.importorskip("psutil")
     s = sampling.ResourceSampler(tmp_path, interval_s=0.02, backend="psutil")
     s.start()
@@ -106,10 +106,7 @@ def test_psutil_backend_across_fork(tmp_path, disk_dir):
             code = 1
             try:
                 s.after_fork_child()
-                fd = os.open(disk_dir / "c.bin", os.O_CREAT | os.O_WRONLY, 0o600)
-                os.write(fd, b"z" * (1 << 20))
-                os.fsync(fd)
-                os.close(fd)
+                helpers.write_fsync(disk_dir / "c.bin", 1 << 20)
                 s.stop()
                 s.contribute(_doc())
                 code = 0 if s.stats()["pid"] == os.getpid() else 2

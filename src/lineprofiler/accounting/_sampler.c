@@ -651,6 +651,26 @@ static int lp_check_open(lp_sampler_object *self)
     return 0;
 }
 
+/* Starts the thread; -1 with OSError set when it cannot be created. */
+static int lp_thread_start_or_raise(lp_core *c)
+{
+    int err = lp_thread_start(c);
+    if (err != 0) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return 0;
+}
+
+/* Begins a segment of rows: one taken now, so it starts at this instant, then the thread. */
+static int lp_begin_sampling(lp_core *c)
+{
+    c->segment_start = 1;
+    lp_tick(c);
+    return lp_thread_start_or_raise(c);
+}
+
 /* Restarts a thread that after_fork_parent() left to restart later (see there). Every method
  * that reads or adds rows calls it first. */
 static int lp_resume(lp_sampler_object *self)
@@ -663,10 +683,7 @@ static int lp_resume(lp_sampler_object *self)
     if (c->closed || c->thread_running) {
         return 0;
     }
-    int err = lp_thread_start(c);
-    if (err != 0) {
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
+    if (lp_thread_start_or_raise(c) < 0) {
         return -1;
     }
     c->restarts++;
@@ -723,7 +740,6 @@ PyDoc_STRVAR(lp_start_doc, "start()\n--\n\nOpen the /proc descriptors (first tim
 static PyObject *lp_sampler_start(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
-    int err;
     if (lp_check_open(self) < 0 || lp_resume(self) < 0) {
         return NULL;
     }
@@ -735,12 +751,8 @@ static PyObject *lp_sampler_start(lp_sampler_object *self, PyObject *Py_UNUSED(i
         return PyErr_NoMemory();
     }
     c->paused_for_fork = 0;
-    c->segment_start = 1;
-    lp_tick(c);
-    err = lp_thread_start(c);
-    if (err != 0) {
-        errno = err;
-        return PyErr_SetFromErrno(PyExc_OSError);
+    if (lp_begin_sampling(c) < 0) {
+        return NULL;
     }
     Py_RETURN_NONE;
 }
@@ -894,14 +906,8 @@ static PyObject *lp_sampler_after_fork_child(lp_sampler_object *self, PyObject *
     if (lp_core_open(c) < 0) {
         return PyErr_NoMemory();
     }
-    if (was_sampling) {
-        c->segment_start = 1;
-        lp_tick(c);
-        int err = lp_thread_start(c);
-        if (err != 0) {
-            errno = err;
-            return PyErr_SetFromErrno(PyExc_OSError);
-        }
+    if (was_sampling && lp_begin_sampling(c) < 0) {
+        return NULL;
     }
     Py_RETURN_NONE;
 }
