@@ -86,35 +86,37 @@ static inline int lp_proc_field(const char *text, const char *key, int64_t *out)
     return -1;
 }
 
-/* Fills *out from an open /proc/<pid>/io descriptor. Returns 0, or -1 when the read or the
- * parse failed: the caller then records "could not measure", never a zero. */
-static inline int lp_procio_read(int fd, lp_io_counters *out)
+/* Fills *out from the text of a /proc/<pid>/io file. Returns 0, or -1 when a field is missing. */
+static inline int lp_procio_parse(const char *text, lp_io_counters *out)
 {
-    char buf[512];
     lp_io_counters c;
-    if (lp_proc_pread(fd, buf, sizeof buf) < 0) {
-        return -1;
-    }
-    if (lp_proc_field(buf, "rchar", &c.rchar) < 0 || lp_proc_field(buf, "wchar", &c.wchar) < 0 ||
-        lp_proc_field(buf, "read_bytes", &c.read_bytes) < 0 ||
-        lp_proc_field(buf, "write_bytes", &c.write_bytes) < 0 ||
-        lp_proc_field(buf, "cancelled_write_bytes", &c.cancelled_write_bytes) < 0) {
+    if (lp_proc_field(text, "rchar", &c.rchar) < 0 || lp_proc_field(text, "wchar", &c.wchar) < 0 ||
+        lp_proc_field(text, "read_bytes", &c.read_bytes) < 0 ||
+        lp_proc_field(text, "write_bytes", &c.write_bytes) < 0 ||
+        lp_proc_field(text, "cancelled_write_bytes", &c.cancelled_write_bytes) < 0) {
         return -1;
     }
     *out = c;
     return 0;
 }
 
-/* Resident set size in bytes from an open /proc/<pid>/statm descriptor; -1 on failure. */
-static inline int lp_statm_rss(int fd, int64_t page_size, int64_t *rss_bytes)
+/* Fills *out from an open /proc/<pid>/io descriptor. Returns 0, or -1 when the read or the
+ * parse failed: the caller then records "could not measure", never a zero. */
+static inline int lp_procio_read(int fd, lp_io_counters *out)
 {
-    char buf[256];
-    const char *p = buf;
-    int64_t pages = 0;
-    int digits = 0;
+    char buf[512];
     if (lp_proc_pread(fd, buf, sizeof buf) < 0) {
         return -1;
     }
+    return lp_procio_parse(buf, out);
+}
+
+/* Resident set size in bytes from the text of a /proc/<pid>/statm file; -1 on failure. */
+static inline int lp_statm_parse(const char *text, int64_t page_size, int64_t *rss_bytes)
+{
+    const char *p = text;
+    int64_t pages = 0;
+    int digits = 0;
     /* statm: size resident shared text lib data dt (pages); skip "size". */
     while (*p >= '0' && *p <= '9') {
         p++;
@@ -132,6 +134,16 @@ static inline int lp_statm_rss(int fd, int64_t page_size, int64_t *rss_bytes)
     }
     *rss_bytes = pages * page_size;
     return 0;
+}
+
+/* Resident set size in bytes from an open /proc/<pid>/statm descriptor; -1 on failure. */
+static inline int lp_statm_rss(int fd, int64_t page_size, int64_t *rss_bytes)
+{
+    char buf[256];
+    if (lp_proc_pread(fd, buf, sizeof buf) < 0) {
+        return -1;
+    }
+    return lp_statm_parse(buf, page_size, rss_bytes);
 }
 
 #endif /* LP_PROCIO_H */

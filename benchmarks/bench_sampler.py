@@ -1,0 +1,131 @@
+"""What the resource sampler costs: its thread's CPU per second of run, per tick, per snapshot,
+and what reading one 12-hour sample file costs the report.
+
+    python benchmarks/bench_sampler.py [--seconds 10] [--repeat 3]
+
+Figures, not pass/fail. The thread's CPU time is read two ways that must agree: the sampler's
+own account (pthread_getcpuclockid of the thread) and the kernel's /proc/self/task/<tid>/schedstat.
+Medians of --repeat runs; a shared machine makes absolutes noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lineprofiler.accounting import _sampler, sampling
+from lineprofiler.accounting.report.resources import reduce_io, reduce_memory
+from lineprofiler.accounting.samplefile import read_samples, write_synthetic_history
+
+
+def schedstat_ns(tid: int) -> int | None:
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def thread_cost(interval_s: float, seconds: float) -> tuple[float, float, int, float | None]:
+    """(us of thread CPU per second of run, us per tick, ticks, schedstat us per tick)."""
+    s = _sampler.Sampler(interval_s, 1 << 16)
+    s.start()
+    tid = s.stats()["thread_tid"]
+    cpu0, sched0, ticks0 = s.stats()["thread_cpu_ns"], schedstat_ns(tid), s.stats()["ticks"]
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    stats = s.stats()
+    sched1 = schedstat_ns(tid)
+    elapsed = time.monotonic() - t0
+    s.close()
+    cpu = stats["thread_cpu_ns"] - cpu0
+    ticks = stats["ticks"] - ticks0
+    sched = None if sched0 is None or sched1 is None or not ticks else (sched1 - sched0) / ticks / 1e3
+    return cpu / elapsed / 1e3, cpu / max(1, ticks) / 1e3, ticks, sched
+
+
+def per_call_us(fn, n: int) -> float:
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter_ns() - t0) / n / 1e3
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of the 1 Hz run (default 10)")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if not os.path.isdir("/proc/self"):
+        print("no /proc here: the native sampler does not run; nothing to measure", file=sys.stderr)
+        return 1
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print()
+
+    runs = [thread_cost(1.0, args.seconds) for _ in range(args.repeat)]
+    per_s = statistics.median(r[0] for r in runs)
+    per_tick_1hz = statistics.median(r[1] for r in runs)
+    fast = [thread_cost(0.01, 2.0) for _ in range(args.repeat)]
+    per_tick = statistics.median(r[1] for r in fast)
+    sched = [r[3] for r in fast if r[3] is not None]
+    print("native sampler thread (C, no GIL)")
+    print(f"  at 1 Hz for {args.seconds:g} s:     {per_s:8.1f} us of CPU per second of run "
+          f"({per_tick_1hz:.1f} us per tick)")
+    print(f"  at 100 Hz, per tick:     {per_tick:8.1f} us (thread clock)"
+          + (f", {statistics.median(sched):.1f} us (schedstat)" if sched else ""))
+    print(f"  so at the default 1 Hz:  {per_tick:8.1f} us per second of run = {per_tick / 1e4:.4f} % of one core")
+
+    s = _sampler.Sampler(3600.0, 1 << 16)
+    s.start()
+    sample_us = statistics.median(per_call_us(s.sample, 2000) for _ in range(args.repeat))
+    s.close()
+    print(f"  sample() on the caller:  {sample_us:8.1f} us per row (what a snapshot adds)")
+
+    try:
+        psampler = sampling._PsutilSampler(1.0, 1 << 16)
+        psampler.start()
+        ps_us = statistics.median(per_call_us(psampler.sample, 500) for _ in range(args.repeat))
+        psampler.close()
+        print(f"psutil fallback (Python): {ps_us:8.1f} us per tick, with the GIL held")
+    except ImportError:
+        print("psutil fallback: psutil not installed")
+
+    with tempfile.TemporaryDirectory() as folder:
+        doc = {"identity": {"run_id": "b", "pid": os.getpid(), "uuid": "00c0ffee", "host": "h", "role": "r"}}
+        rs = sampling.ResourceSampler(folder, interval_s=3600.0)
+        rs.start()
+        rs.contribute(doc)
+
+        def snapshot() -> None:
+            for _ in range(5):
+                rs._impl.sample()
+            rs.contribute(doc)
+
+        snap_us = statistics.median(per_call_us(snapshot, 200) for _ in range(args.repeat))
+        rs.close()
+        print(f"contribute():             {snap_us:8.1f} us per snapshot of 5 new rows (drain, append, own-I/O reads)")
+
+        path = Path(folder) / "w.samples"
+        write_synthetic_history(path, start_unix_ns=time.time_ns())
+        size = path.stat().st_size
+        timings = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            table = read_samples(path)
+            reduce_io(table)
+            reduce_memory(table)
+            timings.append(time.perf_counter() - t0)
+        print(f"report, one 12 h file:    {statistics.median(timings) * 1e3:8.1f} ms to read and reduce "
+              f"{table.rows:,} rows ({size / 1e6:.1f} MB)")
+    print()
+    print("the machine may be shared: trust ratios over absolutes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""The native resource sampler (C). See lineprofiler.accounting.sampling for the Python face."""
+
+from os import PathLike
+from typing import TypedDict
+
+FLAG_SEGMENT_START: int
+FLAG_CHILD_REAPED: int
+FLAG_REAP_UNKNOWN: int
+MAX_GPUS: int
+
+class SamplerStats(TypedDict):
+    running: bool
+    pid: int
+    ticks: int
+    rows_total: int
+    rows_held: int
+    overwritten: int  # rows lost to the ring wrapping before a drain
+    failed_io: int  # rows whose /proc/self/io read or parse failed
+    failed_rss: int
+    failed_stat: int
+    thread_cpu_ns: int  # CPU time of the sampler thread(s) in this process so far
+    thread_tid: int  # kernel tid of the running thread, 0 when stopped
+    restarts: int  # restarts after fork in this process (3.13+: at the first call after the fork)
+    gpu_devices: int
+    own_io: tuple[int, int, int, int, int]
+    io_reason: str | None
+    rss_reason: str | None
+    stat_reason: str | None
+    phase_reason: str | None  # why rows carry no phase (-1), None when the capsule was found
+    gpu_reason: str | None
+
+class Sampler:
+    """A native thread sampling /proc/self/{io,statm,stat} and NVML into a ring of int64 rows.
+
+    ``io_path``, ``statm_path`` and ``stat_path`` replace the /proc/self files: for tests only.
+    """
+
+    def __init__(
+        self,
+        interval_s: float = 1.0,
+        capacity: int = 3600,
+        *,
+        io_path: str | PathLike[str] | None = None,
+        statm_path: str | PathLike[str] | None = None,
+        stat_path: str | PathLike[str] | None = None,
+        nvml: bool = True,
+    ) -> None: ...
+    @property
+    def columns(self) -> tuple[str, ...]: ...
+    @property
+    def interval_s(self) -> float: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def running(self) -> bool: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def sample(self) -> bool: ...
+    def drain(self) -> bytes: ...
+    def before_fork(self) -> None: ...
+    def after_fork_parent(self) -> None: ...
+    def after_fork_child(self) -> None: ...
+    def close(self) -> None: ...
+    def add_own_io(self, rchar: int, wchar: int, read_bytes: int, write_bytes: int, cancelled_write_bytes: int, /) -> None: ...
+    def stats(self) -> SamplerStats: ...
+
+def thread_io() -> tuple[int, int, int, int, int, int] | None: ...
+

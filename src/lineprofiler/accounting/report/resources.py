@@ -1,0 +1,650 @@
+"""The report's resource blocks: I/O BY PHASE (measured exactly), I/O (sampled) and MEMORY.
+
+Each block is ``render(run, options) -> list[str]`` (an empty list: the block is absent). ``run``
+is whatever the merge hands over; this module needs only the worker documents of the newest
+attempt with their paths and, if known, the run's start and end (see :func:`workers_of`).
+``options.no_samples`` skips the sampled blocks without opening a sample file.
+
+Sample files are reduced one worker at a time into fixed-size aggregates (totals, a timeline
+grid, a few bins of RSS), so memory is one worker's rows plus the grid, however many workers
+the run has. This module reads files only; it imports no C module.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from itertools import compress
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..samplefile import IO_FIELDS, IntervalCounts, SampleFileError, SampleTable, classify, negative_runs, read_samples
+
+RULE = "─" * 62
+SPARK = " ▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 42
+MEMORY_BINS = 24
+_MAX_SLOTS = 4096  # timeline slots: bounds the per-worker work and the peak's resolution
+MIN_TREND_NS = 60 * 10**9
+
+
+# ---------------------------------------------------------------------------------------------
+# The thin adapter to the merged run
+# ---------------------------------------------------------------------------------------------
+
+
+def workers_of(run: Any) -> list[tuple[dict[str, Any], Path | None]]:
+    """(document, path) per worker. Accepts a sequence of pairs, of objects with ``document``
+    (or ``doc``) and ``path``, or an object whose ``workers`` is either."""
+    items = getattr(run, "workers", run)
+    out = []
+    for item in items or ():
+        if isinstance(item, tuple) and len(item) == 2:
+            doc, path = item
+        else:
+            doc = getattr(item, "document", None) or getattr(item, "doc", None)
+            path = getattr(item, "path", None)
+        if isinstance(doc, dict):
+            out.append((doc, None if path is None else Path(path)))
+    return out
+
+
+def run_span(run: Any, workers: Sequence[tuple[dict[str, Any], Path | None]]) -> tuple[int, int] | None:
+    """(start, end) in unix ns: the run's if it says, else the earliest start and latest flush."""
+    start = getattr(run, "start_unix_ns", None)
+    end = getattr(run, "end_unix_ns", None)
+    if isinstance(start, int) and isinstance(end, int) and end > start:
+        return start, end
+    starts, ends = [], []
+    for doc, _ in workers:
+        times = doc.get("times") or {}
+        if isinstance(times.get("start_unix_ns"), int):
+            starts.append(times["start_unix_ns"])
+        last = times.get("end_unix_ns") or times.get("last_flush_unix_ns")
+        if isinstance(last, int):
+            ends.append(last)
+    if not starts or not ends or max(ends) <= min(starts):
+        return None
+    return min(starts), max(ends)
+
+
+def _no_samples(options: Any) -> bool:
+    return bool(getattr(options, "no_samples", False))
+
+
+def _role(doc: dict[str, Any]) -> str:
+    return str((doc.get("identity") or {}).get("role", "?"))
+
+
+def _label(doc: dict[str, Any]) -> str:
+    ident = doc.get("identity") or {}
+    return f"{ident.get('role', '?')} pid {ident.get('pid', '?')} on {ident.get('host', '?')}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers as people read them (decimal units: 1 MB = 10^6 bytes)
+# ---------------------------------------------------------------------------------------------
+
+
+def fmt_bytes(n: float) -> str:
+    if n < 1000:
+        return f"{int(round(n))} B"
+    for unit in ("KB", "MB", "GB", "TB", "PB"):
+        n /= 1000.0
+        if n < 999.95 or unit == "PB":
+            return f"{n:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def fmt_rate(bytes_: float, seconds: float) -> str:
+    return fmt_bytes(bytes_ / seconds) + "/s" if seconds > 0 else "n/a"
+
+
+def fmt_duration(ns: int) -> str:
+    s = ns / 1e9
+    if s < 60:
+        return f"{s:.0f}s"
+    m = int(s // 60)
+    if m < 60:
+        return f"{m}m"
+    return f"{m // 60}h {m % 60}m"
+
+
+def sparkline(values: Sequence[float], *, level: bool = False) -> str:
+    """One character per value. A flow (bytes per bin) is scaled from zero to the largest and
+    exact zeros stay blank; a ``level`` (RSS) is scaled from its smallest positive value to its
+    largest, so that a slow climb shows as a ramp rather than a row of full blocks."""
+    top = max(values, default=0)
+    if top <= 0:
+        return " " * len(values)
+    last = len(SPARK) - 1
+    if level:
+        low = min(v for v in values if v > 0)
+        span = top - low
+        return "".join(
+            SPARK[0] if v <= 0 else SPARK[last if span <= 0 else 1 + round((v - low) / span * (last - 1))] for v in values
+        )
+    return "".join(SPARK[0] if v <= 0 else SPARK[max(1, min(last, round(v / top * last)))] for v in values)
+
+
+# ---------------------------------------------------------------------------------------------
+# I/O BY PHASE (measured exactly): from the phases' io_bytes, no samples needed
+# ---------------------------------------------------------------------------------------------
+
+
+def _io_value(io: dict[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = io.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def render_io_by_phase(run: Any, options: Any = None) -> list[str]:
+    """Per ``io=True`` phase: disk read/write bytes, page-cache reads, rate over its wall time.
+
+    Reads ``phases[].io_bytes``: ``read_bytes``, ``write_bytes`` and ``rchar`` (or
+    ``read_chars``), optionally ``failed`` (boundary reads that failed: nothing recorded) and
+    ``measured`` (entries with a delta). Summed per path over the workers (per role and path when
+    the run has several roles with io phases).
+    """
+    merged: dict[tuple[str, str], dict[str, int]] = {}
+    for doc, _ in workers_of(run):
+        for phase in doc.get("phases") or ():
+            io = phase.get("io_bytes") if isinstance(phase, dict) else None
+            if not isinstance(io, dict):
+                continue
+            read = _io_value(io, "read_bytes")
+            write = _io_value(io, "write_bytes")
+            if read is None or write is None:
+                continue
+            key = (_role(doc), str(phase.get("path", "?")))
+            acc = merged.setdefault(key, {"read": 0, "write": 0, "chars": 0, "wall": 0, "failed": 0, "entries": 0, "measured": 0})
+            acc["read"] += read
+            acc["write"] += write
+            acc["chars"] += _io_value(io, "rchar", "read_chars") or 0
+            acc["failed"] += _io_value(io, "failed", "failed_reads") or 0
+            entries = phase.get("entries") if isinstance(phase.get("entries"), int) else 0
+            acc["entries"] += entries
+            measured = _io_value(io, "measured")
+            acc["measured"] += entries if measured is None else measured
+            wall = phase.get("wall_ns") if isinstance(phase.get("wall_ns"), int) else 0
+            # Only the measured entries' share of the wall time moved these bytes.
+            acc["wall"] += wall if not entries or measured is None else wall * measured // entries
+    if not merged:
+        return []
+    several_roles = len({role for role, _ in merged}) > 1
+    lines = ["I/O BY PHASE (measured exactly)", RULE]
+    for (role, path), acc in sorted(merged.items(), key=lambda kv: -(kv[1]["read"] + kv[1]["write"])):
+        name = f"{role}: {path}" if several_roles else path
+        rate = fmt_rate(acc["read"] + acc["write"], acc["wall"] / 1e9)
+        lines.append(
+            f"  {name:<25} r {fmt_bytes(acc['read']):>10}   w {fmt_bytes(acc['write']):>10} {rate:>13}"
+        )
+        cache = acc["chars"] - acc["read"]
+        if cache > 0:
+            lines.append(" " * 28 + f"+ {fmt_bytes(cache)} read from page cache")
+        if acc["failed"]:
+            lines.append(" " * 28 + f"! {acc['failed']:,} entries not measured (counter read failed)")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# The sampled reduction, one worker at a time
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class WorkerIo:
+    """What one worker's sample file contributes. ``totals``/``own``/``no_phase`` are per
+    /proc/self/io field over the valid intervals, net of the profiler's own I/O."""
+
+    totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(IO_FIELDS, 0))
+    own: dict[str, int] = field(default_factory=lambda: dict.fromkeys(IO_FIELDS, 0))
+    no_phase: dict[str, int] = field(default_factory=lambda: dict.fromkeys(IO_FIELDS, 0))
+    counts: IntervalCounts = field(default_factory=IntervalCounts)
+    io_rows: int = 0  # rows whose counters were read
+
+
+class _Runs:
+    """The rows of a sample file cut into runs joined by valid intervals: [starts[r], ends[r]].
+
+    Counters are cumulative, so the bytes over a run are a difference of its end values; the
+    bytes up to any row are a prefix over runs. No per-row arithmetic is ever needed."""
+
+    def __init__(self, n: int, breaks: list[int]) -> None:
+        cuts = [b for b in breaks if 0 < b < n]
+        self.starts = [0, *cuts]
+        self.ends = [b - 1 for b in cuts] + [n - 1]
+
+
+class _Cumulative:
+    """Bytes of one counter over the valid intervals ending at rows 1..k, net of ``own``."""
+
+    def __init__(self, runs: _Runs, col: memoryview, own: memoryview | None) -> None:
+        self._runs = runs
+        self._col, self._own = col, own
+        self._offsets: list[int] = []
+        self._base: list[int | None] = []
+        total = 0
+        for a, b in zip(runs.starts, runs.ends):
+            self._offsets.append(total)
+            if b > a:
+                base = self._raw(a)
+                self._base.append(base)
+                total += self._raw(b) - base
+            else:
+                self._base.append(None)  # a lone row (an unreadable one, say): nothing moves
+        self.total = total
+
+    def _raw(self, k: int) -> int:
+        return self._col[k] - self._own[k] if self._own is not None else self._col[k]
+
+    def at(self, k: int) -> int:
+        if k <= 0:
+            return 0
+        r = bisect_right(self._runs.starts, k) - 1
+        base = self._base[r]
+        return self._offsets[r] if base is None else self._offsets[r] + self._raw(k) - base
+
+    def at_many(self, rows: list[int]) -> list[int]:
+        """``[at(k) for k in rows]``, with the one-run case (a file with no dropped interval)
+        as a single comprehension."""
+        col, own = self._col, self._own
+        out: list[int] = []
+        lo = 0
+        starts, ends = self._runs.starts, self._runs.ends
+        # rows is sorted: the rows inside each run are one slice of it.
+        for a, b, offset, base in zip(starts, ends, self._offsets, self._base):
+            hi = bisect_right(rows, b, lo)
+            block = rows[lo:hi]
+            if base is None:
+                out += [offset if k > 0 else 0 for k in block]
+            elif own is None:
+                out += [offset + col[k] - base if k > 0 else 0 for k in block]
+            else:
+                out += [offset + col[k] - own[k] - base if k > 0 else 0 for k in block]
+            lo = hi
+        return out
+
+
+def reduce_io(table: SampleTable, grid: "Timeline | None" = None) -> WorkerIo:
+    """Totals of one sample file over its valid intervals (never across a failed read, a reaped
+    child or a restart), the part of them that began under no phase, and (into ``grid``) when
+    they moved. Work is per run of valid rows and per grid slot, not per row."""
+    out = WorkerIo()
+    n = table.rows
+    if n == 0:
+        return out
+    signs = table.byte_of("rchar", 7)
+    breaks, out.counts = classify(signs, table.byte_of("flags", 0))
+    out.io_rows = n - sum(b - a for a, b in negative_runs(signs))
+    runs = _Runs(n, breaks)
+    cumulative = {}
+    for name in IO_FIELDS:
+        col, own = table.view(name), table.view("own_" + name)
+        net = cumulative[name] = _Cumulative(runs, col, own)
+        out.totals[name] = net.total
+        out.own[name] = _Cumulative(runs, own, None).total
+    # Intervals starting at a row under no phase, i.e. ending at rows a+1 .. b for a run [a, b).
+    for a, b in negative_runs(table.byte_of("phase", 7)[:-1]):
+        for name in IO_FIELDS:
+            out.no_phase[name] += cumulative[name].at(b) - cumulative[name].at(a)
+    if grid is not None:
+        grid.add(table, cumulative)
+    return out
+
+
+class Timeline:
+    """A fixed grid over the run's wall-clock span, holding bytes per layer summed over
+    workers: one slot per sampling interval, or coarser past ``_MAX_SLOTS`` slots (a 12-hour
+    run at 1 Hz gets 10.5-second slots). An interval's bytes land in the slot of its end."""
+
+    LAYERS = ("disk_read", "cache_read", "write")
+    FIELDS = ("read_bytes", "rchar", "write_bytes", "cancelled_write_bytes")  # what LAYERS need
+
+    def __init__(self, start_ns: int, end_ns: int, slot_ns: int) -> None:
+        span = max(1, end_ns - start_ns)
+        slot_ns = max(slot_ns, 1, -(-span // _MAX_SLOTS))
+        self.start_ns = start_ns
+        self.slot_ns = slot_ns
+        self.n = max(1, -(-span // slot_ns))
+        self.layers = {name: array("d", bytes(8 * self.n)) for name in self.LAYERS}
+
+    def add(self, table: SampleTable, cumulative: dict[str, _Cumulative]) -> None:
+        t = table.column("t_ns").tolist()  # bisect compares list items without making ints
+        to_mono = table.monotonic_ref_ns - table.unix_ref_ns
+        slot_ns, last = self.slot_ns, self.n - 1
+        first_slot = min(last, max(0, (table.to_unix_ns(t[0]) - self.start_ns) // slot_ns))
+        last_slot = min(last, max(0, (table.to_unix_ns(t[-1]) - self.start_ns) // slot_ns))
+        # Rows [idx[j], idx[j+1]) end their intervals in slot first_slot + j; rows before the
+        # run's start or after its end go to the first or last slot.
+        idx = [0]
+        idx += [bisect_left(t, self.start_ns + j * slot_ns + to_mono) for j in range(first_slot + 1, last_slot + 1)]
+        idx.append(len(t))
+        before = [i - 1 for i in idx]
+        at = {name: cumulative[name].at_many(before) for name in self.FIELDS}
+        read, chars = at["read_bytes"], at["rchar"]
+        written, cancelled = at["write_bytes"], at["cancelled_write_bytes"]
+        disk, cache, write = self.layers["disk_read"], self.layers["cache_read"], self.layers["write"]
+        for j in range(len(idx) - 1):
+            slot = first_slot + j
+            r = read[j + 1] - read[j]
+            c = chars[j + 1] - chars[j] - r
+            w = written[j + 1] - written[j] - (cancelled[j + 1] - cancelled[j])
+            if r > 0:
+                disk[slot] += r
+            if c > 0:
+                cache[slot] += c
+            if w > 0:
+                write[slot] += w
+
+    def bins(self, layer: str, width: int) -> list[float]:
+        """Mean bytes per slot in each of ``width`` bins; with fewer slots than bins, each bin
+        shows the slot under it."""
+        grid = self.layers[layer]
+        if self.n < width:
+            return [grid[(2 * i + 1) * self.n // (2 * width)] for i in range(width)]
+        edges = [self.n * i // width for i in range(width + 1)]
+        return [sum(grid[a:b]) / (b - a) for a, b in zip(edges, edges[1:])]
+
+    def active_seconds(self, layer: str) -> float:
+        grid = self.layers[layer]
+        return (len(grid) - grid.count(0.0)) * self.slot_ns / 1e9
+
+    def peak_rate(self, layer: str) -> float:
+        return max(self.layers[layer], default=0.0) / (self.slot_ns / 1e9)
+
+
+@dataclass
+class WorkerMemory:
+    peak: int = -1
+    peak_t_unix: int = 0
+    slope_bytes_per_s: float | None = None
+    rows: int = 0
+
+
+def _bin_means(t: array, rss: array, edges: list[int]) -> list[tuple[int, int, float]]:
+    """(first row, row count, mean RSS) per [edges[j], edges[j+1]) of ``t``."""
+    idx = [bisect_left(t, e) for e in edges]
+    idx[-1] = len(t)
+    return [(a, b - a, sum(rss[a:b]) / (b - a) if b > a else 0.0) for a, b in zip(idx, idx[1:])]
+
+
+def reduce_memory(table: SampleTable, bins: "list[float] | None" = None, span: tuple[int, int] | None = None) -> WorkerMemory:
+    """RSS peak, a least-squares slope (over 64 bin means: the same line as over every row,
+    at a fraction of the work), and (into ``bins`` over ``span``) the mean RSS per bin."""
+    out = WorkerMemory()
+    rss = table.column("rss_bytes")
+    t = table.column("t_ns")
+    if rss and min(rss) < 0:
+        keep = [v >= 0 for v in rss]
+        rss, t = array("q", compress(rss, keep)), array("q", compress(t, keep))
+    out.rows = len(rss)
+    if not rss:
+        return out
+    out.peak = max(rss)
+    out.peak_t_unix = table.to_unix_ns(t[rss.index(out.peak)])
+    # Extrapolating under a minute of samples to a rate per hour would be noise, not a trend.
+    if len(rss) >= 10 and t[-1] - t[0] >= MIN_TREND_NS:
+        k = min(64, len(rss))
+        edges = [t[0] + (t[-1] - t[0]) * i // k for i in range(k + 1)]
+        edges[-1] += 1
+        points = [((t[a] + t[a + c - 1]) / 2e9, c, mean) for a, c, mean in _bin_means(t, rss, edges) if c]
+        w = sum(c for _, c, _ in points)
+        mx = sum(x * c for x, c, _ in points) / w
+        my = sum(y * c for _, c, y in points) / w
+        sxx = sum(c * (x - mx) ** 2 for x, c, _ in points)
+        if sxx > 0:
+            out.slope_bytes_per_s = sum(c * (x - mx) * (y - my) for x, c, y in points) / sxx
+    if bins is not None and span is not None:
+        start, end = span
+        offset = table.monotonic_ref_ns - table.unix_ref_ns
+        edges = [start + (end - start) * i // len(bins) + offset for i in range(len(bins) + 1)]
+        for j, (a, count, mean) in enumerate(_bin_means(t, rss, edges)):
+            if count:
+                bins[j] += mean
+            elif 0 < a < len(t):
+                bins[j] += rss[a - 1]  # no row in this bin, but alive: RSS is a level, hold it
+    return out
+
+
+@dataclass
+class RunResources:
+    """The sampled resources of a whole run, reduced."""
+
+    workers: int = 0  # workers with a samples object
+    sampled: int = 0  # of which a sample file was read
+    io_measured: int = 0  # of which some I/O rows were read
+    reasons: dict[str, int] = field(default_factory=dict)  # why a worker has no samples -> count
+    io_reasons: dict[str, int] = field(default_factory=dict)
+    caveats: list[str] = field(default_factory=list)
+    io: WorkerIo = field(default_factory=WorkerIo)
+    phase_tracked: bool = False
+    timeline: Timeline | None = None
+    interval_ns: int = 0  # the coarsest sampling interval among the workers
+    memory_by_role: dict[str, list[tuple[WorkerMemory, str]]] = field(default_factory=dict)
+    memory_bins: list[float] = field(default_factory=list)
+    span: tuple[int, int] | None = None
+
+
+def _sidecar_path(doc: dict[str, Any], path: Path | None) -> Path | None:
+    samples = doc.get("samples")
+    name = samples.get("file") if isinstance(samples, dict) else None
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
+        return None
+    return None if path is None else path.parent / name
+
+
+def reduce_run(run: Any) -> RunResources:
+    """Read each worker's sample file in turn and fold it into run-wide aggregates."""
+    workers = workers_of(run)
+    res = RunResources()
+    res.span = run_span(run, workers)
+    res.memory_bins = [0.0] * MEMORY_BINS
+    intervals = []
+    for doc, _ in workers:
+        samples = doc.get("samples")
+        if isinstance(samples, dict) and isinstance(samples.get("interval_s"), (int, float)):
+            intervals.append(samples["interval_s"])
+    if res.span is not None and intervals:
+        res.interval_ns = int(max(intervals) * 1e9)
+        res.timeline = Timeline(res.span[0], res.span[1], res.interval_ns)
+    for doc, path in workers:
+        samples = doc.get("samples")
+        if not isinstance(samples, dict):
+            continue
+        res.workers += 1
+        sidecar = _sidecar_path(doc, path)
+        if sidecar is None:
+            reason = samples.get("unavailable_reason") or "no samples were written"
+            res.reasons[str(reason)] = res.reasons.get(str(reason), 0) + 1
+            continue
+        try:
+            table = read_samples(sidecar)
+        except SampleFileError as error:
+            res.caveats.append(str(error))
+            continue
+        if table.truncated_bytes:
+            res.caveats.append(f"{sidecar}: partial last row ignored ({table.truncated_bytes} bytes)")
+        missing = [c for c in ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS)) if c not in table.columns]
+        if missing:
+            res.caveats.append(f"{sidecar}: sample file lacks columns {', '.join(missing)}")
+            continue
+        res.sampled += 1
+        wio = reduce_io(table, res.timeline)
+        if wio.io_rows:
+            res.io_measured += 1
+            for name in IO_FIELDS:
+                res.io.totals[name] += wio.totals[name]
+                res.io.own[name] += wio.own[name]
+                res.io.no_phase[name] += wio.no_phase[name]
+            res.io.counts.add(wio.counts)
+            if not samples.get("phase_unavailable_reason"):
+                res.phase_tracked = True
+        else:
+            why = samples.get("io_unavailable_reason") or "the I/O counters could not be read"
+            res.io_reasons[str(why)] = res.io_reasons.get(str(why), 0) + 1
+        wmem = reduce_memory(table, res.memory_bins if res.span else None, res.span)
+        if wmem.rows:
+            res.memory_by_role.setdefault(_role(doc), []).append((wmem, _label(doc)))
+        del table
+    return res
+
+
+_cache: tuple[Any, RunResources] | None = None
+
+
+def resources_of(run: Any) -> RunResources:
+    """reduce_run(run), computed once per run object for the blocks that share it."""
+    global _cache
+    if _cache is None or _cache[0] is not run:
+        _cache = (run, reduce_run(run))
+    return _cache[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# I/O (sampled) and MEMORY
+# ---------------------------------------------------------------------------------------------
+
+
+def _reason_lines(reasons: dict[str, int], total: int) -> list[str]:
+    return [f"  not measured in {n} of {total} processes: {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])]
+
+
+def render_io(run: Any, options: Any = None) -> list[str]:
+    """Sampled I/O: totals per layer with rates, a write sparkline with its peak, dropped
+    intervals, the share under (no phase open) and the profiler's own I/O excluded."""
+    if _no_samples(options):
+        return []
+    res = resources_of(run)
+    if res.workers == 0:
+        return []
+    lines = ["I/O", RULE]
+    if res.io_measured == 0:
+        reasons = {**res.reasons, **res.io_reasons}
+        return lines + (_reason_lines(reasons, res.workers) or ["  not measured: no sample file could be read"]) + [
+            "  ! " + c for c in res.caveats
+        ]
+    t = res.io.totals
+    disk_read = t["read_bytes"]
+    cache_read = max(0, t["rchar"] - t["read_bytes"])
+    write = t["write_bytes"] - t["cancelled_write_bytes"]
+    grid = res.timeline
+    def rate(layer: str, total: int) -> str:
+        return fmt_rate(total, grid.active_seconds(layer)) if grid is not None and total > 0 else ""
+
+    lines.append(f"{'Read (from disk)':<26}{fmt_bytes(disk_read):>16}{rate('disk_read', disk_read):>16}".rstrip())
+    lines.append(f"{'Read (from page cache)':<26}{fmt_bytes(cache_read):>16}")
+    lines.append(f"{'Write':<26}{fmt_bytes(write):>16}{rate('write', write):>16}".rstrip())
+    if grid is not None:
+        bins = grid.bins("write", SPARK_WIDTH)
+        peak = f"  write {sparkline(bins)}  peak {fmt_rate(grid.peak_rate('write'), 1.0)}"
+        if grid.slot_ns > res.interval_ns:
+            # A long run's grid is coarser than its samples: say over what the peak is a mean.
+            peak += f" over {grid.slot_ns / 1e9:.3g}s"
+        lines.append(peak)
+    total = disk_read + cache_read + write
+    np_ = res.io.no_phase
+    np_total = np_["read_bytes"] + max(0, np_["rchar"] - np_["read_bytes"]) + np_["write_bytes"] - np_["cancelled_write_bytes"]
+    if not res.phase_tracked:
+        lines.append("  (no phase open) share unknown: the samples carry no phase")
+    elif total > 0:
+        lines.append(f"  (no phase open) {100.0 * np_total / total:.1f}% of these bytes")
+    c = res.io.counts
+    considered = c.valid + c.dropped
+    if c.dropped:
+        why = []
+        if c.failed:
+            why.append(f"{c.failed:,} next to a failed read")
+        if c.reaped:
+            why.append(f"{c.reaped:,} where a child process was reaped")
+        if c.unknown:
+            why.append(f"{c.unknown:,} where reaping could not be checked")
+        lines.append(f"  dropped intervals {c.dropped:,} of {considered:,} ({', '.join(why)}); their bytes are not counted")
+    else:
+        lines.append(f"  dropped intervals 0 of {considered:,}")
+    own = res.io.own
+    lines.append(
+        f"  excluded: the profiler's own I/O, {fmt_bytes(own['write_bytes'])} written to disk, "
+        f"{fmt_bytes(own['wchar'])} through write(), {fmt_bytes(own['rchar'])} read"
+    )
+    lines.extend(_reason_lines(res.io_reasons, res.workers))
+    lines.extend(_reason_lines(res.reasons, res.workers))
+    lines.extend("  ! " + caveat for caveat in res.caveats)
+    return lines
+
+
+def render_memory(run: Any, options: Any = None) -> list[str]:
+    """RSS peak per role and over the run, and its trend: per-process growth and a sparkline of
+    the summed RSS of all processes over the run."""
+    if _no_samples(options):
+        return []
+    res = resources_of(run)
+    if res.workers == 0:
+        return []
+    lines = ["MEMORY (RSS, sampled)", RULE]
+    if not res.memory_by_role:
+        return lines + (_reason_lines(res.reasons, res.workers) or ["  not measured: no RSS could be read"])
+    lines.append(f"{'':<26}{'peak':>16}{'trend':>16}")
+    top: tuple[WorkerMemory, str] | None = None
+    for role, members in sorted(res.memory_by_role.items()):
+        peak = max(m.peak for m, _ in members)
+        slopes = [(m.slope_bytes_per_s, label) for m, label in members if m.slope_bytes_per_s is not None]
+        trend = "n/a"
+        if slopes:
+            slope, _ = max(slopes, key=lambda s: abs(s[0]))
+            trend = ("+" if slope >= 0 else "-") + fmt_bytes(abs(slope) * 3600) + "/h"
+        lines.append(f"{role + f'  x{len(members)}':<26}{fmt_bytes(peak):>16}{trend:>16}")
+        for m, label in members:
+            if top is None or m.peak > top[0].peak:
+                top = (m, label)
+    if res.span is not None and any(res.memory_bins):
+        lines.append(f"{'all processes':<26}{fmt_bytes(max(res.memory_bins)):>16}  {sparkline(res.memory_bins, level=True)}")
+    if top is not None:
+        at = ""
+        if res.span is not None:
+            at = f" at {fmt_duration(max(0, top[0].peak_t_unix - res.span[0]))}"
+        lines.append(f"  largest: {top[1]}, {fmt_bytes(top[0].peak)}{at}")
+    lines.append("  trend: the steepest per-process RSS slope in each role (least squares over its run)")
+    return lines
+
+
+def render(run: Any, options: Any = None) -> list[str]:
+    """All three blocks, each followed by a blank line."""
+    lines: list[str] = []
+    for block in BLOCKS:
+        part = block(run, options)
+        if part:
+            lines.extend(part)
+            lines.append("")
+    return lines
+
+
+BLOCKS = (render_io_by_phase, render_io, render_memory)
+
+
+def io_totals(table: SampleTable) -> dict[str, int]:
+    """Net I/O of one sample file over its valid intervals, per /proc/self/io field."""
+    return reduce_io(table).totals
+
+
+__all__ = [
+    "BLOCKS",
+    "RunResources",
+    "Timeline",
+    "WorkerIo",
+    "WorkerMemory",
+    "fmt_bytes",
+    "io_totals",
+    "reduce_io",
+    "reduce_memory",
+    "reduce_run",
+    "render",
+    "render_io",
+    "render_io_by_phase",
+    "render_memory",
+    "sparkline",
+    "workers_of",
+]

@@ -1,0 +1,520 @@
+"""The resource-sample file: an append-only binary sidecar beside each worker file.
+
+A worker's samples are too many for its JSON document (12 hours at 1 Hz is 43,200 rows), so
+they go to ``w_<run>_<pid>_<uuid8>.samples`` in the same folder, and the document's
+``samples`` object names the file. Each snapshot appends only the rows drained since the last
+one, so writing is proportional to the new rows, never to the history. This module imports no
+C module: the report reads these files where only the files are.
+
+Layout (version 1), every integer little-endian::
+
+    header   magic b"LPSAMPLE", u32 version, u32 header_size, u32 ncols, u32 reserved,
+             i64 interval_ns, i64 monotonic_ref_ns, i64 unix_ref_ns, i64 pid,
+             ncols NUL-terminated ASCII column names, zero-padded to header_size (a multiple of 8)
+    rows     ncols int64 values each, back to back, in time order
+
+``monotonic_ref_ns``/``unix_ref_ns`` are one reading of each clock taken together, so row times
+(CLOCK_MONOTONIC) can be placed on the run's wall-clock timeline. A value of -1 is "could not
+measure"; ``flags`` holds the ``FLAG_*`` bits below. A reader takes every complete row and ignores
+a partial last row (a crash mid-append), reporting it as a caveat.
+
+Columns written by the sampler: ``t_ns``, ``flags``, ``phase`` (node id of the innermost phase open
+in the main thread, -1 for none), ``rss_bytes``, the five ``/proc/self/io`` counters ``rchar``,
+``wchar``, ``read_bytes``, ``write_bytes``, ``cancelled_write_bytes`` (cumulative), the same five
+prefixed ``own_`` (the profiler's own I/O so far, to subtract), then ``gpu<i>_busy`` and
+``gpu<i>_mine`` per NVML device.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import sys
+import time
+from array import array
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import accumulate
+from operator import add, and_
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+MAGIC = b"LPSAMPLE"
+VERSION = 1
+FORMAT = "lineprofiler-samples/1"
+SUFFIX = ".samples"
+_HEAD = struct.Struct("<8sIIII4q")
+
+# Row flags (the same values as _sampler.FLAG_*; repeated here because the report must not
+# import the C module).
+FLAG_SEGMENT_START = 1  # first row after a (re)start: no interval ends here
+FLAG_CHILD_REAPED = 2  # a child process was reaped: the kernel folded its I/O into ours
+FLAG_REAP_UNKNOWN = 4  # /proc/self/stat was unreadable here or in the row before
+_DROP_FLAGS = FLAG_SEGMENT_START | FLAG_CHILD_REAPED | FLAG_REAP_UNKNOWN
+
+IO_FIELDS = ("rchar", "wchar", "read_bytes", "write_bytes", "cancelled_write_bytes")
+BASE_COLUMNS = ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS))
+
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+class SampleFileError(Exception):
+    """A sample file that cannot be used; ``str()`` is a one-line reason with the path."""
+
+
+def sidecar_name(worker_file_name: str) -> str:
+    """``w_run_12_abcd1234.json`` -> ``w_run_12_abcd1234.samples``."""
+    stem = worker_file_name[:-5] if worker_file_name.endswith(".json") else worker_file_name
+    return stem + SUFFIX
+
+
+def _header(columns: Sequence[str], interval_ns: int, monotonic_ref_ns: int, unix_ref_ns: int, pid: int) -> bytes:
+    names = b"".join(c.encode("ascii") + b"\0" for c in columns)
+    size = _HEAD.size + len(names)
+    size += -size % 8
+    head = _HEAD.pack(MAGIC, VERSION, size, len(columns), 0, interval_ns, monotonic_ref_ns, unix_ref_ns, pid)
+    return (head + names).ljust(size, b"\0")
+
+
+def _to_little_endian(data: bytes) -> bytes:
+    if not _BIG_ENDIAN:
+        return data
+    rows = array("q", data)
+    rows.byteswap()
+    return rows.tobytes()
+
+
+class SampleWriter:
+    """Appends drained rows to one sample file. Not thread-safe; one per process.
+
+    The file is reopened for each append (a snapshot every few seconds), so nothing is held open
+    across ``fork()``. A failed append leaves the file as it was before it: the next append first
+    cuts any partial row back off, so a row never straddles two appends.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        columns: Sequence[str],
+        interval_ns: int,
+        *,
+        monotonic_ref_ns: int | None = None,
+        unix_ref_ns: int | None = None,
+        pid: int | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.columns = tuple(columns)
+        self.row_bytes = 8 * len(self.columns)
+        if monotonic_ref_ns is None or unix_ref_ns is None:
+            monotonic_ref_ns, unix_ref_ns = time.monotonic_ns(), time.time_ns()
+        self.monotonic_ref_ns = monotonic_ref_ns
+        self.unix_ref_ns = unix_ref_ns
+        self._header = _header(self.columns, interval_ns, monotonic_ref_ns, unix_ref_ns, os.getpid() if pid is None else pid)
+        self.rows = 0  # complete rows in the file
+        self.restarts = 0  # times the file vanished or shrank under us and was begun again
+        self._size = 0  # bytes of the file we know to be good; 0 before the header is written
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def append(self, data: bytes) -> int:
+        """Append whole rows (native-endian int64, as drained); returns the bytes written.
+
+        Raises OSError (the caller counts it and keeps the rows to retry).
+        """
+        if len(data) % self.row_bytes:
+            raise ValueError(f"{len(data)} bytes is not a whole number of {len(self.columns)}-column rows")
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            actual = os.fstat(fd).st_size
+            if actual < self._size:
+                # Deleted or truncated by someone else: what we wrote is gone; begin again.
+                self.restarts += 1
+                self._size = 0
+                self.rows = 0
+            out = _to_little_endian(data)
+            if self._size == 0:
+                out = self._header + out
+            if actual != self._size:
+                os.ftruncate(fd, self._size)
+            written = 0
+            view = memoryview(out)
+            while written < len(out):
+                written += os.pwrite(fd, view[written:], self._size + written)
+        finally:
+            os.close(fd)
+        self._size += len(out)
+        self.rows += len(data) // self.row_bytes
+        return len(out)
+
+
+@dataclass
+class SampleTable:
+    """Rows of one sample file, row-major in one ``array('q')``."""
+
+    path: Path
+    columns: tuple[str, ...]
+    data: array
+    interval_ns: int
+    monotonic_ref_ns: int
+    unix_ref_ns: int
+    pid: int
+    truncated_bytes: int = 0  # a partial last row that was ignored
+    _raw: bytes | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rows(self) -> int:
+        return len(self.data) // len(self.columns) if self.columns else 0
+
+    def column(self, name: str) -> array:
+        """One column as an ``array('q')`` (a strided slice: a C-level copy, no per-row objects)."""
+        return self.data[self.columns.index(name) :: len(self.columns)]
+
+    def view(self, name: str) -> memoryview:
+        """One column as a strided memoryview of int64: no copy, for indexing."""
+        return memoryview(self.data)[self.columns.index(name) :: len(self.columns)]
+
+    def byte_of(self, name: str, which: int) -> bytes:
+        """Byte ``which`` (0 the least significant, 7 the sign) of every value of a column, as
+        one bytes object: a strided bytes slice, far cheaper than copying the column."""
+        if self._raw is None:
+            self._raw = self.data.tobytes()
+        offset = which if sys.byteorder == "little" else 7 - which
+        return self._raw[8 * self.columns.index(name) + offset :: 8 * len(self.columns)]
+
+    def to_unix_ns(self, t_ns: int) -> int:
+        return t_ns - self.monotonic_ref_ns + self.unix_ref_ns
+
+
+def read_header(path: str | os.PathLike[str]) -> tuple[tuple[str, ...], int, int, int, int, int]:
+    """(columns, header_size, interval_ns, monotonic_ref_ns, unix_ref_ns, pid); SampleFileError if unusable."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_HEAD.size)
+            if len(head) < _HEAD.size:
+                raise SampleFileError(f"{path}: sample file too short for its header")
+            magic, version, size, ncols, _reserved, interval_ns, mono_ref, unix_ref, pid = _HEAD.unpack(head)
+            if magic != MAGIC:
+                raise SampleFileError(f"{path}: not a lineprofiler sample file")
+            if version > VERSION:
+                raise SampleFileError(f"{path}: sample file version {version}, this lineprofiler reads up to {VERSION}")
+            if version < 1 or size % 8 or size < _HEAD.size or not 1 <= ncols <= 4096 or size > 1 << 20:
+                raise SampleFileError(f"{path}: corrupt sample file header")
+            names = handle.read(size - _HEAD.size)
+    except FileNotFoundError:
+        raise SampleFileError(f"{path}: sample file is missing") from None
+    except OSError as error:
+        raise SampleFileError(f"{path}: cannot read: {error.strerror or error}") from None
+    parts = names.split(b"\0")
+    if len(names) != size - _HEAD.size or len(parts) <= ncols:
+        raise SampleFileError(f"{path}: corrupt sample file header")
+    try:
+        columns = tuple(p.decode("ascii") for p in parts[:ncols])
+    except UnicodeDecodeError:
+        raise SampleFileError(f"{path}: corrupt sample file header") from None
+    if any(not c for c in columns) or any(parts[ncols:]):
+        raise SampleFileError(f"{path}: corrupt sample file header")
+    return columns, size, interval_ns, mono_ref, unix_ref, pid
+
+
+def read_samples(path: str | os.PathLike[str]) -> SampleTable:
+    """Read a whole sample file into one array. Raises SampleFileError with a one-line reason.
+
+    Reads straight into the array (``array.fromfile``): memory is the rows themselves, once.
+    """
+    path = Path(path)
+    columns, header_size, interval_ns, mono_ref, unix_ref, pid = read_header(path)
+    if "t_ns" not in columns:
+        raise SampleFileError(f"{path}: sample file has no t_ns column")
+    data = array("q")
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            body = max(0, size - header_size)
+            rows = body // (8 * len(columns))
+            handle.seek(header_size)
+            try:
+                data.fromfile(handle, rows * len(columns))
+            except EOFError:
+                # Shrank while we read (a writer repairing a partial row): keep whole rows.
+                del data[len(data) - len(data) % len(columns) :]
+    except OSError as error:
+        raise SampleFileError(f"{path}: cannot read: {error.strerror or error}") from None
+    if _BIG_ENDIAN:
+        data.byteswap()
+    return SampleTable(
+        path=path,
+        columns=columns,
+        data=data,
+        interval_ns=interval_ns,
+        monotonic_ref_ns=mono_ref,
+        unix_ref_ns=unix_ref,
+        pid=pid,
+        truncated_bytes=body - rows * 8 * len(columns),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Intervals: which ones may be differenced
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class IntervalCounts:
+    """How the intervals between consecutive rows were classified.
+
+    An interval ends at a row. It is *valid* when the I/O counters were read at both of its ends
+    and the row carries no drop flag. ``failed`` intervals touch a row whose counters could not be
+    read; ``reaped`` ones saw a child process reaped (its bytes are its own, not ours);
+    ``unknown`` ones could not tell. ``gaps`` are restarts of the sampler (no interval: it was
+    stopped), not drops.
+    """
+
+    valid: int = 0
+    failed: int = 0
+    reaped: int = 0
+    unknown: int = 0
+    gaps: int = 0
+
+    @property
+    def dropped(self) -> int:
+        return self.failed + self.reaped + self.unknown
+
+    def add(self, other: "IntervalCounts") -> None:
+        self.valid += other.valid
+        self.failed += other.failed
+        self.reaped += other.reaped
+        self.unknown += other.unknown
+        self.gaps += other.gaps
+
+
+def interval_mask(
+    rchar: Sequence[int], flags: Sequence[int], previous_ok: bool | None = None
+) -> tuple[list[bool], IntervalCounts]:
+    """Whether the interval ending at each row may be differenced, and the tally of why not.
+
+    ``previous_ok`` describes the row before these (whether its counters were read), or is None
+    when these rows begin the file, so that a file can be classified a chunk at a time exactly as
+    it would be whole. This is the readable definition, a bool per row; :func:`classify` is the
+    fast sparse form the writer and the report use, and the tests hold the two equal.
+    """
+    n = len(rchar)
+    counts = IntervalCounts()
+    if n == 0:
+        return [], counts
+    ok = [v >= 0 for v in rchar]
+    before = [previous_ok is True, *ok[:-1]]
+    # An interval ends at every row but the first of the file and the first after a restart.
+    ends = [not f & FLAG_SEGMENT_START for f in flags]
+    counts.gaps = ends.count(False)
+    if previous_ok is None and ends[0]:
+        ends[0] = False
+    elif previous_ok is None:
+        counts.gaps -= 1  # the file's first row is not a restart
+    read = list(map(and_, ok, before))
+    mask = [e and r and not f & _DROP_FLAGS for e, r, f in zip(ends, read, flags)]
+    counts.valid = mask.count(True)
+    if counts.valid < n - ends.count(False):
+        counts.failed = sum(1 for e, r in zip(ends, read) if e and not r)
+        counts.reaped = sum(1 for e, r, f in zip(ends, read, flags) if e and r and f & FLAG_CHILD_REAPED)
+        counts.unknown = n - ends.count(False) - counts.valid - counts.failed - counts.reaped
+    return mask, counts
+
+
+_NEGATIVE_RUN = re.compile(rb"[\x80-\xff]+")
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+def negative_runs(signs: bytes) -> list[tuple[int, int]]:
+    """[a, b) row ranges whose value is negative, given the values' sign bytes
+    (:meth:`SampleTable.byte_of` ``(name, 7)``): C-speed scans, Python work only per run."""
+    if signs.count(0) == len(signs):
+        return []  # the common case, at memchr speed
+    return [m.span() for m in _NEGATIVE_RUN.finditer(signs)]
+
+
+def nonzero_rows(low: bytes) -> list[int]:
+    """Rows whose flags are set, given the flags' low bytes (every flag is a low bit)."""
+    if low.count(0) == len(low):
+        return []
+    return [m.start() for m in _NONZERO.finditer(low)]
+
+
+def sign_bytes(col: Sequence[int]) -> bytes:
+    """The sign bytes of a column held as a Python sequence (the writer's drained chunks)."""
+    return bytes(0xFF if v < 0 else 0 for v in col)
+
+
+def low_bytes(col: Sequence[int]) -> bytes:
+    return bytes(v & 0xFF for v in col)
+
+
+def classify(rchar_signs: bytes, flags_low: bytes, previous_ok: bool | None = None) -> tuple[list[int], IntervalCounts]:
+    """The sparse form of :func:`interval_mask`, from the sign bytes of ``rchar`` and the low
+    bytes of ``flags``: the rows at which *no valid* interval ends (sorted), and the same
+    counts. C-speed scans plus Python work per exception only: a clean 12-hour file takes well
+    under a millisecond."""
+    n = len(rchar_signs)
+    counts = IntervalCounts()
+    if n == 0:
+        return [], counts
+    failed_rows = [k for a, b in negative_runs(rchar_signs) for k in range(a, b)]
+    flagged = nonzero_rows(flags_low)
+    failed_ends = set(failed_rows)
+    failed_ends.update(k + 1 for k in failed_rows if k + 1 < n)
+    if previous_ok is False:
+        failed_ends.add(0)
+    breaks = set(failed_ends)
+    for k in flagged:
+        if k == 0 and previous_ok is None:
+            continue  # the file's first row ends no interval, whatever its flags
+        f = flags_low[k]
+        breaks.add(k)
+        if f & FLAG_SEGMENT_START:
+            counts.gaps += 1
+            failed_ends.discard(k)  # a restart ends no interval, failed or not
+        elif k not in failed_ends:
+            if f & FLAG_CHILD_REAPED:
+                counts.reaped += 1
+            elif f & FLAG_REAP_UNKNOWN:
+                counts.unknown += 1
+    if previous_ok is None:
+        breaks.add(0)
+        failed_ends.discard(0)
+    counts.failed = len(failed_ends)
+    counts.valid = n - len(breaks)
+    return sorted(breaks), counts
+
+
+# ---------------------------------------------------------------------------------------------
+# A synthetic 12-hour history, written by the real writer (for the report's scale benchmark)
+# ---------------------------------------------------------------------------------------------
+
+
+def write_synthetic_history(
+    path: str | os.PathLike[str],
+    *,
+    start_unix_ns: int,
+    hours: float = 12.0,
+    interval_s: float = 1.0,
+    seed: int = 0,
+    phase_ids: Sequence[int] = (0, 1, 2),
+    chunk_rows: int = 3600,
+    failed_every: int = 0,
+    pid: int = 1,
+) -> dict[str, Any]:
+    """Write a synthetic sample history through :class:`SampleWriter` and return the ``samples``
+    object for the worker document that names it.
+
+    Rows are appended ``chunk_rows`` at a time, as a profiler's snapshots append them. They are
+    deterministic arithmetic, not measurements: reads trickle with a 50 MB burst every 5 minutes,
+    a 40 MB checkpoint is written every 10 minutes, the profiler's own writes (4 KB every 5 rows)
+    and /proc reads (450 B a row) are in the own columns, RSS grows slowly with a sawtooth,
+    phases cycle through ``phase_ids`` with a row under no phase now and then, and every
+    ``failed_every``-th row (0: none) could not be read. Used by ``benchmarks/bench_report.py``
+    to build a 64-worker x 12-hour run.
+    """
+    interval_ns = int(interval_s * 1e9)
+    n = int(hours * 3600 / interval_s)
+    mono0 = 10_000_000_000 + seed * 1_000
+    columns = dict(_synthetic_columns(n, tuple(phase_ids), failed_every))
+    columns["t_ns"] = array("q", range(mono0, mono0 + n * interval_ns, interval_ns))
+    rss0 = 200_000_000 + seed * 1_000_000
+    columns["rss_bytes"] = array("q", [rss0 + v for v in columns["rss_bytes"]])
+    writer = SampleWriter(path, BASE_COLUMNS, interval_ns, monotonic_ref_ns=mono0, unix_ref_ns=start_unix_ns, pid=pid)
+    ncols = len(BASE_COLUMNS)
+    counts = IntervalCounts()
+    previous_ok: bool | None = None
+    for first in range(0, n, chunk_rows):
+        last = min(n, first + chunk_rows)
+        rows = array("q", bytes(8 * ncols * (last - first)))
+        for k, name in enumerate(BASE_COLUMNS):
+            rows[k::ncols] = columns[name][first:last]
+        writer.append(rows.tobytes())
+        chunk_rchar = rows[BASE_COLUMNS.index("rchar") :: ncols]
+        flags = rows[BASE_COLUMNS.index("flags") :: ncols]
+        counts.add(classify(sign_bytes(chunk_rchar), low_bytes(flags), previous_ok)[1])
+        previous_ok = chunk_rchar[-1] >= 0
+    return samples_document(
+        file=writer.path.name,
+        columns=BASE_COLUMNS,
+        rows=writer.rows,
+        size=writer.size,
+        interval_s=interval_s,
+        backend="synthetic",
+        counts=counts,
+        clock=(mono0, start_unix_ns),
+    )
+
+
+@lru_cache(maxsize=4)
+def _synthetic_columns(n: int, phase_ids: tuple[int, ...], failed_every: int) -> dict[str, array]:
+    """The seed-independent columns of a synthetic history (cached: a benchmark writes 64)."""
+    rng = range(n)
+    # Per-row increments, then running sums: cumulative counters, as /proc reports them.
+    own_r = list(accumulate(450 for _ in rng))
+    own_w = list(accumulate(4096 if i % 5 == 0 else 0 for i in rng))
+    rb = list(accumulate(50_000_000 if i % 300 == 0 else 0 for i in rng))
+    wb_user = list(accumulate(40_000_000 if i % 600 == 599 else 0 for i in rng))
+    wb = list(map(add, wb_user, own_w))
+    rchar = list(map(add, accumulate(65_536 + (i % 7) * 4096 for i in rng), map(add, rb, own_r)))
+    nphase = len(phase_ids)
+    zeros = [0] * n
+    columns = {
+        "flags": [FLAG_SEGMENT_START] + zeros[1:],
+        "phase": [phase_ids[(i // 30) % nphase] if nphase and i % 97 else -1 for i in rng],
+        "rss_bytes": [i * 2_000 + (i % 60) * 100_000 for i in rng],  # plus the seed's base
+        "rchar": rchar,
+        "wchar": list(wb),
+        "read_bytes": rb,
+        "write_bytes": wb,
+        "cancelled_write_bytes": zeros,
+        "own_rchar": own_r,
+        "own_wchar": own_w,
+        "own_read_bytes": zeros,
+        "own_write_bytes": own_w,
+        "own_cancelled_write_bytes": zeros,
+    }
+    if failed_every:
+        failed = range(failed_every - 1, n, failed_every)
+        for name in IO_FIELDS:
+            columns[name] = list(columns[name])
+            columns[name][failed_every - 1 :: failed_every] = [-1] * len(failed)
+    return {name: array("q", values) for name, values in columns.items()}
+
+
+def samples_document(
+    *,
+    file: str | None,
+    columns: Iterable[str],
+    rows: int,
+    size: int,
+    interval_s: float,
+    backend: str | None,
+    counts: IntervalCounts,
+    clock: tuple[int, int] | None,
+    unavailable_reason: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The worker document's ``samples`` object (see docs/resources.md for every key)."""
+    doc: dict[str, Any] = {
+        "file": file,
+        "format": FORMAT,
+        "byteorder": "little",
+        "columns": list(columns),
+        "rows": rows,
+        "bytes": size,
+        "interval_s": interval_s,
+        "backend": backend,
+        "valid_intervals": counts.valid,
+        "dropped_intervals": counts.dropped,
+        "dropped": {"failed_read": counts.failed, "child_reaped": counts.reaped, "reap_unknown": counts.unknown},
+        "gaps": counts.gaps,
+        "clock": None if clock is None else {"monotonic_ns": clock[0], "unix_ns": clock[1]},
+        "unavailable_reason": unavailable_reason,
+    }
+    doc.update(extra)
+    return doc

@@ -1,0 +1,545 @@
+"""ResourceSampler: RSS, I/O counters and GPU utilisation once per interval, into sample files.
+
+On Linux the sampling is native (:mod:`._sampler`: a C thread that never takes the GIL, reading
+``/proc/self`` through descriptors it keeps open). Where there is no ``/proc`` (macOS) and psutil
+is importable, a Python thread samples psutil at the same interval instead: that path is Python,
+costs about 20 us of GIL time per sample, and has no phase attribution. With neither, the
+sampler records why, and the report's memory and I/O blocks say so instead of appearing.
+
+The profiler attaches one ResourceSampler and calls, when it has them: ``start()``, ``stop()``,
+``before_fork()``, ``after_fork_parent()``, ``after_fork_child()``, ``contribute(document)`` at
+each snapshot (drains new rows, appends them to the sidecar file, fills ``document["samples"]``)
+and ``close()``. None of them raises into the caller for an environmental failure: failures are
+counted and reported in ``document["samples"]``.
+
+Test seam (tests only): ``io_path``, ``statm_path`` and ``stat_path``, or the environment
+variable ``LINEPROFILER_TEST_PROC_DIR`` naming a folder whose ``io``, ``statm`` and ``stat``
+files stand in for ``/proc/self/io``, ``/proc/self/statm`` and ``/proc/self/stat``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import samplefile
+from .samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, SampleWriter
+
+TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
+BACKENDS = ("auto", "proc", "psutil", "off")
+DEFAULT_CAPACITY = 3600  # rows: an hour at 1 Hz between snapshots before the ring overwrites
+_PROC_SELF = "/proc/self"  # where the native backend reads; tests point it elsewhere to mimic macOS
+
+
+def _import_native() -> Any:
+    from . import _sampler
+
+    return _sampler
+
+
+def _thread_io() -> tuple[int, ...] | None:
+    try:
+        return _import_native().thread_io()
+    except ImportError:
+        return None
+
+
+def _wait_gone(tid: int | None, timeout_s: float = 0.1) -> None:
+    """Wait (briefly) for a joined thread's OS thread to be gone. Before 3.13, join() returns
+    as the thread releases its state, a moment before the OS thread exits; a fork in that
+    moment would still count it."""
+    if tid is None or not os.path.isdir("/proc/self/task"):
+        return
+    deadline = time.monotonic() + timeout_s
+    while os.path.exists(f"/proc/self/task/{tid}") and time.monotonic() < deadline:
+        time.sleep(0.0002)
+
+
+class _PsutilSampler:
+    """The psutil fallback, with the native Sampler's interface. Python, on a Python thread.
+
+    Rows have the native layout; ``phase`` is always -1 (the phase capsule is a C pointer) and no
+    reaped-children detection is possible, so ``flags`` marks only restarts.
+    """
+
+    columns = BASE_COLUMNS
+
+    def __init__(self, interval_s: float, capacity: int) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self.interval_s = interval_s
+        self.capacity = capacity
+        self._row = struct.Struct(f"={len(BASE_COLUMNS)}q")
+        self._lock = threading.Lock()
+        self._reset()
+        self._thread: threading.Thread | None = None
+        self._stop_event = threading.Event()
+        self._paused_for_fork = False
+        self._restart_pending = False
+        self._closed = False
+        self._opened = False
+
+    def _reset(self) -> None:
+        self._process = self._psutil.Process()
+        self._ring: deque[bytes] = deque(maxlen=self.capacity)
+        self._own = [0] * 5
+        self._segment_start = True
+        self._io_reason: str | None = None
+        self._rss_reason: str | None = None
+        self._stats = {"ticks": 0, "rows_total": 0, "overwritten": 0, "failed_io": 0, "failed_rss": 0}
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None or self._restart_pending
+
+    def _resume(self) -> None:
+        """The deferred restart after fork (see after_fork_parent); idempotent."""
+        if self._restart_pending:
+            self._restart_pending = False
+            if not self._closed and self._thread is None:
+                self._start_thread()
+
+    def _tick(self) -> None:
+        with self._lock:
+            t = time.monotonic_ns()
+            before = _thread_io()
+            try:
+                rss = self._process.memory_info().rss
+            except Exception as error:  # psutil raises its own types; any failure is "not measured"
+                rss = -1
+                self._rss_reason = f"psutil memory_info(): {error}"
+                self._stats["failed_rss"] += 1
+            try:
+                c = self._process.io_counters()
+                io = (c.read_chars, c.write_chars, c.read_bytes, c.write_bytes, 0)
+            except Exception as error:
+                io = (-1,) * 5
+                self._io_reason = f"psutil io_counters(): {error.__class__.__name__}: {error}"
+                self._stats["failed_io"] += 1
+            after = _thread_io()
+            own = tuple(self._own)
+            if before is not None and after is not None:
+                # psutil reads /proc too, on Linux: bill those reads to the profiler.
+                self._own[0] += after[0] - before[0] + after[5]
+            flags = FLAG_SEGMENT_START if self._segment_start else 0
+            self._segment_start = False
+            if len(self._ring) == self._ring.maxlen:
+                self._stats["overwritten"] += 1
+            self._ring.append(self._row.pack(t, flags, -1, rss, *io, *own))
+            self._stats["ticks"] += 1
+            self._stats["rows_total"] += 1
+
+    def _run(self) -> None:
+        while not self._stop_event.wait(self.interval_s):
+            self._tick()
+
+    def _start_thread(self) -> None:
+        self._stop_event = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lineprofiler-sampler", daemon=True)
+        self._thread.start()
+
+    def start(self) -> None:
+        if self._closed:
+            raise ValueError("the sampler is closed")
+        self._resume()
+        if self._thread is not None:
+            return
+        self._opened = True
+        self._segment_start = True
+        self._tick()
+        self._start_thread()
+
+    def stop(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stop_event.set()
+            thread.join()
+            _wait_gone(thread.native_id)
+        self._paused_for_fork = False
+        self._restart_pending = False
+
+    def sample(self) -> bool:
+        if not self._opened or self._closed:
+            return False
+        self._resume()
+        self._tick()
+        return True
+
+    def drain(self) -> bytes:
+        self._resume()
+        with self._lock:
+            data = b"".join(self._ring)
+            self._ring.clear()
+        return data
+
+    def before_fork(self) -> None:
+        if self._thread is not None or self._restart_pending:
+            self.stop()
+            self._paused_for_fork = True
+
+    def after_fork_parent(self) -> None:
+        if self._paused_for_fork:
+            self._paused_for_fork = False
+            self._restart_pending = True
+            # As the native sampler does: 3.13+ counts threads after these hooks, so there the
+            # restart waits for the next call (the profiler makes one at every snapshot).
+            if sys.version_info < (3, 13):
+                self._resume()
+
+    def after_fork_child(self) -> None:
+        was_sampling = self._paused_for_fork or self._thread is not None or self._restart_pending
+        self._thread = None
+        self._paused_for_fork = False
+        self._restart_pending = False
+        self._lock = threading.Lock()
+        self._reset()
+        if was_sampling and not self._closed:
+            self._tick()
+            self._start_thread()
+
+    def close(self) -> None:
+        self.stop()
+        self._closed = True
+
+    def add_own_io(self, *values: int) -> None:
+        with self._lock:
+            for i, v in enumerate(values):
+                self._own[i] += v
+
+    def stats(self) -> dict[str, Any]:
+        self._resume()
+        return {
+            **self._stats,
+            "running": self.running,
+            "pid": os.getpid(),
+            "thread_cpu_ns": None,
+            "own_io": tuple(self._own),
+            "io_reason": self._io_reason,
+            "rss_reason": self._rss_reason,
+            "stat_reason": "reaped children cannot be detected through psutil",
+            "phase_reason": "the psutil sampler cannot read the phase capsule",
+            "gpu_devices": 0,
+            "gpu_reason": "the psutil sampler does not sample NVML",
+        }
+
+
+def _choose_backend(backend: str) -> tuple[str | None, str | None]:
+    """(backend, reason it is None)."""
+    if backend == "off":
+        return None, "resource sampling was turned off"
+    if backend in ("auto", "proc"):
+        try:
+            _import_native()
+        except ImportError as error:
+            native_error: str | None = f"the native sampler cannot be imported ({error})"
+        else:
+            native_error = None
+        has_proc = os.path.isdir(_PROC_SELF)
+        if native_error is None and (has_proc or backend == "proc"):
+            return "proc", None
+        if backend == "proc":
+            return None, native_error
+    try:
+        import psutil  # noqa: F401
+    except ImportError:
+        return None, (
+            "no /proc on this platform and psutil is not installed "
+            "(pip install with-line-profiler[resources])"
+        )
+    return "psutil", None
+
+
+class ResourceSampler:
+    """Samples this process's RSS, I/O counters and GPU use; writes them beside the worker file.
+
+    ``run_dir`` is where worker files go: the sample file of a worker ``w_<...>.json`` is
+    ``w_<...>.samples`` in the same folder. ``contribute`` may instead be given the worker file's
+    path. ``interval_s`` is the sampling period; ``capacity`` the rows held between snapshots
+    (older rows are overwritten, and counted, past it). ``backend``: ``"auto"`` (native where
+    ``/proc`` exists, else psutil), ``"proc"``, ``"psutil"`` or ``"off"``.
+
+    Construction raises ValueError/TypeError for wrong arguments, never for the environment.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str] | None = None,
+        *,
+        interval_s: float = 1.0,
+        capacity: int = DEFAULT_CAPACITY,
+        backend: str = "auto",
+        nvml: bool = True,
+        io_path: str | None = None,
+        statm_path: str | None = None,
+        stat_path: str | None = None,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if isinstance(interval_s, bool) or not isinstance(interval_s, (int, float)) or not 0.001 <= interval_s <= 86400:
+            raise ValueError("interval_s must be a number of seconds between 0.001 and 86400")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or not 2 <= capacity <= 1 << 24:
+            raise ValueError("capacity must be an int between 2 and 16777216")
+        self.run_dir = None if run_dir is None else Path(run_dir)
+        self.interval_s = float(interval_s)
+        self.capacity = capacity
+        seam = os.environ.get(TEST_PROC_DIR_ENV)
+        if seam:
+            io_path = io_path or os.path.join(seam, "io")
+            statm_path = statm_path or os.path.join(seam, "statm")
+            stat_path = stat_path or os.path.join(seam, "stat")
+        self.backend, self.unavailable_reason = _choose_backend(backend)
+        self._impl: Any = None
+        try:
+            if self.backend == "proc":
+                self._impl = _import_native().Sampler(
+                    self.interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml
+                )
+            elif self.backend == "psutil":
+                self._impl = _PsutilSampler(self.interval_s, capacity)
+        except Exception as error:  # an environment that refuses even the set-up: record, never raise
+            self.backend, self._impl = None, None
+            self.unavailable_reason = f"the sampler could not be set up: {error.__class__.__name__}: {error}"
+        self._errors: list[str] = []
+        self._reset_output()
+
+    def _reset_output(self) -> None:
+        self._writer: SampleWriter | None = None
+        self._pending = bytearray()
+        self._pending_lost = 0
+        self._counts = IntervalCounts()
+        self._previous_ok: bool | None = None
+        self._write_failures = 0
+        self._last_write_error: str | None = None
+        self._own_unmeasured = 0
+        self._own_excluded = [0] * 5
+        self._started = False
+
+    # -- lifecycle (the profiler's attachment protocol) ----------------------------------------
+
+    def start(self) -> None:
+        if self._impl is None:
+            return
+        try:
+            self._impl.start()
+            self._started = True
+        except Exception as error:
+            self._note(f"sampler start failed: {error.__class__.__name__}: {error}")
+
+    def stop(self) -> None:
+        """Stop the thread. Takes a last row first, so the final snapshot covers up to now."""
+        if self._impl is None:
+            return
+        try:
+            if self._impl.running:
+                self._impl.sample()
+            self._impl.stop()
+        except Exception as error:
+            self._note(f"sampler stop failed: {error.__class__.__name__}: {error}")
+
+    def before_fork(self) -> None:
+        if self._impl is not None:
+            self._impl.before_fork()
+
+    def after_fork_parent(self) -> None:
+        if self._impl is not None:
+            try:
+                self._impl.after_fork_parent()
+            except Exception as error:
+                self._note(f"sampler restart after fork failed: {error.__class__.__name__}: {error}")
+
+    def after_fork_child(self) -> None:
+        """The child samples itself into its own file, from an empty ring."""
+        self._reset_output()
+        self._errors = []
+        if self._impl is not None:
+            try:
+                self._impl.after_fork_child()
+                self._started = self._impl.running
+            except Exception as error:
+                self._note(f"sampler start in forked child failed: {error.__class__.__name__}: {error}")
+
+    def close(self) -> None:
+        if self._impl is not None:
+            self._impl.close()
+
+    @property
+    def running(self) -> bool:
+        return self._impl is not None and bool(self._impl.running)
+
+    def stats(self) -> dict[str, Any]:
+        """The backend's counters (see _sampler.pyi), or {} with no backend."""
+        return {} if self._impl is None else self._impl.stats()
+
+    # -- own I/O --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def own_writes(self) -> Iterator[None]:
+        """Bill the I/O of the enclosed block (this thread's only) to the profiler, not the user.
+
+        Reads ``/proc/thread-self/io`` before and after, so other threads' traffic in the
+        meantime stays theirs. Use it around the profiler's own file writes.
+        """
+        before = _thread_io()
+        try:
+            yield
+        finally:
+            after = _thread_io()
+            if before is None or after is None or self._impl is None:
+                self._own_unmeasured += 1
+            else:
+                delta = [a - b for a, b in zip(after[:5], before[:5])]
+                delta[0] += after[5]  # the closing read itself
+                self._impl.add_own_io(*delta)
+                for i, v in enumerate(delta):
+                    self._own_excluded[i] += v
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def _sidecar(self, document: dict[str, Any], path: str | os.PathLike[str] | None) -> Path | None:
+        if path is not None:
+            path = Path(path)
+            return path.with_name(samplefile.sidecar_name(path.name))
+        if self.run_dir is None:
+            return None
+        from .workerfile import worker_dir, worker_file_name
+
+        ident = document.get("identity") or {}
+        try:
+            name = worker_file_name(ident["run_id"], ident["pid"], ident["uuid"])
+            return worker_dir(self.run_dir, ident["host"]) / samplefile.sidecar_name(name)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def contribute(self, document: dict[str, Any], path: str | os.PathLike[str] | None = None) -> None:
+        """Append the rows sampled since the last call to the sample file and describe it in
+        ``document["samples"]``. Never raises for a failed write: the rows are kept (bounded by
+        ``capacity``) for the next call, and the failure is counted."""
+        try:
+            self._contribute(document, path)
+        except Exception as error:  # the guest rule: nothing reaches the user's code
+            self._note(f"samples snapshot failed: {error.__class__.__name__}: {error}")
+            document["samples"] = {
+                "file": None,
+                "format": samplefile.FORMAT,
+                "unavailable_reason": f"the samples could not be written: {error}",
+                "errors": list(self._errors),
+            }
+
+    def _contribute(self, document: dict[str, Any], path: str | os.PathLike[str] | None) -> None:
+        impl = self._impl
+        if impl is None:
+            document["samples"] = samplefile.samples_document(
+                file=None, columns=(), rows=0, size=0, interval_s=self.interval_s, backend=None,
+                counts=IntervalCounts(), clock=None, unavailable_reason=self.unavailable_reason,
+            )
+            return
+        if impl.running:
+            impl.sample()  # the snapshot covers up to this moment, not to the last tick
+        data = impl.drain()
+        columns = tuple(impl.columns)
+        row_bytes = 8 * len(columns)
+        if data:
+            self._classify(data, columns)
+            self._pending += data
+            excess = len(self._pending) - self.capacity * row_bytes
+            if excess > 0:
+                # The file has been unwritable for a ring's worth of rows: keep the newest.
+                excess += -excess % row_bytes
+                del self._pending[:excess]
+                self._pending_lost += excess // row_bytes
+        sidecar = self._sidecar(document, path)
+        if sidecar is not None and self._pending:
+            if self._writer is None or self._writer.path != sidecar or self._writer.columns != columns:
+                self._writer = SampleWriter(sidecar, columns, int(self.interval_s * 1e9))
+            try:
+                with self.own_writes():
+                    # The profiler may describe a worker before its first file exists.
+                    sidecar.parent.mkdir(parents=True, exist_ok=True)
+                    self._writer.append(bytes(self._pending))
+                self._pending.clear()
+            except OSError as error:
+                self._write_failures += 1
+                self._last_write_error = f"{sidecar}: {error.strerror or error}"
+        stats = impl.stats()
+        reason = self.unavailable_reason
+        if not self._started:
+            reason = reason or "the sampler was not started"
+        elif sidecar is None and self._writer is None:
+            reason = "no run directory or worker file path to write samples beside"
+        elif stats.get("io_reason") and stats.get("rss_reason"):
+            reason = f"{stats['io_reason']}; {stats['rss_reason']}"
+        writer = self._writer
+        document["samples"] = samplefile.samples_document(
+            file=writer.path.name if writer is not None and writer.size else None,
+            columns=columns,
+            rows=0 if writer is None else writer.rows,
+            size=0 if writer is None else writer.size,
+            interval_s=self.interval_s,
+            backend=self.backend,
+            counts=self._counts,
+            clock=None if writer is None else (writer.monotonic_ref_ns, writer.unix_ref_ns),
+            unavailable_reason=reason,
+            failed_reads={"io": stats.get("failed_io", 0), "rss": stats.get("failed_rss", 0), "stat": stats.get("failed_stat", 0)},
+            overwritten=stats.get("overwritten", 0) + self._pending_lost,
+            pending_rows=len(self._pending) // row_bytes,
+            write_failures=self._write_failures,
+            last_write_error=self._last_write_error,
+            file_restarts=0 if writer is None else writer.restarts,
+            io_unavailable_reason=stats.get("io_reason"),
+            rss_unavailable_reason=stats.get("rss_reason"),
+            reap_unavailable_reason=stats.get("stat_reason"),
+            phase_unavailable_reason=stats.get("phase_reason"),
+            gpu={"devices": stats.get("gpu_devices", 0), "unavailable_reason": stats.get("gpu_reason")},
+            own_io_excluded=dict(zip(samplefile.IO_FIELDS, self._own_excluded)),
+            own_io_unmeasured=self._own_unmeasured,
+            thread_cpu_ns=stats.get("thread_cpu_ns"),
+            errors=list(self._errors),
+        )
+
+    def _classify(self, data: bytes, columns: tuple[str, ...]) -> None:
+        from array import array
+
+        rows = array("q", data)
+        n = len(columns)
+        rchar = rows[columns.index("rchar") :: n]
+        flags = rows[columns.index("flags") :: n]
+        _breaks, counts = samplefile.classify(
+            samplefile.sign_bytes(rchar), samplefile.low_bytes(flags), self._previous_ok
+        )
+        self._counts.add(counts)
+        self._previous_ok = rchar[-1] >= 0
+
+    def _note(self, message: str) -> None:
+        if len(self._errors) < 20:
+            self._errors.append(message)
+
+
+# -- stand-alone use: fork hooks for samplers not attached to a profiler ---------------------------
+
+_standalone: "weakref.WeakSet[ResourceSampler]" = weakref.WeakSet()
+_hooks_installed = False
+
+
+def install_fork_hooks(sampler: ResourceSampler) -> None:
+    """Stop/restart ``sampler`` around ``os.fork()`` when no profiler does it (tests, scripts).
+
+    A profiler that attaches the sampler calls its fork methods itself: do not use both.
+    """
+    global _hooks_installed
+    _standalone.add(sampler)
+    if not _hooks_installed and hasattr(os, "register_at_fork"):
+        os.register_at_fork(
+            before=lambda: [s.before_fork() for s in list(_standalone)],
+            after_in_parent=lambda: [s.after_fork_parent() for s in list(_standalone)],
+            after_in_child=lambda: [s.after_fork_child() for s in list(_standalone)],
+        )
+        _hooks_installed = True

@@ -1,0 +1,140 @@
+"""Helpers for the sampler tests: real directories on real disks, and reading drained rows."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from array import array
+from pathlib import Path
+
+import pytest
+
+from lineprofiler.accounting.samplefile import SampleTable
+
+MiB = 1 << 20
+REPO = Path(__file__).resolve().parents[2]
+
+
+def thread_counters() -> dict[str, int]:
+    """This thread's /proc counters, read with plain Python (independent of the code under test)."""
+    values = {}
+    with open("/proc/thread-self/io") as handle:
+        for line in handle:
+            key, _, value = line.partition(":")
+            values[key] = int(value)
+    return values
+
+
+def write_fsync(path, n: int) -> None:
+    """Write n bytes (a whole number of MiB) to a new file and fsync it."""
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    try:
+        chunk = memoryview(os.urandom(MiB))
+        for _ in range(n // MiB):
+            os.write(fd, chunk)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_is_charged(folder: Path) -> str | None:
+    """None when an fsync'd write in ``folder`` moves write_bytes (a block device, not tmpfs)."""
+    probe = folder / f".probe-{uuid.uuid4().hex}"
+    try:
+        before = thread_counters()
+        write_fsync(probe, MiB)
+        moved = thread_counters()["write_bytes"] - before["write_bytes"]
+        if moved < MiB:
+            return f"{folder}: an fsync'd 1 MiB write moved write_bytes by {moved} (tmpfs or no block device)"
+        fd = os.open(probe, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            before = thread_counters()
+            os.read(fd, MiB)
+            moved = thread_counters()["read_bytes"] - before["read_bytes"]
+        finally:
+            os.close(fd)
+        if moved < MiB:
+            return f"{folder}: posix_fadvise(DONTNEED) did not drop the cached pages (a cold read moved read_bytes by {moved})"
+        return None
+    except OSError as error:
+        return f"{folder}: {error}"
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def disk_dir(tmp_path: Path):
+    """A folder where the kernel charges disk traffic to us: tmp_path, else one in the checkout
+    (build/ is ignored by git). Skips, with the reason, where neither is on a block device."""
+    if not os.path.exists("/proc/thread-self/io"):
+        pytest.skip("no /proc/thread-self/io on this system")
+    reasons = []
+    reason = _write_is_charged(tmp_path)
+    if reason is None:
+        yield tmp_path
+        return
+    reasons.append(reason)
+    fallback = REPO / "build" / f"sampler-io-{uuid.uuid4().hex[:8]}"
+    fallback.mkdir(parents=True)
+    try:
+        reason = _write_is_charged(fallback)
+        if reason is not None:
+            reasons.append(reason)
+            pytest.skip("; ".join(reasons))
+        yield fallback
+    finally:
+        shutil.rmtree(fallback, ignore_errors=True)
+
+
+def table_of(columns, data: bytes) -> SampleTable:
+    """Drained rows as a SampleTable (the monotonic clock is its own reference)."""
+    return SampleTable(
+        path=Path("<drained>"),
+        columns=tuple(columns),
+        data=array("q", data),
+        interval_ns=1,
+        monotonic_ref_ns=0,
+        unix_ref_ns=0,
+        pid=os.getpid(),
+    )
+
+
+def io_text(rchar=0, wchar=0, read_bytes=0, write_bytes=0, cancelled=0) -> str:
+    """The text of a /proc/<pid>/io file with these counters."""
+    return (
+        f"rchar: {rchar}\nwchar: {wchar}\nsyscr: 1\nsyscw: 1\n"
+        f"read_bytes: {read_bytes}\nwrite_bytes: {write_bytes}\ncancelled_write_bytes: {cancelled}\n"
+    )
+
+
+def stat_text(cminflt: int) -> str:
+    """A /proc/<pid>/stat line whose reaped-children fields sum to ``cminflt`` (comm has a space
+    and a parenthesis, as real ones may)."""
+    fields = ["S", "1", "1", "1", "0", "-1", "4194304", "100", str(cminflt), "0", "0", "5", "5", "0", "0", "20", "0", "1", "0"]
+    return "4242 (odd) name) " + " ".join(fields) + "\n"
+
+
+def overwrite(path: Path, text: str) -> None:
+    """Replace a file's contents in place (a kept-open descriptor sees the new text)."""
+    with open(path, "r+" if path.exists() else "w") as handle:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(text)
+
+
+@pytest.fixture
+def helpers():
+    class H:
+        pass
+
+    h = H()
+    h.table_of = table_of
+    h.io_text = io_text
+    h.stat_text = stat_text
+    h.overwrite = overwrite
+    h.thread_counters = thread_counters
+    h.write_fsync = write_fsync
+    h.MiB = MiB
+    return h

@@ -1,0 +1,222 @@
+"""Fork and spawn children sample themselves; a parent is not billed for a reaped child's I/O."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from lineprofiler.accounting import sampling
+from lineprofiler.accounting.report.resources import reduce_io
+from lineprofiler.accounting.samplefile import read_samples
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+
+N = 4 << 20
+SLACK = 64 << 10
+
+
+def _write_fsync(path, n=N):
+    # Module-level (not the helpers fixture): spawned children call it, and have no fixtures.
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, b"\xa5" * n)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _doc(pid=None, uuid="0badcafe"):
+    return {"identity": {"run_id": "p", "pid": pid or os.getpid(), "uuid": uuid, "host": "h", "role": "w"}}
+
+
+def _child_sample_file(run_dir: Path, pid: int) -> Path:
+    found = list((run_dir / "workers" / "h").glob(f"w_p_{pid}_*.samples"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_forked_child_samples_itself_and_the_parent_is_not_billed(disk_dir, helpers):
+    run_dir = disk_dir / "run"
+    s = sampling.ResourceSampler(run_dir, interval_s=0.02)
+    s.start()
+    parent_tid = s.stats()["thread_tid"]
+    s._impl.drain()
+    s._impl.sample()
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s.before_fork()
+        pid = os.fork()
+        if pid == 0:  # the child: must never return into pytest
+            code = 1
+            try:
+                s.after_fork_child()
+                os.close(read_end)
+                stats = s.stats()
+                time.sleep(0.05)
+                _write_fsync(disk_dir / "child.bin")
+                doc = _doc()
+                s.stop()
+                s.contribute(doc)
+                with os.fdopen(write_end, "w") as out:
+                    json.dump({"stats": stats, "samples": doc["samples"]}, out)
+                code = 0
+            finally:
+                os._exit(code)
+        s.after_fork_parent()
+    os.close(write_end)
+    with os.fdopen(read_end) as inp:
+        child = json.load(inp)
+    time.sleep(0.05)
+    s._impl.sample()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    s._impl.sample()  # the kernel has now folded the child's counters into ours
+    time.sleep(0.05)
+    s._impl.sample()
+    parent_rows = helpers.table_of(s._impl.columns, s._impl.drain())
+    parent_io = reduce_io(parent_rows)
+    assert s.running and s.stats()["restarts"] == 1
+    # The restarted thread ticks on its own again (on 3.13+ it restarted at the first call).
+    ticks = s.stats()["ticks"]
+    time.sleep(0.1)
+    assert s.stats()["ticks"] >= ticks + 2
+    s.close()
+
+    assert not [w for w in caught if "multi-threaded" in str(w.message)]
+    assert child["stats"]["running"] and child["stats"]["pid"] == pid
+    assert child["stats"]["thread_tid"] not in (0, parent_tid)
+    assert child["stats"]["rows_total"] == 1  # an empty ring, then its own first row
+    table = read_samples(_child_sample_file(run_dir, pid))
+    assert table.pid == pid
+    io = reduce_io(table)
+    assert N <= io.totals["write_bytes"] <= N + SLACK
+    # The parent's raw counters jumped by the child's bytes when it reaped it...
+    wb = parent_rows.column("write_bytes")
+    assert wb[-1] - wb[0] >= N
+    # ...in exactly one interval, which is dropped: the child's bytes are the child's.
+    assert parent_io.counts.reaped == 1
+    assert parent_io.totals["write_bytes"] < N // 2
+
+
+def _mp_worker(run_dir: str, payload: str) -> None:
+    # spawn: a fresh interpreter that builds its own sampler, as Profiler(role=...) would.
+    s = sampling.ResourceSampler(run_dir, interval_s=0.02)
+    s.start()
+    _write_fsync(payload)
+    s.stop()
+    s.contribute(_doc())
+    s.close()
+
+
+def _mp_forked_worker(payload: str) -> None:
+    # fork: the sampler came from the parent, restarted by the fork hooks; only report.
+    s = _FORKED["sampler"]
+    assert s.running
+    _write_fsync(payload)
+    s.stop()
+    s.contribute(_doc())
+
+
+_FORKED: dict = {}
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork", "forkserver"])
+def test_multiprocessing_children_sample_themselves(disk_dir, method):
+    run_dir = disk_dir / "run"
+    ctx = multiprocessing.get_context(method)
+    if method == "spawn" or method == "forkserver":
+        procs = [ctx.Process(target=_mp_worker, args=(str(run_dir), str(disk_dir / f"p{i}.bin"))) for i in range(2)]
+        parent = None
+    else:
+        parent = sampling.ResourceSampler(run_dir, interval_s=0.02)
+        sampling.install_fork_hooks(parent)
+        parent.start()
+        _FORKED["sampler"] = parent
+        procs = [ctx.Process(target=_mp_forked_worker, args=(str(disk_dir / f"p{i}.bin"),)) for i in range(2)]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for p in procs:
+                p.start()
+            for p in procs:
+                p.join(60)
+        assert [p.exitcode for p in procs] == [0, 0]
+        assert not [w for w in caught if "multi-threaded" in str(w.message)]
+        for p in procs:
+            io = reduce_io(read_samples(_child_sample_file(run_dir, p.pid)))
+            assert N <= io.totals["write_bytes"] <= N + SLACK
+        if parent is not None:
+            assert parent.running
+    finally:
+        _FORKED.clear()
+        if parent is not None:
+            parent.close()
+
+
+def test_spawned_child_inherits_the_seam_through_the_environment(tmp_path, helpers, monkeypatch):
+    """LINEPROFILER_TEST_PROC_DIR reaches a spawned child: its rows come from the seam files."""
+    seam = tmp_path / "proc"
+    seam.mkdir()
+    helpers.overwrite(seam / "io", helpers.io_text(rchar=1, wchar=2, read_bytes=3, write_bytes=4))
+    (seam / "statm").write_text("100 25 0 0 0 0 0\n")
+    helpers.overwrite(seam / "stat", helpers.stat_text(0))
+    monkeypatch.setenv(sampling.TEST_PROC_DIR_ENV, str(seam))
+    ctx = multiprocessing.get_context("spawn")
+    p = ctx.Process(target=_mp_seam_worker, args=(str(tmp_path / "run"),))
+    p.start()
+    p.join(60)
+    assert p.exitcode == 0
+    table = read_samples(_child_sample_file(tmp_path / "run", p.pid))
+    assert set(table.column("write_bytes")) == {4}
+    assert set(table.column("rss_bytes")) == {25 * os.sysconf("SC_PAGE_SIZE")}
+
+
+def _mp_seam_worker(run_dir: str) -> None:
+    s = sampling.ResourceSampler(run_dir, interval_s=0.02)
+    s.start()
+    time.sleep(0.05)
+    s.stop()
+    s.contribute(_doc())
+    s.close()
+
+
+def test_fork_with_the_sampler_stopped_keeps_it_stopped(tmp_path):
+    s = sampling.ResourceSampler(tmp_path, interval_s=0.02)
+    s.start()
+    s.stop()
+    s.before_fork()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            s.after_fork_child()
+            code = 0 if not s.running and s.stats()["rows_total"] == 0 else 3
+        finally:
+            os._exit(code)
+    s.after_fork_parent()
+    assert not s.running
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    s.close()
+
+
+def test_sampler_thread_does_not_keep_the_interpreter_alive(tmp_path):
+    """A started, never-stopped sampler: the process still exits promptly and cleanly."""
+    import subprocess
+
+    code = (
+        "from lineprofiler.accounting.sampling import ResourceSampler\n"
+        f"s = ResourceSampler({str(tmp_path)!r}, interval_s=0.01)\n"
+        "s.start()\n"
+        "import time; time.sleep(0.05)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], timeout=60, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
