@@ -7,6 +7,9 @@ PY := $(VENV)/bin/python
 WERROR ?= -Werror
 # What pytest runs; TESTS=tests/lines runs one folder.
 TESTS ?= tests
+# Editable by default; the sanitizer build installs a copy, so its .so never replaces the
+# in-place one that an editable .venv of the same Python loads.
+INSTALL_MODE ?= -e
 C_SOURCES := $(wildcard src/lineprofiler/*.h src/lineprofiler/*/*.c src/lineprofiler/*/*.h)
 
 .PHONY: demo test test-asan bench clean
@@ -15,7 +18,7 @@ $(VENV)/.installed: pyproject.toml $(C_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip 'setuptools>=77' wheel
 	CFLAGS="$(WERROR) $(EXTRA_CFLAGS)" LDFLAGS="$(EXTRA_LDFLAGS)" \
-		$(PY) -m pip install -q --no-build-isolation -e '.[all,test]'
+		$(PY) -m pip install -q --no-build-isolation $(INSTALL_MODE) '.[all,test]'
 	# torch's CPU wheel lies on this machine's disk for 3.11 only; elsewhere the torch tests skip.
 	if $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then \
 		$(PY) -m pip install -q torch==2.13.0 || echo "torch not installed: its tests will skip"; fi
@@ -31,7 +34,7 @@ test: $(VENV)/.installed
 
 # The C under AddressSanitizer and UBSan: its own environment, Python itself uninstrumented.
 test-asan:
-	$(MAKE) test VENV=.venv-asan WERROR=-Werror \
+	$(MAKE) test VENV=.venv-asan WERROR=-Werror INSTALL_MODE= \
 		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -O1 -g" \
 		EXTRA_LDFLAGS="-fsanitize=address,undefined" \
 		PYTEST_ARGS="$(PYTEST_ARGS)" TESTS="$(TESTS)" \

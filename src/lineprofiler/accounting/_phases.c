@@ -2153,11 +2153,39 @@ static PyObject *mod_read_io(PyObject *module, PyObject *Py_UNUSED(ignored))
     return lp_io_dict(a);
 }
 
+/* The profiler's own writes are measured on the writing thread alone (/proc/thread-self/io),
+ * so a user thread writing at the same moment keeps its bytes. Where the kernel has no
+ * thread-self (before 3.17) it falls back to the process counters. Returns the bytes this read
+ * itself added to rchar, or -1. */
+static int lp_own_io_now(lp_state *st, lp_io_counters *out, int count_own)
+{
+    int fd = lp_procio_open("/proc/thread-self/io");
+    if (fd < 0) {
+        return lp_io_now(st, out, count_own);
+    }
+    char buf[512];
+    ssize_t n = lp_proc_pread(fd, buf, sizeof buf);
+    close(fd);
+    lp_io_counters c;
+    if (n < 0 || lp_proc_field(buf, "rchar", &c.rchar) < 0 || lp_proc_field(buf, "wchar", &c.wchar) < 0 ||
+        lp_proc_field(buf, "read_bytes", &c.read_bytes) < 0 ||
+        lp_proc_field(buf, "write_bytes", &c.write_bytes) < 0 ||
+        lp_proc_field(buf, "cancelled_write_bytes", &c.cancelled_write_bytes) < 0) {
+        return -1;
+    }
+    if (count_own) {
+        /* this closing read lands in rchar after the values it returned */
+        atomic_fetch_add_explicit(&st->own_io[0], (int64_t)n, memory_order_relaxed);
+    }
+    *out = c;
+    return (int)n;
+}
+
 static PyObject *mod_own_io_begin(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     lp_io_counters c;
     /* this read's own bytes land inside the window, so they are part of `moved` below */
-    if (lp_io_now(lp_get_state(module), &c, 0) < 0) {
+    if (lp_own_io_now(lp_get_state(module), &c, 0) < 0) {
         Py_RETURN_NONE;
     }
     return lp_io_tuple(&c);
@@ -2174,7 +2202,7 @@ static PyObject *mod_own_io_end(PyObject *module, PyObject *token)
         return NULL;
     }
     lp_io_counters c;
-    if (lp_io_now(st, &c, 1) < 0) {
+    if (lp_own_io_now(st, &c, 1) < 0) {
         Py_RETURN_NONE;
     }
     int64_t a[LP_IO_FIELDS], moved[LP_IO_FIELDS];

@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _phases, histogram, workerfile
+from . import _phases, histogram, samplefile, workerfile
 from .identity import Identity, RunId, build_identity, clean_role, resolve_run_id
+from .sampling import ResourceSampler
 
 __all__ = ["Profiler"]
 
@@ -33,6 +34,7 @@ ENV_RUN_ID = "LINEPROFILER_RUN_ID"
 ENV_ATTEMPT = "LINEPROFILER_ATTEMPT"
 DEFAULT_RUN_DIR = "profile"
 DEFAULT_SNAPSHOT_INTERVAL_S = 5.0
+DEFAULT_SAMPLE_INTERVAL_S = 1.0
 FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
 _BACKENDS = ("none", "torch", "viztracer")
 _MAX_ERRORS = 32
@@ -68,6 +70,7 @@ class Profiler:
 
     ``Profiler(run_dir=None, role=None, enabled=None, measure_cpu=True, *, backend=None,
     backend_window=None, window_phase=None, annotate=False, snapshot_interval_s=5.0,
+    sample_interval_s=1.0,
     max_paths=10000, max_counters=10000)``
 
     An enabled profiler records from construction: ``profiler.phase(name)`` and
@@ -104,6 +107,7 @@ class Profiler:
         window_phase: str | None = None,
         annotate: bool = False,
         snapshot_interval_s: float | None = DEFAULT_SNAPSHOT_INTERVAL_S,
+        sample_interval_s: float | None = DEFAULT_SAMPLE_INTERVAL_S,
         max_paths: int = _phases.DEFAULT_MAX_PATHS,
         max_counters: int = _phases.DEFAULT_MAX_COUNTERS,
     ) -> None:
@@ -135,6 +139,11 @@ class Profiler:
                 raise TypeError("snapshot_interval_s must be a number or None")
             if not snapshot_interval_s > 0:
                 raise ValueError(f"snapshot_interval_s must be positive, got {snapshot_interval_s!r}")
+        if sample_interval_s is not None:
+            if isinstance(sample_interval_s, bool) or not isinstance(sample_interval_s, (int, float)):
+                raise TypeError("sample_interval_s must be a number or None")
+            if not 0.001 <= sample_interval_s <= 86400:
+                raise ValueError(f"sample_interval_s must be within 0.001..86400 seconds, got {sample_interval_s!r}")
         for label, cap in (("max_paths", max_paths), ("max_counters", max_counters)):
             if isinstance(cap, bool) or not isinstance(cap, int):
                 raise TypeError(f"{label} must be an int")
@@ -149,6 +158,7 @@ class Profiler:
         self.window_phase = window_phase
         self.annotate = annotate
         self.snapshot_interval_s = None if snapshot_interval_s is None else float(snapshot_interval_s)
+        self.sample_interval_s = None if sample_interval_s is None else float(sample_interval_s)
         self.max_paths = max_paths
         self.max_counters = max_counters
         self.run_dir = Path(os.path.abspath(os.fspath(run_dir or os.environ.get(ENV_RUN_DIR) or DEFAULT_RUN_DIR)))
@@ -190,6 +200,7 @@ class Profiler:
         self.count = self.recorder.count  # type: ignore[method-assign]
         self._begin_process()
         _Process.register(self)
+        self._attach_sampler()
 
     # ------------------------------------------------------------------ lifetime
 
@@ -260,10 +271,13 @@ class Profiler:
         self.phase = self._noop.phase  # type: ignore[method-assign]
         self.count = self._noop.count  # type: ignore[method-assign]
         if self.path is not None:
-            try:
-                self.path.unlink()
-            except OSError:
-                pass
+            # The start file and any sample file this copy began: the process's own profiler
+            # writes its own.
+            for path in (self.path, self.path.with_name(samplefile.sidecar_name(self.path.name))):
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
         _Process.unregister(self)
 
     def __enter__(self) -> Profiler:
@@ -405,6 +419,18 @@ class Profiler:
 
     # ------------------------------------------------------------------ attachments and hooks
 
+    def _attach_sampler(self) -> None:
+        """The resource sampler (RSS, /proc I/O, NVML): a native thread whose rows each snapshot
+        appends beside the worker file. ``sample_interval_s=None`` leaves it out."""
+        if self.sample_interval_s is None:
+            return
+        try:
+            sampler = ResourceSampler(self.run_dir, interval_s=self.sample_interval_s)
+        except Exception as error:  # the environment never makes construction raise
+            self._errors.append(f"resource sampler not started: {type(error).__name__}: {error}")
+            return
+        self.add_attachment(sampler)
+
     def add_attachment(self, attachment: Any) -> None:
         """Attach an object that lives and dies with this profiler (the sampler, a backend).
 
@@ -499,10 +525,12 @@ class Profiler:
         if self.recorder is not None:
             self.recorder.reset()
             self.recorder.make_primary()
+        # Attachments first: the start file below asks them to contribute, and a sampler
+        # still holds the locks it took across the fork until its own hook has run.
+        self._call_attachments("after_fork_child")
         self._begin_process()
         self._mp_registered = False
         _Process.mp_register(self)
-        self._call_attachments("after_fork_child")
 
 
 class _Snapshotter(threading.Thread):

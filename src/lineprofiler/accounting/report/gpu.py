@@ -57,6 +57,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..samplefile import SampleFileError
+
 __all__ = [
     "DeviceUse",
     "GpuSummary",
@@ -101,23 +103,37 @@ def samples_from_columns(
     )
 
 
-def samples_from_document(document: Mapping[str, Any]) -> WorkerGpuSamples | None:
+def samples_from_document(document: Mapping[str, Any], path: Any = None) -> WorkerGpuSamples | None:
     """The thin adapter: the worker's NVML columns, or None when it has none.
 
-    Assumes ``document["samples"]`` is ``{"columns": {name: [values]}}`` with the sample times
-    in a ``t_unix_ns`` column. The sampler's real layout (including a sidecar file read through
-    ``accounting/samplefile.py``) is wired here and nowhere else.
+    Reads inline columns (``document["samples"]["columns"]`` as a mapping with a ``t_unix_ns``
+    column) when a document carries them; otherwise the sampler's sidecar file
+    (``document["samples"]["file"]``, beside the worker file at ``path``), through
+    :mod:`lineprofiler.accounting.samplefile`, and only when its column list names GPU columns,
+    so workers without GPU rows cost no file read.
     """
     samples = document.get("samples")
     if not isinstance(samples, Mapping):
         return None
     columns = samples.get("columns")
-    if not isinstance(columns, Mapping):
+    if isinstance(columns, Mapping):
+        times = columns.get("t_unix_ns")
+        if not isinstance(times, Sequence):
+            return None
+        return samples_from_columns(document, times, columns)
+    if not isinstance(columns, (list, tuple)) or not any(_COLUMN.match(str(c)) for c in columns):
         return None
-    times = columns.get("t_unix_ns")
-    if not isinstance(times, Sequence):
+    name = samples.get("file")
+    if not isinstance(name, str) or not name or path is None:
         return None
-    return samples_from_columns(document, times, columns)
+    from pathlib import Path
+
+    from ..samplefile import read_samples
+
+    table = read_samples(Path(path).with_name(Path(name).name))
+    times = [table.to_unix_ns(t) for t in table.column("t_ns")]
+    picked = {c: table.column(c) for c in table.columns if _COLUMN.match(c)}
+    return samples_from_columns(document, times, picked)
 
 
 @dataclass
@@ -316,13 +332,18 @@ def render(run: Any, options: Any = None) -> list[str]:
     workers = _workers(run)
     if not workers:
         return []
-    loader = getattr(run, "gpu_samples", None) or samples_from_document
+    custom = getattr(run, "gpu_samples", None)
     samples = []
-    for doc in workers:
+    for entry in getattr(run, "workers", run) or []:
+        doc = getattr(entry, "document", entry)
+        if not isinstance(doc, Mapping):
+            continue
         try:
-            found = loader(doc)
-        except (TypeError, ValueError, KeyError):
-            found = None  # one worker's unreadable columns cost that worker, not the block
+            found = custom(doc) if custom else samples_from_document(doc, getattr(entry, "path", None))
+        except (SampleFileError, OSError, TypeError, ValueError, KeyError):
+            # One worker's unreadable samples cost that worker, not the block; the I/O block
+            # already names an unreadable sample file under CAVEATS.
+            found = None
         if found is not None:
             samples.append(found)
     summary = summarise(workers, samples, _get(options, "interval_s"))
