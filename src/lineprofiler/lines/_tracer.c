@@ -1558,6 +1558,7 @@ lp_tracer_take_error(lp_tracer *self, PyObject *Py_UNUSED(ignored))
     if (self->error != NULL) {
         PyObject *e = self->error;
         self->error = NULL;
+        self->broken = 0;  /* reported: stays off until the next start() */
         return e;
     }
     if (self->broken && !self->started) {
