@@ -90,6 +90,9 @@ typedef struct {
     int test_clock;
     int64_t test_now;
     int64_t test_cost;
+    /* Foreign decisions are only a cache: past this many, drop them all
+     * (_set_foreign_limit() lowers it for tests). */
+    Py_ssize_t foreign_limit;
 } lp_state;
 
 static lp_state *
@@ -267,7 +270,6 @@ typedef struct {
 } lp_tracer;
 
 #define LP_FOREIGN ((lp_code_t *)(uintptr_t)1)
-/* Foreign decisions are only a cache: past this many, drop them all. */
 #define LP_MAX_FOREIGN 65536
 
 typedef struct {
@@ -499,7 +501,7 @@ lp_decide(lp_tracer *tr, PyObject *code)
         return NULL;
     }
     PyCodeObject *co = (PyCodeObject *)code;
-    if (!yes && tr->n_foreign >= LP_MAX_FOREIGN) {
+    if (!yes && tr->n_foreign >= tr->st->foreign_limit) {
         /* Drop every foreign entry: keeps the map bounded when code objects
          * are made and freed without end (exec in a loop). */
         lp_map_t fresh = {NULL, 0, 0};
@@ -1605,6 +1607,13 @@ lp_tracer_get_n_codes(lp_tracer *self, void *closure)
     return PyLong_FromSsize_t(self->n_recs);
 }
 
+static PyObject *
+lp_tracer_get_n_foreign(lp_tracer *self, void *closure)
+{
+    LP_UNUSED(closure);
+    return PyLong_FromSsize_t(self->n_foreign);
+}
+
 static PyGetSetDef lp_tracer_getset[] = {
     {"started", (getter)lp_tracer_get_started, NULL, "True between start() and stop().", NULL},
     {"recording", (getter)lp_tracer_get_recording, NULL,
@@ -1612,6 +1621,8 @@ static PyGetSetDef lp_tracer_getset[] = {
     {"clock", (getter)lp_tracer_get_clock, NULL, "'tsc', 'monotonic' or 'test'.", NULL},
     {"events", (getter)lp_tracer_get_events, NULL, "Events handled in project code.", NULL},
     {"n_codes", (getter)lp_tracer_get_n_codes, NULL, "Project code objects seen.", NULL},
+    {"n_foreign", (getter)lp_tracer_get_n_foreign, NULL,
+     "Foreign code objects whose decision is cached now.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1698,6 +1709,28 @@ lp_advance_test_clock(PyObject *module, PyObject *arg)
     return PyLong_FromLongLong(st->test_now);
 }
 
+PyDoc_STRVAR(lp_set_foreign_limit_doc,
+"_set_foreign_limit(n)\n--\n\n"
+"TEST ONLY. How many foreign-code decisions a tracer caches before it drops\n"
+"them all (default 65536). Returns the previous limit.");
+
+static PyObject *
+lp_set_foreign_limit(PyObject *module, PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "_set_foreign_limit: n must be >= 1");
+        return NULL;
+    }
+    lp_state *st = lp_get_state(module);
+    Py_ssize_t prev = st->foreign_limit;
+    st->foreign_limit = n;
+    return PyLong_FromSsize_t(prev);
+}
+
 PyDoc_STRVAR(lp_default_clock_doc,
 "default_clock()\n--\n\n"
 "The clock new tracers use: 'tsc' (an invariant cycle counter, scaled to\n"
@@ -1714,6 +1747,7 @@ static PyMethodDef lp_module_methods[] = {
      METH_VARARGS | METH_KEYWORDS, lp_set_test_clock_doc},
     {"_advance_test_clock", (PyCFunction)lp_advance_test_clock, METH_O,
      lp_advance_test_clock_doc},
+    {"_set_foreign_limit", (PyCFunction)lp_set_foreign_limit, METH_O, lp_set_foreign_limit_doc},
     {"default_clock", (PyCFunction)lp_default_clock, METH_NOARGS, lp_default_clock_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -1740,6 +1774,7 @@ lp_exec(PyObject *module)
     if (PyModule_AddType(module, st->hook_type) < 0) {
         return -1;
     }
+    st->foreign_limit = LP_MAX_FOREIGN;
     st->default_clock = LP_CLOCK_MONOTONIC;
 #if LP_HAVE_TSC
     const char *want = getenv("LINEPROFILER_CLOCK");
