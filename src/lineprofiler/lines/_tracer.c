@@ -37,6 +37,7 @@
 #endif
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -127,7 +128,7 @@ typedef struct {
     PyObject *code;  /* borrowed; identifies the frame's code (3.12) */
     void *frame;     /* borrowed; identifies the frame (3.11), else NULL */
     lp_code_t *rec;  /* NULL: a frame outside the project (3.11 only) */
-    int line;        /* the open line, or LP_NO_LINE */
+    lp_line_t *open; /* the open line's slot in rec->lines, or NULL */
     int64_t vstart;  /* virtual time at which the open line started */
 } lp_frame_t;
 
@@ -141,6 +142,8 @@ typedef struct {
      * (clock - ovh) stops while a callback runs, so open lines never pay for
      * it. */
     int64_t ovh;
+    PyObject *last_code;     /* one-entry cache for PY_START: code -> project record */
+    lp_code_t *last_rec;
 #if !LP_MONITORING
     Py_tracefunc prev_func;  /* the trace function we replaced on start() */
     PyObject *prev_obj;      /* strong */
@@ -262,11 +265,10 @@ typedef struct {
     Py_ssize_t n_recs;
     Py_ssize_t cap_recs;
     lp_map_t threads;    /* PyThreadState* -> lp_thread_t* */
-    PyThreadState *last_tstate;  /* one-entry cache for lp_thread() */
-    uint64_t last_tid;
+    pthread_t last_pthread;      /* one-entry cache for lp_thread() */
+    int has_last;
     lp_thread_t *last_thread;
     PyObject *error;     /* the first deferred exception, or NULL */
-    uint64_t n_events;   /* events seen in project code (diagnostics) */
 } lp_tracer;
 
 #define LP_FOREIGN ((lp_code_t *)(uintptr_t)1)
@@ -441,10 +443,13 @@ lp_code_free(lp_code_t *rec)
     PyMem_Free(rec);
 }
 
-/* Makes lines[] cover `line`. Returns 0, or -1 with MemoryError set. */
+/* Makes lines[] cover `line`. Returns 0, or -1 with MemoryError set. The
+ * old array is handed to *old (the caller frees it once open frames no
+ * longer point into it). */
 static int
-lp_code_grow(lp_code_t *rec, int line)
+lp_code_grow(lp_code_t *rec, int line, lp_line_t **old)
 {
+    *old = NULL;
     int lo = rec->n ? rec->base : line;
     int hi = rec->n ? rec->base + rec->n : line + 1;  /* exclusive */
     if (line < lo) {
@@ -469,11 +474,57 @@ lp_code_grow(lp_code_t *rec, int line)
     if (rec->n) {
         memcpy(lines + (rec->base - lo), rec->lines, (size_t)rec->n * sizeof(lp_line_t));
     }
-    PyMem_Free(rec->lines);
+    *old = rec->lines;
     rec->lines = lines;
     rec->base = lo;
     rec->n = (int)n;
     return 0;
+}
+
+/* Sizes lines[] to every line the code object can report (its co_lines()),
+ * so the arrays need not grow while recording and frames can point into
+ * them. Once per code object. A failure here only means growth later. */
+static void
+lp_code_presize(lp_code_t *rec)
+{
+    PyObject *it = PyObject_CallMethod(rec->code, "co_lines", NULL);
+    if (it == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject *iter = PyObject_GetIter(it);
+    Py_DECREF(it);
+    if (iter == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    long lo = LONG_MAX, hi = -1;
+    PyObject *item;
+    while ((item = PyIter_Next(iter)) != NULL) {
+        if (PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 3) {
+            PyObject *ln = PyTuple_GET_ITEM(item, 2);
+            if (PyLong_Check(ln)) {
+                long v = PyLong_AsLong(ln);
+                if (v >= 0 && v <= INT_MAX / 4) {
+                    lo = v < lo ? v : lo;
+                    hi = v > hi ? v : hi;
+                }
+            }
+        }
+        Py_DECREF(item);
+    }
+    Py_DECREF(iter);
+    PyErr_Clear();
+    if (hi < 0) {
+        return;
+    }
+    lp_line_t *lines = PyMem_Calloc((size_t)(hi - lo + 1), sizeof(lp_line_t));
+    if (lines == NULL) {
+        return;
+    }
+    rec->lines = lines;
+    rec->base = (int)lo;
+    rec->n = (int)(hi - lo + 1);
 }
 
 /* Decides whether `code` belongs to the project, records the answer, and
@@ -564,6 +615,7 @@ lp_decide(lp_tracer *tr, PyObject *code)
     rec->resume_key = -1;
     rec->base = co->co_firstlineno;
     tr->recs[tr->n_recs++] = rec;
+    lp_code_presize(rec);
     if (s->val == LP_FOREIGN) {
         tr->n_foreign--;
     }
@@ -622,27 +674,35 @@ lp_thread_get(lp_tracer *tr, PyThreadState *ts)
 /* lp_thread_get() for callbacks: failures are deferred. Refreshes the
  * one-entry cache. */
 static lp_thread_t *
-lp_thread_slow(lp_tracer *tr, PyThreadState *ts)
+lp_thread_slow(lp_tracer *tr, pthread_t self)
 {
-    lp_thread_t *th = lp_thread_get(tr, ts);
+    lp_thread_t *th = lp_thread_get(tr, PyThreadState_Get());
     if (th == NULL) {
         lp_fail(tr);
         return NULL;
     }
-    tr->last_tstate = ts;
-    tr->last_tid = ts->id;
+    tr->last_pthread = self;
+    tr->has_last = 1;
     tr->last_thread = th;
     return th;
 }
 
+/* The calling thread's state. The fast path keys on pthread_self(), a load
+ * from the thread pointer, because PyThreadState_Get() costs two calls
+ * through the PLT (one into the TLS resolver) on every event. The slow path,
+ * taken on every switch between threads that run project code, identifies
+ * the thread by its PyThreadState and id. A dead thread whose pthread_t a
+ * new thread reuses with no event of another thread in between shares its
+ * state; its stack is empty by then (every frame it entered has returned),
+ * so nothing of it is inherited. */
 LP_INLINE lp_thread_t *
 lp_thread(lp_tracer *tr)
 {
-    PyThreadState *ts = PyThreadState_Get();
-    if (LP_LIKELY(ts == tr->last_tstate && ts->id == tr->last_tid)) {
+    pthread_t self = pthread_self();
+    if (LP_LIKELY(tr->has_last && pthread_equal(self, tr->last_pthread))) {
         return tr->last_thread;
     }
-    return lp_thread_slow(tr, ts);
+    return lp_thread_slow(tr, self);
 }
 
 /* ----------------------------------------------------------------------
@@ -665,8 +725,7 @@ lp_push_slow(lp_tracer *tr, lp_thread_t *th)
 }
 
 LP_INLINE lp_frame_t *
-lp_push(lp_tracer *tr, lp_thread_t *th, PyObject *code, void *frame, lp_code_t *rec,
-        int line, int64_t v)
+lp_push(lp_tracer *tr, lp_thread_t *th, PyObject *code, void *frame, lp_code_t *rec, int64_t v)
 {
     lp_frame_t *f;
     if (LP_LIKELY(th->depth < th->cap)) {
@@ -678,7 +737,7 @@ lp_push(lp_tracer *tr, lp_thread_t *th, PyObject *code, void *frame, lp_code_t *
     f->code = code;
     f->frame = frame;
     f->rec = rec;
-    f->line = line;
+    f->open = NULL;
     f->vstart = v;
     return f;
 }
@@ -687,11 +746,35 @@ lp_push(lp_tracer *tr, lp_thread_t *th, PyObject *code, void *frame, lp_code_t *
 LP_INLINE void
 lp_close(lp_frame_t *f, int64_t v)
 {
-    if (f->line != LP_NO_LINE) {
-        lp_code_t *rec = f->rec;
-        rec->lines[f->line - rec->base].ticks += v - f->vstart;
-        f->line = LP_NO_LINE;
+    if (f->open != NULL) {
+        f->open->ticks += v - f->vstart;
+        f->open = NULL;
     }
+}
+
+/* Grows rec's lines[] to cover `line` and re-points every open frame of
+ * every thread that pointed into the old array. Rare: arrays are sized from
+ * co_lines() when the record is made. Returns 0, or -1 (tracer broken). */
+static int
+lp_grow_and_fix(lp_tracer *tr, lp_code_t *rec, int line)
+{
+    int old_base = rec->base;
+    lp_line_t *old;
+    if (lp_code_grow(rec, line, &old) < 0) {
+        lp_fail(tr);
+        return -1;
+    }
+    for (size_t j = 0; old != NULL && tr->threads.slots && j <= tr->threads.mask; j++) {
+        lp_thread_t *th = (lp_thread_t *)tr->threads.slots[j].val;
+        for (Py_ssize_t i = 0; th != NULL && i < th->depth; i++) {
+            lp_frame_t *f = &th->stack[i];
+            if (f->rec == rec && f->open != NULL) {
+                f->open = &rec->lines[old_base + (f->open - old) - rec->base];
+            }
+        }
+    }
+    PyMem_Free(old);
+    return 0;
 }
 
 /* Opens `line` in frame f at virtual time v, counting a hit if `hit`.
@@ -701,18 +784,18 @@ lp_open(lp_tracer *tr, lp_frame_t *f, int line, int64_t v, int hit)
 {
     lp_code_t *rec = f->rec;
     if (LP_UNLIKELY(line < 0)) {
-        f->line = LP_NO_LINE;
+        f->open = NULL;
         return 0;
     }
     if (LP_UNLIKELY((unsigned)(line - rec->base) >= (unsigned)rec->n)) {
-        if (lp_code_grow(rec, line) < 0) {
-            lp_fail(tr);
-            f->line = LP_NO_LINE;
+        if (lp_grow_and_fix(tr, rec, line) < 0) {
+            f->open = NULL;
             return -1;
         }
     }
-    rec->lines[line - rec->base].hits += (uint64_t)hit;
-    f->line = line;
+    lp_line_t *slot = &rec->lines[line - rec->base];
+    slot->hits += (uint64_t)hit;
+    f->open = slot;
     f->vstart = v;
     return 0;
 }
@@ -825,12 +908,11 @@ lp_on_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnam
         if (rec == NULL) {
             Py_RETURN_NONE;
         }
-        top = lp_push(tr, th, code, NULL, rec, LP_NO_LINE, v);
+        top = lp_push(tr, th, code, NULL, rec, v);
         if (top == NULL) {
             Py_RETURN_NONE;
         }
     }
-    tr->n_events++;
     lp_open(tr, top, lp_as_line(args[1]), v, 1);
     lp_leave(tr, th, t0);
     Py_RETURN_NONE;
@@ -847,22 +929,30 @@ lp_on_enter(PyObject *self, PyObject *const *args, size_t nargsf, int resume)
     }
     int64_t t0 = lp_clock(tr, 0);
     PyObject *code = args[0];
-    lp_code_t *rec = lp_code(tr, code);
-    if (rec == LP_FOREIGN) {
-        if (resume == 2) {  /* PY_THROW cannot be disabled */
+    lp_thread_t *th = lp_thread(tr);
+    if (LP_UNLIKELY(th == NULL)) {
+        Py_RETURN_NONE;
+    }
+    lp_code_t *rec;
+    if (LP_LIKELY(code == th->last_code)) {
+        rec = th->last_rec;  /* recursion and repeated calls skip the lookup */
+    }
+    else {
+        rec = lp_code(tr, code);
+        if (rec == LP_FOREIGN) {
+            if (resume == 2) {  /* PY_THROW cannot be disabled */
+                Py_RETURN_NONE;
+            }
+            return lp_disable(tr);
+        }
+        if (rec == NULL) {
             Py_RETURN_NONE;
         }
-        return lp_disable(tr);
-    }
-    if (rec == NULL) {
-        Py_RETURN_NONE;
-    }
-    lp_thread_t *th = lp_thread(tr);
-    if (th == NULL) {
-        Py_RETURN_NONE;
+        th->last_code = code;
+        th->last_rec = rec;
     }
     int64_t v = t0 - th->ovh;
-    lp_frame_t *f = lp_push(tr, th, code, NULL, rec, LP_NO_LINE, v);
+    lp_frame_t *f = lp_push(tr, th, code, NULL, rec, v);
     if (f == NULL) {
         Py_RETURN_NONE;
     }
@@ -872,7 +962,6 @@ lp_on_enter(PyObject *self, PyObject *const *args, size_t nargsf, int resume)
          * rest of that line to it, without counting a new hit. */
         lp_open(tr, f, lp_line_at(rec, args[1]), v, 0);
     }
-    tr->n_events++;
     lp_leave(tr, th, t0);
     Py_RETURN_NONE;
 }
@@ -896,7 +985,6 @@ lp_on_exit(PyObject *self, PyObject *const *args, size_t nargsf, int can_disable
     if (LP_LIKELY(top != NULL && top->code == code)) {
         lp_close(top, t0 - th->ovh);
         th->depth--;
-        tr->n_events++;
         lp_leave(tr, th, t0);
         Py_RETURN_NONE;
     }
@@ -1002,12 +1090,11 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
              * frame is the newest we know of: adopt it, foreign ones too
              * (their later lines then cost one comparison). */
             top = lp_push(tr, th, (PyObject *)co, frame, rec == LP_FOREIGN ? NULL : rec,
-                          LP_NO_LINE, t0 - th->ovh);
+                          t0 - th->ovh);
             if (top == NULL || rec == LP_FOREIGN) {
                 return 0;
             }
         }
-        tr->n_events++;
         lp_open(tr, top, PyFrame_GetLineNumber(frame), t0 - th->ovh, 1);
         lp_leave(tr, th, t0);
         return 0;
@@ -1025,15 +1112,12 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
             rec = NULL;
         }
         int64_t v = t0 - th->ovh;
-        lp_frame_t *f = lp_push(tr, th, (PyObject *)co, frame, rec, LP_NO_LINE, v);
+        lp_frame_t *f = lp_push(tr, th, (PyObject *)co, frame, rec, v);
         if (f == NULL) {
             return 0;
         }
-        if (rec != NULL) {
-            if (rec->is_gen) {
-                lp_open(tr, f, lp_resume_line(rec, frame), v, 0);
-            }
-            tr->n_events++;
+        if (rec != NULL && rec->is_gen) {
+            lp_open(tr, f, lp_resume_line(rec, frame), v, 0);
         }
         lp_leave(tr, th, t0);
         return 0;
@@ -1043,7 +1127,6 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
             t0 = lp_clock(tr, 0);
             if (top->rec != NULL) {
                 lp_close(top, t0 - th->ovh);
-                tr->n_events++;
             }
             th->depth--;
             lp_leave(tr, th, t0);
@@ -1345,6 +1428,13 @@ lp_tracer_dealloc(lp_tracer *self)
 static void
 lp_tracer_free_data(lp_tracer *tr)
 {
+    for (size_t j = 0; tr->threads.slots && j <= tr->threads.mask; j++) {
+        lp_thread_t *th = (lp_thread_t *)tr->threads.slots[j].val;
+        if (th != NULL) {
+            th->last_code = NULL;
+            th->last_rec = NULL;
+        }
+    }
     for (size_t j = 0; tr->codes.slots && j <= tr->codes.mask; j++) {
         Py_CLEAR(tr->codes.slots[j].aux);
     }
@@ -1359,7 +1449,6 @@ lp_tracer_free_data(lp_tracer *tr)
     PyMem_Free(tr->recs);
     tr->recs = NULL;
     tr->n_recs = tr->cap_recs = 0;
-    tr->n_events = 0;
     tr->has_data = 0;
 }
 
@@ -1545,7 +1634,6 @@ lp_tracer_clear(lp_tracer *self, PyObject *Py_UNUSED(ignored))
             th->stack[i].vstart = now - th->ovh;
         }
     }
-    self->n_events = 0;
     Py_RETURN_NONE;
 }
 
@@ -1594,13 +1682,6 @@ lp_tracer_get_clock(lp_tracer *self, void *closure)
 }
 
 static PyObject *
-lp_tracer_get_events(lp_tracer *self, void *closure)
-{
-    LP_UNUSED(closure);
-    return PyLong_FromUnsignedLongLong(self->n_events);
-}
-
-static PyObject *
 lp_tracer_get_n_codes(lp_tracer *self, void *closure)
 {
     LP_UNUSED(closure);
@@ -1619,7 +1700,6 @@ static PyGetSetDef lp_tracer_getset[] = {
     {"recording", (getter)lp_tracer_get_recording, NULL,
      "True while started and not stopped by an error.", NULL},
     {"clock", (getter)lp_tracer_get_clock, NULL, "'tsc', 'monotonic' or 'test'.", NULL},
-    {"events", (getter)lp_tracer_get_events, NULL, "Events handled in project code.", NULL},
     {"n_codes", (getter)lp_tracer_get_n_codes, NULL, "Project code objects seen.", NULL},
     {"n_foreign", (getter)lp_tracer_get_n_foreign, NULL,
      "Foreign code objects whose decision is cached now.", NULL},
