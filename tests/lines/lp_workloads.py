@@ -131,3 +131,51 @@ async def timed_other(adv):
 
 async def timed_main(adv):
     await asyncio.gather(timed_sleeper(adv), timed_other(adv))  # @m1
+
+
+def timed_deep(adv, n):
+    if n == 0:  # @t
+        return adv(1)  # @z
+    x = timed_deep(adv, n - 1)  # @r
+    # padding comment 0: no bytecode, so the next line lies far below
+    # padding comment 1: no bytecode, so the next line lies far below
+    # padding comment 2: no bytecode, so the next line lies far below
+    # padding comment 3: no bytecode, so the next line lies far below
+    # padding comment 4: no bytecode, so the next line lies far below
+    # padding comment 5: no bytecode, so the next line lies far below
+    # padding comment 6: no bytecode, so the next line lies far below
+    # padding comment 7: no bytecode, so the next line lies far below
+    # padding comment 8: no bytecode, so the next line lies far below
+    # padding comment 9: no bytecode, so the next line lies far below
+    # padding comment 10: no bytecode, so the next line lies far below
+    # padding comment 11: no bytecode, so the next line lies far below
+    # padding comment 12: no bytecode, so the next line lies far below
+    # padding comment 13: no bytecode, so the next line lies far below
+    # padding comment 14: no bytecode, so the next line lies far below
+    # padding comment 15: no bytecode, so the next line lies far below
+    # padding comment 16: no bytecode, so the next line lies far below
+    # padding comment 17: no bytecode, so the next line lies far below
+    # padding comment 18: no bytecode, so the next line lies far below
+    # padding comment 19: no bytecode, so the next line lies far below
+    # padding comment 20: no bytecode, so the next line lies far below
+    # padding comment 21: no bytecode, so the next line lies far below
+    # padding comment 22: no bytecode, so the next line lies far below
+    # padding comment 23: no bytecode, so the next line lies far below
+    # padding comment 24: no bytecode, so the next line lies far below
+    # padding comment 25: no bytecode, so the next line lies far below
+    # padding comment 26: no bytecode, so the next line lies far below
+    # padding comment 27: no bytecode, so the next line lies far below
+    # padding comment 28: no bytecode, so the next line lies far below
+    # padding comment 29: no bytecode, so the next line lies far below
+    # padding comment 30: no bytecode, so the next line lies far below
+    # padding comment 31: no bytecode, so the next line lies far below
+    # padding comment 32: no bytecode, so the next line lies far below
+    # padding comment 33: no bytecode, so the next line lies far below
+    # padding comment 34: no bytecode, so the next line lies far below
+    # padding comment 35: no bytecode, so the next line lies far below
+    # padding comment 36: no bytecode, so the next line lies far below
+    # padding comment 37: no bytecode, so the next line lies far below
+    # padding comment 38: no bytecode, so the next line lies far below
+    # padding comment 39: no bytecode, so the next line lies far below
+    y = adv(3)  # @far
+    return x + y  # @ret

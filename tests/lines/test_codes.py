@@ -75,3 +75,29 @@ def test_many_foreign_code_objects_stay_correct(tmp_path):
     stats = p.get_stats()
     assert {k[0] for k in stats} == {inside}
     assert stats[(inside, 1, "g")].lines[2].hits == 10
+
+
+def test_line_arrays_grow_under_open_frames(here, test_clock):
+    """Without pre-sized arrays, every new line grows the array while recursive frames of the
+    same code hold open lines in it: counts and exact times must survive the moves."""
+    import lp_workloads as wl
+    from lp_helpers import hits, times
+
+    previous = _tracer._set_presize(False)
+    try:
+        p = LineProfiler(project_folder=here)
+        with p:
+            wl.fib(10)
+            wl.timed_work(test_clock)
+            wl.timed_consume(test_clock)
+            wl.timed_deep(test_clock, 3)
+    finally:
+        _tracer._set_presize(previous)
+    assert previous is True
+    stats = p.get_stats()
+    assert hits(stats, wl.fib) == {"test": 177, "base": 89, "rec": 88}
+    assert times(stats, wl.timed_work) == {"a": 100, "b": 30, "c": 5}
+    assert times(stats, wl.timed_consume) == {"k1": 0, "k2": 1, "k3": 1000, "k4": 2, "k5": 50, "k6": 0}
+    # `far` is first reached by the innermost frame, while three outer frames hold `r` open
+    assert hits(stats, wl.timed_deep) == {"t": 4, "z": 1, "r": 3, "far": 3, "ret": 3}
+    assert times(stats, wl.timed_deep) == {"t": 0, "z": 1, "r": 1 + 4 + 7, "far": 9, "ret": 0}

@@ -94,6 +94,8 @@ typedef struct {
     /* Foreign decisions are only a cache: past this many, drop them all
      * (_set_foreign_limit() lowers it for tests). */
     Py_ssize_t foreign_limit;
+    /* Size line arrays from co_lines() (0 only in tests: forces growth). */
+    int presize;
 } lp_state;
 
 static lp_state *
@@ -615,7 +617,9 @@ lp_decide(lp_tracer *tr, PyObject *code)
     rec->resume_key = -1;
     rec->base = co->co_firstlineno;
     tr->recs[tr->n_recs++] = rec;
-    lp_code_presize(rec);
+    if (tr->st->presize) {
+        lp_code_presize(rec);
+    }
     if (s->val == LP_FOREIGN) {
         tr->n_foreign--;
     }
@@ -1101,10 +1105,20 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     case PyTrace_CALL: {
         t0 = lp_clock(tr, 0);
         PyCodeObject *co = PyFrame_GetCode(frame);
-        lp_code_t *rec = lp_code(tr, (PyObject *)co);
-        Py_DECREF(co);
-        if (rec == NULL) {
-            return 0;
+        Py_DECREF(co);  /* the frame holds it; we only need the address */
+        lp_code_t *rec;
+        if (LP_LIKELY((PyObject *)co == th->last_code)) {
+            rec = th->last_rec;  /* recursion and repeated calls skip the lookup */
+        }
+        else {
+            rec = lp_code(tr, (PyObject *)co);
+            if (rec == NULL) {
+                return 0;
+            }
+            if (rec != LP_FOREIGN) {
+                th->last_code = (PyObject *)co;
+                th->last_rec = rec;
+            }
         }
         /* Foreign frames are pushed too (rec NULL): their line events then
          * cost one comparison instead of a lookup. */
@@ -1811,6 +1825,25 @@ lp_set_foreign_limit(PyObject *module, PyObject *arg)
     return PyLong_FromSsize_t(prev);
 }
 
+PyDoc_STRVAR(lp_set_presize_doc,
+"_set_presize(enabled)\n--\n\n"
+"TEST ONLY. Whether new code records size their line arrays from\n"
+"co_lines() (the default) or start empty and grow line by line, which\n"
+"exercises the growth path. Returns the previous setting.");
+
+static PyObject *
+lp_set_presize(PyObject *module, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+    lp_state *st = lp_get_state(module);
+    int prev = st->presize;
+    st->presize = on;
+    return PyBool_FromLong(prev);
+}
+
 PyDoc_STRVAR(lp_default_clock_doc,
 "default_clock()\n--\n\n"
 "The clock new tracers use: 'tsc' (an invariant cycle counter, scaled to\n"
@@ -1828,6 +1861,7 @@ static PyMethodDef lp_module_methods[] = {
     {"_advance_test_clock", (PyCFunction)lp_advance_test_clock, METH_O,
      lp_advance_test_clock_doc},
     {"_set_foreign_limit", (PyCFunction)lp_set_foreign_limit, METH_O, lp_set_foreign_limit_doc},
+    {"_set_presize", (PyCFunction)lp_set_presize, METH_O, lp_set_presize_doc},
     {"default_clock", (PyCFunction)lp_default_clock, METH_NOARGS, lp_default_clock_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -1855,6 +1889,7 @@ lp_exec(PyObject *module)
         return -1;
     }
     st->foreign_limit = LP_MAX_FOREIGN;
+    st->presize = 1;
     st->default_clock = LP_CLOCK_MONOTONIC;
 #if LP_HAVE_TSC
     const char *want = getenv("LINEPROFILER_CLOCK");
