@@ -198,7 +198,10 @@ class LineProfiler:
             for name in dir(mon.events):
                 value = getattr(mon.events, name)
                 if name.isupper() and isinstance(value, int) and value and not value & (value - 1):
-                    mon.register_callback(tool, value, None)
+                    try:
+                        mon.register_callback(tool, value, None)
+                    except ValueError:  # an event a later CPython takes no callback for
+                        pass
             hooks = [self._tracer.hook(kind) for kind, _ in _HOOK_EVENTS]
             for event, hook in zip(events, hooks):
                 mon.register_callback(tool, event, hook)
