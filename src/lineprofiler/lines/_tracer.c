@@ -579,12 +579,12 @@ lp_decide(lp_tracer *tr, PyObject *code)
         tr->codes = fresh;
         tr->n_foreign = 0;
     }
-    lp_slot_t *s = lp_map_insert(&tr->codes, (uintptr_t)code);
-    if (s == NULL) {
-        lp_fail(tr);
-        return NULL;
-    }
     if (!yes) {
+        lp_slot_t *s = lp_map_insert(&tr->codes, (uintptr_t)code);
+        if (s == NULL) {
+            lp_fail(tr);
+            return NULL;
+        }
         if (s->val != LP_FOREIGN) {
             tr->n_foreign++;
         }
@@ -618,7 +618,12 @@ lp_decide(lp_tracer *tr, PyObject *code)
     rec->base = co->co_firstlineno;
     tr->recs[tr->n_recs++] = rec;
     if (tr->st->presize) {
-        lp_code_presize(rec);
+        lp_code_presize(rec);  /* calls co_lines(): before we hold a slot pointer */
+    }
+    lp_slot_t *s = lp_map_insert(&tr->codes, (uintptr_t)code);
+    if (s == NULL) {
+        lp_fail(tr);
+        return NULL;  /* rec stays in recs[], owned and freed with them */
     }
     if (s->val == LP_FOREIGN) {
         tr->n_foreign--;
@@ -824,6 +829,9 @@ lp_close_all(lp_tracer *tr)
             continue;
         }
         lp_thread_t *th = (lp_thread_t *)s->val;
+        if (th == NULL) {  /* its allocation failed */
+            continue;
+        }
         int64_t v = now - th->ovh;
         for (Py_ssize_t i = 0; i < th->depth; i++) {
             if (th->stack[i].rec != NULL) {
