@@ -179,3 +179,102 @@ def timed_deep(adv, n):
     # padding comment 39: no bytecode, so the next line lies far below
     y = adv(3)  # @far
     return x + y  # @ret
+
+
+# -- a workload for the differential test against the pure-Python reference -------------------
+# Every line advances the clock by its own amount, so any time billed to the wrong line shows.
+
+
+def d_leaf(adv, k):
+    adv(1 + k)
+    return k * 2
+
+
+def d_rec(adv, n):
+    adv(3)
+    if n <= 1:
+        return d_leaf(adv, n)
+    return d_rec(adv, n - 1) + d_rec(adv, n - 2)
+
+
+def d_gen(adv, n):
+    try:
+        for i in range(n):
+            got = yield (adv(5), i)[1]
+            if got:
+                adv(got)
+    finally:
+        adv(7)
+
+
+def d_sub(adv):
+    yield from d_gen(adv, 3)
+    adv(11)
+    return 42
+
+
+def d_raise(adv, depth):
+    adv(13)
+    if depth == 0:
+        raise KeyError(adv(17))
+    try:
+        d_raise(adv, depth - 1)
+    finally:
+        adv(19)
+
+
+class D:
+    def __init__(self, adv):
+        self.adv = adv
+        adv(23)
+
+    def __enter__(self):
+        self.adv(29)
+        return self
+
+    def __exit__(self, *exc):
+        self.adv(31)
+        return True
+
+
+async def d_co(adv, n):
+    for _ in range(n):
+        adv(37)
+        await asyncio.sleep(0)
+        adv(41)
+    return n
+
+
+async def d_co_main(adv):
+    res = await asyncio.gather(d_co(adv, 2), d_co(adv, 3))
+    adv(43)
+    return res
+
+
+def diff_main(adv):
+    total = d_rec(adv, 6)
+    g = d_gen(adv, 4)
+    next(g)
+    adv(47)
+    g.send(5)
+    try:
+        g.throw(ValueError("x"))
+    except ValueError:
+        adv(53)
+    for _ in d_sub(adv):
+        adv(59)
+    try:
+        d_raise(adv, 3)
+    except KeyError:
+        adv(61)
+    with D(adv):
+        adv(67)
+        raise RuntimeError("swallowed")
+    squares = [(adv(1), i * i)[1] for i in range(5)]
+    f = lambda x: (adv(71), x)[1]  # noqa: E731
+    f(3)
+    h = d_gen(adv, 10)
+    next(h)
+    h.close()
+    total += asyncio.run(d_co_main(adv))[0] + sum(squares)
+    return total
