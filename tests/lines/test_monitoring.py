@@ -137,3 +137,29 @@ def test_foreign_code_disabled_then_rearmed_by_another_tool(here):
             wl.loop(2)
     assert {k[0] for k in p.get_stats()} <= {wl.__file__, __file__}
     assert hits(p.get_stats(), wl.loop)["body"] == 6
+
+
+def test_release_order_is_right_for_both_free_tool_id_behaviours(here, monkeypatch):
+    """3.12/3.13's free_tool_id() only frees the name; 3.14's also clears callbacks and events.
+    Our release must leave nothing behind under the first and lose nothing under the second:
+    when free_tool_id() is called, our events must already be off and our callbacks gone. The
+    stand-in below checks that, then behaves like 3.14 (clears everything) before freeing."""
+    real_free = mon.free_tool_id
+    seen = {}
+
+    def free_like_314(tool):
+        seen["events"] = mon.get_events(tool)
+        seen["callbacks"] = [mon.register_callback(tool, ev, None) for ev in OUR_EVENTS]
+        mon.set_events(tool, 0)
+        real_free(tool)
+
+    monkeypatch.setattr(mon, "free_tool_id", free_like_314)
+    p = LineProfiler(project_folder=here)
+    for _ in range(2):  # and a second session works after a 3.14-style clear
+        with p:
+            wl.loop(3)
+        assert seen.pop("events") == 0
+        assert seen.pop("callbacks") == [None] * len(OUR_EVENTS)
+    monkeypatch.undo()
+    assert_released(mon.PROFILER_ID)
+    assert hits(p.get_stats(), wl.loop)["body"] == 6

@@ -81,3 +81,18 @@ def test_311_hooks_every_running_thread_and_unhooks_it(here):
     assert type(traces["during"]).__name__ == "Hook"
     assert traces["after"] is None
     assert sys.gettrace() is None
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11 mechanics")
+def test_311_stale_hook_restored_after_disable_removes_itself(here):
+    p = LineProfiler(project_folder=here)
+    with p:
+        saved = sys.gettrace()  # our per-thread hook
+    assert sys.gettrace() is None
+    sys.settrace(saved)  # code restoring what it saved, after the block ended
+    try:
+        wl.loop(2)  # the first call event reaches the stale hook, which removes itself
+        assert sys.gettrace() is None
+    finally:
+        sys.settrace(None)
+    assert not any(k[2] == "loop" for k in p.get_stats())

@@ -1241,10 +1241,16 @@ lp_on_thread(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwn
 {
     LP_UNUSED(kwnames);
     lp_tracer *tr = ((lp_hook *)self)->tracer;
+    PyThreadState *ts = PyThreadState_Get();
     if (!tr->on) {
+        /* Put back as a Python trace function after recording stopped (code
+         * that saved sys.gettrace() and restored it later): take ourselves
+         * off this thread rather than cost it a call per Python call. */
+        if (ts->c_traceobj == self) {
+            PyEval_SetTrace(NULL, NULL);
+        }
         Py_RETURN_NONE;
     }
-    PyThreadState *ts = PyThreadState_Get();
     if (lp_install(tr, ts) < 0) {
         lp_fail(tr);
         Py_RETURN_NONE;
