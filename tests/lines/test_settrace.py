@@ -96,3 +96,36 @@ def test_311_stale_hook_restored_after_disable_removes_itself(here):
     finally:
         sys.settrace(None)
     assert not any(k[2] == "loop" for k in p.get_stats())
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11 installs through the audited settrace path")
+def test_311_refused_install_leaves_nothing_behind(tmp_path):
+    """An audit hook that refuses sys.settrace makes enable() fail cleanly: the error reaches the
+    caller, no thread keeps a trace function, and the profiler is not enabled."""
+    import subprocess
+    import textwrap
+
+    script = tmp_path / "audit.py"
+    script.write_text(textwrap.dedent(
+        """\
+        import sys, threading
+        from lineprofiler import LineProfiler
+
+        def refuse(event, args):
+            if event == "sys.settrace":
+                raise PermissionError("no tracing here")
+
+        p = LineProfiler(project_folder=sys.argv[1])
+        sys.addaudithook(refuse)
+        try:
+            p.enable()
+        except PermissionError as e:
+            print("refused:", e)
+        assert not p.enabled
+        assert sys.gettrace() is None and threading.gettrace() is None
+        print("clean")
+        """
+    ))
+    out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["refused: no tracing here", "clean"]
