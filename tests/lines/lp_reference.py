@@ -149,12 +149,14 @@ class Reference:
                     return self.trace
             self.open(top, frame.f_lineno, t, 1)
         elif event == "call":
-            t = self.now()
-            entry = [code if self.ours(code) else None, frame, None, t]
-            self.stack.append(entry)
-            flags = 0x20 | 0x80 | 0x200  # generator, coroutine, async generator
-            if entry[0] is not None and code.co_flags & flags and frame.f_lineno != code.co_firstlineno:
-                self.open(entry, frame.f_lineno, t, 0)
+            # Frames are entered at their first line event; generators and coroutines here,
+            # since a resumed one runs the rest of its yield line before any line event.
+            if code.co_flags & (0x20 | 0x80 | 0x200):  # generator, coroutine, async generator
+                t = self.now()
+                entry = [code if self.ours(code) else None, frame, None, t]
+                self.stack.append(entry)
+                if entry[0] is not None and frame.f_lineno != code.co_firstlineno:
+                    self.open(entry, frame.f_lineno, t, 0)
         elif event == "return":
             if top is not None and top[1] is frame:
                 if top[0] is not None:

@@ -1091,12 +1091,23 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
             lp_close(top, t0 - th->ovh);
         }
         else {
-            /* A frame that was running before recording started. */
+            /* A frame's first line event (see PyTrace_CALL), or a frame that
+             * was running before recording started. */
             PyCodeObject *co = PyFrame_GetCode(frame);
-            lp_code_t *rec = lp_code(tr, (PyObject *)co);
-            Py_DECREF(co);
-            if (rec == NULL) {
-                return 0;
+            Py_DECREF(co);  /* the frame holds it; we only need the address */
+            lp_code_t *rec;
+            if (LP_LIKELY((PyObject *)co == th->last_code)) {
+                rec = th->last_rec;  /* recursion and repeated calls skip the lookup */
+            }
+            else {
+                rec = lp_code(tr, (PyObject *)co);
+                if (rec == NULL) {
+                    return 0;
+                }
+                if (rec != LP_FOREIGN) {
+                    th->last_code = (PyObject *)co;
+                    th->last_rec = rec;
+                }
             }
             /* Every frame this thread started after it has returned, so this
              * frame is the newest we know of: adopt it, foreign ones too
@@ -1111,9 +1122,19 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         lp_leave(tr, th, t0);
         return 0;
     case PyTrace_CALL: {
-        t0 = lp_clock(tr, 0);
+        /* A frame is entered at its first line event (the frame object tells
+         * frames apart here, recursion included), so a call costs no clock
+         * read: what runs between the call and that first line, the frame's
+         * prologue, is part of the call and billed to the caller's line like
+         * the rest of it. Generators and coroutines are entered here, because
+         * a resumed one runs the rest of its yield line before any line
+         * event, and that time is theirs. */
         PyCodeObject *co = PyFrame_GetCode(frame);
         Py_DECREF(co);  /* the frame holds it; we only need the address */
+        if (!(co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) {
+            return 0;
+        }
+        t0 = lp_clock(tr, 0);
         lp_code_t *rec;
         if (LP_LIKELY((PyObject *)co == th->last_code)) {
             rec = th->last_rec;  /* recursion and repeated calls skip the lookup */
@@ -1138,7 +1159,7 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         if (f == NULL) {
             return 0;
         }
-        if (rec != NULL && rec->is_gen) {
+        if (rec != NULL) {
             lp_open(tr, f, lp_resume_line(rec, frame), v, 0);
         }
         lp_leave(tr, th, t0);
