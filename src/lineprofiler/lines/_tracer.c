@@ -4,7 +4,7 @@
  * line. A line's time runs from its LINE event to the next event that ends it
  * in the same frame (the next line, a return, a yield, an unwind), so callees
  * are included. The time this module spends in its own callbacks is removed
- * from every open line, the caller's included (see "Overhead" below).
+ * from every open line, the caller's included (see lp_leave()).
  *
  * How it hears events:
  *  - 3.12+: sys.monitoring. The Python layer registers the Hook objects made
@@ -36,6 +36,7 @@
 #include <structmember.h>
 #endif
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -379,7 +380,7 @@ lp_ns_per_tick(lp_tracer *tr)
         req.tv_sec = (time_t)(wait / 1000000000);
         req.tv_nsec = (long)(wait % 1000000000);
         Py_BEGIN_ALLOW_THREADS
-        while (nanosleep(&req, &req) != 0) {
+        while (nanosleep(&req, &req) != 0 && errno == EINTR) {
         }
         Py_END_ALLOW_THREADS
         lp_clock_pair(&tsc, &ns);
