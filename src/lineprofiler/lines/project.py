@@ -1,0 +1,164 @@
+"""Which code belongs to the project: the folder, its default exclusions, and include/exclude globs.
+
+The C tracer asks once per code object (``ProjectFilter.__call__``); the answer depends on the
+code's ``co_filename`` alone and is cached here per filename, so a file is resolved and matched
+once per profiler.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from types import CodeType
+
+__all__ = ["DEFAULT_EXCLUDES", "ProjectFilter", "find_project_root"]
+
+#: Path components never profiled unless ``include=`` names them: version control, virtual
+#: environments, installed packages, build output and tool caches. Any directory holding a
+#: ``pyvenv.cfg`` (a virtual environment of any name) is excluded as well.
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".eggs",
+    "*.egg-info",
+    "site-packages",
+    "dist-packages",
+    "__pypackages__",
+    "build",
+    "dist",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    "node_modules",
+)
+
+# The profiler never profiles itself, wherever the project folder is.
+_OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def find_project_root(start: str | os.PathLike[str] | None = None) -> Path:
+    """The root of the git work tree holding ``start`` (default: the cwd), else ``start`` itself.
+
+    A ``.git`` directory or file (worktrees and submodules have a file) marks the root; no
+    ``git`` process is run.
+    """
+    here = Path(start if start is not None else os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
+
+
+def _as_patterns(value: str | Iterable[str] | None, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    try:
+        patterns = tuple(value)
+    except TypeError:
+        raise TypeError(f"{name}= must be a glob string or an iterable of them, not {type(value).__name__}") from None
+    for p in patterns:
+        if not isinstance(p, str):
+            raise TypeError(f"{name}= globs must be str, not {type(p).__name__}: {p!r}")
+        if not p:
+            raise ValueError(f"{name}= contains an empty glob")
+    return patterns
+
+
+def _matches(patterns: Iterable[str], rel: str, parts: tuple[str, ...]) -> bool:
+    for pat in patterns:
+        if "/" in pat:
+            if fnmatch.fnmatchcase(rel, pat.rstrip("/")):
+                return True
+        elif any(fnmatch.fnmatchcase(part, pat) for part in parts):
+            return True
+    return False
+
+
+class ProjectFilter:
+    """Decides whether a code object's file is part of the project.
+
+    A file is profiled when it lies inside ``folder`` (after resolving symlinks) and no exclusion
+    matches it, or when an ``include`` glob matches it (include beats exclude). Globs follow
+    ``fnmatch``: one without a ``/`` matches any single path component (``"build"`` excludes every
+    ``build/`` folder, ``"test_*.py"`` every such file); one with a ``/`` is matched against the
+    whole path relative to the folder, where ``*`` also crosses ``/`` (``"src/gen/*"``). Files
+    outside the folder, and pseudo-files such as ``<string>`` or ``<stdin>``, are profiled only if
+    an ``include`` glob matches their name as CPython reports it.
+    """
+
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        include: str | Iterable[str] | None = None,
+        exclude: str | Iterable[str] | None = None,
+    ) -> None:
+        if not isinstance(folder, (str, os.PathLike)):
+            raise TypeError(f"project_folder must be a str or a path, not {type(folder).__name__}")
+        path = Path(folder).expanduser()
+        try:
+            resolved = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise ValueError(f"project_folder does not exist: {os.fspath(folder)!r}") from None
+        if not resolved.is_dir():
+            raise ValueError(f"project_folder is not a folder: {os.fspath(folder)!r}")
+        self.folder: Path = resolved
+        self.include: tuple[str, ...] = _as_patterns(include, "include")
+        self.exclude: tuple[str, ...] = _as_patterns(exclude, "exclude")
+        self._prefix = str(resolved).rstrip(os.sep) + os.sep
+        self._by_filename: dict[str, bool] = {}
+        self._venv_dirs: dict[str, bool] = {}
+
+    def __repr__(self) -> str:
+        return f"ProjectFilter({str(self.folder)!r}, include={self.include!r}, exclude={self.exclude!r})"
+
+    def __call__(self, code: CodeType) -> bool:
+        """Called by the C tracer once per code object; never raises."""
+        try:
+            return self.is_project_file(code.co_filename)
+        except Exception:  # a guest in the user's process: an odd filename is just not ours
+            return False
+
+    def is_project_file(self, filename: str) -> bool:
+        hit = self._by_filename.get(filename)
+        if hit is None:
+            hit = self._by_filename[filename] = self._decide(filename)
+        return hit
+
+    def _decide(self, filename: str) -> bool:
+        if not filename or (filename.startswith("<") and filename.endswith(">")):
+            return _matches(self.include, filename, (filename,))
+        real = os.path.realpath(filename)
+        if real == _OWN_PACKAGE or real.startswith(_OWN_PACKAGE + os.sep):
+            return False
+        if not real.startswith(self._prefix):
+            return _matches(self.include, filename, tuple(Path(filename).parts)) or _matches(
+                self.include, real, tuple(Path(real).parts)
+            )
+        rel = real[len(self._prefix) :].replace(os.sep, "/")
+        parts = tuple(rel.split("/"))
+        if self.include and _matches(self.include, rel, parts):
+            return True
+        if _matches(DEFAULT_EXCLUDES, rel, parts[:-1]) or _matches(self.exclude, rel, parts):
+            return False
+        return not self._in_venv(parts[:-1])
+
+    def _in_venv(self, dirs: tuple[str, ...]) -> bool:
+        """True when a folder between the project root and the file holds a ``pyvenv.cfg``."""
+        current = self._prefix
+        for part in dirs:
+            current = current + part + os.sep
+            known = self._venv_dirs.get(current)
+            if known is None:
+                known = self._venv_dirs[current] = os.path.isfile(current + "pyvenv.cfg")
+            if known:
+                return True
+        return False

@@ -1,0 +1,166 @@
+"""The two text tables: per function (print_stats) and the top lines overall (print_global_top_stats).
+
+Both work on the FunctionStats that get_stats() returns, so they run on unpickled stats too.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from .stats import FunctionStats, LineStats, StatsKey
+
+__all__ = ["SORT_KEYS", "check_options", "format_ns", "render_global", "render_stats"]
+
+SORT_KEYS: tuple[str, ...] = ("time", "hits", "line")
+UNAVAILABLE = "<source unavailable>"
+
+
+def check_options(sort_by: object, min_time_us: object, top_n: object, top_name: str) -> None:
+    """ValueError/TypeError for a bad argument, naming it and what it accepts."""
+    if not isinstance(sort_by, str) or sort_by not in SORT_KEYS:
+        raise ValueError(f"sort_by must be one of {', '.join(map(repr, SORT_KEYS))}; got {sort_by!r}")
+    if isinstance(min_time_us, bool) or not isinstance(min_time_us, (int, float)):
+        raise TypeError(f"min_time_us must be a number of microseconds, not {type(min_time_us).__name__}")
+    if math.isnan(min_time_us) or min_time_us < 0:
+        raise ValueError(f"min_time_us must be >= 0; got {min_time_us!r}")
+    if top_n is not None:
+        if isinstance(top_n, bool) or not isinstance(top_n, int):
+            raise TypeError(f"{top_name} must be an int or None, not {type(top_n).__name__}")
+        if top_n < 1:
+            raise ValueError(f"{top_name} must be >= 1 or None; got {top_n!r}")
+
+
+def format_ns(ns: float) -> str:
+    """A duration with a unit that keeps three or four significant digits."""
+    if ns < 1e3:
+        return f"{ns:.0f} ns"
+    if ns < 1e6:
+        return f"{ns / 1e3:.2f} us"
+    if ns < 1e9:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e9:.3f} s"
+
+
+def _display_path(filename: str, root: Path | None) -> str:
+    if root is not None:
+        try:
+            real = os.path.realpath(filename)
+            if real.startswith(str(root) + os.sep):
+                return os.path.relpath(real, root)
+        except (OSError, ValueError):
+            pass
+    return filename
+
+
+def _line_order(sort_by: str):
+    if sort_by == "time":
+        return lambda ln: (-ln.time_ns, ln.lineno)
+    if sort_by == "hits":
+        return lambda ln: (-ln.hits, ln.lineno)
+    return lambda ln: ln.lineno
+
+
+def _func_order(sort_by: str):
+    if sort_by == "time":
+        return lambda f: (-f.time_ns, f.filename, f.first_lineno, f.qualname)
+    if sort_by == "hits":
+        return lambda f: (-f.hits, f.filename, f.first_lineno, f.qualname)
+    return lambda f: (f.filename, f.first_lineno, f.qualname)
+
+
+def render_stats(
+    stats: Mapping[StatsKey, FunctionStats],
+    *,
+    min_time_us: float = 0,
+    top_n_lines: int | None = None,
+    sort_by: str = "time",
+    root: Path | None = None,
+) -> str:
+    """One table per function whose total time is at least ``min_time_us``.
+
+    Functions are ordered by ``sort_by`` (total time, total hits, or file and line), and so are
+    the lines inside each table; ``top_n_lines`` keeps the first N lines of that order.
+    """
+    check_options(sort_by, min_time_us, top_n_lines, "top_n_lines")
+    min_ns = min_time_us * 1e3
+    funcs = sorted((f for f in stats.values() if f.time_ns >= min_ns), key=_func_order(sort_by))
+    if not funcs:
+        if stats:
+            return f"No function took at least {min_time_us:g} us ({len(stats)} recorded).\n"
+        return "No line timings recorded.\n"
+    out: list[str] = []
+    for f in funcs:
+        lines = sorted(f.lines.values(), key=_line_order(sort_by))
+        shown = lines if top_n_lines is None else lines[:top_n_lines]
+        out.append(f"Function: {f.qualname} at {_display_path(f.filename, root)}:{f.first_lineno}")
+        note = "" if len(shown) == len(lines) else f"   (top {len(shown)} of {len(lines)} lines by {sort_by})"
+        out.append(f"Total time: {format_ns(f.time_ns)}   Hits: {f.hits:,}{note}")
+        out.append("")
+        header = f"{'Line':>6}  {'Hits':>12}  {'Time':>11}  {'Per hit':>10}  {'% func':>6}  Source"
+        out.append(header)
+        out.append("-" * len(header))
+        for ln in shown:
+            share = 100.0 * ln.time_ns / f.time_ns if f.time_ns > 0 else 0.0
+            per_hit = format_ns(ln.time_ns / ln.hits) if ln.hits else "-"
+            src = ln.source if ln.source is not None else UNAVAILABLE
+            out.append(
+                f"{ln.lineno:>6}  {ln.hits:>12,}  {format_ns(ln.time_ns):>11}  {per_hit:>10}  {share:>6.1f}  {src}"
+            )
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def render_global(
+    stats: Mapping[StatsKey, FunctionStats],
+    *,
+    top_n: int | None = 20,
+    min_time_us: float = 0,
+    sort_by: str = "time",
+    root: Path | None = None,
+    total_ns: int | None = None,
+) -> str:
+    """The lines of all functions in one list, ordered by ``sort_by``, first ``top_n`` kept.
+
+    ``% wall`` is a line's time over ``total_ns``, the wall time the profiler was enabled; lines
+    of different threads overlap, so the column can add up to more than 100.
+    """
+    check_options(sort_by, min_time_us, top_n, "top_n")
+    min_ns = min_time_us * 1e3
+    rows: list[tuple[FunctionStats, LineStats]] = [
+        (f, ln) for f in stats.values() for ln in f.lines.values() if ln.time_ns >= min_ns
+    ]
+    n_all = sum(len(f.lines) for f in stats.values())
+    if sort_by == "time":
+        rows.sort(key=lambda r: (-r[1].time_ns, r[0].filename, r[1].lineno))
+    elif sort_by == "hits":
+        rows.sort(key=lambda r: (-r[1].hits, r[0].filename, r[1].lineno))
+    else:
+        rows.sort(key=lambda r: (r[0].filename, r[1].lineno, r[0].qualname))
+    if not rows:
+        if n_all:
+            return f"No line took at least {min_time_us:g} us ({n_all} recorded).\n"
+        return "No line timings recorded.\n"
+    shown = rows if top_n is None else rows[:top_n]
+    out = [f"Top {len(shown)} of {n_all} lines by {sort_by} ({len(stats)} functions)"]
+    locs = [f"{_display_path(f.filename, root)}:{ln.lineno}" for f, ln in shown]
+    loc_w = min(max(len("Location"), *(len(s) for s in locs)), 60)
+    fn_w = min(max(len("Function"), *(len(f.qualname) for f, _ in shown)), 40)
+    wall = total_ns is not None and total_ns > 0
+    header = f"{'#':>4}  {'Time':>11}  {'Hits':>12}  {'Per hit':>10}  "
+    header += f"{'% wall':>6}  " if wall else ""
+    header += f"{'Location':<{loc_w}}  {'Function':<{fn_w}}  Source"
+    out.append(header)
+    out.append("-" * len(header))
+    for i, ((f, ln), loc) in enumerate(zip(shown, locs), 1):
+        per_hit = format_ns(ln.time_ns / ln.hits) if ln.hits else "-"
+        src = ln.source.strip() if ln.source is not None else UNAVAILABLE
+        row = f"{i:>4}  {format_ns(ln.time_ns):>11}  {ln.hits:>12,}  {per_hit:>10}  "
+        if wall:
+            assert total_ns is not None
+            row += f"{100.0 * ln.time_ns / total_ns:>6.1f}  "
+        row += f"{loc:<{loc_w}}  {f.qualname:<{fn_w}}  {src}"
+        out.append(row)
+    return "\n".join(out) + "\n"
