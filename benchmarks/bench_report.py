@@ -8,26 +8,17 @@ peak RSS of the report process (``ru_maxrss`` of that child, from ``os.wait4``).
 
 Targets (issue 4): <= 300 MB and <= 10 s with samples; <= 100 MB and <= 3 s with --no-samples.
 
-Resource samples are made by one function, :func:`make_samples`, so that the sampler's real
-format can replace the placeholder: it returns what goes under the document's ``samples`` key
-and may write sidecar files next to the worker file. The placeholder writes one row per second
-(time, RSS, the five /proc/self/io counters, the open phase) either to a sidecar file per
-worker (default) or inline in the worker file as columns of integers (``--samples inline``):
-the heaviest form for the report's reader, which must parse them even under ``--no-samples``.
-Until a block that reads samples is merged, ``report`` and ``report --no-samples`` do the same
-work, so a third row runs the report with a stand-in block that reads every worker's samples
-once, one worker at a time, as the resource block will. Swap :func:`make_samples` (and the
-stand-in) when the sampler's format and block land.
+Each worker's resource samples (one row a second) are written to its ``.samples`` file by the
+sampler's own writer (``samplefile.write_synthetic_history``), so ``report`` renders the I/O and
+MEMORY blocks from them and ``--no-samples`` skips them.
 
     python benchmarks/bench_report.py                 # 64 workers x 12 h, sidecar samples, 3 repeats
-    python benchmarks/bench_report.py --samples inline  # samples inside the worker files
     python benchmarks/bench_report.py --workers 8 --hours 1 --repeat 1
 """
 
 from __future__ import annotations
 
 import argparse
-import array
 import os
 import random
 import shutil
@@ -39,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.accounting import histogram, workerfile
+from lineprofiler.accounting import histogram, samplefile, workerfile
 
 S = 1_000_000_000
 T0 = 1_786_660_860 * S
@@ -138,37 +129,14 @@ def phase_records(rng: random.Random, role: str, runtime_ns: int) -> tuple[list[
 SAMPLE_COLUMNS = ("t_ns", "rss", "rchar", "wchar", "read_bytes", "write_bytes", "cancelled_write_bytes", "phase")
 
 
-def make_samples(rng: random.Random, folder: Path, stem: str, hours: float, interval_s: float, mode: str) -> Any:
-    """The resource samples of one worker: returns the document's ``samples`` value.
-
-    Placeholder until the sampler's format lands (swap this function). One row per interval:
-    time, RSS, the five /proc/self/io counters, the open phase. ``mode="sidecar"`` writes them
-    as int64 columns to ``<stem>.samples.bin`` beside the worker file and returns a small object
-    naming it (the report must not open it under --no-samples); ``mode="inline"`` returns the
-    columns themselves, which the reader must parse even under --no-samples (the worst case).
-    """
-    rows = int(hours * 3600 / interval_s)
-    step = int(interval_s * S)
-    rss, rchar, wchar, rbytes, wbytes = 2_000_000_000, 0, 0, 0, 0
-    columns: dict[str, list[int]] = {k: [] for k in SAMPLE_COLUMNS}
-    for row in range(rows):
-        rss += rng.randrange(-1_000_000, 1_000_001)
-        rchar += rng.randrange(0, 50_000_000)
-        wchar += rng.randrange(0, 5_000_000)
-        rbytes += rng.randrange(0, 10_000_000)
-        wbytes += rng.randrange(0, 4_000_000)
-        for key, value in (("t_ns", row * step), ("rss", rss), ("rchar", rchar), ("wchar", wchar),
-                           ("read_bytes", rbytes), ("write_bytes", wbytes), ("cancelled_write_bytes", 0),
-                           ("phase", rng.randrange(0, 8))):
-            columns[key].append(value)
-    if mode == "inline":
-        return {"format": "bench-placeholder-columns", "interval_s": interval_s, "rows": rows, **columns}
-    sidecar = folder / f"{stem}.samples.bin"
-    with open(sidecar, "wb") as handle:
-        for key in SAMPLE_COLUMNS:
-            array.array("q", columns[key]).tofile(handle)
-    return {"format": "bench-placeholder-sidecar", "interval_s": interval_s, "rows": rows,
-            "columns": list(SAMPLE_COLUMNS), "sidecar": sidecar.name}
+def make_samples(folder: Path, worker_file: str, hours: float, interval_s: float, seed: int, pid: int) -> Any:
+    """The resource samples of one worker, written by the sampler's real writer
+    (``samplefile.write_synthetic_history``) to the sidecar beside the worker file; returns the
+    document's ``samples`` value naming it."""
+    return samplefile.write_synthetic_history(
+        folder / samplefile.sidecar_name(worker_file),
+        start_unix_ns=T0, hours=hours, interval_s=interval_s, seed=seed, pid=pid,
+    )
 
 
 def generate(run_dir: Path, workers: int, hours: float, samples: str, seed: int = 1) -> tuple[int, int]:
@@ -204,12 +172,12 @@ def generate(run_dir: Path, workers: int, hours: float, samples: str, seed: int 
             "counters": counters,
             "caps": {"max_paths": 10_000, "paths_overflowed": 0, "max_counters": 10_000, "counters_overflowed": 0},
             "repairs": {"mismatched_exits": 0},
-            "samples": make_samples(rng, folder, name[:-5], hours, 1.0, samples) if samples != "none" else None,
+            "samples": make_samples(folder, name, hours, 1.0, index, pid) if samples != "none" else None,
             "gpu": None,
             "errors": [],
         }
         total_bytes += workerfile.write_worker_file(folder / name, document)
-        sidecar = folder / f"{name[:-5]}.samples.bin"
+        sidecar = folder / samplefile.sidecar_name(name)
         if sidecar.exists():
             total_bytes += sidecar.stat().st_size
     return workers, total_bytes
@@ -226,39 +194,6 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, wall)
 """
 
 
-# A stand-in for the resource block that will read samples: each worker's samples once, one
-# worker at a time (document["samples"] re-reads the file), reducing them to a peak RSS. It
-# shows what the merge leaves for such a block; the sampler's real block replaces it.
-_WITH_SAMPLE_BLOCK = """
-import array, sys, types
-from pathlib import Path
-
-def render_samples(run, options):
-    if options.no_samples:
-        return []
-    peak = 0
-    for worker in run.workers:
-        samples = worker.document["samples"]
-        if not samples:
-            continue
-        if "sidecar" in samples:
-            column = array.array("q")
-            with open(Path(worker.path).parent / samples["sidecar"], "rb") as handle:
-                handle.seek(samples["columns"].index("rss") * samples["rows"] * 8)
-                column.fromfile(handle, samples["rows"])
-        else:
-            column = samples["rss"]
-        peak = max(peak, max(column))
-    return ["MEMORY (bench stand-in)", f"peak RSS {peak}"]
-
-module = types.ModuleType("lineprofiler.accounting.report.resources")
-module.BLOCKS = (render_samples,)
-sys.modules[module.__name__] = module
-from lineprofiler.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
-
 def measure(args: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of one ``python -m lineprofiler`` run.
 
@@ -266,10 +201,7 @@ def measure(args: list[str]) -> tuple[float, float]:
     rusage with ``os.wait4``: a child forked straight from this process would start its
     ``ru_maxrss`` at this process's size (Linux keeps the high-water mark across exec).
     """
-    if args and args[0] == "stand-in":
-        command = [sys.executable, "-c", _WITH_SAMPLE_BLOCK, *args[1:]]
-    else:
-        command = [sys.executable, "-m", "lineprofiler", *args]
+    command = [sys.executable, "-m", "lineprofiler", *args]
     result = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True)
     code_text, maxrss_text, wall_text = result.stdout.split()
     code, maxrss_kib, wall = int(code_text), int(maxrss_text), float(wall_text)
@@ -283,8 +215,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=64)
     parser.add_argument("--hours", type=float, default=12.0)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--samples", choices=("sidecar", "inline", "none"), default="sidecar",
-                        help="where the placeholder samples go (default: a sidecar file per worker)")
+    parser.add_argument("--samples", choices=("sidecar", "none"), default="sidecar",
+                        help="write a sample file per worker (default) or none")
     parser.add_argument("--dir", type=Path, help="keep the generated run here (reused if it exists)")
     options = parser.parse_args()
 
@@ -299,16 +231,9 @@ def main() -> int:
         baseline = measure(["--version"])
         print(f"python -m lineprofiler --version: {baseline[0]:.2f}s, {baseline[1]:.1f} MB (interpreter floor)")
         print(f"{'command':<40}{'wall median':>12}{'wall max':>10}{'peak RSS':>12}   target")
-        for flags, target in (([], "<= 10 s, <= 300 MB"), (["--no-samples"], "<= 3 s, <= 100 MB"),
-                              (["stand-in"], "<= 10 s, <= 300 MB")):
-            if flags == ["stand-in"]:
-                if options.samples == "none":
-                    continue
-                runs = [measure(["stand-in", "report", str(run_dir)]) for _ in range(options.repeat)]
-                label = "report + stand-in samples block"
-            else:
-                runs = [measure(["report", str(run_dir), *flags]) for _ in range(options.repeat)]
-                label = " ".join(["report", *flags])
+        for flags, target in (([], "<= 10 s, <= 300 MB"), (["--no-samples"], "<= 3 s, <= 100 MB")):
+            runs = [measure(["report", str(run_dir), *flags]) for _ in range(options.repeat)]
+            label = " ".join(["report", *flags])
             walls = [w for w, _ in runs]
             rss = max(r for _, r in runs)
             print(f"{label:<40}{statistics.median(walls):>11.2f}s{max(walls):>9.2f}s{rss:>9.1f} MB   {target}")
