@@ -459,7 +459,10 @@ class Profiler:
         # Restarted from a pending call, once os.fork() has returned: a thread started inside
         # the fork hook would be counted by 3.13's "multi-threaded fork" check after the fact.
         self._restart_attempts = 0
-        if not _phases.defer(self._restart_after_fork):
+        # Only 3.12+ has that check. On 3.11 a pending call that re-queues itself while a trace
+        # or profile function is set (VizTracer, coverage, a debugger) spins forever: the
+        # re-queued call keeps the eval breaker set and 3.11's traced dispatch re-runs RESUME.
+        if sys.version_info < (3, 12) or not _phases.defer(self._restart_after_fork):
             self._start_thread()
         self._call_attachments("after_fork_parent")
 
