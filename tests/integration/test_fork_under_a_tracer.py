@@ -12,6 +12,7 @@ import sys
 import textwrap
 
 import pytest
+from lp_integration_helpers import clean_env
 
 
 @pytest.mark.parametrize("hook", ["setprofile", "settrace"])
@@ -35,8 +36,7 @@ def test_fork_with_a_profile_or_trace_function_returns(tmp_path, hook):
         print(os.waitstatus_to_exitcode(status))
         """
     )
-    env = {"PATH": "/usr/bin:/bin"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=clean_env())
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0"]
     assert len(list((tmp_path / "run" / "workers").rglob("w_*.json"))) == 2
