@@ -485,7 +485,7 @@ class Profiler:
           it is cut and written at exit and restarted in a fork child.
         * a :class:`cuda.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
         """
-        from . import backends, cuda  # not at import: a disabled profiler never loads them
+        from . import backends, capabilities, cuda  # not at import: a disabled profiler never loads them
 
         try:
             self._sync_fn = cuda.make_sync()
@@ -508,8 +508,12 @@ class Profiler:
                 if self.window.state != "unavailable":
                     self.set_watch(self.window_phase, self.window.on_entry)
                 self.add_attachment(self.window)  # also when unavailable: the worker file says why
+        annotator = self._annotator
+        if annotator is not None and annotator.nvtx_source is None and not capabilities.torch().available:
+            # Neither NVTX nor a torch that could ever be imported: hooks would only cost time.
+            annotator = None
         try:
-            enter, exit_ = backends.annotate_hooks(self._annotator, self.window)
+            enter, exit_ = backends.annotate_hooks(annotator, self.window)
             if enter is not None or exit_ is not None:
                 self.set_annotate(enter, exit_)
         except Exception as error:
