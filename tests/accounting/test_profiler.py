@@ -43,7 +43,7 @@ def test_the_seed_example_writes_a_valid_worker_file(tmp_path):
     assert phases["iteration"]["entries"] == 5 and phases["iteration"]["cpu_ns"] is not None
     assert doc["counters"] == [{"phase": "iteration/self_play/mcts", "name": "mcts_simulations", "total": 320}]
     assert doc["caps"]["max_paths"] == 10_000 and doc["repairs"]["mismatched_exits"] == 0
-    assert doc["errors"] == [] and doc["gpu"] is None
+    assert doc["errors"] == [] and set(doc["gpu"]) == {"vram", "nvml"}
     # The resource sampler is on by default: its rows go to a sample file beside this one.
     assert doc["samples"]["file"] == path.name.removesuffix(".json") + ".samples"
     assert (path.parent / doc["samples"]["file"]).is_file()

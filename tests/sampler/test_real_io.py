@@ -21,6 +21,13 @@ N = 8 << 20
 SLACK = 64 << 10
 
 
+def own_read_slack(sampler):
+    """The psutil backend bills its own /proc reads to the row after the one they moved, so a
+    measured window can come out short by about one tick's reads (a few hundred bytes) when the
+    thread ticked inside it; the native sampler counts its reads exactly."""
+    return 1024 if sampler.backend == "psutil" else 0
+
+
 def _measure(sampler, helpers, action):
     """Net I/O the sampler saw across ``action``, from the rows it took (markers before and
     after, plus whatever its thread took in between)."""
@@ -68,7 +75,7 @@ def test_warm_reread_is_page_cache_only(disk_dir, helpers, sampler):
     _read_all(path)  # make sure every page is resident
     io = _measure(sampler, helpers, lambda: _read_all(path))
     assert io.totals["read_bytes"] == 0
-    assert N <= io.totals["rchar"] <= N + SLACK  # N bytes read, all served by RAM
+    assert N - own_read_slack(sampler) <= io.totals["rchar"] <= N + SLACK  # all served by RAM
 
 
 def test_cold_read_reaches_the_disk(disk_dir, helpers, sampler):
@@ -76,7 +83,7 @@ def test_cold_read_reaches_the_disk(disk_dir, helpers, sampler):
     helpers.write_fsync(path, N)
     io = _measure(sampler, helpers, lambda: _read_all(path, cold=True))
     assert N <= io.totals["read_bytes"] <= N + SLACK
-    assert N <= io.totals["rchar"] <= N + SLACK
+    assert N - own_read_slack(sampler) <= io.totals["rchar"] <= N + SLACK
     assert io.totals["rchar"] - io.totals["read_bytes"] <= SLACK  # nothing from the cache
 
 

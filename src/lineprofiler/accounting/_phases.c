@@ -46,6 +46,10 @@
 #define LP_ROOT 0
 #define LP_OVERFLOW 1
 
+/* A frame's t0 until its entry clock has been read: a snapshot that runs in between (possible
+ * only while a test clock runs Python code) must not take the slot's old value for a start. */
+#define LP_T0_PENDING INT64_MIN
+
 #define LP_FLAG_IO 1
 #define LP_FLAG_SYNC 2
 
@@ -120,6 +124,11 @@ typedef struct lp_node {
     int64_t io_delta[LP_IO_FIELDS];
     int64_t io_measured;
     int64_t io_failed;
+    /* Entries still open, filled by each snapshot from every thread's stack (never added to
+     * the totals above, which an entry joins only when it closes). */
+    int64_t open_entries;
+    int64_t open_ns;
+    int64_t open_self_ns;
     uint64_t hist[LP_N_BUCKETS];
 } lp_node;
 
@@ -147,6 +156,7 @@ typedef struct {
 } lp_phase_slot;
 
 struct RecorderObject;
+struct TStackObject;
 
 typedef struct lp_state {
     PyTypeObject *recorder_type;
@@ -167,6 +177,9 @@ typedef struct lp_state {
     char io_path[256];
     unsigned long main_ident;
     struct RecorderObject *primary; /* borrowed; cleared by the recorder's dealloc */
+    /* Every live thread stack (borrowed; each unlinks itself in its dealloc), so a snapshot
+     * taken from another thread can see the entries still open. Changed only under the GIL. */
+    struct TStackObject *stacks;
     PyObject *overflow_name; /* "(overflow)": the node and counter past the caps */
     PyObject *slash;
     PyObject *underscore;
@@ -249,12 +262,13 @@ typedef struct {
     int64_t t0;
     int64_t cpu0;
     int64_t child_ns;
+    int64_t snap_child; /* a snapshot's scratch: open time of the direct child frames */
     int io_ok;
     lp_io_counters io0;
     int64_t own0[LP_IO_FIELDS];
 } lp_frame;
 
-typedef struct {
+typedef struct TStackObject {
     PyObject_HEAD
     lp_state *st;
     lp_frame *frames;
@@ -262,6 +276,8 @@ typedef struct {
     int32_t cap;
     int is_main;
     int64_t dropped; /* entries refused (depth cap, no memory); their exits are not mismatches */
+    struct TStackObject *prev; /* the module state's list of live stacks */
+    struct TStackObject *next;
 } TStackObject;
 
 typedef struct {
@@ -632,6 +648,13 @@ static TStackObject *lp_tstack_create(lp_state *st)
     ts->depth = ts->cap = 0;
     ts->dropped = 0;
     ts->is_main = PyThread_get_thread_ident() == st->main_ident;
+    /* Linked before anything can fail: the dealloc below unlinks in every case. */
+    ts->prev = NULL;
+    ts->next = st->stacks;
+    if (st->stacks != NULL) {
+        st->stacks->prev = ts;
+    }
+    st->stacks = ts;
     if (PyDict_SetItem(dict, st->tdict_key, (PyObject *)ts) < 0) {
         Py_DECREF(ts);
         return NULL;
@@ -661,6 +684,15 @@ static void tstack_dealloc(TStackObject *ts)
     if (PyThread_tss_get(st->tss) == (void *)ts) {
         (void)PyThread_tss_set(st->tss, NULL);
     }
+    if (ts->prev != NULL) {
+        ts->prev->next = ts->next;
+    } else if (st->stacks == ts) {
+        st->stacks = ts->next;
+    }
+    if (ts->next != NULL) {
+        ts->next->prev = ts->prev;
+    }
+    ts->prev = ts->next = NULL;
     lp_frame *frames = ts->frames;
     int32_t depth = ts->depth;
     ts->frames = NULL;
@@ -802,6 +834,7 @@ static PyObject *phase_enter(PhaseObject *self, PyObject *Py_UNUSED(ignored))
     f->gen = rec->gen;
     f->parent = parent_idx;
     f->child_ns = 0;
+    f->t0 = LP_T0_PENDING;
     f->io_ok = 0;
     if (LP_UNLIKELY(self->io)) {
         /* Read before the clock, so the read's own cost is not part of the phase's time. */
@@ -1598,12 +1631,14 @@ static PyObject *lp_node_dict(RecorderObject *rec, lp_node *node)
     }
     PyObject *d = NULL;
     if (cpu && mn && mx && io) {
-        d = Py_BuildValue("{s:i,s:O,s:L,s:L,s:L,s:O,s:L,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "id", node->id, "path", path,
-                          "entries", (long long)node->entries, "wall_ns", (long long)node->wall_ns, "self_ns",
-                          (long long)node->self_ns, "cpu_ns", cpu, "cpu_missing", (long long)node->cpu_missing,
-                          "min_ns", mn, "max_ns", mx, "hist", hist, "io", node->io ? Py_True : Py_False, "sync",
-                          node->sync ? Py_True : Py_False, "io_bytes", io, "overflow",
-                          node->overflow ? Py_True : Py_False);
+        d = Py_BuildValue("{s:i,s:O,s:L,s:L,s:L,s:O,s:L,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:L,s:L,s:L}", "id", node->id,
+                          "path", path, "entries", (long long)node->entries, "wall_ns", (long long)node->wall_ns,
+                          "self_ns", (long long)node->self_ns, "cpu_ns", cpu, "cpu_missing",
+                          (long long)node->cpu_missing, "min_ns", mn, "max_ns", mx, "hist", hist, "io",
+                          node->io ? Py_True : Py_False, "sync", node->sync ? Py_True : Py_False, "io_bytes", io,
+                          "overflow", node->overflow ? Py_True : Py_False, "open_entries",
+                          (long long)node->open_entries, "open_ns", (long long)node->open_ns, "open_self_ns",
+                          (long long)node->open_self_ns);
     }
     Py_XDECREF(cpu);
     Py_XDECREF(mn);
@@ -1613,8 +1648,50 @@ static PyObject *lp_node_dict(RecorderObject *rec, lp_node *node)
     return d;
 }
 
+/* Fills each node's open_* from the frames of this recorder still open on every thread's
+ * stack, as of `now`. Pure C, no Python call: the stacks cannot change under it. Per open
+ * entry: open_ns is its time so far, open_self_ns that minus its closed children's wall
+ * (child_ns) and its open children's time so far, so that adding open_self_ns to self_ns over
+ * all nodes never counts a nanosecond twice. Nothing here touches the totals. */
+static void lp_open_pass(RecorderObject *self, int64_t now)
+{
+    for (int32_t id = 0; id < self->n_nodes; id++) {
+        lp_node *node = lp_node_at(self, id);
+        node->open_entries = node->open_ns = node->open_self_ns = 0;
+    }
+    if (!self->active) {
+        return; /* every frame is stale */
+    }
+    for (TStackObject *ts = self->st->stacks; ts != NULL; ts = ts->next) {
+        for (int32_t i = 0; i < ts->depth; i++) {
+            ts->frames[i].snap_child = 0;
+        }
+        /* Top down: a child frame always lies above its parent, so it is done first. */
+        for (int32_t i = ts->depth - 1; i >= 0; i--) {
+            lp_frame *f = &ts->frames[i];
+            if (f->phase->rec != self || f->gen != self->gen || f->t0 == LP_T0_PENDING) {
+                continue;
+            }
+            int64_t elapsed = now - f->t0;
+            if (elapsed < 0) {
+                elapsed = 0;
+            }
+            int64_t own = elapsed - f->child_ns - f->snap_child;
+            f->node->open_entries++;
+            f->node->open_ns += elapsed;
+            f->node->open_self_ns += own > 0 ? own : 0;
+            if (f->parent >= 0) {
+                ts->frames[f->parent].snap_child += elapsed;
+            }
+        }
+    }
+}
+
 static PyObject *rec_snapshot(RecorderObject *self, PyObject *Py_UNUSED(ignored))
 {
+    /* The clock first: a test clock runs Python code, which may switch threads. */
+    int64_t now = self->active ? lp_wall(self) : 0;
+    lp_open_pass(self, now);
     PyObject *phases = PyList_New(0);
     PyObject *counters = PyList_New(0);
     PyObject *result = NULL;
@@ -1623,8 +1700,8 @@ static PyObject *rec_snapshot(RecorderObject *self, PyObject *Py_UNUSED(ignored)
     }
     for (int32_t id = LP_ROOT + 1; id < self->n_nodes; id++) {
         lp_node *node = lp_node_at(self, id);
-        if (node->entries == 0) {
-            continue; /* entered but never closed yet (or only in a stale generation) */
+        if (node->entries == 0 && node->open_entries == 0) {
+            continue; /* never entered in this generation */
         }
         PyObject *d = lp_node_dict(self, node);
         if (d == NULL || PyList_Append(phases, d) < 0) {

@@ -124,6 +124,9 @@ class Window:
         #: Whether enter/exit put phase names into the trace; off when an Annotator already does
         #: it for torch (its record_function lands in the same trace).
         self.record_phases = record_phases
+        # An Annotator whose record_function, once torch is imported, lands in this window's torch
+        # trace: while it is active the window adds none of its own (see annotate_hooks).
+        self._covered_by: Any = None
         self._lock = threading.RLock()
         self._local = threading.local()
         # Bumped when a window stops: per-thread stacks holding the stopped profiler's ranges are
@@ -265,7 +268,8 @@ class Window:
         if getattr(local, "generation", None) != self._generation:
             local.generation = self._generation
             local.stack = []
-        return local.stack
+        stack: list[list[Any]] = local.stack
+        return stack
 
     def enter(self, name: str) -> None:
         """Annotate hook: opens a range for ``name`` in the trace while the window is active.
@@ -277,8 +281,12 @@ class Window:
             self._last_enter = name
             return
         self._last_enter = name
-        event = self._open(name) if self.record_phases else None
+        event = self._open(name) if self._records() else None
         self._stack().append([name, event])
+
+    def _records(self) -> bool:
+        covered = self._covered_by
+        return self.record_phases and not (covered is not None and covered.record_function_active)
 
     def exit(self, name: str) -> None:
         self._last_enter = None
@@ -303,7 +311,7 @@ class Window:
         in the trace. (The name is kept per window, not per thread: only that order and a phase
         entered by another thread in between could confuse it, costing one range.)
         """
-        if self.record_phases and self._last_enter == self.watch_name:
+        if self._records() and self._last_enter == self.watch_name:
             self._stack().append([self.watch_name, self._open(self.watch_name)])
 
     def _open(self, name: str) -> Any:
@@ -432,9 +440,14 @@ def annotate_hooks(annotator: Any | None, window: Window | None) -> tuple[Hook |
         window.record_phases = not getattr(annotator, "record_function_active", False)
         if not window.record_phases:
             window = None
+        else:
+            # torch is not imported yet: the annotator's record_function may start later, and
+            # from then on the window must not add a second range per phase.
+            window._covered_by = annotator
     if annotator is None and window is None:
         return None, None
     if window is None:
+        assert annotator is not None
         return annotator.enter, annotator.exit
     if annotator is None:
         return window.enter, window.exit

@@ -53,6 +53,7 @@ __all__ = [
     "nvml",
     "nvtx",
     "psutil",
+    "read_metadata",
     "reset_cache",
     "torch",
     "torch_cuda",
@@ -220,9 +221,8 @@ def _probe_nvml() -> Capability:
     handle = getattr(lib, "nvmlDeviceGetHandleByIndex_v2", None) or getattr(lib, "nvmlDeviceGetHandleByIndex", None)
     shutdown = getattr(lib, "nvmlShutdown", None)
     if not (init and count and handle and shutdown and hasattr(lib, "nvmlDeviceGetUtilizationRates")):
-        return Capability(
-            "nvml", False, unavailable_reason=f"NVML library lacks nvmlInit/nvmlDeviceGetUtilizationRates: {path}", details=details
-        )
+        reason = f"NVML library lacks nvmlInit/nvmlDeviceGetUtilizationRates: {path}"
+        return Capability("nvml", False, unavailable_reason=reason, details=details)
     error_string = getattr(lib, "nvmlErrorString", None)
     if error_string is not None:
         error_string.restype = ctypes.c_char_p
@@ -232,7 +232,7 @@ def _probe_nvml() -> Capability:
         if error_string is not None:
             raw = error_string(rc)
             if raw:
-                return raw.decode(errors="replace")
+                return str(raw.decode(errors="replace"))
         return f"NVML error {rc}"
 
     rc = init()
@@ -343,20 +343,28 @@ def metadata(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return document
 
 
-def write_metadata(run_dir: str | os.PathLike[str], extra: Mapping[str, Any] | None = None) -> Path:
-    """Write ``<run_dir>/metadata.json`` atomically and return its path.
+def write_metadata(
+    run_dir: str | os.PathLike[str], extra: Mapping[str, Any] | None = None, *, relative: str | None = None
+) -> Path:
+    """Write ``<run_dir>/metadata.json`` (or ``<run_dir>/<relative>``) atomically; return its path.
 
-    Raises OSError (or TypeError/ValueError for an ``extra`` that is not JSON): the profiler
-    records the failure instead of letting it reach user code.
+    ``relative`` is a path inside ``run_dir`` (the profiler's per-process files,
+    ``metadata/<host>/m_<run>_<pid>_<uuid8>.json``); one that would leave ``run_dir`` is refused
+    with ValueError. Raises OSError (or TypeError/ValueError for an ``extra`` that is not JSON):
+    the profiler records the failure instead of letting it reach user code.
     """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    target = run_dir / (relative or METADATA_FILE)
+    if relative is not None:
+        parts = Path(relative).parts
+        if not parts or Path(relative).is_absolute() or any(part in ("", ".", "..") for part in parts):
+            raise ValueError(f"metadata path must stay inside the run directory, not {relative!r}")
+    target.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(metadata(extra), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp_metadata_", suffix=".json", dir=run_dir)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp_metadata_", suffix=".json", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data + b"\n")
-        target = run_dir / METADATA_FILE
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -365,3 +373,15 @@ def write_metadata(run_dir: str | os.PathLike[str], extra: Mapping[str, Any] | N
             pass
         raise
     return target
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """A metadata file's content, or None when it is missing, unreadable or not ours."""
+    try:
+        with open(path, "rb") as handle:
+            document = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or document.get("kind") != METADATA_KIND:
+        return None
+    return document

@@ -24,7 +24,14 @@ from typing import Any
 
 from . import capabilities
 
-__all__ = ["Annotator", "GpuAttachment", "make_sync", "nvml_document", "vram_unavailable_reason"]
+__all__ = [
+    "Annotator",
+    "GpuAttachment",
+    "describe_sync",
+    "make_sync",
+    "nvml_document",
+    "vram_unavailable_reason",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -91,6 +98,28 @@ class _LateSync:
             resolved()  # type: ignore[operator]
 
 
+def describe_sync(fn: Callable[[], object] | None) -> dict[str, Any]:
+    """What a :func:`make_sync` result does, for metadata.json: ``mode`` and, when it does
+    nothing, ``unavailable_reason``.
+
+    ``mode``: ``"torch.cuda.synchronize"`` (torch with CUDA), ``"pending"`` (torch installed,
+    not imported yet: decided at the first sync=True boundary after the import) or None.
+    """
+    if isinstance(fn, _LateSync):
+        resolved = fn._resolved
+        if resolved is False:
+            return {
+                "mode": "pending",
+                "available": None,
+                "unavailable_reason": "torch is not imported yet; decided at the first sync=True phase after it is",
+            }
+        fn = resolved  # type: ignore[assignment]
+    if fn is not None:
+        return {"mode": "torch.cuda.synchronize", "available": True, "unavailable_reason": None}
+    reason = capabilities.torch_cuda().unavailable_reason or "torch has no CUDA here"
+    return {"mode": None, "available": False, "unavailable_reason": f"sync=True is a no-op: {reason}"}
+
+
 # --------------------------------------------------------------------------------------------
 # annotate=True
 
@@ -154,11 +183,12 @@ class Annotator:
         self.last_error = f"{error.__class__.__name__}: {error}"
 
     def _stack(self) -> list[tuple[str, Callable[[], Any] | None, Any]]:
+        stack: list[tuple[str, Callable[[], Any] | None, Any]]
         try:
-            return self._local.stack
+            stack = self._local.stack
         except AttributeError:
             stack = self._local.stack = []
-            return stack
+        return stack
 
     def enter(self, name: str) -> None:
         if not self._torch_seen and "torch" in sys.modules:

@@ -39,6 +39,7 @@ FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
 _BACKENDS = ("none", "torch", "viztracer")
 _MAX_ERRORS = 32
 _MP_EXIT_PRIORITY = -100  # after multiprocessing joins its children, before os._exit
+METADATA_DIR = "metadata"  # run_dir/metadata/<host>/m_<run>_<pid>_<uuid8>.json, one per process
 
 
 def _env_enabled(value: str | None) -> bool:
@@ -51,6 +52,23 @@ def _check_bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
     return value
+
+
+def _check_backend_combination(backend: str | None, window: tuple[int, int] | None, window_phase: str | None) -> None:
+    """A backend needs its window and the phase that counts it; a window needs a backend.
+
+    ``window_phase`` alone is fine: the report also uses it to pick the ITERATIONS phase.
+    """
+    if backend is None:
+        if window is not None:
+            raise ValueError("backend_window needs a backend ('torch' or 'viztracer')")
+        return
+    if window is None:
+        raise ValueError(f"backend={backend!r} needs backend_window=(start, stop)")
+    if window_phase is None:
+        raise ValueError(f"backend={backend!r} needs window_phase: the phase whose entries open and close the window")
+    if not window_phase or "/" in window_phase:
+        raise ValueError(f"window_phase must be a phase's own name (no '/'), not {window_phase!r}")
 
 
 def _backend_name(backend: object) -> str | None:
@@ -134,6 +152,7 @@ class Profiler:
             window = (start, stop)
         if window_phase is not None and not isinstance(window_phase, str):
             raise TypeError(f"window_phase must be a str or None, not {type(window_phase).__name__}")
+        _check_backend_combination(backend_name, window, window_phase)
         if snapshot_interval_s is not None:
             if isinstance(snapshot_interval_s, bool) or not isinstance(snapshot_interval_s, (int, float)):
                 raise TypeError("snapshot_interval_s must be a number or None")
@@ -184,6 +203,9 @@ class Profiler:
         self._restart_attempts = 0
         self._inherited = False  # a copy made by fork: see _Process.register
         self._fork_parent_pid: int | None = None
+        self._sync_fn: Callable[[], object] | None = None
+        self._annotator: Any = None  # cuda.Annotator, with annotate=True
+        self.window: Any = None  # backends.Window, with backend=...
         self.phase = self._noop.phase  # type: ignore[method-assign]
         self.count = self._noop.count  # type: ignore[method-assign]
         if not self.enabled:
@@ -198,9 +220,12 @@ class Profiler:
         self.recorder.make_primary()
         self.phase = self.recorder.phase  # type: ignore[method-assign]
         self.count = self.recorder.count  # type: ignore[method-assign]
+        # Hooks and attachments before the start file, so that it already carries them.
+        self._wire()
         self._begin_process()
         _Process.register(self)
         self._attach_sampler()
+        self._write_metadata()
 
     # ------------------------------------------------------------------ lifetime
 
@@ -251,6 +276,7 @@ class Profiler:
         if not self.enabled or self._closed:
             return
         self._final_flush()
+        self._write_metadata(final=True)
         self._closed = True
         self._stop_thread()
         self._call_attachments("close")
@@ -473,6 +499,133 @@ class Profiler:
         if self.recorder is not None:
             self.recorder.set_watch(name, fn)
 
+    # ------------------------------------------------------------------ GPU, annotate, backend window
+
+    def _wire(self) -> None:
+        """Connect the optional pieces to the core's hooks; a failure is recorded, never raised.
+
+        * ``set_sync(cuda.make_sync())``: None (no cost at all) unless torch is installed; a
+          pending check when it is installed but not imported yet.
+        * ``annotate=True``: a :class:`cuda.Annotator`, combined with the window's hooks.
+        * ``backend=...``: a :class:`backends.Window` watching ``window_phase``, attached so that
+          it is cut and written at exit and restarted in a fork child.
+        * a :class:`cuda.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
+        """
+        from . import backends, capabilities, cuda  # not at import: a disabled profiler never loads them
+
+        try:
+            self._sync_fn = cuda.make_sync()
+            self.set_sync(self._sync_fn)
+        except Exception as error:
+            self._record_error(f"sync hook: {type(error).__name__}: {error}")
+        if self.annotate:
+            try:
+                self._annotator = cuda.Annotator()
+            except Exception as error:
+                self._record_error(f"annotate: {type(error).__name__}: {error}")
+        if self.backend is not None and self.backend_window is not None and self.window_phase is not None:
+            try:
+                self.window = backends.Window(
+                    self.backend, self.run_dir, self.backend_window, self.window_phase, host=self._host()
+                )
+            except Exception as error:
+                self._record_error(f"backend window: {type(error).__name__}: {error}")
+            if self.window is not None:
+                if self.window.state != "unavailable":
+                    self.set_watch(self.window_phase, self.window.on_entry)
+                self.add_attachment(self.window)  # also when unavailable: the worker file says why
+        annotator = self._annotator
+        if annotator is not None and annotator.nvtx_source is None and not capabilities.torch().available:
+            # Neither NVTX nor a torch that could ever be imported: hooks would only cost time.
+            annotator = None
+        try:
+            enter, exit_ = backends.annotate_hooks(annotator, self.window)
+            if enter is not None or exit_ is not None:
+                self.set_annotate(enter, exit_)
+        except Exception as error:
+            self._record_error(f"annotate hooks: {type(error).__name__}: {error}")
+        try:
+            self.add_attachment(cuda.GpuAttachment())
+        except Exception as error:
+            self._record_error(f"GPU attachment: {type(error).__name__}: {error}")
+
+    @staticmethod
+    def _host() -> str:
+        from .identity import resolve_host
+
+        return workerfile.sanitize_component(resolve_host(), "unknown-host")
+
+    def metadata_path(self) -> Path | None:
+        """This process's own metadata file, ``run_dir/metadata/<host>/m_<run>_<pid>_<uuid8>.json``
+        (named after its worker file), or None when disabled."""
+        if self.path is None or self.identity is None:
+            return None
+        return self.run_dir / METADATA_DIR / self.path.parent.name / ("m" + self.path.name[1:])
+
+    def _metadata_extra(self, final: bool) -> dict[str, Any]:
+        from . import cuda
+
+        assert self.identity is not None and self.path is not None
+        if self._annotator is not None:
+            annotate: dict[str, Any] = {"requested": True, **self._annotator.describe()}
+            if annotate.get("nvtx") is None and not annotate.get("record_function"):
+                from . import capabilities
+
+                annotate["unavailable_reason"] = (
+                    f"no NVTX ({capabilities.nvtx().unavailable_reason}) and no record_function (torch is not imported)"
+                )
+        else:
+            annotate = {"requested": self.annotate}
+        return {
+            "run_id": self.identity.run_id,
+            "attempt": self.identity.attempt,
+            "role": self.identity.role,
+            "worker_file": self.path.relative_to(self.run_dir).as_posix(),
+            "final": final,
+            "profiler": {
+                "measure_cpu": self.measure_cpu,
+                "snapshot_interval_s": self.snapshot_interval_s,
+                "annotate": self.annotate,
+                "backend": self.backend,
+                "backend_window": list(self.backend_window) if self.backend_window else None,
+                "window_phase": self.window_phase,
+            },
+            "backend": self.window.describe() if self.window is not None else None,
+            "sync": cuda.describe_sync(self._sync_fn),
+            "annotate": annotate,
+        }
+
+    def _write_metadata(self, *, final: bool = False) -> None:
+        """This process's ``metadata/<host>/m_….json``, and ``run_dir/metadata.json``.
+
+        Every process writes its own file (a unique name: no two processes ever write the same
+        one). ``metadata.json`` is the run's summary, written by the first process of a run to
+        get there: a process rewrites it only when it does not already name this run and attempt
+        (a rerun into the same directory replaces it). Both are written to a temporary name and
+        renamed, so a reader never sees half a file; two processes of a new run racing on
+        ``metadata.json`` each leave a complete file of the run. The report never needs either.
+        Failures (an unwritable run dir) are recorded in the worker file's ``errors``.
+        """
+        if self.identity is None:
+            return
+        try:
+            from . import capabilities
+
+            extra = self._metadata_extra(final)
+            own = self.metadata_path()
+            assert own is not None
+            capabilities.write_metadata(self.run_dir, extra, relative=own.relative_to(self.run_dir).as_posix())
+            if not final:
+                current = capabilities.read_metadata(self.run_dir / capabilities.METADATA_FILE)
+                if current is None or (current.get("run_id"), current.get("attempt")) != (
+                    self.identity.run_id,
+                    self.identity.attempt,
+                ):
+                    capabilities.write_metadata(self.run_dir, extra)
+        except Exception as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            self._record_error(f"metadata: {type(error).__name__}: {reason}")
+
     # ------------------------------------------------------------------ fork
 
     def _before_fork(self) -> None:
@@ -485,7 +638,10 @@ class Profiler:
         # Restarted from a pending call, once os.fork() has returned: a thread started inside
         # the fork hook would be counted by 3.13's "multi-threaded fork" check after the fact.
         self._restart_attempts = 0
-        if not _phases.defer(self._restart_after_fork):
+        # Only 3.12+ has that check. On 3.11 a pending call that re-queues itself while a trace
+        # or profile function is set (VizTracer, coverage, a debugger) spins forever: the
+        # re-queued call keeps the eval breaker set and 3.11's traced dispatch re-runs RESUME.
+        if sys.version_info < (3, 12) or not _phases.defer(self._restart_after_fork):
             self._start_thread()
         self._call_attachments("after_fork_parent")
 
@@ -525,7 +681,8 @@ class Profiler:
         if self.recorder is not None:
             self.recorder.reset()
             self.recorder.make_primary()
-        # Attachments first: the start file below asks them to contribute, and a sampler
+        # Attachments first: the child's start file below asks them to contribute, so they must
+        # have forgotten the parent's state (a window's progress, VRAM peaks), and a sampler
         # still holds the locks it took across the fork until its own hook has run.
         self._call_attachments("after_fork_child")
         self._begin_process()

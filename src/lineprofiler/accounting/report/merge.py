@@ -160,8 +160,16 @@ class PhaseStats:
     io: bool = False
     sync: bool = False
     overflow: bool = False
+    #: Entries still open at the worker's last snapshot (a process killed inside a long phase):
+    #: their time so far, and its self part. Never part of the totals above.
+    open_entries: int = 0
+    open_ns: int = 0
+    open_self_ns: int = 0
 
     def add(self, phase: Mapping[str, Any]) -> None:
+        self.open_entries += _count(phase, "open_entries")
+        self.open_ns += _count(phase, "open_ns")
+        self.open_self_ns += _count(phase, "open_self_ns")
         self.entries += phase["entries"]
         self.wall_ns += phase["wall_ns"]
         self.self_ns += phase["self_ns"]
@@ -196,6 +204,14 @@ class PhaseStats:
         self.io = self.io or other.io
         self.sync = self.sync or other.sync
         self.overflow = self.overflow or other.overflow
+        self.open_entries += other.open_entries
+        self.open_ns += other.open_ns
+        self.open_self_ns += other.open_self_ns
+
+    @property
+    def self_with_open_ns(self) -> int:
+        """Self time including the entries still open: what the role blocks rank and share."""
+        return max(0, self.self_ns) + self.open_self_ns
 
     @property
     def depth(self) -> int:
@@ -264,8 +280,9 @@ class RoleStats:
 
     @property
     def phase_time_ns(self) -> int:
-        """The sum of the role's self times: what its phase shares are shares of."""
-        return sum(max(0, p.self_ns) for p in self.phases.values())
+        """The sum of the role's self times, open entries included: what its phase shares are
+        shares of."""
+        return sum(p.self_with_open_ns for p in self.phases.values())
 
 
 @dataclass
@@ -373,6 +390,14 @@ class Run:
         return merged
 
 
+def _count(phase: Mapping[str, Any], key: str) -> int:
+    """A non-negative int field a writer may leave out (older files: 0); anything else is 0."""
+    value = phase.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        return 0
+    return value
+
+
 def attempt_name(run_id: str, attempt: int) -> str:
     """``run_id``, with ``#attempt`` appended for a requeued attempt."""
     text = fmt.printable(run_id)
@@ -397,7 +422,8 @@ def worker_from_document(path: Path, document: dict[str, Any], *, no_samples: bo
     identity = document["identity"]
     times = document["times"]
     snapshot = document["snapshot"]
-    busy = sum(p["wall_ns"] for p in document["phases"] if "/" not in p["path"])
+    # Top-level phases, with the time so far of entries still open at the last snapshot.
+    busy = sum(p["wall_ns"] + _count(p, "open_ns") for p in document["phases"] if "/" not in p["path"])
     interval = snapshot.get("interval_s")
     samples = document.get("samples")
     samples_on_disk = samples is workerfile.SAMPLES_SKIPPED or (

@@ -115,18 +115,25 @@ def _role_block(role: RoleStats) -> list[str]:
     parts.append(f"imbalance {fmt.ratio(role.imbalance)}")
     lines = _section(f"{fmt.printable(role.name).upper()}  ({', '.join(parts)})")
     total = role.phase_time_ns
-    ranked = sorted((p for p in role.phases.values() if p.self_ns > 0), key=lambda p: (-p.self_ns, p.path))
+    # Entries still open at a worker's last snapshot count with their time so far (a process
+    # killed four hours into a phase still shows those hours), and the row says so.
+    ranked = sorted(
+        (p for p in role.phases.values() if p.self_with_open_ns > 0), key=lambda p: (-p.self_with_open_ns, p.path)
+    )
     if not ranked or total <= 0:
         lines.append("(no time recorded in phases)")
         return lines
     names = short_names([p.path for p in ranked])
     shown = ranked[:ROLE_ROWS]
     for phase in shown:
-        lines.append(f"{_clip(names[phase.path]):<{NAME_WIDTH}}{fmt.percent(phase.self_ns / total):>6}"
-                     f"{fmt.duration(phase.self_ns):>13}")
+        row = (f"{_clip(names[phase.path]):<{NAME_WIDTH}}{fmt.percent(phase.self_with_open_ns / total):>6}"
+               f"{fmt.duration(phase.self_with_open_ns):>13}")
+        if phase.open_entries:
+            row += f"   includes {fmt.count(phase.open_entries)} open entr{'y' if phase.open_entries == 1 else 'ies'}"
+        lines.append(row)
     rest = ranked[ROLE_ROWS:]
     if rest:
-        rest_ns = sum(p.self_ns for p in rest)
+        rest_ns = sum(p.self_with_open_ns for p in rest)
         label = f"({len(rest)} more phases)"
         lines.append(f"{label:<{NAME_WIDTH}}{fmt.percent(rest_ns / total):>6}{fmt.duration(rest_ns):>13}")
     slowest = role.slowest
@@ -145,10 +152,18 @@ def _role_block(role: RoleStats) -> list[str]:
 
 def render_roles(run: Run, options: RenderOptions) -> list[str]:
     lines: list[str] = []
+    open_entries = 0
     for role in run.roles.values():
         if lines:
             lines.append("")
         lines.extend(_role_block(role))
+        open_entries += sum(p.open_entries for p in role.phases.values())
+    if open_entries:
+        options.add_caveat(
+            f"{fmt.count(open_entries)} phase entr{'y was' if open_entries == 1 else 'ies were'} still open at "
+            "the last snapshot: the role blocks count their time so far; DOMINANT PHASES, wait% and the "
+            "percentiles cover closed entries only"
+        )
     return lines
 
 

@@ -1,0 +1,97 @@
+"""`lineprofiler report` over runs made with every wired piece switched on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lp_integration_helpers import HAS_TORCH, HAS_VIZTRACER, worker_documents
+
+PIPELINE = """
+import multiprocessing as mp
+from lineprofiler.accounting import Profiler
+
+def actor():
+    p = Profiler(role="actor", annotate=True)
+    for _ in range(6):
+        with p.phase("iteration"), p.phase("self_play", sync=True):
+            p.count("moves", 3)
+    p.close()
+
+if __name__ == "__main__":
+    {imports}
+    learner = Profiler(run_dir={run_dir!r}, role="learner", annotate=True, **{window})
+    for _ in range(5):
+        with learner.phase("iteration"):
+            with learner.phase("train", sync=True):
+                sum(i * i for i in range(2000))
+    for method in ("spawn", "fork"):
+        child = mp.get_context(method).Process(target=actor)
+        child.start()
+        child.join()
+        assert child.exitcode == 0
+    learner.close()
+"""
+
+
+def make_run(run_python, tmp_path, *, window: dict | None = None, imports: str = "", env=None):
+    run_dir = tmp_path / "run"
+    code = PIPELINE.format(window=repr(window or {}), imports=imports or "pass", run_dir=str(run_dir))
+    run_python(code, env=env, as_file=True)
+    return run_dir
+
+
+def block(text: str, title: str) -> list[str]:
+    lines = text.splitlines()
+    start = lines.index(title)
+    out = []
+    for line in lines[start + 2 :]:
+        if not line.strip():
+            break
+        out.append(line)
+    return out
+
+
+@pytest.mark.skipif(not HAS_VIZTRACER, reason="viztracer is not installed")
+def test_the_report_renders_and_says_why_the_gpu_block_is_absent(run_python, tmp_path, report):
+    window = {"backend": "viztracer", "backend_window": (2, 4), "window_phase": "iteration"}
+    run_dir = make_run(run_python, tmp_path, window=window)
+    documents = worker_documents(run_dir)
+    assert sorted(d["identity"]["role"] for d in documents) == ["actor", "actor", "learner"]
+    for document in documents:
+        assert document["gpu"]["nvml"]["available"] is False
+        assert document["gpu"]["vram"]["unavailable_reason"] == "torch is not imported by this process"
+    rc, out, err = report(run_dir)
+    assert rc == 0, err
+    assert "LEARNER  (1 process" in out and "ACTOR  (2 processes" in out
+    assert "ITERATIONS  phase iteration (window_phase)" in out.splitlines()
+    gpu = block(out, "GPU")
+    assert len(gpu) == 1 and gpu[0].startswith("absent: cannot load NVML (no NVIDIA driver?): ")
+    assert "libnvidia-ml.so.1" in gpu[0]
+    assert (run_dir / "backend").is_dir()  # the learner's window wrote its trace beside the run
+    rc, out, err = report(run_dir, "--no-samples")
+    assert rc == 0, err
+    assert "GPU" not in out.splitlines()
+
+
+def test_a_loadable_nvml_without_devices_gives_its_own_reason(run_python, tmp_path, report, nvml_stub):
+    run_dir = make_run(run_python, tmp_path, env={"LINEPROFILER_NVML_LIBRARY": str(nvml_stub)})
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["capabilities"]["nvml"]["unavailable_reason"] == "NVML sees no GPU"
+    assert meta["capabilities"]["nvml"]["library"] == str(nvml_stub)
+    rc, out, err = report(run_dir)
+    assert rc == 0, err
+    assert block(out, "GPU") == ["absent: NVML sees no GPU"]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is tested on Python 3.11 only")
+def test_the_report_over_a_torch_run(run_python, tmp_path, report):
+    window = {"backend": "torch", "backend_window": (2, 4), "window_phase": "iteration"}
+    run_dir = make_run(run_python, tmp_path, window=window, imports="import torch")
+    rc, out, err = report(run_dir)
+    assert rc == 0, err
+    assert block(out, "GPU")[0].startswith("absent: cannot load NVML")
+    learner = next(d for d in worker_documents(run_dir) if d["identity"]["role"] == "learner")
+    assert learner["backend_window"]["state"] == "done"
+    assert learner["gpu"]["vram"]["unavailable_reason"] == "torch is built without CUDA"
+    assert learner["errors"] == []
