@@ -5,7 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # -Werror here, not in pyproject.toml: our builds must be warning-free, a user's need not fail.
 WERROR ?= -Werror
-C_SOURCES := $(wildcard src/lineprofiler/*.h src/lineprofiler/*/*.c)
+# What pytest runs; TESTS=tests/lines runs one folder.
+TESTS ?= tests
+C_SOURCES := $(wildcard src/lineprofiler/*.h src/lineprofiler/*/*.c src/lineprofiler/*/*.h)
 
 .PHONY: demo test test-asan bench clean
 
@@ -24,7 +26,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	# pytest exits 5 when it collected nothing; that is a failure of the suite here.
-	$(RUN_ENV) $(PY) -m pytest $(PYTEST_ARGS) tests; rc=$$?; \
+	$(RUN_ENV) $(PY) -m pytest $(PYTEST_ARGS) $(TESTS); rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no tests ran"; exit 1; fi; exit $$rc
 
 # The C under AddressSanitizer and UBSan: its own environment, Python itself uninstrumented.
@@ -32,7 +34,7 @@ test-asan:
 	$(MAKE) test VENV=.venv-asan WERROR=-Werror \
 		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -O1 -g" \
 		EXTRA_LDFLAGS="-fsanitize=address,undefined" \
-		PYTEST_ARGS="$(PYTEST_ARGS)" \
+		PYTEST_ARGS="$(PYTEST_ARGS)" TESTS="$(TESTS)" \
 		RUN_ENV="LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LP_ASAN=1"
 
 bench: $(VENV)/.installed

@@ -7,10 +7,12 @@ Buckets are fixed and logarithmic, 8 per doubling of duration, from 1 us to abou
 * bucket ``k`` (1..LAST_EDGE) holds ``EDGES[k-1] <= ns < EDGES[k]``;
 * bucket ``LAST_EDGE + 1`` holds durations at or above ``EDGES[LAST_EDGE]`` (overflow).
 
-A bucket is reported by its geometric midpoint ``sqrt(EDGES[k-1] * EDGES[k])``, so any
-quantile that falls inside the covered range is within ``(r - 1) / (r + 1)`` of a value
-that was really recorded, where ``r = 2 ** (1/8)``: at most 4.33 % relative error.
-Reported quantiles are also clamped to the phase's exact min and max.
+A bucket is reported by its geometric midpoint ``sqrt(EDGES[k-1] * EDGES[k])``. A value
+``v`` recorded in ``[lo, hi)`` is then reported within ``sqrt(hi / lo) - 1`` of itself:
+``sqrt(r) - 1`` = 4.43 % for ``r = 2 ** (1/8)``, and 4.45 % at worst because the edges are
+whole nanoseconds (the buckets near 1 us are a little wider). :data:`RELATIVE_ERROR` is that
+worst case, computed from the edges. Reported quantiles are also clamped to the phase's exact
+min and max.
 
 Counts merge exactly by addition, which is what lets the report merge many processes.
 """
@@ -32,8 +34,9 @@ EDGES: tuple[int, ...] = tuple(
 )
 
 RATIO = 2.0 ** (1.0 / BUCKETS_PER_DOUBLING)
-#: The worst relative error of a reported quantile inside the covered range.
-RELATIVE_ERROR = (RATIO - 1.0) / (RATIO + 1.0)
+#: The worst relative error of a reported quantile inside the covered range, against the
+#: value really recorded: the widest bucket's sqrt(hi / lo) - 1 (4.45 %).
+RELATIVE_ERROR = max(math.sqrt(EDGES[k] / EDGES[k - 1]) - 1.0 for k in range(1, LAST_EDGE + 1))
 
 
 def bucket_index(ns: int) -> int:

@@ -26,7 +26,7 @@ not know, so later versions may add keys without a schema break. A file whose
     ``"signalled"`` (flushed from SIGTERM/SIGUSR1/SIGHUP), ``signal``: str or null.
 
 ``snapshot``\\* object:
-    ``interval_s`` float, ``writes`` int (successful), ``failures`` int, ``last_error`` str or
+    ``interval_s`` float or null (no periodic snapshots), ``writes`` int (successful), ``failures`` int, ``last_error`` str or
     null, ``last_success_unix_ns`` int or null.
 
 ``config`` object: ``measure_cpu`` bool, ``window_phase`` str or null, ``backend`` str or
@@ -57,11 +57,18 @@ not know, so later versions may add keys without a schema break. A file whose
 ``gpu``: null or an object (the GPU work defines it).
 
 ``errors`` list of str: failures inside the profiler that were recorded instead of raised.
+
+``layout``: ``"samples-last"`` when :func:`write_worker_file` wrote the document (it puts
+``samples`` last), so that a reader that does not want the samples can stop before them
+(:func:`read_worker_file` with ``skip_samples=True``) instead of parsing a 12-hour history.
+The writer adds it and the reader removes it: ``read_worker_file(p)`` after
+``write_worker_file(p, d)`` equals ``d``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -69,9 +76,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import histogram as _histogram
+
 SCHEMA_VERSION = 1
 KIND = "lineprofiler-worker"
 WORKERS_DIR = "workers"
+LAYOUT_SAMPLES_LAST = "samples-last"
+#: What ``document["samples"]`` holds after a read with ``skip_samples=True`` when the file has
+#: samples that were not parsed (compare with ``is``). Null samples stay None.
+SAMPLES_SKIPPED: dict[str, Any] = {"skipped": True}
+_SAMPLES_KEY = b',"samples":'
+#: How many nested ``"samples"`` keys the skipping reader steps over before parsing everything.
+_SKIP_ATTEMPTS = 8
 _FILE_RE = re.compile(r"^w_.+_\d+_[0-9a-f]{8}\.json$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -105,7 +121,11 @@ def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *,
     user code.
     """
     path = Path(path)
-    data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    # ``samples`` last, announced by ``layout`` before it: a reader can skip the bulk.
+    ordered = {k: v for k, v in document.items() if k not in ("samples", "layout")}
+    ordered["layout"] = LAYOUT_SAMPLES_LAST
+    ordered["samples"] = document.get("samples")
+    data = json.dumps(ordered, separators=(",", ":"), allow_nan=False).encode("utf-8")
     fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -123,16 +143,50 @@ def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *,
     return len(data)
 
 
-def find_worker_files(run_dir: str | os.PathLike[str]) -> list[Path]:
-    """Every worker file under ``run_dir/workers/<host>/``, sorted; temp files are skipped."""
+def scan_worker_files(run_dir: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
+    """The worker files under ``run_dir/workers/<host>/``, sorted, and what could not be listed.
+
+    Returns ``(files, problems)``: ``problems`` holds one line per host folder that could not be
+    listed (it costs that host's workers, not the run). Temp files of an in-progress write are
+    skipped. Raises WorkerFileError when ``workers/`` itself exists but cannot be listed;
+    returns no files when it does not exist.
+    """
     root = Path(run_dir) / WORKERS_DIR
-    if not root.is_dir():
+    try:
+        host_dirs = sorted(root.iterdir())
+    except FileNotFoundError:
+        return [], []
+    except NotADirectoryError:
+        return [], []
+    except OSError as error:
+        raise WorkerFileError(f"{root}: cannot list: {error.strerror or error}") from None
+    found: list[Path] = []
+    problems: list[str] = []
+    for host_dir in host_dirs:
+        try:
+            if not host_dir.is_dir():
+                continue
+            names = sorted(p.name for p in host_dir.iterdir())
+        except OSError as error:
+            problems.append(f"{host_dir}: cannot list: {error.strerror or error}")
+            continue
+        found.extend(host_dir / name for name in names if _FILE_RE.match(name))
+    return found, problems
+
+
+def find_worker_files(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """Every worker file under ``run_dir/workers/<host>/``, sorted; temp files and folders that
+    cannot be listed are skipped (:func:`scan_worker_files` says which)."""
+    try:
+        return scan_worker_files(run_dir)[0]
+    except WorkerFileError:
         return []
-    found = []
-    for host_dir in sorted(root.iterdir()):
-        if host_dir.is_dir():
-            found.extend(p for p in sorted(host_dir.iterdir()) if _FILE_RE.match(p.name))
-    return found
+
+
+# Every integer in a worker file must fit the C writer's int64: a larger one is corruption, and
+# letting it through would make the report's float arithmetic overflow.
+_INT_LIMIT = 2**63
+_NONE = type(None)
 
 
 @dataclass(frozen=True)
@@ -140,6 +194,17 @@ class _Field:
     key: str
     types: tuple[type, ...]
     required: bool = True
+    #: For ints: refuse negative values (counts, durations, timestamps).
+    non_negative: bool = False
+
+
+def _text_ok(value: str) -> bool:
+    # A lone surrogate (legal in JSON's \u escapes) cannot be printed or encoded as UTF-8.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check(obj: Any, where: str, fields: tuple[_Field, ...], path: Path) -> None:
@@ -156,42 +221,78 @@ def _check(obj: Any, where: str, fields: tuple[_Field, ...], path: Path) -> None
             raise WorkerFileError(f"{path}: '{where}.{field.key}' has the wrong type")
         if not isinstance(value, field.types):
             raise WorkerFileError(f"{path}: '{where}.{field.key}' has the wrong type")
+        if isinstance(value, int) and not isinstance(value, bool):
+            low = 0 if field.non_negative else -_INT_LIMIT
+            if not low <= value < _INT_LIMIT:
+                raise WorkerFileError(f"{path}: '{where}.{field.key}' is out of range ({value})")
+        elif isinstance(value, float):
+            if not math.isfinite(value) or (field.non_negative and value < 0):
+                raise WorkerFileError(f"{path}: '{where}.{field.key}' is out of range ({value})")
+        elif isinstance(value, str) and not _text_ok(value):
+            raise WorkerFileError(f"{path}: '{where}.{field.key}' is not valid text")
 
 
-_NONE = type(None)
 _IDENTITY = (
     _Field("run_id", (str,)),
     _Field("role", (str,)),
     _Field("host", (str,)),
-    _Field("pid", (int,)),
+    _Field("pid", (int,), non_negative=True),
     _Field("uuid", (str,)),
-    _Field("attempt", (int,), required=False),
+    _Field("attempt", (int,), required=False, non_negative=True),
     _Field("rank", (int, _NONE), required=False),
     _Field("local_rank", (int, _NONE), required=False),
     _Field("node_rank", (int, _NONE), required=False),
+    _Field("world_size", (int, _NONE), required=False),
     _Field("job_id", (str, _NONE), required=False),
+    _Field("launcher", (str, _NONE), required=False),
 )
 _TIMES = (
-    _Field("start_unix_ns", (int,)),
-    _Field("last_flush_unix_ns", (int,)),
-    _Field("elapsed_ns", (int,)),
+    _Field("start_unix_ns", (int,), non_negative=True),
+    _Field("last_flush_unix_ns", (int,), non_negative=True),
+    _Field("elapsed_ns", (int,), non_negative=True),
     _Field("status", (str,)),
-    _Field("end_unix_ns", (int, _NONE), required=False),
+    _Field("end_unix_ns", (int, _NONE), required=False, non_negative=True),
+    _Field("signal", (str, _NONE), required=False),
 )
 _SNAPSHOT = (
-    _Field("writes", (int,), required=False),
-    _Field("failures", (int,), required=False),
+    _Field("interval_s", (int, float, _NONE), required=False, non_negative=True),
+    _Field("writes", (int,), required=False, non_negative=True),
+    _Field("failures", (int,), required=False, non_negative=True),
     _Field("last_error", (str, _NONE), required=False),
+    _Field("last_success_unix_ns", (int, _NONE), required=False, non_negative=True),
 )
+_HISTOGRAM = (
+    _Field("scheme", (str,)),
+    _Field("n_buckets", (int,), required=False, non_negative=True),
+)
+_CONFIG = (
+    _Field("measure_cpu", (bool,), required=False),
+    _Field("window_phase", (str, _NONE), required=False),
+    _Field("backend", (str, _NONE), required=False),
+    _Field("annotate", (bool,), required=False),
+)
+_CAPS = (
+    _Field("max_paths", (int,), required=False, non_negative=True),
+    _Field("paths_overflowed", (int,), required=False, non_negative=True),
+    _Field("max_counters", (int,), required=False, non_negative=True),
+    _Field("counters_overflowed", (int,), required=False, non_negative=True),
+)
+_REPAIRS = (_Field("mismatched_exits", (int,), required=False, non_negative=True),)
 _PHASE = (
     _Field("path", (str,)),
-    _Field("entries", (int,)),
-    _Field("wall_ns", (int,)),
+    _Field("entries", (int,), non_negative=True),
+    _Field("wall_ns", (int,), non_negative=True),
+    # Self and CPU time are differences of clocks the writer read: a repaired mismatched exit
+    # can leave them slightly off, which the report clamps rather than refuses.
     _Field("self_ns", (int,)),
     _Field("cpu_ns", (int, _NONE), required=False),
-    _Field("min_ns", (int, _NONE), required=False),
-    _Field("max_ns", (int, _NONE), required=False),
+    _Field("min_ns", (int, _NONE), required=False, non_negative=True),
+    _Field("max_ns", (int, _NONE), required=False, non_negative=True),
     _Field("hist", (list,)),
+    _Field("io", (bool,), required=False),
+    _Field("sync", (bool,), required=False),
+    _Field("overflow", (bool,), required=False),
+    _Field("io_bytes", (dict, _NONE), required=False),
 )
 _COUNTER = (
     _Field("phase", (str,)),
@@ -200,37 +301,74 @@ _COUNTER = (
 )
 
 
+def _check_optional_object(document: dict[str, Any], key: str, fields: tuple[_Field, ...], path: Path) -> None:
+    value = document.get(key)
+    if value is not None:
+        _check(value, key, fields, path)
+
+
 def validate(document: Any, path: Path) -> dict[str, Any]:
-    """Check the parts of a document the report relies on; raise WorkerFileError if wrong."""
+    """Check the parts of a document the report relies on; raise WorkerFileError if wrong.
+
+    Beyond the types: integers must fit an int64 (counts, durations and timestamps must not be
+    negative), floats must be finite, text must be valid Unicode, histogram buckets must lie in
+    the scheme's range, and the histogram scheme must be one this reader knows. A document that
+    passes can be merged and printed without any further checks.
+    """
     if not isinstance(document, dict):
         raise WorkerFileError(f"{path}: not a worker file (top level is not an object)")
-    if document.get("kind") != KIND:
-        raise WorkerFileError(f"{path}: not a worker file (kind is {document.get('kind')!r})")
+    kind = document.get("kind")
+    if kind != KIND:
+        shown = kind if isinstance(kind, (str, int, float, bool, type(None))) else type(kind).__name__
+        raise WorkerFileError(f"{path}: not a worker file (kind is {ascii(shown)[:80]})")
     version = document.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise WorkerFileError(f"{path}: invalid schema_version {version!r}")
+        shown = ascii(version)[:40] if isinstance(version, (int, str, float, type(None))) else type(version).__name__
+        raise WorkerFileError(f"{path}: invalid schema_version {shown}")
     if version > SCHEMA_VERSION:
         raise NewerSchemaError(
-            f"{path}: written with schema version {version}, this lineprofiler reads up to "
-            f"{SCHEMA_VERSION}; upgrade lineprofiler to read it"
+            f"{path}: written with schema version {version if version < _INT_LIMIT else 'too large'}, "
+            f"this lineprofiler reads up to {SCHEMA_VERSION}; upgrade lineprofiler to read it"
         )
     _check(document.get("identity"), "identity", _IDENTITY, path)
     _check(document.get("times"), "times", _TIMES, path)
     _check(document.get("snapshot"), "snapshot", _SNAPSHOT, path)
+    _check(document.get("histogram"), "histogram", _HISTOGRAM, path)
+    if document["histogram"]["scheme"] != _histogram.SCHEME:
+        raise WorkerFileError(
+            f"{path}: unknown histogram scheme {ascii(document['histogram']['scheme'])[:60]} "
+            f"(this lineprofiler reads {_histogram.SCHEME!r})"
+        )
+    _check_optional_object(document, "config", _CONFIG, path)
+    _check_optional_object(document, "caps", _CAPS, path)
+    _check_optional_object(document, "repairs", _REPAIRS, path)
+    for key in ("samples", "gpu"):
+        if not isinstance(document.get(key), (dict, _NONE)):
+            raise WorkerFileError(f"{path}: '{key}' is neither an object nor null")
+    errors = document.get("errors")
+    if errors is not None and (
+        not isinstance(errors, list) or not all(isinstance(e, str) and _text_ok(e) for e in errors)
+    ):
+        raise WorkerFileError(f"{path}: 'errors' is not a list of text")
     phases = document.get("phases")
     counters = document.get("counters")
     if not isinstance(phases, list):
         raise WorkerFileError(f"{path}: 'phases' is not a list")
     if not isinstance(counters, list):
         raise WorkerFileError(f"{path}: 'counters' is not a list")
+    n_buckets = _histogram.N_BUCKETS
     for i, phase in enumerate(phases):
         _check(phase, f"phases[{i}]", _PHASE, path)
+        if not phase["path"]:
+            raise WorkerFileError(f"{path}: 'phases[{i}].path' is empty")
         for pair in phase["hist"]:
             if (
-                not isinstance(pair, list)
+                type(pair) is not list
                 or len(pair) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair)
-                or pair[1] < 0
+                or type(pair[0]) is not int
+                or type(pair[1]) is not int
+                or not 0 <= pair[0] < n_buckets
+                or not 0 <= pair[1] < _INT_LIMIT
             ):
                 raise WorkerFileError(f"{path}: 'phases[{i}].hist' holds a malformed bucket")
     for i, counter in enumerate(counters):
@@ -238,17 +376,76 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
     return document
 
 
-def read_worker_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate one worker file; raise WorkerFileError (one line) when it is unusable."""
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a worker file may hold")
+
+
+def _parse_head(raw: bytes) -> tuple[dict[str, Any], bool] | None:
+    """The document without its ``samples`` value, parsed from the bytes before it, and whether
+    the samples were non-null; None when the file does not have the samples-last layout.
+
+    Cutting at a nested ``"samples"`` key leaves brackets open, so ``head + "}"`` fails to parse
+    and the next occurrence is tried: a parse succeeds only at the top-level key. The head must
+    also say it was written samples-last, or keys after ``samples`` could be lost.
+    """
+    start = 0
+    for _ in range(_SKIP_ATTEMPTS):
+        at = raw.find(_SAMPLES_KEY, start)
+        if at < 0:
+            return None
+        try:
+            head = json.loads(raw[:at] + b"}", parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            start = at + 1
+            continue
+        if not isinstance(head, dict) or head.get("layout") != LAYOUT_SAMPLES_LAST or "samples" in head:
+            return None
+        value = raw[at + len(_SAMPLES_KEY):at + len(_SAMPLES_KEY) + 5]
+        return head, not (value.startswith(b"null") and value[4:5] in (b"}", b""))
+    return None
+
+
+def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples: bool = False) -> dict[str, Any]:
+    """Parse and validate the bytes of one worker file; raise WorkerFileError when unusable.
+
+    With ``skip_samples``, a file written samples-last is parsed only up to its samples, and
+    ``samples`` is :data:`SAMPLES_SKIPPED` (or None when it was null); damage inside the
+    samples then goes unnoticed until they are read. Other files are parsed whole.
+    """
+    path = Path(path)
+    if not raw:
+        raise WorkerFileError(f"{path}: empty file")
+    if skip_samples:
+        parsed = _parse_head(raw)
+        if parsed is not None:
+            head, has_samples = parsed
+            try:
+                document = validate(head, path)
+            except WorkerFileError:
+                document = None  # judge the whole file, not a head that may have been cut wrongly
+            if document is not None:
+                document.pop("layout", None)
+                document["samples"] = SAMPLES_SKIPPED if has_samples else None
+                return document
+    try:
+        document = json.loads(raw, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as error:
+        # UnicodeDecodeError is a ValueError: bytes that are not UTF-8 land here too.
+        raise WorkerFileError(f"{path}: corrupt or truncated JSON ({error.__class__.__name__})") from None
+    document = validate(document, path)
+    # How the bytes were laid out is not part of the content: read(write(d)) == d.
+    document.pop("layout", None)
+    return document
+
+
+def read_worker_file(path: str | os.PathLike[str], *, skip_samples: bool = False) -> dict[str, Any]:
+    """Read and validate one worker file; raise WorkerFileError (one line) when it is unusable.
+
+    ``skip_samples``: see :func:`parse_worker_bytes`.
+    """
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as error:
         raise WorkerFileError(f"{path}: cannot read: {error.strerror or error}") from None
-    if not raw:
-        raise WorkerFileError(f"{path}: empty file")
-    try:
-        document = json.loads(raw)
-    except (ValueError, RecursionError) as error:
-        raise WorkerFileError(f"{path}: corrupt or truncated JSON ({error.__class__.__name__})") from None
-    return validate(document, path)
+    return parse_worker_bytes(raw, path, skip_samples=skip_samples)

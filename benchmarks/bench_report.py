@@ -1,0 +1,323 @@
+"""How long ``lineprofiler report`` takes, and how much memory, on a large run.
+
+Generates the worker files of a run with ``--workers`` processes (default 64: 48 actors, 15
+loaders, 1 learner over 8 nodes) that ran for ``--hours`` (default 12), written with the real
+writer (``workerfile.write_worker_file``), then runs ``python -m lineprofiler report`` on them
+in a subprocess, with and without ``--no-samples``, and prints the median wall time and the
+peak RSS of the report process (``ru_maxrss`` of that child, from ``os.wait4``).
+
+Targets (issue 4): <= 300 MB and <= 10 s with samples; <= 100 MB and <= 3 s with --no-samples.
+
+Resource samples are made by one function, :func:`make_samples`, so that the sampler's real
+format can replace the placeholder: it returns what goes under the document's ``samples`` key
+and may write sidecar files next to the worker file. The placeholder writes one row per second
+(time, RSS, the five /proc/self/io counters, the open phase) either to a sidecar file per
+worker (default) or inline in the worker file as columns of integers (``--samples inline``):
+the heaviest form for the report's reader, which must parse them even under ``--no-samples``.
+Until a block that reads samples is merged, ``report`` and ``report --no-samples`` do the same
+work, so a third row runs the report with a stand-in block that reads every worker's samples
+once, one worker at a time, as the resource block will. Swap :func:`make_samples` (and the
+stand-in) when the sampler's format and block land.
+
+    python benchmarks/bench_report.py                 # 64 workers x 12 h, sidecar samples, 3 repeats
+    python benchmarks/bench_report.py --samples inline  # samples inside the worker files
+    python benchmarks/bench_report.py --workers 8 --hours 1 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from lineprofiler.accounting import histogram, workerfile
+
+S = 1_000_000_000
+T0 = 1_786_660_860 * S
+
+# (role, phase paths with (typical duration in ns, share of entries)), counters per phase.
+ROLES: dict[str, dict[str, Any]] = {
+    "actor": {
+        "phases": {
+            "iteration": 12_000_000,
+            "iteration/self_play": 11_500_000,
+            "iteration/self_play/mcts": 9_400_000,
+            "iteration/self_play/mcts/expand": 800_000,
+            "iteration/self_play/mcts/evaluate": 6_000_000,
+            "iteration/self_play/env_step": 2_000_000,
+            "iteration/self_play/env_step/render": 300_000,
+            "iteration/send": 150_000,
+            "reset": 40_000_000,
+        },
+        "counters": {"iteration/self_play/mcts": ["mcts_simulations", "nodes_expanded"], "": ["episodes"]},
+    },
+    "loader": {
+        "phases": {
+            "batch": 50_000_000,
+            "batch/read_shard": 30_000_000,
+            "batch/decode": 15_000_000,
+            "batch/augment": 4_000_000,
+            "batch/enqueue": 500_000,
+        },
+        "counters": {"batch/read_shard": ["bytes_read", "shards"], "batch/decode": ["samples"]},
+    },
+    "learner": {
+        "phases": {
+            "iteration": 250_000_000,
+            "iteration/load_batch": 60_000_000,
+            "iteration/forward": 70_000_000,
+            "iteration/backward": 100_000_000,
+            "iteration/optimizer": 15_000_000,
+            "checkpoint": 4_000_000_000,
+            "eval": 30_000_000_000,
+            "eval/rollout": 29_000_000_000,
+        },
+        "counters": {"iteration/forward": ["samples", "tokens"], "checkpoint": ["bytes_written"]},
+    },
+}
+
+
+def role_of(index: int, workers: int) -> str:
+    if index == workers - 1:
+        return "learner"
+    return "actor" if index % 4 != 3 else "loader"
+
+
+def phase_records(rng: random.Random, role: str, runtime_ns: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A phase tree with histograms as a process running ``runtime_ns`` would have recorded.
+
+    Durations are log-normal around each phase's typical duration; the histogram is made from
+    a few thousand drawn durations scaled to the entry count (a 12-hour actor enters its
+    phases millions of times; drawing each would take longer than the report).
+    """
+    spec = ROLES[role]
+    top = spec["phases"]
+    records = []
+    for path, typical in top.items():
+        share = 0.9 if "/" not in path and path in ("iteration", "batch") else 0.05
+        entries = max(1, int(runtime_ns * share / typical)) if "/" not in path else 0
+        parent = path.rsplit("/", 1)[0] if "/" in path else None
+        if parent is not None:
+            entries = next(r["entries"] for r in records if r["path"] == parent)
+        draws = [max(1_000, int(rng.lognormvariate(0, 0.35) * typical)) for _ in range(2_000)]
+        scale = entries / len(draws)
+        counts: dict[int, int] = {}
+        for d in draws:
+            counts[histogram.bucket_index(d)] = counts.get(histogram.bucket_index(d), 0) + 1
+        hist = [[k, max(1, round(v * scale))] for k, v in sorted(counts.items())]
+        wall = int(sum(draws) * scale)
+        records.append(
+            {
+                "path": path, "entries": sum(c for _, c in hist), "wall_ns": wall, "self_ns": wall,
+                "cpu_ns": int(wall * rng.uniform(0.5, 0.95)), "min_ns": min(draws), "max_ns": max(draws),
+                "hist": hist, "io": path == "checkpoint", "sync": False, "io_bytes": None, "overflow": False,
+            }
+        )
+    by_path = {r["path"]: r for r in records}
+    for r in records:
+        if "/" in r["path"]:
+            parent = by_path[r["path"].rsplit("/", 1)[0]]
+            parent["self_ns"] = max(0, parent["self_ns"] - r["wall_ns"])
+    counters = [
+        {"phase": phase, "name": name, "total": rng.randrange(10**6, 10**10)}
+        for phase, names in spec["counters"].items()
+        for name in names
+    ]
+    return records, counters
+
+
+SAMPLE_COLUMNS = ("t_ns", "rss", "rchar", "wchar", "read_bytes", "write_bytes", "cancelled_write_bytes", "phase")
+
+
+def make_samples(rng: random.Random, folder: Path, stem: str, hours: float, interval_s: float, mode: str) -> Any:
+    """The resource samples of one worker: returns the document's ``samples`` value.
+
+    Placeholder until the sampler's format lands (swap this function). One row per interval:
+    time, RSS, the five /proc/self/io counters, the open phase. ``mode="sidecar"`` writes them
+    as int64 columns to ``<stem>.samples.bin`` beside the worker file and returns a small object
+    naming it (the report must not open it under --no-samples); ``mode="inline"`` returns the
+    columns themselves, which the reader must parse even under --no-samples (the worst case).
+    """
+    rows = int(hours * 3600 / interval_s)
+    step = int(interval_s * S)
+    rss, rchar, wchar, rbytes, wbytes = 2_000_000_000, 0, 0, 0, 0
+    columns: dict[str, list[int]] = {k: [] for k in SAMPLE_COLUMNS}
+    for row in range(rows):
+        rss += rng.randrange(-1_000_000, 1_000_001)
+        rchar += rng.randrange(0, 50_000_000)
+        wchar += rng.randrange(0, 5_000_000)
+        rbytes += rng.randrange(0, 10_000_000)
+        wbytes += rng.randrange(0, 4_000_000)
+        for key, value in (("t_ns", row * step), ("rss", rss), ("rchar", rchar), ("wchar", wchar),
+                           ("read_bytes", rbytes), ("write_bytes", wbytes), ("cancelled_write_bytes", 0),
+                           ("phase", rng.randrange(0, 8))):
+            columns[key].append(value)
+    if mode == "inline":
+        return {"format": "bench-placeholder-columns", "interval_s": interval_s, "rows": rows, **columns}
+    sidecar = folder / f"{stem}.samples.bin"
+    with open(sidecar, "wb") as handle:
+        for key in SAMPLE_COLUMNS:
+            array.array("q", columns[key]).tofile(handle)
+    return {"format": "bench-placeholder-sidecar", "interval_s": interval_s, "rows": rows,
+            "columns": list(SAMPLE_COLUMNS), "sidecar": sidecar.name}
+
+
+def generate(run_dir: Path, workers: int, hours: float, samples: str, seed: int = 1) -> tuple[int, int]:
+    """Write the run; returns (files, bytes)."""
+    rng = random.Random(seed)
+    runtime = int(hours * 3600 * S)
+    total_bytes = 0
+    for index in range(workers):
+        role = role_of(index, workers)
+        host = f"node{index // 8:02d}"
+        pid = 10_000 + index
+        uuid8 = f"{index:08x}"
+        run_id = "20260813T2241-471c94"
+        folder = workerfile.worker_dir(run_dir, host)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = workerfile.worker_file_name(run_id, pid, uuid8)
+        phases, counters = phase_records(rng, role, runtime)
+        end = T0 + runtime - rng.randrange(0, 3 * S)
+        document = {
+            "schema_version": workerfile.SCHEMA_VERSION,
+            "kind": workerfile.KIND,
+            "identity": {"run_id": run_id, "attempt": 0, "role": role, "host": host, "pid": pid, "uuid": uuid8,
+                         "rank": index, "local_rank": index % 8, "node_rank": index // 8, "world_size": workers,
+                         "job_id": "4242", "launcher": "slurm", "python": "3.12.1", "argv": ["train.py"],
+                         "parent_pid": 1},
+            "times": {"start_unix_ns": T0, "last_flush_unix_ns": end, "elapsed_ns": end - T0, "end_unix_ns": end,
+                      "status": "exited", "signal": None},
+            "snapshot": {"interval_s": 5.0, "writes": int(hours * 720), "failures": 0, "last_error": None,
+                         "last_success_unix_ns": end},
+            "config": {"measure_cpu": True, "window_phase": None, "backend": None, "annotate": False},
+            "histogram": {"scheme": histogram.SCHEME, "n_buckets": histogram.N_BUCKETS},
+            "phases": phases,
+            "counters": counters,
+            "caps": {"max_paths": 10_000, "paths_overflowed": 0, "max_counters": 10_000, "counters_overflowed": 0},
+            "repairs": {"mismatched_exits": 0},
+            "samples": make_samples(rng, folder, name[:-5], hours, 1.0, samples) if samples != "none" else None,
+            "gpu": None,
+            "errors": [],
+        }
+        total_bytes += workerfile.write_worker_file(folder / name, document)
+        sidecar = folder / f"{name[:-5]}.samples.bin"
+        if sidecar.exists():
+            total_bytes += sidecar.stat().st_size
+    return workers, total_bytes
+
+
+_MEASURE = """
+import os, subprocess, sys, time
+start = time.perf_counter()
+process = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+_, status, usage = os.wait4(process.pid, 0)
+wall = time.perf_counter() - start
+sys.stderr.write(process.stderr.read().decode())
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, wall)
+"""
+
+
+# A stand-in for the resource block that will read samples: each worker's samples once, one
+# worker at a time (document["samples"] re-reads the file), reducing them to a peak RSS. It
+# shows what the merge leaves for such a block; the sampler's real block replaces it.
+_WITH_SAMPLE_BLOCK = """
+import array, sys, types
+from pathlib import Path
+
+def render_samples(run, options):
+    if options.no_samples:
+        return []
+    peak = 0
+    for worker in run.workers:
+        samples = worker.document["samples"]
+        if not samples:
+            continue
+        if "sidecar" in samples:
+            column = array.array("q")
+            with open(Path(worker.path).parent / samples["sidecar"], "rb") as handle:
+                handle.seek(samples["columns"].index("rss") * samples["rows"] * 8)
+                column.fromfile(handle, samples["rows"])
+        else:
+            column = samples["rss"]
+        peak = max(peak, max(column))
+    return ["MEMORY (bench stand-in)", f"peak RSS {peak}"]
+
+module = types.ModuleType("lineprofiler.accounting.report.resources")
+module.BLOCKS = (render_samples,)
+sys.modules[module.__name__] = module
+from lineprofiler.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def measure(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one ``python -m lineprofiler`` run.
+
+    The report runs as the child of a small intermediate Python that reads that child's own
+    rusage with ``os.wait4``: a child forked straight from this process would start its
+    ``ru_maxrss`` at this process's size (Linux keeps the high-water mark across exec).
+    """
+    if args and args[0] == "stand-in":
+        command = [sys.executable, "-c", _WITH_SAMPLE_BLOCK, *args[1:]]
+    else:
+        command = [sys.executable, "-m", "lineprofiler", *args]
+    result = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True)
+    code_text, maxrss_text, wall_text = result.stdout.split()
+    code, maxrss_kib, wall = int(code_text), int(maxrss_text), float(wall_text)
+    if code != 0:
+        raise SystemExit(f"report failed ({code}): {result.stderr}")
+    return wall, maxrss_kib / 1024.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=64)
+    parser.add_argument("--hours", type=float, default=12.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--samples", choices=("sidecar", "inline", "none"), default="sidecar",
+                        help="where the placeholder samples go (default: a sidecar file per worker)")
+    parser.add_argument("--dir", type=Path, help="keep the generated run here (reused if it exists)")
+    options = parser.parse_args()
+
+    base = options.dir or Path(tempfile.mkdtemp(prefix="lp-bench-report-"))
+    run_dir = base / "profile"
+    try:
+        if not (run_dir / "workers").exists():
+            started = time.perf_counter()
+            files, size = generate(run_dir, options.workers, options.hours, options.samples)
+            print(f"generated {files} worker files, {size / 1e6:.1f} MB, in {time.perf_counter() - started:.1f}s "
+                  f"({options.workers} workers x {options.hours:g} h, samples: {options.samples}, 1 per second)")
+        baseline = measure(["--version"])
+        print(f"python -m lineprofiler --version: {baseline[0]:.2f}s, {baseline[1]:.1f} MB (interpreter floor)")
+        print(f"{'command':<40}{'wall median':>12}{'wall max':>10}{'peak RSS':>12}   target")
+        for flags, target in (([], "<= 10 s, <= 300 MB"), (["--no-samples"], "<= 3 s, <= 100 MB"),
+                              (["stand-in"], "<= 10 s, <= 300 MB")):
+            if flags == ["stand-in"]:
+                if options.samples == "none":
+                    continue
+                runs = [measure(["stand-in", "report", str(run_dir)]) for _ in range(options.repeat)]
+                label = "report + stand-in samples block"
+            else:
+                runs = [measure(["report", str(run_dir), *flags]) for _ in range(options.repeat)]
+                label = " ".join(["report", *flags])
+            walls = [w for w, _ in runs]
+            rss = max(r for _, r in runs)
+            print(f"{label:<40}{statistics.median(walls):>11.2f}s{max(walls):>9.2f}s{rss:>9.1f} MB   {target}")
+        print(f"({os.cpu_count()} CPUs, Python {sys.version.split()[0]}; a shared machine: take medians)")
+    finally:
+        if options.dir is None:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

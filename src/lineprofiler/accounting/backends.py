@@ -1,0 +1,451 @@
+"""Heavy profilers for a bounded window: ``backend="torch" | "viztracer"``.
+
+``Profiler(run_dir=..., backend="torch", backend_window=(100, 110), window_phase="iteration")``
+starts torch.profiler on the 100th entry into a phase whose leaf name is ``iteration`` and stops
+it on the 110th, writing a Chrome trace. :class:`Window` is the piece that does it; the
+profiler wires it:
+
+* ``set_watch(window.watch_name, window.on_entry)``: the core calls ``on_entry(n)`` on the n-th
+  entry (from 1) into that phase in this process;
+* the window is an attachment (``stop``, ``after_fork_child``, ``contribute``, ``close``);
+* :func:`annotate_hooks` gives the ``set_annotate`` pair, so the phases entered while the window
+  is open appear in its trace by name (a ``record_function`` per phase for torch, a complete
+  event per phase for viztracer), combined with the :class:`~.cuda.Annotator` of
+  ``annotate=True`` when there is one.
+
+Artifacts, one per process so that several processes never collide::
+
+    <run_dir>/backend/torch_trace_<host>_<pid>.json     (Chrome trace: chrome://tracing, Perfetto)
+    <run_dir>/backend/viztracer_<host>_<pid>.json       (open with vizviewer)
+
+Each is written to a temporary name and renamed, so a reader never sees half a trace. When the
+package is missing the window is a no-op whose :attr:`Window.unavailable_reason` says why (the
+profiler records it in metadata.json); when starting or saving fails, the window records the
+error and stops trying. Nothing here raises into the user's code after construction.
+
+One backend at a time, by design: torch.profiler, VizTracer, cProfile and the line layer all
+want the interpreter's profiling hooks.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import capabilities
+
+__all__ = ["BACKEND_DIR", "Backend", "Window", "annotate_hooks", "artifact_name"]
+
+BACKEND_DIR = "backend"
+
+
+class Backend(str, enum.Enum):
+    """The heavy profiler a window runs. A single value: two cannot run at once."""
+
+    TORCH = "torch"
+    VIZTRACER = "viztracer"
+
+    @classmethod
+    def parse(cls, value: Backend | str | None) -> Backend | None:
+        """``None``/``""`` -> None; a name or value, any case -> the member; else ValueError."""
+        if value is None or value == "":
+            return None
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            text = value.strip().lower()
+            for member in cls:
+                if text in (member.value, member.name.lower()):
+                    return member
+        choices = ", ".join(repr(m.value) for m in cls)
+        raise ValueError(f"backend must be one of {choices} or None, not {value!r}")
+
+
+def artifact_name(backend: Backend, host: str, pid: int) -> str:
+    """The per-process file name of a window's artifact (host and pid: unique within a run)."""
+    from .workerfile import sanitize_component
+
+    stem = "torch_trace" if backend is Backend.TORCH else "viztracer"
+    return f"{stem}_{sanitize_component(host)}_{int(pid)}.json"
+
+
+def _check_window(window: Any) -> tuple[int, int]:
+    try:
+        start, stop = window
+    except (TypeError, ValueError):
+        raise ValueError(f"backend_window must be a pair (start, stop), not {window!r}") from None
+    for value in (start, stop):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"backend_window must hold two integers, not {window!r}")
+    if start < 1 or stop <= start:
+        raise ValueError(f"backend_window must satisfy 1 <= start < stop, not {window!r}")
+    return start, stop
+
+
+class Window:
+    """One heavy-profiler window in this process.
+
+    States: ``"unavailable"`` (package missing: never starts), ``"waiting"``, ``"active"``,
+    ``"done"`` (artifact written), ``"failed"`` (start or save raised; ``error`` says what).
+
+    Construction raises ValueError only for bad arguments (an unknown backend, a window that is
+    not ``1 <= start < stop``, an empty phase name): those are the caller's mistakes, not a
+    missing package.
+    """
+
+    def __init__(
+        self,
+        backend: Backend | str,
+        run_dir: str | os.PathLike[str],
+        window: tuple[int, int],
+        phase: str,
+        *,
+        host: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        record_phases: bool = True,
+    ) -> None:
+        parsed = Backend.parse(backend)
+        if parsed is None:
+            raise ValueError("a window needs a backend")
+        if not isinstance(phase, str) or not phase or "/" in phase:
+            raise ValueError(f"window_phase must be a phase's leaf name, not {phase!r}")
+        self.backend = parsed
+        self.start_at, self.stop_at = _check_window(window)
+        self.watch_name = phase
+        self.run_dir = Path(run_dir)
+        self._host = host
+        self.options = dict(options or {})
+        #: Whether enter/exit put phase names into the trace; off when an Annotator already does
+        #: it for torch (its record_function lands in the same trace).
+        self.record_phases = record_phases
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        # Bumped when a window stops: per-thread stacks holding the stopped profiler's ranges are
+        # dropped at their thread's next enter instead of being closed into a dead profiler.
+        self._generation = 0
+        self._profiler: Any = None
+        self._active = False  # the one check enter/exit make outside the window
+        self._last_enter: str | None = None
+        self._pid = os.getpid()
+        self.state = "waiting"
+        self.error: str | None = None
+        self.truncated = False
+        self.started_unix_ns: int | None = None
+        self.stopped_unix_ns: int | None = None
+        self.started_entry: int | None = None
+        self.stopped_entry: int | None = None
+        self.artifact: Path | None = None
+        capability = capabilities.torch() if parsed is Backend.TORCH else capabilities.viztracer()
+        self.unavailable_reason: str | None = None
+        if not capability.available:
+            self.unavailable_reason = capability.unavailable_reason or f"{parsed.value} is unavailable"
+            self.state = "unavailable"
+
+    # ---- where the artifact goes ----
+
+    @property
+    def host(self) -> str:
+        if self._host is None:
+            self._host = socket.gethostname()
+        return self._host
+
+    def artifact_path(self) -> Path:
+        return self.run_dir / BACKEND_DIR / artifact_name(self.backend, self.host, os.getpid())
+
+    # ---- the watch callback ----
+
+    def on_entry(self, n: int) -> None:
+        """The core's watch callback: ``n`` counts entries into :attr:`watch_name` from 1."""
+        try:
+            if n == self.start_at and self.state == "waiting":
+                self._start(n)
+            elif n >= self.stop_at and self.state == "active":
+                self._stop(n)
+        except Exception as error:  # _start/_stop catch their own; this is the last guard
+            self._fail(error)
+
+    __call__ = on_entry
+
+    def _fail(self, error: BaseException) -> None:
+        with self._lock:
+            self._active = False
+            self.state = "failed"
+            self.error = f"{error.__class__.__name__}: {error}"
+            self._profiler = None
+
+    def _start(self, n: int) -> None:
+        with self._lock:
+            if self.state != "waiting":
+                return
+            try:
+                if self.backend is Backend.TORCH:
+                    self._profiler = self._start_torch()
+                else:
+                    self._profiler = self._start_viztracer()
+            except Exception as error:
+                self._fail(error)
+                return
+            self.state = "active"
+            self._active = True
+            self.started_unix_ns = time.time_ns()
+            self.started_entry = n
+        self._open_triggering_phase()
+
+    def _start_torch(self) -> Any:
+        import torch.profiler
+
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        # CUDA activity only where the user's process already runs CUDA: asking torch whether
+        # CUDA is available would initialise it.
+        if torch.cuda._is_compiled() and torch.cuda.is_initialized():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        options = {"activities": activities, **self.options}
+        profiler = torch.profiler.profile(**options)
+        profiler.start()
+        return profiler
+
+    def _start_viztracer(self) -> Any:
+        from viztracer import VizTracer
+
+        # register_global=False: the user's own global VizTracer, if any, stays theirs.
+        # file_info=False: no copies of source files inside the artifact, so it stays small.
+        # exclude_files: the profiler's own hook code is not the user's program.
+        options: dict[str, Any] = {"verbose": 0, "register_global": False, "file_info": False}
+        if "include_files" not in self.options:
+            options["exclude_files"] = [str(Path(__file__).resolve().parents[1])]
+        options.update(self.options)
+        tracer = VizTracer(**options)
+        tracer.start()
+        return tracer
+
+    def _stop(self, n: int | None, *, truncated: bool = False) -> None:
+        with self._lock:
+            if self.state != "active":
+                return
+            profiler = self._profiler
+            self._close_open_phases()
+            self._active = False
+            self._profiler = None
+            self._generation += 1
+            self.stopped_unix_ns = time.time_ns()
+            self.stopped_entry = n
+            self.truncated = truncated
+            target = self.artifact_path()
+            tmp = target.with_name(f".tmp_{target.name}")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if self.backend is Backend.TORCH:
+                    profiler.stop()
+                    profiler.export_chrome_trace(str(tmp))
+                else:
+                    profiler.stop()
+                    profiler.save(output_file=str(tmp))
+                    profiler.clear()
+                os.replace(tmp, target)
+            except Exception as error:
+                try:
+                    tmp.unlink()
+                except OSError:
+                    pass
+                self._fail(error)
+                return
+            self.artifact = target
+            self.state = "done"
+
+    # ---- phase names inside the trace ----
+
+    def _stack(self) -> list[list[Any]]:
+        local = self._local
+        if getattr(local, "generation", None) != self._generation:
+            local.generation = self._generation
+            local.stack = []
+        return local.stack
+
+    def enter(self, name: str) -> None:
+        """Annotate hook: opens a range for ``name`` in the trace while the window is active.
+
+        Outside the window it only notes the name (an attribute store): the hook is installed
+        for the whole run, and every phase of the process calls it.
+        """
+        if not self._active:
+            self._last_enter = name
+            return
+        self._last_enter = name
+        event = self._open(name) if self.record_phases else None
+        self._stack().append([name, event])
+
+    def exit(self, name: str) -> None:
+        self._last_enter = None
+        if not self._active:
+            return
+        stack = self._stack()
+        for index in range(len(stack) - 1, -1, -1):
+            if stack[index][0] == name:
+                break
+        else:
+            return  # entered before the window opened
+        while len(stack) > index:
+            _, event = stack.pop()
+            if event is not None:
+                self._close(event)
+
+    def _open_triggering_phase(self) -> None:
+        """Open the range of the entry that started the window, if its enter already ran.
+
+        The core calls the watch callback before the annotate hook, so the start-th entry's
+        enter comes after the start; were the order reversed, this still puts that entry's phase
+        in the trace. (The name is kept per window, not per thread: only that order and a phase
+        entered by another thread in between could confuse it, costing one range.)
+        """
+        if self.record_phases and self._last_enter == self.watch_name:
+            self._stack().append([self.watch_name, self._open(self.watch_name)])
+
+    def _open(self, name: str) -> Any:
+        profiler = self._profiler
+        try:
+            if self.backend is Backend.TORCH:
+                import torch.autograd.profiler
+
+                rf = torch.autograd.profiler.record_function(name)
+                rf.__enter__()
+                return ("rf", rf)
+            return ("viz", profiler, name, profiler.getts())
+        except Exception:
+            return None
+
+    def _close(self, event: Any) -> None:
+        try:
+            if event[0] == "rf":
+                event[1].__exit__(None, None, None)
+            else:
+                _, tracer, name, start = event
+                if tracer is self._profiler:
+                    tracer.add_raw(
+                        {"ph": "X", "name": name, "ts": start, "dur": tracer.getts() - start, "cat": "lineprofiler.phase"}
+                    )
+        except Exception:
+            pass
+
+    def _close_open_phases(self) -> None:
+        # Ranges still open when the window closes end at the stop: for torch, a record_function
+        # must end while its profiler is running. Only the stopping thread's ranges are closed
+        # here; other threads' stacks are dropped when they next enter (the generation changes).
+        if getattr(self._local, "generation", None) != self._generation:
+            return
+        stack = self._local.stack
+        for entry in reversed(stack):
+            if entry[1] is not None:
+                self._close(entry[1])
+        stack.clear()
+
+    # ---- the attachment protocol ----
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        """The profiler stops: an active window is cut short and written, marked truncated."""
+        try:
+            self._stop(None, truncated=True)
+        except Exception as error:
+            self._fail(error)
+
+    close = stop
+
+    def before_fork(self) -> None:
+        pass
+
+    def after_fork_parent(self) -> None:
+        pass
+
+    def after_fork_child(self) -> None:
+        """A forked child starts its own count; the parent's running profiler is not its own."""
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._active = False
+        self._last_enter = None
+        profiler, self._profiler = self._profiler, None
+        if self.state == "active" and self.backend is Backend.VIZTRACER and profiler is not None:
+            # VizTracer's hooks were copied into the child's thread: switch them off and drop the
+            # copied buffer. torch's profiler is left alone: its state belongs to the parent.
+            try:
+                profiler.stop()
+                profiler.clear()
+            except Exception:
+                pass
+        if self.state in ("active", "done", "failed"):
+            self.state = "waiting"
+            self.error = None
+        self.truncated = False
+        self.started_unix_ns = self.stopped_unix_ns = None
+        self.started_entry = self.stopped_entry = None
+        self.artifact = None
+        self._pid = os.getpid()
+
+    def describe(self) -> dict[str, Any]:
+        """What metadata.json and the worker document record about this window."""
+        artifact = None
+        if self.artifact is not None:
+            try:
+                artifact = str(self.artifact.relative_to(self.run_dir))
+            except ValueError:
+                artifact = str(self.artifact)
+        return {
+            "backend": self.backend.value,
+            "phase": self.watch_name,
+            "window": [self.start_at, self.stop_at],
+            "state": self.state,
+            "available": self.unavailable_reason is None,
+            "unavailable_reason": self.unavailable_reason,
+            "error": self.error,
+            "artifact": artifact,
+            "truncated": self.truncated,
+            "started_entry": self.started_entry,
+            "stopped_entry": self.stopped_entry,
+            "started_unix_ns": self.started_unix_ns,
+            "stopped_unix_ns": self.stopped_unix_ns,
+        }
+
+    def contribute(self, document: dict[str, Any]) -> None:
+        document["backend_window"] = self.describe()
+
+
+Hook = Callable[[str], None]
+
+
+def annotate_hooks(annotator: Any | None, window: Window | None) -> tuple[Hook | None, Hook | None]:
+    """The ``(enter, exit)`` pair for the core's ``set_annotate``, or ``(None, None)``.
+
+    ``annotator`` is the :class:`~.cuda.Annotator` of ``annotate=True`` (or None); ``window`` the
+    backend window (or None). When both would put a record_function into the same torch trace,
+    the window leaves it to the annotator. Exit runs in the reverse order of enter.
+    """
+    if window is not None and window.state == "unavailable":
+        window = None
+    if window is not None and window.backend is Backend.TORCH and annotator is not None:
+        window.record_phases = not getattr(annotator, "record_function_active", False)
+        if not window.record_phases:
+            window = None
+    if annotator is None and window is None:
+        return None, None
+    if window is None:
+        return annotator.enter, annotator.exit
+    if annotator is None:
+        return window.enter, window.exit
+    a_enter, a_exit, w_enter, w_exit = annotator.enter, annotator.exit, window.enter, window.exit
+
+    def enter(name: str) -> None:
+        a_enter(name)
+        w_enter(name)
+
+    def exit(name: str) -> None:
+        w_exit(name)
+        a_exit(name)
+
+    return enter, exit

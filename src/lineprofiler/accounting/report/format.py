@@ -1,0 +1,143 @@
+"""Human formatting for the report: durations, counts, rates, bytes, percentages.
+
+One place for units so every block of the report (this package's and the resource and GPU
+blocks that plug into it) prints the same way: ``2h 31m``, ``9.4ms``, ``156.8us``, ``4,800``,
+``6,377.0/s``, ``408.7 MB``, ``1.1 GB/s``. Bytes use decimal (SI) units, as disk and network
+rates are usually quoted. Every function accepts None and prints ``n/a`` for it: "could not
+measure" is never printed as zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+NA = "n/a"
+#: The width of a block's rule line, as in the seed's report.
+RULE_WIDTH = 62
+RULE = "\u2500" * RULE_WIDTH
+
+_NS_PER_S = 1_000_000_000
+
+
+def _finite(value: float | int | None) -> bool:
+    return value is not None and not (isinstance(value, float) and not math.isfinite(value))
+
+
+def duration(ns: float | int | None) -> str:
+    """A duration in nanoseconds, human-sized.
+
+    ``850ns``, ``156.8us``, ``9.4ms``, ``12.3s``, ``4m 05s`` (under ten minutes), ``27m``,
+    ``2h 31m``. Hours keep counting past a day (``64h 12m``): summed process time reads more
+    plainly in hours than in days.
+    """
+    if not _finite(ns):
+        return NA
+    assert ns is not None
+    if ns < 0:
+        return "-" + duration(-ns)
+    if ns < 999.5:
+        return f"{ns:.0f}ns"
+    if ns < 999_950:
+        return f"{ns / 1e3:.1f}us"
+    if ns < 999_950_000:
+        return f"{ns / 1e6:.1f}ms"
+    if ns < 59_950_000_000:
+        return f"{ns / 1e9:.1f}s"
+    seconds = int(round(ns / _NS_PER_S))
+    if seconds < 600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    minutes = int(round(ns / (60 * _NS_PER_S)))
+    if minutes < 60:
+        return f"{minutes}m"
+    return f"{minutes // 60}h {minutes % 60:02d}m"
+
+
+def count(value: int | None) -> str:
+    """An integer with thousands separators: ``4,800``."""
+    if value is None:
+        return NA
+    return f"{int(value):,}"
+
+
+def rate(per_second: float | None) -> str:
+    """Events per second with one decimal: ``6,377.0/s``."""
+    if not _finite(per_second):
+        return NA
+    return f"{per_second:,.1f}/s"
+
+
+def per_each(ns: float | None) -> str:
+    """Time per event: ``156.8us/ea``."""
+    if not _finite(ns):
+        return NA
+    return f"{duration(ns)}/ea"
+
+
+_BYTE_UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
+
+
+def size(n_bytes: float | int | None) -> str:
+    """Bytes in decimal units: ``0 B``, ``512 B``, ``408.7 MB``, ``1.1 GB``."""
+    if not _finite(n_bytes):
+        return NA
+    assert n_bytes is not None
+    if n_bytes < 0:
+        return "-" + size(-n_bytes)
+    if n_bytes < 1000:
+        return f"{n_bytes:.0f} B"
+    value = float(n_bytes)
+    for unit in _BYTE_UNITS[1:]:
+        value /= 1000.0
+        if value < 999.95 or unit == _BYTE_UNITS[-1]:
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def byte_rate(bytes_per_second: float | None) -> str:
+    """A transfer rate: ``327.6 MB/s``."""
+    if not _finite(bytes_per_second):
+        return NA
+    return f"{size(bytes_per_second)}/s"
+
+
+def percent(fraction: float | None, digits: int = 1) -> str:
+    """A fraction (0..1) as a percentage: ``82.9%``; ``digits=0`` gives ``18%``."""
+    if not _finite(fraction):
+        return NA
+    assert fraction is not None
+    return f"{fraction * 100:.{digits}f}%"
+
+
+def ratio(value: float | None) -> str:
+    """A dimensionless ratio with two decimals: ``1.22``."""
+    if not _finite(value):
+        return NA
+    return f"{value:.2f}"
+
+
+def int_ranges(values: list[int]) -> str:
+    """Sorted distinct integers as compact ranges: ``0-15, 17, 20-21``."""
+    ordered = sorted(set(values))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def clip_left(text: str, width: int) -> str:
+    """Keep the end of ``text`` (a phase path's leaf matters most) within ``width`` characters."""
+    if len(text) <= width:
+        return text
+    return "\u2026" + text[-(width - 1):]
+
+
+def printable(text: str) -> str:
+    """Text from a worker file made safe for one line of a terminal: control characters escaped."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)

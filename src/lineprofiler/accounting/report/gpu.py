@@ -1,0 +1,373 @@
+"""The GPU block of the report: per-device utilisation (busy, this run, idle) and VRAM peaks.
+
+What it reads, per worker document of the run's newest attempt:
+
+* NVML samples, as sample columns (written by the sampler, once per tick, per NVML device
+  index ``i`` of the worker's host):
+
+  ``gpu<i>_busy``  percent of the last NVML window in which any kernel of any process ran
+                   (``nvmlDeviceGetUtilizationRates``); ``-1`` = not measured.
+  ``gpu<i>_mine``  the worker's own SM share in percent (``nvmlDeviceGetProcessUtilization``
+                   for its pid: the mean of the samples NVML attributed to it since the
+                   previous tick); ``-1`` = NVML attributed no sample to the pid in that tick:
+                   measured, and counted as zero; ``-2`` or below = the query failed: not
+                   measured.
+
+  with the sample times in unix nanoseconds. :func:`samples_from_document` is the thin
+  adapter from a worker document to :class:`WorkerGpuSamples`; it is the one place that knows
+  where the sampler keeps its columns.
+* ``document["gpu"]["nvml"]``: ``{"available", "unavailable_reason", "devices": [{"index",
+  "name"}]}`` (see :class:`lineprofiler.accounting.cuda.GpuAttachment`).
+* ``document["gpu"]["vram"]``: ``{"available", "unavailable_reason", "allocated_peak",
+  "reserved_peak", "samples", ...}`` in bytes, per process.
+
+How the columns become the three numbers, per device (a device is a (host, NVML index) pair:
+index 0 on two nodes is two devices):
+
+1. Time is cut into buckets of one sample interval (the median spacing of the workers'
+   samples, 1 s by default), aligned on the unix epoch, so that workers ticking independently
+   fall into the same buckets.
+2. ``busy`` of a bucket is the mean of the busy readings taken in it (all workers on the host
+   read the same device); the block prints the mean over the buckets that have one.
+3. ``this run`` of a bucket is the sum over the run's workers of each worker's share in that
+   bucket (its mean there, ``-1`` read as 0), capped at 100 %; the block prints the mean over
+   the buckets in which at least one worker measured it. A worker busy one tick in ten adds
+   10 %, not 100 %.
+4. ``this run`` prints ``n/a`` when NVML never attributed a sample to any of the run's pids on
+   that device (every reading was -1 or unmeasured): no work of the run ran there, as distinct
+   from a measured ``0.0%``.
+5. ``idle`` is ``100 - busy``.
+
+VRAM: the largest per-process peak of allocated and reserved memory (torch's caching
+allocator), with the number of processes and their sum when more than one reported.
+
+The block is one function, :func:`render`, ``render(run, options) -> list[str]``. The minimal
+assumption about ``run``: either a sequence of worker documents, or an object with a
+``workers`` sequence of them (the newest attempt's); if it also has ``gpu_samples(document)``
+that is used in place of :func:`samples_from_document`. ``options`` may be None, a mapping or an
+object; ``no_samples`` (true: the block is skipped, as for every resource block) and
+``interval_s`` (the bucket width) are read from it.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "DeviceUse",
+    "GpuSummary",
+    "WorkerGpuSamples",
+    "render",
+    "samples_from_columns",
+    "samples_from_document",
+    "summarise",
+]
+
+TITLE = "GPU"
+RULE = "\u2500" * 62
+_COLUMN = re.compile(r"^gpu(\d+)_(busy|mine)$")
+NOT_MEASURED = -2  # mine values at or below this were not measured
+NO_SAMPLE = -1  # mine: measured, NVML attributed nothing to the pid
+
+
+@dataclass
+class WorkerGpuSamples:
+    """One worker's NVML columns: device index -> one value per sample time."""
+
+    host: str
+    pid: int
+    times_ns: Sequence[int]
+    busy: Mapping[int, Sequence[float]] = field(default_factory=dict)
+    mine: Mapping[int, Sequence[float]] = field(default_factory=dict)
+
+
+def samples_from_columns(
+    document: Mapping[str, Any], times_ns: Sequence[int], columns: Mapping[str, Sequence[float]]
+) -> WorkerGpuSamples:
+    """Pick the ``gpu<i>_busy`` / ``gpu<i>_mine`` columns out of a worker's sample columns."""
+    identity = document.get("identity") or {}
+    busy: dict[int, Sequence[float]] = {}
+    mine: dict[int, Sequence[float]] = {}
+    for name, values in columns.items():
+        match = _COLUMN.match(name)
+        if match:
+            (busy if match.group(2) == "busy" else mine)[int(match.group(1))] = values
+    return WorkerGpuSamples(
+        host=str(identity.get("host", "")), pid=int(identity.get("pid", 0) or 0), times_ns=times_ns, busy=busy, mine=mine
+    )
+
+
+def samples_from_document(document: Mapping[str, Any]) -> WorkerGpuSamples | None:
+    """The thin adapter: the worker's NVML columns, or None when it has none.
+
+    Assumes ``document["samples"]`` is ``{"columns": {name: [values]}}`` with the sample times
+    in a ``t_unix_ns`` column. The sampler's real layout (including a sidecar file read through
+    ``accounting/samplefile.py``) is wired here and nowhere else.
+    """
+    samples = document.get("samples")
+    if not isinstance(samples, Mapping):
+        return None
+    columns = samples.get("columns")
+    if not isinstance(columns, Mapping):
+        return None
+    times = columns.get("t_unix_ns")
+    if not isinstance(times, Sequence):
+        return None
+    return samples_from_columns(document, times, columns)
+
+
+@dataclass
+class DeviceUse:
+    host: str
+    index: int
+    name: str | None
+    busy: float | None  # mean percent, None: never measured
+    this_run: float | None  # mean percent, None: n/a
+    buckets: int  # buckets with a busy reading
+    pids_attributed: int  # pids NVML attributed at least one sample to
+
+    @property
+    def idle(self) -> float | None:
+        return None if self.busy is None else max(0.0, 100.0 - self.busy)
+
+
+@dataclass
+class GpuSummary:
+    devices: list[DeviceUse]
+    nvml_available: bool
+    nvml_reason: str | None  # why NVML was unavailable (the most common reason)
+    nvml_missing_workers: int  # workers whose NVML was unavailable while others' was not
+    workers: int
+    vram_allocated_peak: int | None
+    vram_reserved_peak: int | None
+    vram_allocated_sum: int | None
+    vram_reserved_sum: int | None
+    vram_processes: int
+    vram_reason: str | None
+
+
+def _get(options: Any, name: str, default: Any = None) -> Any:
+    if options is None:
+        return default
+    if isinstance(options, Mapping):
+        return options.get(name, default)
+    return getattr(options, name, default)
+
+
+def _workers(run: Any) -> list[Mapping[str, Any]]:
+    """The worker documents of the run: merge's Worker objects carry theirs as ``document``."""
+    documents = (getattr(w, "document", w) for w in (getattr(run, "workers", run) or []))
+    return [d for d in documents if isinstance(d, Mapping)]
+
+
+def _gpu(document: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    gpu = document.get("gpu")
+    if not isinstance(gpu, Mapping):
+        return None
+    part = gpu.get(key)
+    return part if isinstance(part, Mapping) else None
+
+
+def _interval_ns(samples: list[WorkerGpuSamples], override_s: Any) -> int:
+    if isinstance(override_s, (int, float)) and not isinstance(override_s, bool) and override_s > 0:
+        return int(override_s * 1e9)
+    gaps = []
+    for worker in samples:
+        times = list(worker.times_ns)
+        gaps.extend(b - a for a, b in zip(times, times[1:]) if b > a)
+    if not gaps:
+        return 1_000_000_000
+    return max(1, int(statistics.median(gaps)))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def summarise(workers: Sequence[Mapping[str, Any]], samples: Sequence[WorkerGpuSamples], interval_s: Any = None) -> GpuSummary:
+    """The numbers of the block, computed as the module docstring says."""
+    samples = list(samples)
+    width = _interval_ns(samples, interval_s)
+
+    # NVML availability and device names, per host.
+    names: dict[tuple[str, int], str | None] = {}
+    reasons: dict[str, int] = {}
+    available_workers = 0
+    for doc in workers:
+        host = str((doc.get("identity") or {}).get("host", ""))
+        info = _gpu(doc, "nvml")
+        if info is None:
+            continue
+        if info.get("available"):
+            available_workers += 1
+            for device in info.get("devices") or []:
+                if isinstance(device, Mapping) and isinstance(device.get("index"), int):
+                    names.setdefault((host, device["index"]), device.get("name"))
+        else:
+            reason = str(info.get("unavailable_reason") or "NVML unavailable")
+            reasons[reason] = reasons.get(reason, 0) + 1
+
+    # busy: per (host, device, bucket) the readings; mine: per (host, device, bucket, pid).
+    busy: dict[tuple[str, int], dict[int, list[float]]] = {}
+    mine: dict[tuple[str, int], dict[int, dict[int, list[float]]]] = {}
+    attributed: dict[tuple[str, int], set[int]] = {}
+    measured_any = False
+    for worker in samples:
+        times = list(worker.times_ns)
+        for index, values in worker.busy.items():
+            key = (worker.host, index)
+            for t, value in zip(times, values):
+                v = _number(value)
+                if v is None or v < 0:
+                    continue
+                measured_any = True
+                busy.setdefault(key, {}).setdefault(int(t) // width, []).append(min(v, 100.0))
+        for index, values in worker.mine.items():
+            key = (worker.host, index)
+            for t, value in zip(times, values):
+                v = _number(value)
+                if v is None or v <= NOT_MEASURED:
+                    continue
+                if v >= 0:
+                    attributed.setdefault(key, set()).add(worker.pid)
+                share = max(v, 0.0)  # -1: measured, nothing attributed: zero
+                per_bucket = mine.setdefault(key, {}).setdefault(int(t) // width, {})
+                per_bucket.setdefault(worker.pid, []).append(min(share, 100.0))
+
+    devices = []
+    for key in sorted(set(busy) | set(mine) | set(names)):
+        host, index = key
+        by_bucket = busy.get(key, {})
+        busy_mean = statistics.fmean(statistics.fmean(v) for v in by_bucket.values()) if by_bucket else None
+        pids = attributed.get(key, set())
+        this_run = None
+        if pids:
+            per_bucket = [min(100.0, sum(statistics.fmean(v) for v in by_pid.values())) for by_pid in mine[key].values()]
+            this_run = statistics.fmean(per_bucket)
+        devices.append(DeviceUse(host, index, names.get(key), busy_mean, this_run, len(by_bucket), len(pids)))
+
+    reason = max(reasons, key=lambda r: reasons[r]) if reasons else None
+    nvml_available = available_workers > 0 or measured_any
+    if not nvml_available and reason is None:
+        reason = "no worker recorded NVML information" if not samples else "NVML never produced a reading"
+
+    alloc, reserved = [], []
+    vram_reasons: dict[str, int] = {}
+    for doc in workers:
+        vram = _gpu(doc, "vram")
+        if vram is None:
+            continue
+        a, r = vram.get("allocated_peak"), vram.get("reserved_peak")
+        if vram.get("available") and isinstance(a, int) and isinstance(r, int):
+            alloc.append(a)
+            reserved.append(r)
+        elif vram.get("unavailable_reason"):
+            text = str(vram["unavailable_reason"])
+            vram_reasons[text] = vram_reasons.get(text, 0) + 1
+    vram_reason = None
+    if not alloc:
+        vram_reason = max(vram_reasons, key=lambda r: vram_reasons[r]) if vram_reasons else "not recorded"
+
+    return GpuSummary(
+        devices=devices,
+        nvml_available=nvml_available,
+        nvml_reason=reason,
+        nvml_missing_workers=sum(reasons.values()) if nvml_available else 0,
+        workers=len(workers),
+        vram_allocated_peak=max(alloc) if alloc else None,
+        vram_reserved_peak=max(reserved) if reserved else None,
+        vram_allocated_sum=sum(alloc) if alloc else None,
+        vram_reserved_sum=sum(reserved) if reserved else None,
+        vram_processes=len(alloc),
+        vram_reason=vram_reason,
+    )
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def _bytes(value: int) -> str:
+    amount = float(value)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(amount) < 1000 or unit == "TB":
+            return f"{int(amount)} B" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1000
+    return f"{amount:.1f} PB"  # unreachable
+
+
+def _label(device: DeviceUse, hosts: int) -> str:
+    label = f"GPU {device.index}"
+    if hosts > 1:
+        label = f"{device.host[: 28 - len(label) - 1]} {label}"
+    return label
+
+
+def render(run: Any, options: Any = None) -> list[str]:
+    """The GPU block's lines; ``[]`` when the run has no GPU information at all or samples are off."""
+    if _get(options, "no_samples", False):
+        return []
+    workers = _workers(run)
+    if not workers:
+        return []
+    loader = getattr(run, "gpu_samples", None) or samples_from_document
+    samples = []
+    for doc in workers:
+        try:
+            found = loader(doc)
+        except (TypeError, ValueError, KeyError):
+            found = None  # one worker's unreadable columns cost that worker, not the block
+        if found is not None:
+            samples.append(found)
+    summary = summarise(workers, samples, _get(options, "interval_s"))
+    has_gpu_info = any(isinstance(doc.get("gpu"), Mapping) for doc in workers) or samples
+    if not has_gpu_info:
+        return []
+
+    lines = [TITLE, RULE]
+    if not summary.nvml_available and summary.vram_allocated_peak is None:
+        # Nothing measured at all: the block is absent, and says why in one line.
+        return [*lines, f"absent: {summary.nvml_reason}"]
+    if not summary.nvml_available:
+        lines.append(f"utilisation not measured: {summary.nvml_reason}")
+    elif not summary.devices:
+        lines.append("utilisation not measured: NVML was available but no sample was recorded")
+    else:
+        hosts = len({d.host for d in summary.devices})
+        lines.append(f"{'':<29}{'busy':>6}{'this run':>11}{'idle':>9}")
+        for device in summary.devices:
+            lines.append(f"{_label(device, hosts):<29}{_pct(device.busy):>6}{_pct(device.this_run):>11}{_pct(device.idle):>9}")
+    if summary.vram_allocated_peak is not None:
+        for label, peak, total in (
+            ("VRAM allocated (peak)", summary.vram_allocated_peak, summary.vram_allocated_sum),
+            ("VRAM reserved (peak)", summary.vram_reserved_peak, summary.vram_reserved_sum),
+        ):
+            line = f"{label:<29}{_bytes(peak):>13}"
+            if summary.vram_processes > 1 and total is not None:
+                line += f"   largest of {summary.vram_processes} processes; {_bytes(total)} summed"
+            lines.append(line)
+    else:
+        lines.append(f"VRAM not measured: {summary.vram_reason}")
+
+    notes = []
+    if any(d.this_run is None for d in summary.devices) and summary.nvml_available:
+        notes.append("n/a: NVML attributed no sample to this run's pids on that device.")
+        if summary.vram_allocated_peak and all(d.this_run is None for d in summary.devices):
+            notes.append(
+                "The run allocated VRAM but no device attributes a sample to its pids: in a container, "
+                "NVML may report host pids."
+            )
+    if summary.nvml_missing_workers:
+        notes.append(f"NVML unavailable in {summary.nvml_missing_workers} of {summary.workers} processes: {summary.nvml_reason}.")
+    lines.extend(notes)
+    return lines
+
+
+#: The blocks this module adds to the text report (see report.text.EXTRA_BLOCK_MODULES).
+BLOCKS = (render,)

@@ -1,0 +1,735 @@
+"""Merge the worker files of a run into one object the report's blocks render.
+
+What this module decides (docs/report.md says the same for users):
+
+* **Attempts.** The worker files of a run directory are grouped by ``(run_id, attempt)`` from
+  their identity; each group is an attempt. The newest attempt (by its earliest start time) is
+  merged; every other one is *superseded*: named in the report, never merged, so a requeued
+  job does not inflate the totals.
+* **Processes** are counted by worker file, not by pid (pids collide across nodes, and a
+  restarted worker reuses its rank but not its file).
+* **Histograms** merge exactly: bucket counts are added; quantiles come from
+  :mod:`lineprofiler.accounting.histogram` over the merged buckets, clamped to the merged
+  exact min and max.
+* **Busy time** of a process is the sum of its top-level phases' wall time (all threads).
+  A role's **imbalance** is the busiest process's busy time over the mean busy time of the
+  role's processes that recorded data: 1.00 means even load; 1.50 means the slowest process
+  works half again as long as the average one, and the rest wait for it at every sync point.
+* **Staleness** is derived here, at report time: a worker whose status is still ``running``
+  and whose last flush is more than ``max(3 x its snapshot interval, 10 s)`` before the run's
+  end (the newest flush of any worker of the attempt) stopped writing early: killed, hung or
+  unable to write. A worker with only its start file (status ``started``) that old was killed
+  before any data.
+
+This module reads only through :mod:`..workerfile` and never imports the C modules, so the
+report runs on a machine that only has the files. It never loads resource-sample sidecar
+files: the blocks that need samples do that themselves, unless ``--no-samples`` was given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import histogram, workerfile
+from . import format as fmt
+
+#: A worker is stale when it stopped flushing this many snapshot intervals before the run's end...
+STALE_INTERVALS = 3
+#: ...and at least this long before it (short intervals must not make every jitter a caveat).
+STALE_MIN_NS = 10 * 1_000_000_000
+#: The snapshot interval assumed for a file that does not say.
+DEFAULT_INTERVAL_S = 5.0
+#: Files larger than this keep their inline ``samples`` on disk, not in memory: reading
+#: ``document["samples"]`` re-reads the file. Phase trees are far smaller than this.
+LARGE_FILE_BYTES = 1 << 20
+#: How many workers a caveat names before it says "and N more".
+CAVEAT_NAMES = 5
+
+_FINAL = ("exited", "signalled")
+
+
+class ReportError(Exception):
+    """Nothing can be reported: ``str()`` is the one line the CLI prints (exit status 2)."""
+
+
+class WorkerDocument(Mapping[str, Any]):
+    """A validated worker document, read-only.
+
+    Merge does not parse or keep inline ``samples`` (it reads files with ``skip_samples``, and
+    drops them from large files read whole); reading ``document["samples"]`` then re-reads and
+    re-validates the file, every time, so a block that handles one worker at a time holds one
+    worker's samples at a time: read it once per worker. Raises
+    :class:`~lineprofiler.accounting.workerfile.WorkerFileError` when the file can no longer
+    be read.
+    """
+
+    __slots__ = ("_data", "_path", "_samples_on_disk")
+
+    def __init__(self, data: dict[str, Any], path: Path, samples_on_disk: bool) -> None:
+        self._data = data
+        self._path = path
+        self._samples_on_disk = samples_on_disk
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "samples" and self._samples_on_disk:
+            return workerfile.read_worker_file(self._path).get("samples")
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        # Mapping's default would call __getitem__ and re-read the samples just to answer.
+        return key in self._data
+
+    @property
+    def samples_on_disk(self) -> bool:
+        """True when ``samples`` is re-read from the file on access instead of held."""
+        return self._samples_on_disk
+
+
+@dataclass
+class Worker:
+    """One worker file of the merged attempt: its identity, times and validated document."""
+
+    path: Path
+    document: WorkerDocument
+    run_id: str
+    attempt: int
+    role: str
+    host: str
+    pid: int
+    uuid: str
+    rank: int | None
+    local_rank: int | None
+    job_id: str | None
+    launcher: str | None
+    start_ns: int
+    last_flush_ns: int
+    end_ns: int | None
+    elapsed_ns: int
+    status: str
+    signal: str | None
+    interval_s: float
+    busy_ns: int
+
+    @property
+    def has_data(self) -> bool:
+        """False for a start file only: the process was known to exist, nothing more."""
+        return self.status != "started"
+
+    @property
+    def stop_ns(self) -> int:
+        """When this worker's numbers stop: its end, else its last flush."""
+        return self.end_ns if self.end_ns is not None else self.last_flush_ns
+
+    @property
+    def label(self) -> str:
+        """How CAVEATS names a worker: ``actor pid 4242 on node07 (rank 3)``."""
+        text = f"{fmt.printable(self.role)} pid {self.pid} on {fmt.printable(self.host)}"
+        if self.rank is not None:
+            text += f" (rank {self.rank})"
+        return text
+
+
+@dataclass
+class PhaseStats:
+    """One phase path merged over a set of processes."""
+
+    path: str
+    entries: int = 0
+    wall_ns: int = 0
+    self_ns: int = 0
+    #: Thread CPU time and the wall time of the same entries, over the processes that measured
+    #: CPU; ``cpu_wall_ns == 0`` with ``wall_ns > 0`` means CPU was never measured (n/a).
+    cpu_ns: int = 0
+    cpu_wall_ns: int = 0
+    min_ns: int | None = None
+    max_ns: int | None = None
+    hist: dict[int, int] = field(default_factory=dict)
+    processes: int = 0
+    io: bool = False
+    sync: bool = False
+    overflow: bool = False
+
+    def add(self, phase: Mapping[str, Any]) -> None:
+        self.entries += phase["entries"]
+        self.wall_ns += phase["wall_ns"]
+        self.self_ns += phase["self_ns"]
+        cpu = phase.get("cpu_ns")
+        if cpu is not None:
+            self.cpu_ns += cpu
+            self.cpu_wall_ns += phase["wall_ns"]
+        low, high = phase.get("min_ns"), phase.get("max_ns")
+        if low is not None and phase["entries"]:
+            self.min_ns = low if self.min_ns is None else min(self.min_ns, low)
+        if high is not None and phase["entries"]:
+            self.max_ns = high if self.max_ns is None else max(self.max_ns, high)
+        histogram.merge(self.hist, phase["hist"])
+        self.processes += 1
+        self.io = self.io or bool(phase.get("io"))
+        self.sync = self.sync or bool(phase.get("sync"))
+        self.overflow = self.overflow or bool(phase.get("overflow"))
+
+    def merge(self, other: PhaseStats) -> None:
+        """Add another merged phase (same path, other processes) into this one."""
+        self.entries += other.entries
+        self.wall_ns += other.wall_ns
+        self.self_ns += other.self_ns
+        self.cpu_ns += other.cpu_ns
+        self.cpu_wall_ns += other.cpu_wall_ns
+        for attr, pick in (("min_ns", min), ("max_ns", max)):
+            mine, theirs = getattr(self, attr), getattr(other, attr)
+            if theirs is not None:
+                setattr(self, attr, theirs if mine is None else pick(mine, theirs))
+        histogram.merge(self.hist, other.hist)
+        self.processes += other.processes
+        self.io = self.io or other.io
+        self.sync = self.sync or other.sync
+        self.overflow = self.overflow or other.overflow
+
+    @property
+    def depth(self) -> int:
+        return self.path.count("/")
+
+    @property
+    def leaf(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def wait_fraction(self) -> float | None:
+        """Share of the phase's wall time (children included) its thread was off-CPU; None when
+        CPU time was not measured."""
+        if self.cpu_wall_ns <= 0:
+            return None
+        return min(1.0, max(0.0, 1.0 - self.cpu_ns / self.cpu_wall_ns))
+
+    @property
+    def mean_ns(self) -> float | None:
+        return self.wall_ns / self.entries if self.entries else None
+
+    def quantile(self, q: float) -> float | None:
+        """The merged histogram's ``q``-quantile in ns (bucket midpoint, clamped to min/max)."""
+        return histogram.quantile(self.hist, q, min_ns=self.min_ns, max_ns=self.max_ns)
+
+
+@dataclass
+class RoleStats:
+    """All the processes of one role, merged."""
+
+    name: str
+    workers: list[Worker] = field(default_factory=list)
+    phases: dict[str, PhaseStats] = field(default_factory=dict)
+    #: ``(phase path, counter name) -> total``; the phase is ``""`` when none was open.
+    counters: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    @property
+    def data_workers(self) -> list[Worker]:
+        return [w for w in self.workers if w.has_data]
+
+    @property
+    def busy_ns(self) -> int:
+        return sum(w.busy_ns for w in self.data_workers)
+
+    @property
+    def lifetime_ns(self) -> int:
+        return sum(w.elapsed_ns for w in self.data_workers)
+
+    @property
+    def mean_busy_ns(self) -> float | None:
+        workers = self.data_workers
+        return self.busy_ns / len(workers) if workers else None
+
+    @property
+    def imbalance(self) -> float | None:
+        """Busiest process's busy time over the role's mean busy time (None: no busy time)."""
+        mean = self.mean_busy_ns
+        if not mean:
+            return None
+        return max(w.busy_ns for w in self.data_workers) / mean
+
+    @property
+    def slowest(self) -> Worker | None:
+        workers = self.data_workers
+        return max(workers, key=lambda w: (w.busy_ns, -w.pid)) if workers else None
+
+    @property
+    def phase_time_ns(self) -> int:
+        """The sum of the role's self times: what its phase shares are shares of."""
+        return sum(max(0, p.self_ns) for p in self.phases.values())
+
+
+@dataclass
+class UnreadableFile:
+    path: Path
+    #: The one-line reason, starting with the file's path.
+    reason: str
+
+    def describe(self, run_dir: Path) -> str:
+        """The reason with the path shortened to be relative to the run directory."""
+        try:
+            short = str(self.path.relative_to(run_dir))
+        except ValueError:
+            return self.reason
+        prefix = f"{self.path}: "
+        rest = self.reason.removeprefix(prefix)
+        return f"{short}: {rest}"
+
+
+@dataclass
+class AttemptSummary:
+    """A superseded attempt: named by the report, never merged."""
+
+    run_id: str
+    attempt: int
+    start_ns: int
+    end_ns: int
+    files: int
+    roles: dict[str, int]
+
+    @property
+    def name(self) -> str:
+        return attempt_name(self.run_id, self.attempt)
+
+
+@dataclass
+class Run:
+    """The newest attempt of a run directory, merged; what every report block renders."""
+
+    run_dir: Path
+    run_id: str
+    attempt: int
+    workers: list[Worker]
+    roles: dict[str, RoleStats]
+    superseded: list[AttemptSummary]
+    unreadable: list[UnreadableFile]
+    #: Lines about folders that could not be listed.
+    listing_problems: list[str]
+    #: CAVEATS lines derived while merging (the text report adds the blocks' own after these).
+    caveats: list[str]
+    no_samples: bool
+
+    @property
+    def name(self) -> str:
+        return attempt_name(self.run_id, self.attempt)
+
+    @property
+    def start_ns(self) -> int:
+        return min(w.start_ns for w in self.workers)
+
+    @property
+    def end_ns(self) -> int:
+        """The newest flush (or end) of any worker of this attempt."""
+        return max(w.stop_ns for w in self.workers)
+
+    @property
+    def runtime_ns(self) -> int:
+        return max(0, self.end_ns - self.start_ns)
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted({w.host for w in self.workers})
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted({w.rank for w in self.workers if w.rank is not None})
+
+    @property
+    def job_ids(self) -> list[str]:
+        return sorted({w.job_id for w in self.workers if w.job_id})
+
+    @property
+    def window_phase(self) -> str | None:
+        """The ``window_phase`` most workers were configured with, if any."""
+        names = Counter(
+            w.document.get("config", {}).get("window_phase")
+            for w in self.workers
+            if isinstance(w.document.get("config"), dict)
+        )
+        names.pop(None, None)
+        if not names:
+            return None
+        name: str = min(names.items(), key=lambda item: (-item[1], str(item[0])))[0]
+        return name
+
+    def all_phases(self) -> dict[str, PhaseStats]:
+        """Every phase path merged over all roles."""
+        merged: dict[str, PhaseStats] = {}
+        for role in self.roles.values():
+            for path, stats in role.phases.items():
+                target = merged.get(path)
+                if target is None:
+                    target = merged[path] = PhaseStats(path)
+                target.merge(stats)
+        return merged
+
+
+def attempt_name(run_id: str, attempt: int) -> str:
+    """``run_id``, with ``#attempt`` appended for a requeued attempt."""
+    text = fmt.printable(run_id)
+    return f"{text} #{attempt}" if attempt else text
+
+
+def utc_time(unix_ns: int) -> str:
+    """A wall-clock instant for people: ``2026-08-13 22:41:07 UTC``."""
+    try:
+        moment = datetime.fromtimestamp(unix_ns / 1e9, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return f"{unix_ns} ns since the epoch"
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def worker_from_document(path: Path, document: dict[str, Any], *, no_samples: bool = False, size: int = 0) -> Worker:
+    """A :class:`Worker` from a document :func:`~..workerfile.validate` accepted.
+
+    ``size`` is the file's size: a file larger than :data:`LARGE_FILE_BYTES` (or any file when
+    ``no_samples``) keeps its inline samples on disk rather than in memory.
+    """
+    identity = document["identity"]
+    times = document["times"]
+    snapshot = document["snapshot"]
+    busy = sum(p["wall_ns"] for p in document["phases"] if "/" not in p["path"])
+    interval = snapshot.get("interval_s")
+    samples = document.get("samples")
+    samples_on_disk = samples is workerfile.SAMPLES_SKIPPED or (
+        samples is not None and (no_samples or size > LARGE_FILE_BYTES)
+    )
+    if samples_on_disk:
+        # Keep the phase tree, not the bulk: the samples are re-read from the file if a block asks.
+        document = {k: v for k, v in document.items() if k != "samples"}
+        document["samples"] = None
+    return Worker(
+        path=path,
+        document=WorkerDocument(document, path, samples_on_disk),
+        run_id=identity["run_id"],
+        attempt=identity.get("attempt", 0),
+        role=identity["role"],
+        host=identity["host"],
+        pid=identity["pid"],
+        uuid=identity["uuid"],
+        rank=identity.get("rank"),
+        local_rank=identity.get("local_rank"),
+        job_id=identity.get("job_id"),
+        launcher=identity.get("launcher"),
+        start_ns=times["start_unix_ns"],
+        last_flush_ns=times["last_flush_unix_ns"],
+        end_ns=times.get("end_unix_ns"),
+        elapsed_ns=times["elapsed_ns"],
+        status=times["status"],
+        signal=times.get("signal"),
+        interval_s=float(interval) if interval else DEFAULT_INTERVAL_S,
+        busy_ns=busy,
+    )
+
+
+def _file_run_component(path: Path) -> str | None:
+    """The sanitised run id a worker file's name carries (``w_<run>_<pid>_<uuid8>.json``)."""
+    stem = path.name
+    if not stem.startswith("w_") or not stem.endswith(".json"):
+        return None
+    parts = stem[2:-5].rsplit("_", 2)
+    return parts[0] if len(parts) == 3 else None
+
+
+def load_run(run_dir: str | Path, *, no_samples: bool = False) -> Run:
+    """Read every worker file under ``run_dir`` and merge the newest attempt.
+
+    Raises :class:`ReportError` (one line) when nothing can be reported: the directory is
+    missing, is not a directory, cannot be listed, holds no worker files, or none of them
+    can be read. Files that cannot be read otherwise cost only themselves: they are listed
+    in ``Run.unreadable`` and named under CAVEATS.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise ReportError(f"no such directory: {run_dir}")
+    if not run_dir.is_dir():
+        raise ReportError(f"not a directory: {run_dir} (give the run directory that holds workers/)")
+    try:
+        next(iter(run_dir.iterdir()), None)
+    except OSError as error:
+        raise ReportError(f"cannot read {run_dir}: {error.strerror or error}") from None
+    try:
+        files, problems = workerfile.scan_worker_files(run_dir)
+    except workerfile.WorkerFileError as error:
+        raise ReportError(str(error)) from None
+    if not files:
+        where = run_dir / workerfile.WORKERS_DIR
+        detail = f"; {problems[0]}" if problems else ""
+        raise ReportError(f"no worker files under {where} (is {run_dir} a lineprofiler run directory?){detail}")
+
+    workers: list[Worker] = []
+    unreadable: list[UnreadableFile] = []
+    for path in files:
+        try:
+            try:
+                size = path.stat().st_size
+            except OSError:
+                size = 0
+            # Merge never needs the samples: stop before them where the layout allows.
+            document = workerfile.read_worker_file(path, skip_samples=True)
+            workers.append(worker_from_document(path, document, no_samples=no_samples, size=size))
+        except workerfile.WorkerFileError as error:
+            unreadable.append(UnreadableFile(path, str(error)))
+    return merge_workers(run_dir, workers, unreadable=unreadable, listing_problems=problems, no_samples=no_samples)
+
+
+def merge_workers(
+    run_dir: Path,
+    workers: list[Worker],
+    *,
+    unreadable: list[UnreadableFile] | None = None,
+    listing_problems: list[str] | None = None,
+    no_samples: bool = False,
+) -> Run:
+    """Merge already-read workers: pick the newest attempt, merge its roles, derive CAVEATS.
+
+    Raises :class:`ReportError` when there is no worker to merge.
+    """
+    unreadable = list(unreadable or [])
+    problems = list(listing_problems or [])
+    by_attempt: dict[tuple[str, int], list[Worker]] = {}
+    for worker in workers:
+        by_attempt.setdefault((worker.run_id, worker.attempt), []).append(worker)
+
+    if not by_attempt:
+        first = unreadable[0].reason if unreadable else "no reason recorded"
+        count = len(unreadable)
+        raise ReportError(
+            f"none of the {count} worker file{'s' if count != 1 else ''} under {run_dir} could be read; "
+            f"first: {first}"
+        )
+
+    # Newest by its earliest start; ties by attempt number, then run id.
+    starts = {key: (min(w.start_ns for w in group), key[1], key[0]) for key, group in by_attempt.items()}
+    newest_key = max(starts, key=starts.__getitem__)
+    merged = sorted(
+        by_attempt.pop(newest_key), key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.uuid)
+    )
+    superseded = sorted(
+        (
+            AttemptSummary(
+                run_id=key[0],
+                attempt=key[1],
+                start_ns=min(w.start_ns for w in group),
+                end_ns=max(w.stop_ns for w in group),
+                files=len(group),
+                roles=dict(Counter(w.role for w in group)),
+            )
+            for key, group in by_attempt.items()
+        ),
+        key=lambda a: (a.start_ns, a.attempt, a.run_id),
+        reverse=True,
+    )
+    del by_attempt
+
+    # Unreadable files whose name says they belong to a superseded attempt are not this
+    # attempt's loss: count them there instead of under CAVEATS.
+    superseded_components = {workerfile.sanitize_component(a.run_id) for a in superseded}
+    newest_component = workerfile.sanitize_component(newest_key[0])
+    own_unreadable = []
+    for bad in unreadable:
+        component = _file_run_component(bad.path)
+        if component in superseded_components and component != newest_component:
+            continue
+        own_unreadable.append(bad)
+
+    roles: dict[str, RoleStats] = {}
+    for worker in merged:
+        role = roles.get(worker.role)
+        if role is None:
+            role = roles[worker.role] = RoleStats(worker.role)
+        role.workers.append(worker)
+        for phase in worker.document["phases"]:
+            stats = role.phases.get(phase["path"])
+            if stats is None:
+                stats = role.phases[phase["path"]] = PhaseStats(phase["path"])
+            stats.add(phase)
+        for counter in worker.document["counters"]:
+            key = (counter["phase"], counter["name"])
+            role.counters[key] = role.counters.get(key, 0) + counter["total"]
+    ordered = dict(sorted(roles.items(), key=lambda item: (-item[1].busy_ns, item[0])))
+
+    run = Run(
+        run_dir=run_dir,
+        run_id=newest_key[0],
+        attempt=newest_key[1],
+        workers=merged,
+        roles=ordered,
+        superseded=superseded,
+        unreadable=own_unreadable,
+        listing_problems=problems,
+        caveats=[],
+        no_samples=no_samples,
+    )
+    run.caveats = derive_caveats(run)
+    return run
+
+
+def _names(workers: list[Worker]) -> str:
+    shown = ", ".join(w.label for w in workers[:CAVEAT_NAMES])
+    if len(workers) > CAVEAT_NAMES:
+        shown += f" and {len(workers) - CAVEAT_NAMES} more"
+    return shown
+
+
+def is_stale(worker: Worker, run_end_ns: int) -> bool:
+    """True when a worker that never finished stopped flushing well before the run's end."""
+    if worker.status in _FINAL:
+        return False
+    threshold = max(STALE_INTERVALS * worker.interval_s * 1e9, STALE_MIN_NS)
+    return run_end_ns - worker.last_flush_ns > threshold
+
+
+def _per_worker(lines: list[str], items: list[tuple[Worker, str]], summary: str) -> None:
+    """One line per worker, or, past :data:`CAVEAT_NAMES` workers, one line for all of them."""
+    if len(items) <= CAVEAT_NAMES:
+        lines.extend(line for _, line in items)
+    else:
+        lines.append(f"{len(items)} workers {summary}: {_names([w for w, _ in items])}; the first: {items[0][1]}")
+
+
+def derive_caveats(run: Run) -> list[str]:
+    """The CAVEATS lines merge can tell from the files alone, most serious first."""
+    lines: list[str] = []
+    end = run.end_ns
+    for bad in run.unreadable[: 2 * CAVEAT_NAMES]:
+        lines.append(f"unreadable worker file (its process is missing from every total): {bad.describe(run.run_dir)}")
+    if len(run.unreadable) > 2 * CAVEAT_NAMES:
+        lines.append(f"... and {len(run.unreadable) - 2 * CAVEAT_NAMES} more unreadable worker files")
+    for problem in run.listing_problems:
+        lines.append(f"folder not listed, its workers are missing from every total: {problem}")
+
+    killed = [w for w in run.workers if w.status == "started" and is_stale(w, end)]
+    _per_worker(
+        lines,
+        [
+            (
+                w,
+                f"{w.label} was killed before any data: only its start file exists "
+                f"(started {fmt.duration(max(0, end - w.start_ns))} before the run's last flush)",
+            )
+            for w in killed
+        ],
+        "were killed before any data (only their start files exist)",
+    )
+    not_yet = [w for w in run.workers if w.status == "started" and not is_stale(w, end)]
+    if not_yet:
+        lines.append(f"{len(not_yet)} worker(s) had written no data yet (just started): {_names(not_yet)}")
+
+    stale = [w for w in run.workers if w.status != "started" and is_stale(w, end)]
+    _per_worker(
+        lines,
+        [
+            (
+                w,
+                f"{w.label} stopped writing {fmt.duration(end - w.last_flush_ns)} before the run "
+                f"ended (last snapshot {utc_time(w.last_flush_ns)}): its numbers stop there",
+            )
+            for w in stale
+        ],
+        "stopped writing well before the run ended; their numbers stop at their last snapshot",
+    )
+
+    failing = []
+    for worker in run.workers:
+        snapshot = worker.document["snapshot"]
+        if (snapshot.get("failures") or 0) > 0:
+            error = snapshot.get("last_error")
+            detail = f" (last error: {fmt.printable(error)[:160]})" if error else ""
+            failing.append(
+                (
+                    worker,
+                    f"{worker.label}: {fmt.count(snapshot['failures'])} snapshot write(s) failed{detail}; "
+                    f"its file holds its last successful snapshot",
+                )
+            )
+    _per_worker(lines, failing, "had snapshot writes fail")
+
+    path_caps, counter_caps = [], []
+    for worker in run.workers:
+        caps = worker.document.get("caps") or {}
+        if caps.get("paths_overflowed"):
+            limit = caps.get("max_paths")
+            path_caps.append(
+                (
+                    worker,
+                    f"{worker.label} hit the phase-path cap"
+                    f"{f' of {fmt.count(limit)}' if limit is not None else ''}: "
+                    f"{fmt.count(caps['paths_overflowed'])} entries went to the overflow node",
+                )
+            )
+        if caps.get("counters_overflowed"):
+            limit = caps.get("max_counters")
+            counter_caps.append(
+                (
+                    worker,
+                    f"{worker.label} hit the counter cap"
+                    f"{f' of {fmt.count(limit)}' if limit is not None else ''}: "
+                    f"{fmt.count(caps['counters_overflowed'])} counts went to the overflow counter",
+                )
+            )
+    _per_worker(lines, path_caps, "hit the phase-path cap")
+    _per_worker(lines, counter_caps, "hit the counter cap")
+
+    repaired = [w for w in run.workers if ((w.document.get("repairs") or {}).get("mismatched_exits") or 0) > 0]
+    if repaired:
+        total = sum(w.document["repairs"]["mismatched_exits"] for w in repaired)
+        lines.append(
+            f"{fmt.count(total)} mismatched phase exit(s) repaired (exited out of order or from another "
+            f"thread) in {_names(repaired)}: times around them may be billed to the wrong phase"
+        )
+
+    _per_worker(
+        lines,
+        [
+            (
+                w,
+                f"{w.label} recorded {len(w.document['errors'])} profiler error(s); "
+                f"first: {fmt.printable(w.document['errors'][0])[:200]}",
+            )
+            for w in run.workers
+            if w.document.get("errors")
+        ],
+        "recorded profiler errors",
+    )
+
+    signalled = [w for w in run.workers if w.status == "signalled"]
+    if signalled:
+        signals = sorted({fmt.printable(w.signal) for w in signalled if w.signal})
+        lines.append(
+            f"{len(signalled)} worker(s) flushed on a signal ({', '.join(signals) or 'unnamed'}): "
+            f"{_names(signalled)}"
+        )
+
+    unfinished = [w for w in run.workers if w.status == "running" and not is_stale(w, end)]
+    if unfinished:
+        lines.append(
+            f"{len(unfinished)} worker(s) never wrote a final flush (the run is still going, or they were "
+            f"killed): their numbers stop at their last snapshot"
+        )
+
+    duplicated = [rank for rank, n in Counter(w.rank for w in run.workers if w.rank is not None).items() if n > 1]
+    if duplicated:
+        lines.append(
+            f"rank(s) {fmt.int_ranges(duplicated)} appear in more than one worker file of this attempt "
+            f"(restarted workers?): each file is counted as a process"
+        )
+    return lines
+
+
+def busy_fraction(role: RoleStats) -> float | None:
+    """Share of the role's process lifetime spent inside a top-level phase."""
+    lifetime = role.lifetime_ns
+    if lifetime <= 0:
+        return None
+    value = role.busy_ns / lifetime
+    return value if math.isfinite(value) else None

@@ -1,0 +1,363 @@
+"""The text report: a list of blocks, each rendering the merged run to lines.
+
+A block is a function ``render(run, options) -> list[str]`` over a
+:class:`~.merge.Run`; a block with nothing to show returns ``[]`` and is simply absent.
+Blocks are separated by one blank line. A block may add lines to CAVEATS with
+``options.add_caveat(line)``; CAVEATS is rendered last, after every other block.
+
+The order is the seed's: header, one block per role, DOMINANT PHASES (with counters under
+their phase), COUNTERS not shown there, ITERATIONS, then the blocks of other modules in
+:data:`EXTRA_BLOCK_MODULES` (I/O BY PHASE, I/O and memory from ``report/resources.py``; GPU
+from ``report/gpu.py``), then CAVEATS. Each of those modules exposes ``BLOCKS``, a sequence
+of render functions in the order they print; a module that is not installed renders nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from . import format as fmt
+from .merge import PhaseStats, RoleStats, Run, utc_time
+
+#: How many rows a role block and DOMINANT PHASES print before summarising the rest.
+ROLE_ROWS = 8
+DOMINANT_ROWS = 10
+NAME_WIDTH = 30
+
+
+@dataclass
+class RenderOptions:
+    """What every block is given besides the run."""
+
+    #: ``--no-samples``: blocks that read resource samples must not load them.
+    no_samples: bool = False
+    #: Lines blocks add for CAVEATS (after the ones merge derived).
+    caveats: list[str] = field(default_factory=list)
+
+    def add_caveat(self, line: str) -> None:
+        """Name a limit of this report under CAVEATS (one line, no leading dash)."""
+        self.caveats.append(line)
+
+
+Block = Callable[[Run, RenderOptions], list[str]]
+
+#: Modules under ``lineprofiler.accounting.report`` whose ``BLOCKS`` render after ITERATIONS,
+#: in this order: resources (I/O BY PHASE, I/O, memory), then GPU.
+EXTRA_BLOCK_MODULES: tuple[str, ...] = ("resources", "gpu")
+
+
+def _section(title: str) -> list[str]:
+    return [title, fmt.RULE]
+
+
+def _clip(name: str, width: int = NAME_WIDTH - 1) -> str:
+    return fmt.clip_left(fmt.printable(name), width)
+
+
+# -- header ------------------------------------------------------------------------------------
+
+
+def render_header(run: Run, options: RenderOptions) -> list[str]:
+    roles = ", ".join(f"{fmt.printable(r.name)} x{len(r.workers)}" for r in run.roles.values())
+    lines = [f"Runtime {fmt.duration(run.runtime_ns)}   Processes {len(run.workers)}   Roles {roles}"]
+    hosts = [fmt.printable(h) for h in run.hosts]
+    shown = ", ".join(hosts) if len(hosts) <= 8 else ", ".join(hosts[:6]) + f", ... {hosts[-1]}"
+    noun = "node" if len(hosts) == 1 else "nodes"
+    lines.append(f"Hosts {shown} ({len(hosts)} {noun})   Run {run.name}")
+    extra = []
+    if run.ranks:
+        extra.append(f"Ranks {fmt.int_ranges(run.ranks)}")
+    if run.job_ids:
+        launchers = sorted({fmt.printable(w.launcher) for w in run.workers if w.launcher})
+        jobs = ", ".join(fmt.printable(j) for j in run.job_ids[:4])
+        if len(run.job_ids) > 4:
+            jobs += f" and {len(run.job_ids) - 4} more"
+        extra.append(f"Job {jobs}" + (f" ({', '.join(launchers)})" if launchers else ""))
+    extra.append(f"Started {utc_time(run.start_ns)}")
+    lines.append("   ".join(extra))
+    for attempt in run.superseded:
+        roles_text = ", ".join(f"{fmt.printable(k)} x{v}" for k, v in sorted(attempt.roles.items()))
+        lines.append(
+            f"Superseded attempt {attempt.name} (not merged): {attempt.files} worker file(s), {roles_text}, "
+            f"started {utc_time(attempt.start_ns)}"
+        )
+    return lines
+
+
+# -- roles -------------------------------------------------------------------------------------
+
+
+def short_names(paths: Sequence[str]) -> dict[str, str]:
+    """Each path's shortest suffix of components that no other path in ``paths`` ends with."""
+    split = {p: p.split("/") for p in paths}
+    names = {}
+    for path, parts in split.items():
+        for n in range(1, len(parts) + 1):
+            suffix = parts[-n:]
+            clash = any(other != path and o[-n:] == suffix for other, o in split.items())
+            if not clash:
+                names[path] = "/".join(suffix)
+                break
+        else:
+            names[path] = path
+    return names
+
+
+def _role_block(role: RoleStats) -> list[str]:
+    n = len(role.workers)
+    without = n - len(role.data_workers)
+    parts = [f"{n} process{'es' if n != 1 else ''}"]
+    if without:
+        parts.append(f"{without} without data")
+    parts.append(f"imbalance {fmt.ratio(role.imbalance)}")
+    lines = _section(f"{fmt.printable(role.name).upper()}  ({', '.join(parts)})")
+    total = role.phase_time_ns
+    ranked = sorted((p for p in role.phases.values() if p.self_ns > 0), key=lambda p: (-p.self_ns, p.path))
+    if not ranked or total <= 0:
+        lines.append("(no time recorded in phases)")
+        return lines
+    names = short_names([p.path for p in ranked])
+    shown = ranked[:ROLE_ROWS]
+    for phase in shown:
+        lines.append(f"{_clip(names[phase.path]):<{NAME_WIDTH}}{fmt.percent(phase.self_ns / total):>6}"
+                     f"{fmt.duration(phase.self_ns):>13}")
+    rest = ranked[ROLE_ROWS:]
+    if rest:
+        rest_ns = sum(p.self_ns for p in rest)
+        label = f"({len(rest)} more phases)"
+        lines.append(f"{label:<{NAME_WIDTH}}{fmt.percent(rest_ns / total):>6}{fmt.duration(rest_ns):>13}")
+    slowest = role.slowest
+    mean = role.mean_busy_ns
+    imbalance = role.imbalance
+    if slowest is not None and mean and imbalance is not None and imbalance >= 1.005:
+        lines.append(
+            f"  busiest: {slowest.label}, {fmt.duration(slowest.busy_ns)} in phases vs a mean of "
+            f"{fmt.duration(mean)}"
+        )
+    lifetime = role.lifetime_ns
+    if lifetime > 0:
+        lines.append(f"  time in phases: {fmt.percent(role.busy_ns / lifetime)} of the processes' lifetime")
+    return lines
+
+
+def render_roles(run: Run, options: RenderOptions) -> list[str]:
+    lines: list[str] = []
+    for role in run.roles.values():
+        if lines:
+            lines.append("")
+        lines.extend(_role_block(role))
+    return lines
+
+
+# -- dominant phases and counters --------------------------------------------------------------
+
+
+def _counter_row(name: str, total: int, phase: PhaseStats | None, lifetime_ns: int) -> str:
+    """``+ name  total  rate  time-each``.
+
+    Under a phase, the rate is per second of that phase's wall time summed over the role's
+    processes, and time-each is that wall time over the total: what one simulation inside
+    ``mcts`` costs. With no phase open, the rate is per second of the role's process lifetime
+    and there is no time-each.
+    """
+    if phase is not None:
+        wall = phase.wall_ns
+        per_s = total / (wall / 1e9) if wall > 0 else None
+        each = wall / total if total > 0 and wall > 0 else None
+        tail = f"{fmt.rate(per_s):>14}{fmt.per_each(each):>13}"
+    else:
+        per_s = total / (lifetime_ns / 1e9) if lifetime_ns > 0 else None
+        tail = f"{fmt.rate(per_s):>14}"
+    return f"    + {_clip(name, 23):<24}{fmt.count(total):>8}{tail}"
+
+
+def _dominant(run: Run) -> list[tuple[RoleStats, PhaseStats]]:
+    rows = [(role, phase) for role in run.roles.values() for phase in role.phases.values() if phase.self_ns > 0]
+    rows.sort(key=lambda rp: (-rp[1].self_ns, rp[0].name, rp[1].path))
+    return rows[:DOMINANT_ROWS]
+
+
+def render_dominant(run: Run, options: RenderOptions) -> list[str]:
+    rows = _dominant(run)
+    if not rows:
+        return []
+    several = len(run.roles) > 1
+    head = f"{'DOMINANT PHASES':<{NAME_WIDTH}}{'self':>10}{'wait':>8}{'p50':>10}{'p99':>10}"
+    lines = [head + ("  role" if several else "")]
+    for role, phase in rows:
+        line = (
+            f"{_clip(phase.path):<{NAME_WIDTH}}{fmt.duration(phase.self_ns):>10}"
+            f"{fmt.percent(phase.wait_fraction, 0):>8}{fmt.duration(phase.quantile(0.50)):>10}"
+            f"{fmt.duration(phase.quantile(0.99)):>10}"
+        )
+        if several:
+            line += f"  {fmt.printable(role.name)}"
+        lines.append(line)
+        for (path, name), total in sorted(role.counters.items()):
+            if path == phase.path:
+                lines.append(_counter_row(name, total, phase, role.lifetime_ns))
+    return lines
+
+
+def render_counters(run: Run, options: RenderOptions) -> list[str]:
+    """Counters whose phase is not a row of DOMINANT PHASES, under their phase."""
+    shown = {(role.name, phase.path) for role, phase in _dominant(run)}
+    lines: list[str] = []
+    for role in run.roles.values():
+        by_phase: dict[str, list[tuple[str, int]]] = {}
+        for (path, name), total in sorted(role.counters.items()):
+            if (role.name, path) not in shown:
+                by_phase.setdefault(path, []).append((name, total))
+        for path, counters in sorted(by_phase.items(), key=lambda item: (item[0] == "", item[0])):
+            label = _clip(path) if path else "(no phase open)"
+            tag = f"  {fmt.printable(role.name)}" if len(run.roles) > 1 else ""
+            lines.append(f"  {label}{tag}")
+            for name, total in counters:
+                lines.append(_counter_row(name, total, role.phases.get(path) if path else None, role.lifetime_ns))
+    if not lines:
+        return []
+    return ["COUNTERS  (under phases not listed above)"] + lines
+
+
+# -- iterations --------------------------------------------------------------------------------
+
+
+def iteration_phase(run: Run) -> tuple[str, str] | None:
+    """``(phase, why)``: the configured ``window_phase`` if it was entered, else the most-entered
+    top-level phase; None when no phase was entered at all."""
+    phases = run.all_phases()
+    configured = run.window_phase
+    if configured is not None and any(
+        p.entries for path, p in phases.items() if path == configured or p.leaf == configured
+    ):
+        return configured, "window_phase"
+    top = [p for p in phases.values() if p.depth == 0 and p.entries > 0]
+    if not top:
+        return None
+    best = max(top, key=lambda p: (p.entries, p.wall_ns, p.path))
+    why = "the most-entered top-level phase"
+    if configured is not None:
+        why += f"; window_phase {fmt.printable(configured)!r} was never entered"
+    return best.path, why
+
+
+def _matching(role: RoleStats, name: str) -> PhaseStats | None:
+    exact = role.phases.get(name)
+    candidates = [exact] if exact is not None else [p for p in role.phases.values() if p.leaf == name]
+    candidates = [p for p in candidates if p.entries > 0]
+    if not candidates:
+        return None
+    merged = PhaseStats(name)
+    for phase in candidates:
+        merged.merge(phase)
+    return merged
+
+
+def _iteration_stats(phase: PhaseStats) -> str:
+    return (
+        f"  mean{fmt.duration(phase.mean_ns):>11}   p50{fmt.duration(phase.quantile(0.50)):>11}"
+        f"   p95{fmt.duration(phase.quantile(0.95)):>11}   p99{fmt.duration(phase.quantile(0.99)):>11}"
+    )
+
+
+def render_iterations(run: Run, options: RenderOptions) -> list[str]:
+    chosen = iteration_phase(run)
+    if chosen is None:
+        return []
+    name, why = chosen
+    per_role = [(role, stats) for role in run.roles.values() if (stats := _matching(role, name)) is not None]
+    if not per_role:
+        return []
+    about = f"phase {_clip(name)} ({why})"
+    if len(per_role) == 1:
+        stats = per_role[0][1]
+        return [f"ITERATIONS  ({fmt.count(stats.entries)} entries)  {about}", _iteration_stats(stats)]
+    lines = [f"ITERATIONS  {about}"]
+    for role, stats in per_role:
+        lines.append(f"  {fmt.printable(role.name).upper()}  ({fmt.count(stats.entries)} entries)")
+        lines.append(_iteration_stats(stats))
+    return lines
+
+
+# -- blocks from other modules -----------------------------------------------------------------
+
+
+def extra_blocks() -> list[tuple[str, Block]]:
+    """``(module, block)`` for every block the optional report modules provide, in order."""
+    found: list[tuple[str, Block]] = []
+    for name in EXTRA_BLOCK_MODULES:
+        full = f"{__package__}.{name}"
+        try:
+            module = importlib.import_module(full)
+        except ModuleNotFoundError as error:
+            if error.name == full:
+                continue  # not merged or not installed: its blocks are simply absent
+            found.append((name, _broken_module(name, error)))
+            continue
+        except Exception as error:  # a broken block module costs its blocks, not the report
+            found.append((name, _broken_module(name, error)))
+            continue
+        for block in getattr(module, "BLOCKS", ()):
+            found.append((name, block))
+    return found
+
+
+def _broken_module(name: str, error: BaseException) -> Block:
+    def render(run: Run, options: RenderOptions) -> list[str]:
+        options.add_caveat(f"the {name} blocks could not be loaded: {error.__class__.__name__}: {error}")
+        return []
+
+    return render
+
+
+# -- caveats -----------------------------------------------------------------------------------
+
+
+def render_caveats(run: Run, options: RenderOptions) -> list[str]:
+    lines = list(run.caveats) + list(options.caveats)
+    if not lines:
+        return []
+    return _section("CAVEATS") + [f"  - {line}" for line in lines]
+
+
+#: The blocks of this module, in the order they print (the extra modules' go before CAVEATS).
+CORE_BLOCKS: tuple[Block, ...] = (render_header, render_roles, render_dominant, render_counters, render_iterations)
+
+
+def render(run: Run, options: RenderOptions | None = None) -> str:
+    """The whole report as text (no trailing newline)."""
+    options = options if options is not None else RenderOptions(no_samples=run.no_samples)
+    blocks: list[tuple[str, Block]] = [("core", b) for b in CORE_BLOCKS] + extra_blocks()
+    chunks: list[list[str]] = []
+    for origin, block in blocks:
+        try:
+            lines = block(run, options)
+        except Exception as error:
+            if os.environ.get("LINEPROFILER_DEBUG"):
+                raise
+            title = getattr(block, "__name__", "a")
+            options.add_caveat(
+                f"the {origin} block {title} failed and is missing: {error.__class__.__name__}: {error}"
+            )
+            continue
+        if lines:
+            chunks.append(lines)
+    caveats = render_caveats(run, options)
+    if caveats:
+        chunks.append(caveats)
+    return "\n\n".join("\n".join(line.rstrip() for line in chunk) for chunk in chunks)
+
+
+__all__ = [
+    "Block",
+    "CORE_BLOCKS",
+    "EXTRA_BLOCK_MODULES",
+    "RenderOptions",
+    "extra_blocks",
+    "iteration_phase",
+    "render",
+    "short_names",
+]

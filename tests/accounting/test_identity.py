@@ -1,0 +1,69 @@
+"""Run identity from the environment: run ids, attempts, ranks, hosts, sanitised path parts."""
+
+from __future__ import annotations
+
+import re
+
+from lineprofiler.accounting import identity
+
+
+def test_an_inherited_run_id_wins():
+    env = {"LINEPROFILER_RUN_ID": "20260813T2241-471c94", "LINEPROFILER_ATTEMPT": "2", "SLURM_JOB_ID": "99"}
+    run = identity.resolve_run_id(env)
+    assert (run.run_id, run.attempt, run.source, run.job_id) == ("20260813T2241-471c94", 2, "env", "99")
+
+
+def test_slurm_job_and_step_make_a_deterministic_run_id_and_requeues_are_attempts():
+    env = {"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0"}
+    first = identity.resolve_run_id(env)
+    assert first == identity.resolve_run_id(dict(env))  # two processes of the job agree
+    assert (first.run_id, first.attempt, first.source) == ("slurm-4242.0", 0, "slurm")
+    again = identity.resolve_run_id(dict(env, SLURM_RESTART_COUNT="1"))
+    assert (again.run_id, again.attempt) == ("slurm-4242.0-r1", 1000)
+
+
+def test_torchrun_mpi_and_pmix_ids():
+    torch = identity.resolve_run_id({"TORCHELASTIC_RUN_ID": "abc", "TORCHELASTIC_RESTART_COUNT": "3"})
+    assert (torch.run_id, torch.attempt, torch.source) == ("torchrun-abc-t3", 3, "torchrun")
+    # torchrun's default rendezvous id names no job
+    assert identity.resolve_run_id({"TORCHELASTIC_RUN_ID": "none"}).source == "generated"
+    mpi = identity.resolve_run_id({"OMPI_MCA_ess_base_jobid": "123456"})
+    assert (mpi.run_id, mpi.source) == ("mpi-123456", "mpi")
+    pmix = identity.resolve_run_id({"PMIX_NAMESPACE": "slurm.pmix.55.0"})
+    assert (pmix.run_id, pmix.source) == ("pmix-slurm.pmix.55.0", "pmix")
+
+
+def test_generated_ids_are_new_each_time():
+    a, b = identity.resolve_run_id({}), identity.resolve_run_id({})
+    assert a.source == "generated" and a.attempt == 0
+    assert re.fullmatch(r"\d{8}T\d{4}-[0-9a-f]{6}", a.run_id)
+    assert a.run_id != b.run_id  # a rerun into the same directory is a new run
+
+
+def test_ranks_come_from_the_innermost_launcher():
+    # torchrun inside a Slurm allocation: the worker's rank is torchrun's
+    env = {"SLURM_PROCID": "1", "RANK": "5", "LOCAL_RANK": "1", "TORCHELASTIC_RUN_ID": "x", "WORLD_SIZE": "8",
+           "GROUP_RANK": "2", "SLURM_NODEID": "1"}
+    ident = identity.build_identity("actor", identity.resolve_run_id(env), env)
+    assert (ident.rank, ident.local_rank, ident.node_rank, ident.world_size, ident.launcher) == (5, 1, 2, 8, "torchrun")
+    slurm = {"SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_NODEID": "1", "SLURM_NTASKS": "4", "SLURM_JOB_ID": "7"}
+    ident = identity.build_identity(None, identity.resolve_run_id(slurm), slurm)
+    assert (ident.rank, ident.local_rank, ident.node_rank, ident.world_size) == (3, 1, 1, 4)
+    assert (ident.launcher, ident.job_id, ident.role) == ("slurm", "7", "main")
+    mpi = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_SIZE": "3"}
+    assert identity.resolve_rank(mpi) == (2, "mpi")
+    assert identity.resolve_rank({"PMI_RANK": "4"}) == (4, "pmi")
+    assert identity.resolve_rank({"PMIX_RANK": "6"}) == (6, "pmi")
+    assert identity.resolve_rank({"RANK": "not a number"}) == (None, None)
+    assert identity.resolve_rank({}) == (None, None)
+
+
+def test_host_and_role_are_safe_path_components():
+    env = {"LINEPROFILER_HOST": "../../etc/node 07", "LINEPROFILER_ROLE": "../actor"}
+    ident = identity.build_identity(None, identity.resolve_run_id({}), env)
+    assert "/" not in ident.host and not ident.host.startswith(".")
+    assert ident.role == "actor"
+    assert identity.clean_role("learner/1", {}) == "learner_1"
+    assert identity.resolve_host({"LINEPROFILER_HOST": "node07"}) == "node07"
+    assert identity.resolve_host({}) != ""
+    assert re.fullmatch(r"[0-9a-f]{8}", identity.new_uuid8())

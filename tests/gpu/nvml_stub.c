@@ -1,0 +1,191 @@
+/* A stand-in for libnvidia-ml.so.1, for tests only: it answers the NVML calls that
+ * accounting/_nvml.h makes, from a script the test sets through the lpstub_* functions.
+ *
+ * It follows the documented behaviour of the real calls where the header relies on it:
+ * nvmlDeviceGetProcessUtilization returns only samples newer than lastSeenTimeStamp,
+ * NVML_ERROR_NOT_FOUND when there are none, and NVML_ERROR_INSUFFICIENT_SIZE with the needed
+ * count when the caller's buffer is too small. Global state is fine here: one test process,
+ * one scripted device set. Build variants: -DLPSTUB_NO_UTIL leaves out
+ * nvmlDeviceGetUtilizationRates, -DLPSTUB_NO_PROC leaves out nvmlDeviceGetProcessUtilization. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define STUB_DEVICES 16
+#define STUB_SAMPLES 512
+
+typedef struct {
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
+typedef struct stub_device *nvmlDevice_t;
+struct stub_device {
+    int index;
+};
+
+static struct {
+    int init_rc, count_rc, init_calls, shutdown_calls, inits_open;
+    unsigned int device_count;
+    int handle_rc[STUB_DEVICES];
+    int util_rc[STUB_DEVICES];
+    unsigned int busy[STUB_DEVICES];
+    int proc_rc[STUB_DEVICES]; /* 0: answer from the samples; else returned as is */
+    int ignore_last_seen;      /* return old samples too, as some drivers have */
+    nvmlProcessUtilizationSample_t samples[STUB_DEVICES][STUB_SAMPLES];
+    unsigned int n_samples[STUB_DEVICES];
+    unsigned long long last_seen_arg[STUB_DEVICES];
+    int proc_calls[STUB_DEVICES];
+    struct stub_device devices[STUB_DEVICES];
+} S;
+
+/* ---- the script, set by the test through ctypes ---- */
+
+void lpstub_reset(void)
+{
+    memset(&S, 0, sizeof S);
+    for (int i = 0; i < STUB_DEVICES; i++)
+        S.devices[i].index = i;
+}
+void lpstub_set_init_rc(int rc) { S.init_rc = rc; }
+void lpstub_set_count_rc(int rc) { S.count_rc = rc; }
+void lpstub_set_device_count(unsigned int n) { S.device_count = n; }
+void lpstub_set_handle_rc(int dev, int rc) { S.handle_rc[dev] = rc; }
+void lpstub_set_busy(int dev, unsigned int pct, int rc)
+{
+    S.busy[dev] = pct;
+    S.util_rc[dev] = rc;
+}
+void lpstub_set_proc_rc(int dev, int rc) { S.proc_rc[dev] = rc; }
+void lpstub_set_ignore_last_seen(int on) { S.ignore_last_seen = on; }
+int lpstub_add_sample(int dev, unsigned int pid, unsigned long long ts, unsigned int sm)
+{
+    if (S.n_samples[dev] >= STUB_SAMPLES)
+        return -1;
+    nvmlProcessUtilizationSample_t *s = &S.samples[dev][S.n_samples[dev]++];
+    memset(s, 0, sizeof *s);
+    s->pid = pid;
+    s->timeStamp = ts;
+    s->smUtil = sm;
+    s->memUtil = sm / 2;
+    return 0;
+}
+unsigned long long lpstub_last_seen_arg(int dev) { return S.last_seen_arg[dev]; }
+int lpstub_proc_calls(int dev) { return S.proc_calls[dev]; }
+int lpstub_init_calls(void) { return S.init_calls; }
+int lpstub_shutdown_calls(void) { return S.shutdown_calls; }
+
+/* ---- the NVML calls ---- */
+
+int nvmlInit_v2(void)
+{
+    S.init_calls++;
+    if (S.init_rc == 0)
+        S.inits_open++;
+    return S.init_rc;
+}
+
+int nvmlShutdown(void)
+{
+    S.shutdown_calls++;
+    if (S.inits_open == 0)
+        return 1; /* NVML_ERROR_UNINITIALIZED */
+    S.inits_open--;
+    return 0;
+}
+
+const char *nvmlErrorString(int rc)
+{
+    switch (rc) {
+    case 0: return "Success";
+    case 1: return "Uninitialized";
+    case 3: return "Not Supported";
+    case 6: return "Not Found";
+    case 7: return "Insufficient Size";
+    case 9: return "Driver Not Loaded";
+    default: return "Unknown Error";
+    }
+}
+
+int nvmlDeviceGetCount_v2(unsigned int *count)
+{
+    if (S.inits_open == 0)
+        return 1;
+    if (S.count_rc)
+        return S.count_rc;
+    *count = S.device_count;
+    return 0;
+}
+
+int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+    if (S.inits_open == 0)
+        return 1;
+    if (index >= S.device_count || index >= STUB_DEVICES)
+        return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+    if (S.handle_rc[index])
+        return S.handle_rc[index];
+    *device = &S.devices[index];
+    return 0;
+}
+
+int nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+    snprintf(name, length, "Stub GPU %d", device->index);
+    return 0;
+}
+
+#ifndef LPSTUB_NO_UTIL
+int nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *rates)
+{
+    if (S.inits_open == 0)
+        return 1;
+    int i = device->index;
+    if (S.util_rc[i])
+        return S.util_rc[i];
+    rates->gpu = S.busy[i];
+    rates->memory = S.busy[i] / 2;
+    return 0;
+}
+#endif
+
+#ifndef LPSTUB_NO_PROC
+int nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *out,
+                                    unsigned int *count, unsigned long long last_seen)
+{
+    if (S.inits_open == 0)
+        return 1;
+    int i = device->index;
+    S.proc_calls[i]++;
+    S.last_seen_arg[i] = last_seen;
+    if (S.proc_rc[i])
+        return S.proc_rc[i];
+    unsigned int needed = 0;
+    for (unsigned int k = 0; k < S.n_samples[i]; k++)
+        if (S.ignore_last_seen || S.samples[i][k].timeStamp > last_seen)
+            needed++;
+    if (needed == 0) {
+        *count = 0;
+        return 6; /* NVML_ERROR_NOT_FOUND */
+    }
+    if (!out || *count < needed) {
+        *count = needed;
+        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    }
+    unsigned int n = 0;
+    for (unsigned int k = 0; k < S.n_samples[i]; k++)
+        if (S.ignore_last_seen || S.samples[i][k].timeStamp > last_seen)
+            out[n++] = S.samples[i][k];
+    *count = n;
+    return 0;
+}
+#endif

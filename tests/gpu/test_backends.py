@@ -1,0 +1,302 @@
+"""backends.py: torch.profiler and VizTracer windows over phase entries, one artifact per process.
+
+The accounting core calls the window's watch callback on the n-th entry into the watched phase
+and the annotate hooks on every phase; ``Core`` below is a stand-in for those hooks (the core is
+built in parallel), calling them in the core's order: watch, then annotate enter; annotate exit
+on the way out. Everything else is real: torch.profiler (CPU build, Python 3.11), VizTracer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+from contextlib import contextmanager
+
+import pytest
+
+from lineprofiler.accounting import backends, capabilities, cuda
+from lineprofiler.accounting.backends import Backend, Window
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    capabilities.reset_cache()
+    yield
+    capabilities.reset_cache()
+
+
+class Core:
+    """Calls the hooks as the core does: watch(n) on the n-th entry into the watched leaf name."""
+
+    def __init__(self, window: Window | None, annotator=None, *, watch_first: bool = True) -> None:
+        self.window = window
+        self.enter, self.exit = backends.annotate_hooks(annotator, window)
+        self.watch_first = watch_first
+        self.entries = 0
+
+    def _watch(self, name: str) -> None:
+        if self.window is not None and name == self.window.watch_name:
+            self.entries += 1
+            self.window.on_entry(self.entries)
+
+    @contextmanager
+    def phase(self, name: str):
+        if self.watch_first:
+            self._watch(name)
+        if self.enter:
+            self.enter(name)
+        if not self.watch_first:
+            self._watch(name)
+        try:
+            yield
+        finally:
+            if self.exit:
+                self.exit(name)
+
+
+def work(n: int = 200) -> int:
+    return sum(i * i for i in range(n))
+
+
+def run_iterations(core: Core, count: int, tensor_work=None) -> None:
+    for _ in range(count):
+        with core.phase("iteration"):
+            with core.phase("mcts"):
+                work()
+                if tensor_work is not None:
+                    tensor_work()
+
+
+def phase_events(path, cat=None):
+    events = json.loads(path.read_text())["traceEvents"]
+    out = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("name") in ("iteration", "mcts") and (cat is None or e.get("cat") == cat):
+            out.setdefault(e["name"], []).append(e)
+    return out
+
+
+# ---- arguments ----
+
+
+def test_backend_parse():
+    assert Backend.parse("torch") is Backend.TORCH
+    assert Backend.parse("VizTracer") is Backend.VIZTRACER
+    assert Backend.parse(Backend.TORCH) is Backend.TORCH
+    assert Backend.parse(None) is None and Backend.parse("") is None
+    with pytest.raises(ValueError, match="backend must be one of 'torch', 'viztracer' or None, not 'nsys'"):
+        Backend.parse("nsys")
+    with pytest.raises(ValueError):
+        Backend.parse(3)
+
+
+@pytest.mark.parametrize("window", [(0, 5), (5, 5), (6, 5), ("1", 2), (1.0, 2), (True, 3), (1,), None])
+def test_bad_windows_are_refused(tmp_path, window):
+    with pytest.raises(ValueError, match="backend_window"):
+        Window("viztracer", tmp_path, window, "iteration")
+
+
+@pytest.mark.parametrize("phase", ["", "a/b", None])
+def test_window_phase_is_a_leaf_name(tmp_path, phase):
+    with pytest.raises(ValueError, match="window_phase"):
+        Window("viztracer", tmp_path, (1, 2), phase)
+
+
+def test_artifact_names_are_per_process():
+    assert backends.artifact_name(Backend.TORCH, "node07", 4242) == "torch_trace_node07_4242.json"
+    assert backends.artifact_name(Backend.VIZTRACER, "gpu node/7", 1) == "viztracer_gpu_node_7_1.json"
+
+
+# ---- viztracer ----
+
+
+def test_viztracer_window_traces_the_window_with_phase_names(tmp_path):
+    window = Window("viztracer", tmp_path, (2, 4), "iteration")
+    assert window.state == "waiting" and window.unavailable_reason is None
+    core = Core(window)
+    run_iterations(core, 6)
+    assert window.state == "done", window.error
+    expected = tmp_path / "backend" / f"viztracer_{socket.gethostname()}_{os.getpid()}.json"
+    assert window.artifact == expected
+    trace = json.loads(expected.read_text())  # loadable, complete JSON
+    named = phase_events(expected, cat="lineprofiler.phase")
+    # Entries 2 and 3 are inside the window; the 4th entry stops it before its phase opens.
+    assert len(named["iteration"]) == 2 and len(named["mcts"]) == 2
+    functions = {e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"}
+    assert any(name.startswith("work ") for name in functions)  # the user's code is traced
+    assert not any("lineprofiler/accounting" in name for name in functions)  # the hooks' own code is not
+    described = window.describe()
+    assert described["artifact"] == f"backend/{expected.name}"
+    assert (described["started_entry"], described["stopped_entry"], described["truncated"]) == (2, 4, False)
+    assert [p.name for p in expected.parent.iterdir()] == [expected.name]  # no temp file left
+
+
+def test_triggering_phase_is_traced_when_annotate_runs_before_watch(tmp_path):
+    window = Window("viztracer", tmp_path, (2, 4), "iteration")
+    run_iterations(Core(window, watch_first=False), 6)
+    named = phase_events(window.artifact, cat="lineprofiler.phase")
+    starts = sorted(e["ts"] for e in named["iteration"])
+    # Entry 2 (opened before the tracer started) is there, as are 3 and the cut-short 4th.
+    assert len(starts) == 3
+
+
+def test_stopping_the_profiler_inside_the_window_writes_a_truncated_trace(tmp_path):
+    window = Window("viztracer", tmp_path, (2, 100), "iteration")
+    core = Core(window)
+    run_iterations(core, 5)
+    assert window.state == "active"
+    window.stop()
+    assert window.state == "done" and window.truncated
+    assert len(phase_events(window.artifact, cat="lineprofiler.phase")["iteration"]) == 4
+    window.stop()  # idempotent
+    window.close()
+    assert window.describe()["truncated"] is True
+
+
+def test_a_window_that_never_opens_writes_nothing(tmp_path):
+    window = Window("viztracer", tmp_path, (10, 20), "iteration")
+    run_iterations(Core(window), 5)
+    window.close()
+    assert window.state == "waiting" and window.artifact is None
+    assert not (tmp_path / "backend").exists()
+
+
+def test_start_failure_is_recorded_not_raised(tmp_path):
+    window = Window("viztracer", tmp_path, (1, 3), "iteration", options={"no_such_option": 1})
+    run_iterations(Core(window), 4)
+    assert window.state == "failed"
+    # TypeError on 3.12+; VizTracer's C constructor turns it into a SystemError on 3.11.
+    assert window.error.split(":")[0] in ("TypeError", "SystemError")
+    assert not (tmp_path / "backend").exists()
+
+
+def test_save_failure_is_recorded_not_raised(tmp_path):
+    blocker = tmp_path / "run"
+    blocker.write_text("a file where the run directory should be")
+    window = Window("viztracer", blocker, (1, 3), "iteration")
+    run_iterations(Core(window), 4)
+    assert window.state == "failed"
+    assert window.error.split(":")[0] in ("FileExistsError", "NotADirectoryError")
+
+
+def test_a_forked_child_writes_its_own_file(tmp_path):
+    window = Window("viztracer", tmp_path, (2, 4), "iteration")
+    core = Core(window)
+    run_iterations(core, 2)  # the window is open in the parent when it forks
+    assert window.state == "active"
+    pid = os.fork()
+    if pid == 0:  # the child: the core's fork hook calls after_fork_child and restarts its count
+        code = 1
+        try:
+            window.after_fork_child()
+            core.entries = 0
+            run_iterations(core, 5)
+            code = 0 if window.state == "done" else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    run_iterations(core, 3)
+    assert window.state == "done"
+    files = sorted(p.name for p in (tmp_path / "backend").iterdir())
+    host = socket.gethostname()
+    assert files == sorted([f"viztracer_{host}_{os.getpid()}.json", f"viztracer_{host}_{pid}.json"])
+    for name in files:
+        assert len(phase_events(tmp_path / "backend" / name, cat="lineprofiler.phase")["iteration"]) == 2
+
+
+def test_missing_viztracer_is_a_no_op_with_a_reason(run_python, tmp_path):
+    out = run_python(
+        "import json, sys\n"
+        "sys.modules['viztracer'] = None\n"
+        "from lineprofiler.accounting import backends, capabilities\n"
+        f"w = backends.Window('viztracer', {str(tmp_path)!r}, (1, 3), 'iteration')\n"
+        "for n in range(1, 6):\n"
+        "    w.on_entry(n)\n"
+        "print(json.dumps([w.describe(), backends.annotate_hooks(None, w) == (None, None),"
+        " capabilities.metadata({'backend': w.describe()})['backend']]))\n"
+    )
+    described, no_hooks, in_metadata = json.loads(out)
+    assert described["state"] == "unavailable"
+    assert described["unavailable_reason"] == "import of viztracer is blocked in this process (sys.modules['viztracer'] is None)"
+    assert described["available"] is False
+    assert no_hooks
+    assert in_metadata == described
+    assert not (tmp_path / "backend").exists()
+
+
+def test_contribute_puts_the_window_in_the_worker_document(tmp_path):
+    window = Window("viztracer", tmp_path, (1, 2), "iteration")
+    document: dict = {}
+    window.contribute(document)
+    assert document["backend_window"]["state"] == "waiting"
+    assert document["backend_window"]["window"] == [1, 2]
+    json.dumps(document)
+
+
+# ---- torch ----
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
+def test_torch_window_writes_a_chrome_trace_with_phase_names(tmp_path):
+    import torch
+
+    window = Window("torch", tmp_path, (3, 6), "iteration")
+    run_iterations(Core(window), 8, tensor_work=lambda: torch.ones(32) @ torch.ones(32))
+    assert window.state == "done", window.error
+    expected = tmp_path / "backend" / f"torch_trace_{socket.gethostname()}_{os.getpid()}.json"
+    assert window.artifact == expected
+    named = phase_events(expected)
+    assert len(named["iteration"]) == 3 and len(named["mcts"]) == 3
+    ops = {e["name"] for e in json.loads(expected.read_text())["traceEvents"] if e.get("ph") == "X"}
+    assert "aten::dot" in ops or "aten::matmul" in ops  # torch's own events, inside the window
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
+def test_torch_window_with_annotate_has_no_duplicate_ranges(tmp_path):
+    import torch  # noqa: F401
+
+    window = Window("torch", tmp_path, (2, 4), "iteration")
+    annotator = cuda.Annotator(nvtx=False)
+    core = Core(window, annotator)
+    assert window.record_phases is False  # annotate's record_function covers it
+    run_iterations(core, 5)
+    named = phase_events(window.artifact)
+    assert len(named["iteration"]) == 2 and len(named["mcts"]) == 2
+    assert annotator.depth() == 0
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
+def test_torch_start_failure_is_recorded(tmp_path):
+    window = Window("torch", tmp_path, (1, 2), "iteration", options={"no_such_option": True})
+    run_iterations(Core(window), 3)
+    assert window.state == "failed" and window.error.startswith("TypeError:")
+
+
+@pytest.mark.skipif(HAS_TORCH, reason="torch is installed here")
+def test_torch_window_without_torch_is_unavailable(tmp_path):
+    window = Window("torch", tmp_path, (1, 2), "iteration")
+    assert window.state == "unavailable"
+    assert window.unavailable_reason == "torch is not installed"
+    run_iterations(Core(window), 3)
+    assert not (tmp_path / "backend").exists()
+
+
+def test_annotate_hooks_combinations(tmp_path, monkeypatch):
+    assert backends.annotate_hooks(None, None) == (None, None)
+    annotator = cuda.Annotator(nvtx=False, record_function=False)
+    enter, exit = backends.annotate_hooks(annotator, None)
+    assert enter == annotator.enter and exit == annotator.exit
+    window = Window("viztracer", tmp_path, (1, 2), "iteration")
+    enter, exit = backends.annotate_hooks(None, window)
+    assert enter == window.enter and exit == window.exit
+    enter, exit = backends.annotate_hooks(annotator, window)  # both: composed
+    enter("iteration")
+    assert annotator.depth() == 1
+    exit("iteration")
+    assert annotator.depth() == 0

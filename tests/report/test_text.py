@@ -1,0 +1,261 @@
+"""The text report: the seed's shape, with the numbers that matter asserted from the durations."""
+
+import sys
+import types
+
+import pytest
+from lp_report_builders import MS, S, T0, US, SimWorker, actor_loop, learner_loop
+
+from lineprofiler.accounting import histogram
+from lineprofiler.accounting.report import format as fmt
+from lineprofiler.accounting.report import text
+from lineprofiler.accounting.report.merge import load_run
+from lineprofiler.accounting.report.text import RenderOptions, render
+
+# The seed's actor: 75 iterations of 64 simulations; mcts entries average 10.036 ms (752.7 ms in
+# all, so 4,800 simulations run at 6,377.0/s and cost 156.8 us each); 1.8 ms of each mcts is
+# spent off-CPU (18% wait); env_step takes 2.07 ms, which makes mcts 82.9% of the phase time.
+MCTS_NS = 10_036_000
+JITTER = [-2 * MS, -1 * MS, 0, 1 * MS, 2 * MS]
+ENV_NS = 2_070_000
+WAIT_NS = 1_800_000
+RUNTIME_NS = (4 * 3600 + 12 * 60) * S
+
+
+def seed_actor(**kwargs):
+    worker = SimWorker("actor", **kwargs)
+    actor_loop(worker, 75, mcts_ns=MCTS_NS, env_ns=ENV_NS, mcts_wait_ns=WAIT_NS, jitter=JITTER)
+    return worker
+
+
+def mcts_durations():
+    return [MCTS_NS + JITTER[i % len(JITTER)] for i in range(75)]
+
+
+def seed_run(run_dir):
+    for i in range(16):
+        seed_actor(host="node07" if i < 8 else "node08", rank=i).write(run_dir)
+    learner = SimWorker("learner", host="node08", rank=16)
+    for _ in range(10):
+        with learner.phase("train_step"):
+            learner.work(20 * MS)
+    learner.wait(RUNTIME_NS - learner.clock_ns)
+    learner.write(run_dir)
+    return load_run(run_dir)
+
+
+def reference_quantile(durations, q):
+    counts = {}
+    for d in durations:
+        counts[histogram.bucket_index(d)] = counts.get(histogram.bucket_index(d), 0) + 1
+    return histogram.quantile(counts, q, min_ns=min(durations), max_ns=max(durations))
+
+
+def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
+    report = render(seed_run(tmp_path / "profile"))
+    lines = report.splitlines()
+    assert lines[0] == "Runtime 4h 12m   Processes 17   Roles actor x16, learner x1"
+    assert lines[1] == "Hosts node07, node08 (2 nodes)   Run 20260813T2241-471c94"
+    assert lines[2].startswith("Ranks 0-16   Started 2026-08-13 22:41:00 UTC")
+
+    actor = lines.index("ACTOR  (16 processes, imbalance 1.00)")
+    assert lines[actor + 1] == fmt.RULE
+    mcts_total = 16 * sum(mcts_durations())
+    env_total = 16 * 75 * ENV_NS
+    assert lines[actor + 2] == f"{'mcts':<30}{'82.9%':>6}{fmt.duration(mcts_total):>13}"
+    assert lines[actor + 3] == f"{'env_step':<30}{'17.1%':>6}{fmt.duration(env_total):>13}"
+
+    head = lines.index("DOMINANT PHASES                     self    wait       p50       p99  role")
+    row = lines[head + 1]
+    assert row.split() == [
+        "iteration/self_play/mcts",
+        fmt.duration(mcts_total),
+        "18%",
+        fmt.duration(reference_quantile(mcts_durations(), 0.50)),
+        fmt.duration(reference_quantile(mcts_durations(), 0.99)),
+        "actor",
+    ]
+    # Rates are per second of the phase's own time, summed over the processes: sixteen actors
+    # run the seed's one actor's rate, not sixteen times it.
+    assert lines[head + 2] == "    + mcts_simulations          76,800     6,377.0/s   156.8us/ea"
+
+    iterations = next(i for i, line in enumerate(lines) if line.startswith("ITERATIONS"))
+    assert lines[iterations] == "ITERATIONS  (1,200 entries)  phase iteration (the most-entered top-level phase)"
+    per_iteration = [m + ENV_NS for m in mcts_durations()]
+    assert lines[iterations + 1].split() == [
+        "mean", "12.1ms",
+        "p50", fmt.duration(reference_quantile(per_iteration, 0.50)),
+        "p95", fmt.duration(reference_quantile(per_iteration, 0.95)),
+        "p99", fmt.duration(reference_quantile(per_iteration, 0.99)),
+    ]
+    assert "CAVEATS" not in report
+
+
+def test_one_actor_reproduces_the_seeds_counter_and_iteration_lines(tmp_path):
+    seed_actor().write(tmp_path)
+    lines = render(load_run(tmp_path)).splitlines()
+    assert "DOMINANT PHASES                     self    wait       p50       p99" in lines
+    assert "    + mcts_simulations           4,800     6,377.0/s   156.8us/ea" in lines
+    assert "ITERATIONS  (75 entries)  phase iteration (the most-entered top-level phase)" in lines
+    assert "ACTOR  (1 process, imbalance 1.00)" in lines
+
+
+def test_wait_is_na_when_cpu_was_not_measured(tmp_path):
+    seed_actor(measure_cpu=False).write(tmp_path)
+    lines = render(load_run(tmp_path)).splitlines()
+    row = next(line for line in lines if line.startswith("iteration/self_play/mcts"))
+    assert row.split()[2] == "n/a"
+
+
+def test_window_phase_is_used_when_set_and_said_when_never_entered(tmp_path):
+    worker = SimWorker("learner", window_phase="train_step")
+    learner_loop(worker, 20, train_ns=30 * MS, wait_ns=1 * MS)
+    for _ in range(50):
+        with worker.phase("poll"):
+            worker.work(10 * US)
+    worker.write(tmp_path / "a")
+    lines = render(load_run(tmp_path / "a")).splitlines()
+    assert "ITERATIONS  (20 entries)  phase train_step (window_phase)" in lines
+
+    other = SimWorker("learner", window_phase="rollout")
+    learner_loop(other, 20, train_ns=30 * MS, wait_ns=1 * MS)
+    other.write(tmp_path / "b")
+    lines = render(load_run(tmp_path / "b")).splitlines()
+    assert (
+        "ITERATIONS  (20 entries)  phase iteration (the most-entered top-level phase; "
+        "window_phase 'rollout' was never entered)"
+    ) in lines
+
+
+def test_iterations_per_role_when_several_roles_have_the_phase(tmp_path):
+    seed_actor().write(tmp_path)
+    learner = SimWorker("learner")
+    learner_loop(learner, 10, train_ns=20 * MS, wait_ns=5 * MS)
+    learner.write(tmp_path)
+    lines = render(load_run(tmp_path)).splitlines()
+    at = lines.index("ITERATIONS  phase iteration (the most-entered top-level phase)")
+    assert lines[at + 1] == "  ACTOR  (75 entries)"
+    assert lines[at + 3] == "  LEARNER  (10 entries)"
+    assert lines[at + 4].split()[:2] == ["mean", "25.0ms"]
+
+
+def test_counters_outside_dominant_phases_and_outside_any_phase(tmp_path):
+    worker = SimWorker("actor")
+    with worker.phase("big"):
+        worker.work(10 * S)
+    for _ in range(10):
+        with worker.phase("tiny"):
+            worker.work(1 * MS)
+            worker.count("items", 5)
+    worker.count("episodes", 4)
+    worker.wait(20 * S - worker.clock_ns)
+    worker.write(tmp_path)
+    text.DOMINANT_ROWS, saved = 1, text.DOMINANT_ROWS
+    try:
+        lines = render(load_run(tmp_path)).splitlines()
+    finally:
+        text.DOMINANT_ROWS = saved
+    at = lines.index("COUNTERS  (under phases not listed above)")
+    assert lines[at + 1] == "  tiny"
+    assert lines[at + 2] == f"    + {'items':<24}{'50':>8}{'5,000.0/s':>14}{'200.0us/ea':>13}"
+    assert lines[at + 3] == "  (no phase open)"
+    # No phase: per second of the process lifetime (20 s here), and no time-each.
+    assert lines[at + 4] == f"    + {'episodes':<24}{'4':>8}{'0.2/s':>14}"
+
+
+def test_many_phases_are_summarised_and_names_are_shortest_unique_suffixes(tmp_path):
+    worker = SimWorker("actor")
+    for i in range(12):
+        with worker.phase(f"group{i % 2}"), worker.phase(f"p{i}"):
+            worker.work((i + 1) * MS)
+    with worker.phase("a"), worker.phase("load"):
+        worker.work(100 * MS)
+    with worker.phase("b"), worker.phase("load"):
+        worker.work(90 * MS)
+    worker.write(tmp_path)
+    lines = render(load_run(tmp_path)).splitlines()
+    block = lines[lines.index("ACTOR  (1 process, imbalance 1.00)") + 2:]
+    assert block[0].split()[0] == "a/load"
+    assert block[1].split()[0] == "b/load"
+    assert block[8].startswith("(6 more phases)")
+    assert text.short_names(["x/a/b", "y/a/b", "z/c"]) == {"x/a/b": "x/a/b", "y/a/b": "y/a/b", "z/c": "c"}
+
+
+def test_names_from_worker_files_cannot_break_the_layout(tmp_path):
+    worker = SimWorker("act\nor\x1b[31m", host="node\t7")
+    with worker.phase("evil\rname"):
+        worker.work(1 * MS)
+    worker.write(tmp_path)
+    report = render(load_run(tmp_path))
+    assert "\x1b" not in report and "\r" not in report and "\t" not in report
+    assert "ACT\\NOR\\X1B[31M  (1 process, imbalance 1.00)" in report.splitlines()
+
+
+# -- the registry of blocks from other modules -------------------------------------------------
+
+
+@pytest.fixture
+def fake_block_module(monkeypatch):
+    """Install a module where report/gpu.py will live, as a later merge will."""
+    calls = []
+
+    def render_gpu(run, options):
+        calls.append(options.no_samples)
+        documents = [w.document.get("gpu") for w in run.workers]
+        if not any(documents):
+            return []
+        options.add_caveat("GPU 1: NVML never attributed a sample to this run")
+        return ["GPU", fmt.RULE, f"devices seen by {sum(1 for d in documents if d)} worker(s)"]
+
+    module = types.ModuleType("lineprofiler.accounting.report.gpu")
+    module.BLOCKS = (render_gpu,)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return calls
+
+
+def test_extra_blocks_are_absent_while_their_modules_are(tmp_path):
+    assert [name for name, _ in text.extra_blocks()] == [
+        n for n in text.EXTRA_BLOCK_MODULES if _module_exists(f"lineprofiler.accounting.report.{n}")
+    ]
+
+
+def _module_exists(name):
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def test_extra_block_renders_after_iterations_before_caveats_and_adds_caveats(tmp_path, fake_block_module):
+    worker = seed_actor()
+    worker.write(tmp_path, gpu={"devices": [{"index": 0}]})
+    SimWorker("actor").write(tmp_path, status="started", flush_at_ns=0)
+    report = render(load_run(tmp_path, no_samples=True), RenderOptions(no_samples=True))
+    assert fake_block_module == [True]
+    order = [report.index(s) for s in ("ITERATIONS", "GPU\n", "CAVEATS")]
+    assert order == sorted(order)
+    assert "  - GPU 1: NVML never attributed a sample to this run" in report.splitlines()
+
+
+def test_a_failing_block_costs_that_block_and_is_named_under_caveats(tmp_path, monkeypatch):
+    def render_io(run, options):
+        raise KeyError("read_chars")
+
+    module = types.ModuleType("lineprofiler.accounting.report.resources")
+    module.BLOCKS = (render_io,)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.delenv("LINEPROFILER_DEBUG", raising=False)
+    seed_actor().write(tmp_path)
+    report = render(load_run(tmp_path))
+    assert "ITERATIONS" in report
+    assert "  - the resources block render_io failed and is missing: KeyError: 'read_chars'" in report.splitlines()
+
+
+def test_start_times_and_superseded_attempts_in_the_header(tmp_path):
+    old = SimWorker("actor", run_id="20260813T2010-aa12bc", start_unix_ns=T0 - 3600 * S)
+    old.write(tmp_path)
+    seed_actor().write(tmp_path)
+    lines = render(load_run(tmp_path)).splitlines()
+    assert lines[3] == (
+        "Superseded attempt 20260813T2010-aa12bc (not merged): 1 worker file(s), actor x1, "
+        "started 2026-08-13 21:41:00 UTC"
+    )
