@@ -3,8 +3,10 @@
     mpirun -n 4 python examples/mpi_allreduce.py --run-dir profile
     lineprofiler report profile/
 
-The ranks share a run through the run id lineprofiler derives from Open MPI's job id, and
-OMPI_COMM_WORLD_RANK names each rank. Rank 0 computes longer, so the others show the wait.
+There is no parent profiler: each rank constructs its own, and they share a run through the
+run id lineprofiler derives from Open MPI's job id (OMPI_MCA_ess_base_jobid; PMIX_NAMESPACE
+under other PMIx launchers). OMPI_COMM_WORLD_RANK names each rank. Rank 0 computes twice as
+long, so the other ranks' allreduce shows the wait.
 """
 
 from __future__ import annotations
@@ -13,35 +15,38 @@ import argparse
 import sys
 
 
-def work(n: int) -> float:
-    total = 0.0
+def work(n: int) -> int:
+    total = 0
     for i in range(n):
-        total += (i % 7) * 0.5
+        total += i % 7
     return total
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", default="profile")
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--work", type=int, default=20000)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--work", type=int, default=50000, help="loop iterations per step (rank 0 does twice as many)")
     args = parser.parse_args(argv)
 
     from mpi4py import MPI
 
     from lineprofiler.accounting import Profiler
 
-    profiler = Profiler(run_dir=args.run_dir, role="rank")
+    profiler = Profiler(run_dir=args.run_dir, role="worker")
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
+    total = 0
     with profiler:
         for _ in range(args.steps):
             with profiler.phase("iteration"):
                 with profiler.phase("compute"):
-                    value = work(args.work * (2 if rank == 0 else 1))
+                    work(args.work * (2 if rank == 0 else 1))
                 with profiler.phase("allreduce"):
-                    comm.allreduce(value, op=MPI.SUM)
+                    total = comm.allreduce(rank + 1, op=MPI.SUM)
                 profiler.count("steps")
+    if rank == 0:
+        print(f"allreduce: {args.steps} steps, last sum {total}", flush=True)
     return 0
 
 
