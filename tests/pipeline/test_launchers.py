@@ -103,3 +103,55 @@ def test_mpirun_four_ranks_are_one_role_of_one_run(tmp_path):
     assert f"Ranks 0-3   Job {job} (mpi)" in text
     assert f"Run {run_id}" in text
     assert "CAVEATS" not in text, text
+
+
+FORKSERVER_FIRST = """
+import multiprocessing as mp
+import sys
+
+from lineprofiler.accounting import Profiler
+
+
+def noop():
+    pass
+
+
+def actor(i):
+    profiler = Profiler(role="actor")  # nothing passed: whatever the environment says
+    with profiler:
+        with profiler.phase("iteration"):
+            profiler.count("games", i + 1)
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("forkserver")
+    early = ctx.Process(target=noop)  # the server starts now, before any profiler exists
+    early.start()
+    early.join()
+    learner = Profiler(run_dir=sys.argv[1], role="learner")
+    actors = [ctx.Process(target=actor, args=(i,)) for i in range(3)]
+    for p in actors:
+        p.start()
+    for p in actors:
+        p.join()
+    learner.close()
+    sys.exit(max(p.exitcode for p in actors))
+"""
+
+
+def test_a_forkserver_started_before_the_profiler_joins_the_run_when_the_shell_exports_it(tmp_path):
+    # The forkserver caveat of docs/pipelines.md: the server's children inherit the server's
+    # environment as it was when it started, so exporting LINEPROFILER_PROFILE and
+    # LINEPROFILER_RUN_DIR is not enough; LINEPROFILER_RUN_ID must be exported too, or every
+    # actor is a run of its own. With all three exported, the actors join the learner's run.
+    script = tmp_path / "forkserver_first.py"
+    script.write_text(FORKSERVER_FIRST)
+    run_dir = tmp_path / "profile"
+    env = h.clean_env(LINEPROFILER_PROFILE="1", LINEPROFILER_RUN_DIR=str(run_dir), LINEPROFILER_RUN_ID="exported-1")
+    result = h.run([sys.executable, script, run_dir], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    docs = h.documents(run_dir)
+    assert sorted(d["identity"]["role"] for d in docs) == ["actor"] * 3 + ["learner"]
+    assert {d["identity"]["run_id"] for d in docs} == {"exported-1"}
+    text = h.report(run_dir)
+    assert "Processes 4   Roles " in text and "Superseded" not in text
