@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         on = [t[index] for t in times[True]]
         off = [t[index] for t in times[False]]
         ratio_of_medians = statistics.median(on) / statistics.median(off) - 1
-        pair_ratios = [a / b - 1 for a, b in zip(on, off)]
+        pair_ratios = [a / b - 1 for a, b in zip(on, off, strict=True)]
         print(
             f"{label:>4}: median on {statistics.median(on):7.2f} s, off {statistics.median(off):7.2f} s   "
             f"overhead {100 * ratio_of_medians:+.2f} % (ratio of medians), "
@@ -192,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         "accounted: " + ", ".join(f"{ops[k]:,} {k} x {costs[k] * 1e6:.2f} us" for k in ops)
         + f" = {accounted:.3f} s of CPU, {100 * accounted / off_cpu:.2f} % of the unprofiled run's CPU"
     )
-    print(f"the profiled run's report (checked: {args.actors + 1} processes, one run, every game and simulation counted):")
+    print(f"the profiled run's report (checked: {args.actors + 1} processes, one run, "
+          "every game and simulation counted):")
     for line in header:
         print(f"  {line}")
     return 0

@@ -65,9 +65,8 @@ class TorchModel:
         torch.manual_seed(seed)
         torch.set_num_threads(1)  # the actors need the other cores
         self.torch = torch
-        self.net = torch.nn.Sequential(
-            torch.nn.Linear(9, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128), torch.nn.ReLU(), torch.nn.Linear(128, 9)
-        )
+        nn = torch.nn
+        self.net = nn.Sequential(nn.Linear(9, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 9))
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=1e-3)
 
     def train_step(self, batch) -> float:

@@ -70,7 +70,9 @@ def test_mpirun_four_ranks_are_one_role_of_one_run(tmp_path):
     # Open MPI refuses to run as root unless told twice (CI runs as root in a container), and
     # 4 ranks on 2 cores need oversubscription; set through the environment, so the command
     # line is the plain one users type.
-    env = h.clean_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    env = h.clean_env(
+        OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1"
+    )
     result = h.run(
         ["mpirun", "-n", "4", sys.executable, h.EXAMPLES / "mpi_allreduce.py", "--run-dir", run_dir, "--steps", STEPS,
          "--work", "2000"],

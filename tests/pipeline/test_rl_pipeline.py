@@ -121,7 +121,9 @@ def test_asking_for_a_missing_backend_is_one_line_and_exit_2(tmp_path):
         env=h.clean_env(PYTHONPATH=str(hidden.parent)),
     )
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["pipeline: --backend torch: torch cannot be imported (torch hidden by the test)"]
+    assert result.stderr.strip().splitlines() == [
+        "pipeline: --backend torch: torch cannot be imported (torch hidden by the test)"
+    ]
 
 
 def test_profile_0_turns_every_process_off(tmp_path):
