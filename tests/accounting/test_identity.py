@@ -67,3 +67,13 @@ def test_host_and_role_are_safe_path_components():
     assert identity.resolve_host({"LINEPROFILER_HOST": "node07"}) == "node07"
     assert identity.resolve_host({}) != ""
     assert re.fullmatch(r"[0-9a-f]{8}", identity.new_uuid8())
+
+
+def test_open_mpis_node_rank_is_not_the_node_index():
+    # What mpirun -n 2 sets on one node for rank 1: OMPI_COMM_WORLD_NODE_RANK counts processes
+    # on the node, so it is no node index.
+    env = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_NODE_RANK": "1",
+           "OMPI_COMM_WORLD_SIZE": "2", "OMPI_MCA_ess_base_jobid": "1794637825", "PMIX_RANK": "1"}
+    ident = identity.build_identity("worker", identity.resolve_run_id(env), env)
+    assert (ident.rank, ident.local_rank, ident.node_rank, ident.launcher) == (1, 1, None, "mpi")
+    assert (ident.run_id, ident.job_id) == ("mpi-1794637825", "1794637825")

@@ -44,7 +44,9 @@ _RANK_VARS = (
     ("SLURM_PROCID", "slurm"),
 )
 _LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID")
-_NODE_RANK_VARS = ("GROUP_RANK", "OMPI_COMM_WORLD_NODE_RANK", "SLURM_NODEID")
+# The node's index in the job. Not OMPI_COMM_WORLD_NODE_RANK: that is the process's rank among
+# the processes on its node (measured under mpirun -n 2 on one node: 0 and 1), a local rank.
+_NODE_RANK_VARS = ("GROUP_RANK", "SLURM_NODEID")
 _WORLD_SIZE_VARS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 
 
