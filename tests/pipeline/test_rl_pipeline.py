@@ -178,10 +178,5 @@ def test_demo_runs_the_pipeline_the_report_and_the_line_profiler(tmp_path):
     assert [b.split()[1] for b in banners] == ["1.", "2.", "3."], banners
     assert "Processes 5   Roles " in out and "ACTOR  (4 processes" in out
     assert (tmp_path / "profile" / "workers").is_dir()  # the demo's run directory is ./profile
-    try:
-        from lineprofiler import LineProfiler  # noqa: F401
-    except ImportError:
-        assert "the line profiler (lineprofiler.LineProfiler) is not available yet" in out
-    else:
-        step3 = out.split(banners[2], 1)[1]
-        assert "mcts.py" in step3, step3
+    step3 = out.split(banners[2], 1)[1]
+    assert "mcts.py" in step3, step3  # the top lines are the MCTS's own
