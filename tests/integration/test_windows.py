@@ -126,6 +126,44 @@ print(os.getpid())  # no close(): the exit writes the trace
 
 
 @pytest.mark.skipif(not HAS_VIZTRACER, reason=NO_VIZTRACER)
+def test_a_window_open_when_sigterm_ends_the_process_is_written(tmp_path):
+    """Slurm's time limit: SIGTERM with the default action ends the process without atexit; the
+    window open at that moment is still written, cut short, and the worker file says so."""
+    import signal
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "run"
+    script = tmp_path / "child.py"
+    script.write_text(
+        LOOP
+        + f"""
+import os, sys
+from lineprofiler.accounting import Profiler
+p = Profiler(run_dir={str(run_dir)!r}, backend="viztracer", backend_window=(2, 10_000), window_phase="iteration",
+             snapshot_interval_s=None)
+loop(p, 3)
+print(os.getpid(), flush=True)
+while True:
+    loop(p, 1)
+"""
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        pid = int(child.stdout.readline())
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=60) == -signal.SIGTERM  # still ended by the signal itself
+    finally:
+        child.kill()
+    path = artifact(run_dir, "viztracer", pid)
+    assert len(named(trace_events(path), cat="lineprofiler.phase")["iteration"]) >= 2
+    (document,) = worker_documents(run_dir)
+    assert document["times"]["status"] == "signalled"
+    assert document["backend_window"]["state"] == "done" and document["backend_window"]["truncated"] is True
+
+
+@pytest.mark.skipif(not HAS_VIZTRACER, reason=NO_VIZTRACER)
 def test_each_forked_process_counts_its_own_entries_and_writes_its_own_trace(run_python, tmp_path):
     run_dir = tmp_path / "run"
     out = run_python(

@@ -337,8 +337,13 @@ class Profiler:
         self._call_attachments("stop")
         self._write("exited", final=True)
 
-    def _flush_for_signal(self, name: str) -> None:
+    def _flush_for_signal(self, name: str, *, ending: bool = False) -> None:
         self._signal_name = name
+        if ending:
+            # The signal's default action ends the process next, with no atexit: stop the
+            # attachments as an exit would, so an open backend window writes its trace and the
+            # sampler takes its last row. A signal the process survives leaves them running.
+            self._call_attachments("stop")
         self._write("signalled", final=True)
 
     def _write(self, status: str, *, final: bool = False) -> bool:
@@ -781,12 +786,13 @@ class _Process:
             name = signal.Signals(signum).name
         except ValueError:
             name = str(signum)
+        previous = cls.previous_handlers.get(signum, signal.SIG_DFL)
+        ending = not callable(previous) and previous != signal.SIG_IGN
         for profiler in list(cls.active):
             try:
-                profiler._flush_for_signal(name)
+                profiler._flush_for_signal(name, ending=ending)
             except Exception:
                 pass
-        previous = cls.previous_handlers.get(signum, signal.SIG_DFL)
         if callable(previous):
             previous(signum, frame)
         elif previous == signal.SIG_IGN:
