@@ -141,6 +141,24 @@ if __name__ == "__main__":
 """
 
 
+def test_a_forkserver_started_before_the_profiler_joins_the_parents_run(tmp_path):
+    # The seed's forkserver advice: export LINEPROFILER_PROFILE=1 (and the run dir) in the
+    # shell. The server's children then lack LINEPROFILER_RUN_ID, which the learner exported
+    # after the server started; each finds its parent's worker file and joins that run.
+    script = tmp_path / "forkserver_first.py"
+    script.write_text(FORKSERVER_FIRST)
+    run_dir = tmp_path / "profile"
+    env = h.clean_env(LINEPROFILER_PROFILE="1", LINEPROFILER_RUN_DIR=str(run_dir))
+    result = h.run([sys.executable, script, run_dir], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    docs = h.documents(run_dir)
+    assert sorted(d["identity"]["role"] for d in docs) == ["actor"] * 3 + ["learner"]
+    (learner,) = [d for d in docs if d["identity"]["role"] == "learner"]
+    assert {d["identity"]["run_id"] for d in docs} == {learner["identity"]["run_id"]}
+    text = h.report(run_dir)
+    assert "Processes 4   Roles " in text and "Superseded" not in text
+
+
 def test_a_forkserver_started_before_the_profiler_joins_the_run_when_the_shell_exports_it(tmp_path):
     # The forkserver caveat of docs/pipelines.md: the server's children inherit the server's
     # environment as it was when it started, so exporting LINEPROFILER_PROFILE and

@@ -27,6 +27,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from . import workerfile
 from .workerfile import sanitize_component
 
 ENV_RUN_ID = "LINEPROFILER_RUN_ID"
@@ -56,7 +57,7 @@ class RunId:
 
     run_id: str
     attempt: int
-    source: str  # "env", "slurm", "torchrun", "mpi", "pmix" or "generated"
+    source: str  # "env", "slurm", "torchrun", "mpi", "pmix", "parent" or "generated"
     job_id: str | None = None
 
 
@@ -164,6 +165,42 @@ def resolve_run_id(env: Mapping[str, str] | None = None) -> RunId:
     if pmix is not None:
         return RunId(sanitize_component(f"pmix-{pmix}{suffix}", "run"), attempt, "pmix", job_id=pmix)
     return RunId(generate_run_id(), 0, "generated", job_id=None)
+
+
+def parent_run_id(run_dir: str | os.PathLike[str], host: str) -> RunId | None:
+    """The run of this process's multiprocessing parent, read from the parent's worker file.
+
+    A forkserver started before the parent's profiler hands its children the environment it
+    had then, without LINEPROFILER_RUN_ID, so each child would make a run of its own. The
+    parent's worker file (same run dir, same host, the parent's pid) says which run to join.
+    None when this is no multiprocessing child or the parent wrote no readable file.
+    """
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return None
+    try:
+        parent = mp.parent_process()
+        parent_pid = None if parent is None else parent.pid
+    except Exception:  # an exotic multiprocessing state: no parent to join
+        return None
+    if not parent_pid:
+        return None
+    folder = workerfile.worker_dir(run_dir, host)
+    try:
+        candidates = sorted(folder.glob(f"w_*_{int(parent_pid)}_*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return None
+    for path in candidates:
+        try:
+            identity = workerfile.read_worker_file(path)["identity"]
+        except (workerfile.WorkerFileError, OSError):
+            continue
+        if identity.get("pid") == parent_pid:
+            return RunId(
+                sanitize_component(identity["run_id"], "run"), int(identity.get("attempt", 0)), "parent",
+                job_id=identity.get("job_id"),
+            )
+    return None
 
 
 def _job_id(env: Mapping[str, str]) -> str | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _phases, histogram, samplefile, workerfile
-from .identity import Identity, RunId, build_identity, clean_role, resolve_run_id
+from .identity import Identity, RunId, build_identity, clean_role, parent_run_id, resolve_host, resolve_run_id
 from .sampling import ResourceSampler
 
 __all__ = ["Profiler"]
@@ -212,6 +212,9 @@ class Profiler:
             return
 
         self._run: RunId = resolve_run_id()
+        if self._run.source == "generated":
+            # A forkserver child whose server predates the parent's profiler: join the parent.
+            self._run = parent_run_id(self.run_dir, resolve_host()) or self._run
         os.environ[ENV_PROFILE] = "1"
         os.environ[ENV_RUN_DIR] = str(self.run_dir)
         os.environ[ENV_RUN_ID] = self._run.run_id
