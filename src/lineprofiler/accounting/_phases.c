@@ -456,14 +456,9 @@ static int lp_io_now(lp_state *st, lp_io_counters *out, int count_own)
     if (count_own) {
         atomic_fetch_add_explicit(&st->own_io[0], (int64_t)n, memory_order_relaxed);
     }
-    lp_io_counters c;
-    if (lp_proc_field(buf, "rchar", &c.rchar) < 0 || lp_proc_field(buf, "wchar", &c.wchar) < 0 ||
-        lp_proc_field(buf, "read_bytes", &c.read_bytes) < 0 ||
-        lp_proc_field(buf, "write_bytes", &c.write_bytes) < 0 ||
-        lp_proc_field(buf, "cancelled_write_bytes", &c.cancelled_write_bytes) < 0) {
+    if (lp_procio_parse(buf, out) < 0) {
         return -1;
     }
-    *out = c;
     return (int)n;
 }
 
@@ -2243,18 +2238,13 @@ static int lp_own_io_now(lp_state *st, lp_io_counters *out, int count_own)
     char buf[512];
     ssize_t n = lp_proc_pread(fd, buf, sizeof buf);
     close(fd);
-    lp_io_counters c;
-    if (n < 0 || lp_proc_field(buf, "rchar", &c.rchar) < 0 || lp_proc_field(buf, "wchar", &c.wchar) < 0 ||
-        lp_proc_field(buf, "read_bytes", &c.read_bytes) < 0 ||
-        lp_proc_field(buf, "write_bytes", &c.write_bytes) < 0 ||
-        lp_proc_field(buf, "cancelled_write_bytes", &c.cancelled_write_bytes) < 0) {
+    if (n < 0 || lp_procio_parse(buf, out) < 0) {
         return -1;
     }
     if (count_own) {
         /* this closing read lands in rchar after the values it returned */
         atomic_fetch_add_explicit(&st->own_io[0], (int64_t)n, memory_order_relaxed);
     }
-    *out = c;
     return (int)n;
 }
 

@@ -35,13 +35,14 @@ import json
 import os
 import socket
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .workerfile import write_atomic
 
 __all__ = [
     "NAMES",
@@ -361,17 +362,7 @@ def write_metadata(
             raise ValueError(f"metadata path must stay inside the run directory, not {relative!r}")
     target.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(metadata(extra), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp_metadata_", suffix=".json", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data + b"\n")
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(target, data + b"\n")
     return target
 
 

@@ -126,6 +126,14 @@ def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *,
     ordered["layout"] = LAYOUT_SAMPLES_LAST
     ordered["samples"] = document.get("samples")
     data = json.dumps(ordered, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    write_atomic(path, data, fsync=fsync)
+    return len(data)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = False) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same folder and a rename, so a
+    reader sees the old file or the new one, never half of one. Raises OSError."""
+    path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -140,7 +148,6 @@ def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *,
         except OSError:
             pass
         raise
-    return len(data)
 
 
 def scan_worker_files(run_dir: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
