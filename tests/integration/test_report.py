@@ -95,3 +95,40 @@ def test_the_report_over_a_torch_run(run_python, tmp_path, report):
     assert learner["backend_window"]["state"] == "done"
     assert learner["gpu"]["vram"]["unavailable_reason"] == "torch is built without CUDA"
     assert learner["errors"] == []
+
+
+IO_RUN = """
+import os, time
+from lineprofiler.accounting import Profiler
+
+profiler = Profiler(run_dir={run_dir!r}, role="learner", sample_interval_s=0.05)
+payload = os.urandom(1 << 20)
+for step in range(4):
+    with profiler.phase("iteration"):
+        with profiler.phase("checkpoint", io=True):
+            with open({target!r} + str(step), "wb") as handle:
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+        time.sleep(0.06)  # a few sampler ticks per step
+profiler.close()
+"""
+
+
+def test_the_report_of_a_real_run_has_the_io_and_memory_blocks(run_python, tmp_path, report):
+    """End to end through merge: io=True bytes land in I/O BY PHASE, the sampler's sample file
+    feeds I/O and MEMORY, and --no-samples keeps the exact block but skips the sampled ones."""
+    run_dir = tmp_path / "run"
+    run_python(IO_RUN.format(run_dir=str(run_dir), target=str(tmp_path / "ckpt")), as_file=True)
+    code, text, err = report(run_dir)
+    assert code == 0, err
+    by_phase = block(text, "I/O BY PHASE (measured exactly)")
+    (row,) = [line for line in by_phase if line.split()[0] == "iteration/checkpoint"]
+    assert "4.2 MB" in row  # 4 x 1 MiB written under io=True, through write() and to the disk
+    assert "MEMORY (RSS, sampled)" in text
+    sampled = block(text, "I/O")
+    assert any(line.startswith("Write") for line in sampled)
+    code, quick, err = report(run_dir, "--no-samples")
+    assert code == 0, err
+    assert "I/O BY PHASE (measured exactly)" in quick
+    assert "MEMORY (RSS, sampled)" not in quick and "\nI/O\n" not in quick

@@ -17,7 +17,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from itertools import compress
 from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..samplefile import IO_FIELDS, IntervalCounts, SampleFileError, SampleTable, classify, negative_runs, read_samples
 
@@ -45,15 +46,15 @@ def workers_of(run: Any) -> list[tuple[dict[str, Any], Path | None]]:
         else:
             doc = getattr(item, "document", None) or getattr(item, "doc", None)
             path = getattr(item, "path", None)
-        if isinstance(doc, dict):
+        if isinstance(doc, Mapping):  # merge's WorkerDocument is a read-only Mapping
             out.append((doc, None if path is None else Path(path)))
     return out
 
 
 def run_span(run: Any, workers: Sequence[tuple[dict[str, Any], Path | None]]) -> tuple[int, int] | None:
     """(start, end) in unix ns: the run's if it says, else the earliest start and latest flush."""
-    start = getattr(run, "start_unix_ns", None)
-    end = getattr(run, "end_unix_ns", None)
+    start = getattr(run, "start_unix_ns", getattr(run, "start_ns", None))
+    end = getattr(run, "end_unix_ns", getattr(run, "end_ns", None))
     if isinstance(start, int) and isinstance(end, int) and end > start:
         return start, end
     starts, ends = [], []
