@@ -182,10 +182,12 @@ def _counter_row(name: str, total: int, phase: PhaseStats | None, lifetime_ns: i
         wall = phase.wall_ns
         per_s = total / (wall / 1e9) if wall > 0 else None
         each = wall / total if total > 0 and wall > 0 else None
-        tail = f"{fmt.rate(per_s):>14}{fmt.per_each(each):>13}"
+        # Each column keeps one space before it, so a value wider than its column stays
+        # readable instead of running into the one before.
+        tail = f" {fmt.rate(per_s):>13} {fmt.per_each(each):>12}"
     else:
         per_s = total / (lifetime_ns / 1e9) if lifetime_ns > 0 else None
-        tail = f"{fmt.rate(per_s):>14}"
+        tail = f" {fmt.rate(per_s):>13}"
     return f"    + {_clip(name, 23):<24}{fmt.count(total):>8}{tail}"
 
 
