@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from lineprofiler.accounting import capabilities
+
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[1] / "src" / "lineprofiler"
 NVML_H = SRC / "accounting" / "_nvml.h"
@@ -147,3 +149,11 @@ def run_python(tmp_path):
         return result.stdout
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _fresh_capabilities():
+    """Each test probes capabilities afresh (the answers are cached once per process)."""
+    capabilities.reset_cache()
+    yield
+    capabilities.reset_cache()

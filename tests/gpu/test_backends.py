@@ -23,13 +23,6 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    capabilities.reset_cache()
-    yield
-    capabilities.reset_cache()
-
-
 class Core:
     """Calls the hooks as the core does: watch(n) on the n-th entry into the watched leaf name."""
 

@@ -15,13 +15,6 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    capabilities.reset_cache()
-    yield
-    capabilities.reset_cache()
-
-
 def test_probing_imports_none_of_the_heavy_packages(run_python):
     out = run_python(
         "import json, sys\n"

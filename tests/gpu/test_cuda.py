@@ -24,13 +24,6 @@ HAS_NVTX = importlib.util.find_spec("nvtx") is not None
 NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    capabilities.reset_cache()
-    yield
-    capabilities.reset_cache()
-
-
 class CudaTorch:
     """Stand-in for a CUDA build of torch: torch.cuda's calls used by cuda.py, recorded."""
 

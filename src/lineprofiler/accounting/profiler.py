@@ -280,6 +280,11 @@ class Profiler:
             return
         self._final_flush()
         self._write_metadata(final=True)
+        self._stop_recording()
+        _Process.unregister(self)
+
+    def _stop_recording(self) -> None:
+        """Stop the snapshot thread and the attachments; phase and count become no-ops."""
         self._closed = True
         self._stop_thread()
         self._call_attachments("close")
@@ -287,18 +292,11 @@ class Profiler:
             self.recorder.stop()
         self.phase = self._noop.phase  # type: ignore[method-assign]
         self.count = self._noop.count  # type: ignore[method-assign]
-        _Process.unregister(self)
 
     def _retire(self) -> None:
         """Step aside without a final snapshot, removing the start file written in this process."""
-        self._closed = True
         self._final_done = True
-        self._stop_thread()
-        self._call_attachments("close")
-        if self.recorder is not None:
-            self.recorder.stop()
-        self.phase = self._noop.phase  # type: ignore[method-assign]
-        self.count = self._noop.count  # type: ignore[method-assign]
+        self._stop_recording()
         if self.path is not None:
             # The start file and any sample file this copy began: the process's own profiler
             # writes its own.
