@@ -18,7 +18,7 @@ import sys
 import tempfile
 import timeit
 
-from lineprofiler.accounting import backends, cuda
+from lineprofiler.accounting import gpu, windows
 
 
 def per_call_ns(fn, number: int, repeat: int) -> float:
@@ -42,29 +42,29 @@ def main() -> None:
 
     rows.append(("empty Python call (scale)", per_call_ns(empty, n, r)))
 
-    sync = cuda.make_sync()
+    sync = gpu.make_sync()
     if sync is None:
         rows.append(("sync=True hook: None (torch absent or CPU build)", 0.0))
     else:
         rows.append((f"sync=True hook: {type(sync).__name__}, no CUDA initialised", per_call_ns(sync, n, r)))
 
-    bare = cuda.Annotator(nvtx=False, record_function=False)
+    bare = gpu.Annotator(nvtx=False, record_function=False)
     rows.append(("annotate enter+exit, no NVTX, no torch", per_call_ns(lambda: (bare.enter("p"), bare.exit("p")), n, r)))
     if importlib.util.find_spec("nvtx") is not None:
-        with_nvtx = cuda.Annotator(record_function=False)
+        with_nvtx = gpu.Annotator(record_function=False)
         rows.append(
             (f"annotate enter+exit, NVTX via {with_nvtx.nvtx_source}, no tool attached",
              per_call_ns(lambda: (with_nvtx.enter("p"), with_nvtx.exit("p")), n, r))
         )
     if "torch" in sys.modules:
-        rf = cuda.Annotator(nvtx=False)
+        rf = gpu.Annotator(nvtx=False)
         rows.append(
             ("annotate enter+exit, torch record_function, no profiler",
              per_call_ns(lambda: (rf.enter("p"), rf.exit("p")), n // 10, r))
         )
 
     with tempfile.TemporaryDirectory() as run_dir:
-        window = backends.Window("viztracer", run_dir, (10**12, 10**12 + 1), "iteration")
+        window = windows.Window("viztracer", run_dir, (10**12, 10**12 + 1), "iteration")
         rows.append(("window watch callback, waiting", per_call_ns(lambda: window.on_entry(5), n, r)))
         rows.append(("window enter+exit, waiting", per_call_ns(lambda: (window.enter("p"), window.exit("p")), n, r)))
 

@@ -71,7 +71,7 @@ def run_once(args: argparse.Namespace, profile: bool, run_dir: Path, summary: Pa
 
 def check_profiled_run(run_dir: Path, summary_path: Path, args: argparse.Namespace) -> list[str]:
     """The checks the tests make, on the benchmark's own run; returns the report's header."""
-    from lineprofiler.accounting import workerfile
+    from lineprofiler.runfiles import workerfile
 
     summary = json.loads(summary_path.read_text())
     docs = [workerfile.read_worker_file(p) for p in workerfile.find_worker_files(run_dir)]
@@ -103,7 +103,7 @@ def check_profiled_run(run_dir: Path, summary_path: Path, args: argparse.Namespa
 
 def operations(run_dir: Path) -> dict[str, int]:
     """How many of each profiler operation the profiled run performed, from its worker files."""
-    from lineprofiler.accounting import workerfile
+    from lineprofiler.runfiles import workerfile
 
     ops = {"phase": 0, "phase_io": 0, "count": 0, "snapshot": 0}
     for path in workerfile.find_worker_files(run_dir):

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.accounting import histogram, samplefile, workerfile
+from lineprofiler.runfiles import histogram, samplefile, workerfile
 
 S = 1_000_000_000
 T0 = 1_786_660_860 * S

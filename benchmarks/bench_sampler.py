@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from lineprofiler.accounting import _sampler, sampling
-from lineprofiler.accounting.report.resources import reduce_io, reduce_memory
-from lineprofiler.accounting.samplefile import read_samples, write_synthetic_history
+from lineprofiler.report.blocks.resources import reduce_io, reduce_memory
+from lineprofiler.runfiles.samplefile import read_samples, write_synthetic_history
 
 
 def schedstat_ns(tid: int) -> int | None:

@@ -213,7 +213,7 @@ def check_sync(torch, Profiler, keep: Path) -> None:
                     end.record()
                 end.synchronize()
                 event_ms.append(start.elapsed_time(end))
-        from lineprofiler.accounting import workerfile
+        from lineprofiler.runfiles import workerfile
 
         phases = {}
         for path in workerfile.find_worker_files(run_dir):
@@ -223,9 +223,9 @@ def check_sync(torch, Profiler, keep: Path) -> None:
         sync_ms = phases["matmul_sync"]["wall_ns"] / phases["matmul_sync"]["entries"] / 1e6
         how = "Profiler"
     else:
-        from lineprofiler.accounting import cuda
+        from lineprofiler.accounting import gpu
 
-        sync = cuda.make_sync()
+        sync = gpu.make_sync()
         check("make_sync() returns a function on a CUDA build", sync is not None)
         nosync, synced = [], []
         for _ in range(iterations):
@@ -244,7 +244,7 @@ def check_sync(torch, Profiler, keep: Path) -> None:
             end.synchronize()
             event_ms.append(start.elapsed_time(end))
         nosync_ms, sync_ms = sum(nosync) / len(nosync) / 1e6, sum(synced) / len(synced) / 1e6
-        how = "fallback: cuda.make_sync() around the same work, no Profiler on this branch"
+        how = "fallback: gpu.make_sync() around the same work, no Profiler on this branch"
     events = sum(event_ms) / len(event_ms)
     print(f"  ({how})")
     print(f"  unsynchronised phase {nosync_ms:9.3f} ms   (enqueue only)")
@@ -351,10 +351,10 @@ def check_torch_window(torch, Profiler, keep: Path) -> None:
                     with profiler.phase("forward", sync=True):
                         chain()
     else:
-        from lineprofiler.accounting import backends
+        from lineprofiler.accounting import windows
 
-        window = backends.Window("torch", run_dir, (3, 6), "iteration")
-        enter, exit = backends.annotate_hooks(None, window)
+        window = windows.Window("torch", run_dir, (3, 6), "iteration")
+        enter, exit = windows.annotate_hooks(None, window)
         for n in range(1, 9):
             window.on_entry(n)
             enter("iteration")
@@ -390,8 +390,8 @@ def check_annotate_nvtx() -> None:
     code = (
         "import json, torch\n"
         "torch.zeros(1, device='cuda')\n"
-        "from lineprofiler.accounting import cuda\n"
-        "a = cuda.Annotator()\n"
+        "from lineprofiler.accounting import gpu\n"
+        "a = gpu.Annotator()\n"
         "a.enter('iteration'); a.enter('forward'); a.exit('forward'); a.exit('iteration')\n"
         "print(json.dumps(a.describe()))\n"
     )

@@ -14,7 +14,7 @@ def test_module_imports(name):
 
 
 def test_histogram_error_bound():
-    from lineprofiler.accounting import histogram
+    from lineprofiler.runfiles import histogram
 
     assert 0.044 < histogram.RELATIVE_ERROR < 0.0446
     assert histogram.bucket_index(histogram.EDGES[0] - 1) == 0

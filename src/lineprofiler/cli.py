@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .accounting.report.merge import load_run
-    from .accounting.report.text import RenderOptions, render
+    from .report.merge import load_run
+    from .report.text import RenderOptions, render
 
     run = load_run(args.run_dir, no_samples=args.no_samples)
     print(render(run, RenderOptions(no_samples=args.no_samples)))
@@ -81,8 +81,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .accounting.report.compare import compare_runs, render_compare
-    from .accounting.report.merge import ReportError, load_run
+    from .report.compare import compare_runs, render_compare
+    from .report.merge import ReportError, load_run
 
     runs = []
     for label, path in (("A", args.run_a), ("B", args.run_b)):
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 reconfigure(errors="backslashreplace")
             except (ValueError, OSError):
                 pass
-    from .accounting.report.merge import ReportError
+    from .report.merge import ReportError
 
     try:
         args = build_parser().parse_args(argv)

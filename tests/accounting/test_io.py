@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from lineprofiler.accounting import Profiler, _phases, workerfile
+from lineprofiler.accounting import Profiler, _phases
+from lineprofiler.runfiles import workerfile
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux /proc/self/io")

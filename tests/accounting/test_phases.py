@@ -13,7 +13,8 @@ import threading
 
 import pytest
 
-from lineprofiler.accounting import _phases, histogram
+from lineprofiler.accounting import _phases
+from lineprofiler.runfiles import histogram
 
 
 class FakeClock:

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from lineprofiler.accounting import workerfile
+from lineprofiler.runfiles import workerfile
 
 TIMEOUT = 300
 

@@ -9,7 +9,8 @@ import warnings
 
 import pytest
 
-from lineprofiler.accounting import Profiler, histogram, workerfile
+from lineprofiler.accounting import Profiler
+from lineprofiler.runfiles import histogram, workerfile
 
 
 def only_worker_file(run_dir):

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lineprofiler.accounting.report import gpu
+from lineprofiler.report.blocks import gpu
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S  # a whole second, so buckets start at T0

@@ -36,7 +36,7 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def worker_documents(run_dir: Path) -> list[dict]:
-    from lineprofiler.accounting import workerfile
+    from lineprofiler.runfiles import workerfile
 
     return [workerfile.read_worker_file(p) for p in workerfile.find_worker_files(run_dir)]
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from lp_integration_helpers import HAS_VIZTRACER, phases_by_path, worker_documents
 
-from lineprofiler.accounting import Profiler, workerfile
-from lineprofiler.accounting.backends import Backend
+from lineprofiler.accounting import Profiler
+from lineprofiler.runfiles import workerfile
+from lineprofiler.accounting.windows import Backend
 
 CAPABILITIES = {"torch", "torch_cuda", "nvml", "viztracer", "nvtx", "psutil"}
 

@@ -97,7 +97,8 @@ def test_sync_drains_the_device_before_each_clock_read(run_python, tmp_path):
         CUDA_TORCH
         + f"""
 import json
-from lineprofiler.accounting import Profiler, workerfile
+from lineprofiler.accounting import Profiler
+from lineprofiler.runfiles import workerfile
 p = Profiler(run_dir={str(run_dir)!r}, snapshot_interval_s=None)
 with p.phase("plain"):
     pass

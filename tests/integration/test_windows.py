@@ -207,8 +207,8 @@ def test_torch_window_writes_a_chrome_trace_with_the_phase_names(run_python, tmp
         LOOP
         + f"""
 import os
-from lineprofiler.accounting import Profiler, backends
-p = Profiler(run_dir={str(run_dir)!r}, backend=backends.Backend.TORCH, backend_window=(3, 6),
+from lineprofiler.accounting import Profiler, windows
+p = Profiler(run_dir={str(run_dir)!r}, backend=windows.Backend.TORCH, backend_window=(3, 6),
              window_phase="iteration", snapshot_interval_s=None)
 import torch  # after the profiler: the window imports nothing until it starts
 loop(p, 8, tensor=lambda: torch.ones(64) @ torch.ones(64))

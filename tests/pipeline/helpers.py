@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lineprofiler.accounting import workerfile
+from lineprofiler.runfiles import workerfile
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -15,7 +15,7 @@ import sys
 import lp_pipeline_helpers as h
 import pytest
 
-from lineprofiler.accounting.report import format as fmt
+from lineprofiler.report import format as fmt
 
 SIMULATIONS = 16
 GAMES = 3

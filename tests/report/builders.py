@@ -4,9 +4,9 @@
 fake thread-CPU clock advance only when the test says the process works (``work``) or waits
 (``wait``). Phases nest as the real ones do; on exit each phase adds its duration to its
 path's entries, wall, self (wall minus its children's wall), CPU, min, max and one histogram
-bucket chosen by :func:`lineprofiler.accounting.histogram.bucket_index`. ``document()``
+bucket chosen by :func:`lineprofiler.runfiles.histogram.bucket_index`. ``document()``
 assembles a schema-v1 worker document from that record, and ``write()`` writes it with
-:func:`lineprofiler.accounting.workerfile.write_worker_file` where the profiler would.
+:func:`lineprofiler.runfiles.workerfile.write_worker_file` where the profiler would.
 
 So every number the report prints can be predicted exactly from the durations a test chose.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.accounting import histogram, workerfile
+from lineprofiler.runfiles import histogram, workerfile
 
 NS = 1
 US = 1_000

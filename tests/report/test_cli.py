@@ -16,7 +16,7 @@ import pytest
 from lp_report_builders import MS, S, SimWorker, actor_loop
 
 from lineprofiler import __version__
-from lineprofiler.accounting import workerfile
+from lineprofiler.runfiles import workerfile
 
 
 def lineprofiler(*args, prefix=(), stdin=None):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from lineprofiler.accounting.report import format as fmt
+from lineprofiler.report import format as fmt
 
 MS = 1_000_000
 S = 1_000_000_000

@@ -17,9 +17,9 @@ import random
 import pytest
 from lp_report_builders import MS, S, US, SimWorker, actor_loop, learner_loop
 
-from lineprofiler.accounting import workerfile
-from lineprofiler.accounting.report import compare, merge
-from lineprofiler.accounting.report.text import render
+from lineprofiler.runfiles import workerfile
+from lineprofiler.report import compare, merge
+from lineprofiler.report.text import render
 
 CASES_PER_FAMILY = 1500
 NASTY_VALUES = [

@@ -5,9 +5,9 @@ import json
 import pytest
 from lp_report_builders import MS, S, T0, SimWorker, actor_loop
 
-from lineprofiler.accounting import histogram, workerfile
-from lineprofiler.accounting.report import merge
-from lineprofiler.accounting.report.merge import ReportError, load_run
+from lineprofiler.runfiles import histogram, workerfile
+from lineprofiler.report import merge
+from lineprofiler.report.merge import ReportError, load_run
 
 
 @pytest.fixture

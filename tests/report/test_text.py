@@ -6,11 +6,11 @@ import types
 import pytest
 from lp_report_builders import MS, S, T0, US, SimWorker, actor_loop, learner_loop
 
-from lineprofiler.accounting import histogram
-from lineprofiler.accounting.report import format as fmt
-from lineprofiler.accounting.report import text
-from lineprofiler.accounting.report.merge import load_run
-from lineprofiler.accounting.report.text import RenderOptions, render
+from lineprofiler.runfiles import histogram
+from lineprofiler.report import format as fmt
+from lineprofiler.report import text
+from lineprofiler.report.merge import load_run
+from lineprofiler.report.text import RenderOptions, render
 
 # The seed's actor: 75 iterations of 64 simulations; mcts entries average 10.036 ms (752.7 ms in
 # all, so 4,800 simulations run at 6,377.0/s and cost 156.8 us each); 1.8 ms of each mcts is
@@ -207,7 +207,7 @@ def fake_block_module(monkeypatch):
         options.add_caveat("GPU 1: NVML never attributed a sample to this run")
         return ["GPU", fmt.RULE, f"devices seen by {sum(1 for d in documents if d)} worker(s)"]
 
-    module = types.ModuleType("lineprofiler.accounting.report.gpu")
+    module = types.ModuleType("lineprofiler.report.blocks.gpu")
     module.BLOCKS = (render_gpu,)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     return calls
@@ -215,7 +215,7 @@ def fake_block_module(monkeypatch):
 
 def test_extra_blocks_are_absent_while_their_modules_are(tmp_path):
     assert list(dict.fromkeys(name for name, _ in text.extra_blocks())) == [
-        n for n in text.EXTRA_BLOCK_MODULES if _module_exists(f"lineprofiler.accounting.report.{n}")
+        n for n in text.EXTRA_BLOCK_MODULES if _module_exists(f"lineprofiler.report.blocks.{n}")
     ]
 
 
@@ -240,7 +240,7 @@ def test_a_failing_block_costs_that_block_and_is_named_under_caveats(tmp_path, m
     def render_io(run, options):
         raise KeyError("read_chars")
 
-    module = types.ModuleType("lineprofiler.accounting.report.resources")
+    module = types.ModuleType("lineprofiler.report.blocks.resources")
     module.BLOCKS = (render_io,)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.delenv("LINEPROFILER_DEBUG", raising=False)

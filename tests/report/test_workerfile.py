@@ -5,8 +5,8 @@ import json
 import pytest
 from lp_report_builders import MS, SimWorker, actor_loop
 
-from lineprofiler.accounting import histogram, workerfile
-from lineprofiler.accounting.workerfile import WorkerFileError, parse_worker_bytes
+from lineprofiler.runfiles import histogram, workerfile
+from lineprofiler.runfiles.workerfile import WorkerFileError, parse_worker_bytes
 
 PATH = workerfile.Path("/run/workers/node07/w_run_1_0000abcd.json")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.accounting.samplefile import SampleTable
+from lineprofiler.runfiles.samplefile import SampleTable
 
 MiB = 1 << 20
 REPO = Path(__file__).resolve().parents[2]

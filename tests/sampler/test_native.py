@@ -9,8 +9,8 @@ import time
 import pytest
 
 from lineprofiler.accounting import _sampler
-from lineprofiler.accounting.report.resources import reduce_io
-from lineprofiler.accounting.samplefile import (
+from lineprofiler.report.blocks.resources import reduce_io
+from lineprofiler.runfiles.samplefile import (
     BASE_COLUMNS,
     FLAG_CHILD_REAPED,
     FLAG_REAP_UNKNOWN,

@@ -12,8 +12,8 @@ import os
 import pytest
 
 from lineprofiler.accounting import sampling
-from lineprofiler.accounting.report.resources import reduce_io
-from lineprofiler.accounting.samplefile import read_samples
+from lineprofiler.report.blocks.resources import reduce_io
+from lineprofiler.runfiles.samplefile import read_samples
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from lineprofiler.accounting import sampling
-from lineprofiler.accounting.report import resources
-from lineprofiler.accounting.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, SampleWriter
+from lineprofiler.report.blocks import resources
+from lineprofiler.runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, SampleWriter
 
 S = 1_800_000_000_000_000_000  # the run's start, unix ns
 STEP = 12 * 10**9  # 12 s between rows

@@ -8,8 +8,8 @@ from array import array
 
 import pytest
 
-from lineprofiler.accounting import samplefile
-from lineprofiler.accounting.samplefile import (
+from lineprofiler.runfiles import samplefile
+from lineprofiler.runfiles.samplefile import (
     BASE_COLUMNS,
     SampleFileError,
     SampleWriter,

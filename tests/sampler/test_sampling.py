@@ -9,8 +9,8 @@ import warnings
 import pytest
 
 from lineprofiler.accounting import sampling
-from lineprofiler.accounting.report.resources import reduce_io
-from lineprofiler.accounting.samplefile import read_samples
+from lineprofiler.report.blocks.resources import reduce_io
+from lineprofiler.runfiles.samplefile import read_samples
 
 
 def _doc(uuid="5eed5eed"):

@@ -30,7 +30,7 @@
 
 /* ===================================================================== constants */
 
-/* The histogram scheme of accounting/histogram.py: EDGES[k] = round(1000 * 2**(k/8)). */
+/* The histogram scheme of runfiles/histogram.py: EDGES[k] = round(1000 * 2**(k/8)). */
 #define LP_BUCKETS_PER_DOUBLING 8
 #define LP_MIN_NS 1000
 #define LP_LAST_EDGE 266

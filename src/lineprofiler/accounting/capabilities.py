@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .workerfile import write_atomic
+from ..runfiles.workerfile import write_atomic
 
 __all__ = [
     "NAMES",

@@ -27,8 +27,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from . import workerfile
-from .workerfile import sanitize_component
+from ..runfiles import workerfile
+from ..runfiles.workerfile import sanitize_component
 
 ENV_RUN_ID = "LINEPROFILER_RUN_ID"
 ENV_ATTEMPT = "LINEPROFILER_ATTEMPT"

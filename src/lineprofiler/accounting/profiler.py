@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _phases, histogram, samplefile, workerfile
+from ..runfiles import histogram, samplefile, workerfile
+from . import _phases
 from .identity import Identity, RunId, build_identity, clean_role, parent_run_id, resolve_host, resolve_run_id
 from .sampling import ResourceSampler
 
@@ -204,8 +205,8 @@ class Profiler:
         self._inherited = False  # a copy made by fork: see _Process.register
         self._fork_parent_pid: int | None = None
         self._sync_fn: Callable[[], object] | None = None
-        self._annotator: Any = None  # cuda.Annotator, with annotate=True
-        self.window: Any = None  # backends.Window, with backend=...
+        self._annotator: Any = None  # gpu.Annotator, with annotate=True
+        self.window: Any = None  # windows.Window, with backend=...
         self.phase = self._noop.phase  # type: ignore[method-assign]
         self.count = self._noop.count  # type: ignore[method-assign]
         if not self.enabled:
@@ -510,28 +511,28 @@ class Profiler:
     def _wire(self) -> None:
         """Connect the optional pieces to the core's hooks; a failure is recorded, never raised.
 
-        * ``set_sync(cuda.make_sync())``: None (no cost at all) unless torch is installed; a
+        * ``set_sync(gpu.make_sync())``: None (no cost at all) unless torch is installed; a
           pending check when it is installed but not imported yet.
-        * ``annotate=True``: a :class:`cuda.Annotator`, combined with the window's hooks.
-        * ``backend=...``: a :class:`backends.Window` watching ``window_phase``, attached so that
+        * ``annotate=True``: a :class:`gpu.Annotator`, combined with the window's hooks.
+        * ``backend=...``: a :class:`windows.Window` watching ``window_phase``, attached so that
           it is cut and written at exit and restarted in a fork child.
-        * a :class:`cuda.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
+        * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
         """
-        from . import backends, capabilities, cuda  # not at import: a disabled profiler never loads them
+        from . import capabilities, gpu, windows  # not at import: a disabled profiler never loads them
 
         try:
-            self._sync_fn = cuda.make_sync()
+            self._sync_fn = gpu.make_sync()
             self.set_sync(self._sync_fn)
         except Exception as error:
             self._record_error(f"sync hook: {type(error).__name__}: {error}")
         if self.annotate:
             try:
-                self._annotator = cuda.Annotator()
+                self._annotator = gpu.Annotator()
             except Exception as error:
                 self._record_error(f"annotate: {type(error).__name__}: {error}")
         if self.backend is not None and self.backend_window is not None and self.window_phase is not None:
             try:
-                self.window = backends.Window(
+                self.window = windows.Window(
                     self.backend, self.run_dir, self.backend_window, self.window_phase, host=self._host()
                 )
             except Exception as error:
@@ -545,13 +546,13 @@ class Profiler:
             # Neither NVTX nor a torch that could ever be imported: hooks would only cost time.
             annotator = None
         try:
-            enter, exit_ = backends.annotate_hooks(annotator, self.window)
+            enter, exit_ = windows.annotate_hooks(annotator, self.window)
             if enter is not None or exit_ is not None:
                 self.set_annotate(enter, exit_)
         except Exception as error:
             self._record_error(f"annotate hooks: {type(error).__name__}: {error}")
         try:
-            self.add_attachment(cuda.GpuAttachment())
+            self.add_attachment(gpu.GpuAttachment())
         except Exception as error:
             self._record_error(f"GPU attachment: {type(error).__name__}: {error}")
 
@@ -569,7 +570,7 @@ class Profiler:
         return self.run_dir / METADATA_DIR / self.path.parent.name / ("m" + self.path.name[1:])
 
     def _metadata_extra(self, final: bool) -> dict[str, Any]:
-        from . import cuda
+        from . import gpu
 
         assert self.identity is not None and self.path is not None
         if self._annotator is not None:
@@ -597,7 +598,7 @@ class Profiler:
                 "window_phase": self.window_phase,
             },
             "backend": self.window.describe() if self.window is not None else None,
-            "sync": cuda.describe_sync(self._sync_fn),
+            "sync": gpu.describe_sync(self._sync_fn),
             "annotate": annotate,
         }
 

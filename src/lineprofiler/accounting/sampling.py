@@ -30,8 +30,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import samplefile
-from .samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, SampleWriter
+from ..runfiles import samplefile
+from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, SampleWriter
 
 TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
 BACKENDS = ("auto", "proc", "psutil", "off")
@@ -410,7 +410,7 @@ class ResourceSampler:
             return path.with_name(samplefile.sidecar_name(path.name))
         if self.run_dir is None:
             return None
-        from .workerfile import worker_dir, worker_file_name
+        from ..runfiles.workerfile import worker_dir, worker_file_name
 
         ident = document.get("identity") or {}
         try:

@@ -69,7 +69,7 @@ class Backend(str, enum.Enum):
 
 def artifact_name(backend: Backend, host: str, pid: int) -> str:
     """The per-process file name of a window's artifact (host and pid: unique within a run)."""
-    from .workerfile import sanitize_component
+    from ..runfiles.workerfile import sanitize_component
 
     stem = "torch_trace" if backend is Backend.TORCH else "viztracer"
     return f"{stem}_{sanitize_component(host)}_{int(pid)}.json"

@@ -1,4 +1,4 @@
-"""backends.py: torch.profiler and VizTracer windows over phase entries, one artifact per process.
+"""windows.py: torch.profiler and VizTracer windows over phase entries, one artifact per process.
 
 The accounting core calls the window's watch callback on the n-th entry into the watched phase
 and the annotate hooks on every phase; ``Core`` below is a stand-in for those hooks (the core is
@@ -16,8 +16,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from lineprofiler.accounting import backends, capabilities, cuda
-from lineprofiler.accounting.backends import Backend, Window
+from lineprofiler.accounting import capabilities, gpu, windows
+from lineprofiler.accounting.windows import Backend, Window
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
@@ -28,7 +28,7 @@ class Core:
 
     def __init__(self, window: Window | None, annotator=None, *, watch_first: bool = True) -> None:
         self.window = window
-        self.enter, self.exit = backends.annotate_hooks(annotator, window)
+        self.enter, self.exit = windows.annotate_hooks(annotator, window)
         self.watch_first = watch_first
         self.entries = 0
 
@@ -101,8 +101,8 @@ def test_window_phase_is_a_leaf_name(tmp_path, phase):
 
 
 def test_artifact_names_are_per_process():
-    assert backends.artifact_name(Backend.TORCH, "node07", 4242) == "torch_trace_node07_4242.json"
-    assert backends.artifact_name(Backend.VIZTRACER, "gpu node/7", 1) == "viztracer_gpu_node_7_1.json"
+    assert windows.artifact_name(Backend.TORCH, "node07", 4242) == "torch_trace_node07_4242.json"
+    assert windows.artifact_name(Backend.VIZTRACER, "gpu node/7", 1) == "viztracer_gpu_node_7_1.json"
 
 
 # ---- viztracer ----
@@ -207,11 +207,11 @@ def test_missing_viztracer_is_a_no_op_with_a_reason(run_python, tmp_path):
     out = run_python(
         "import json, sys\n"
         "sys.modules['viztracer'] = None\n"
-        "from lineprofiler.accounting import backends, capabilities\n"
-        f"w = backends.Window('viztracer', {str(tmp_path)!r}, (1, 3), 'iteration')\n"
+        "from lineprofiler.accounting import capabilities, windows\n"
+        f"w = windows.Window('viztracer', {str(tmp_path)!r}, (1, 3), 'iteration')\n"
         "for n in range(1, 6):\n"
         "    w.on_entry(n)\n"
-        "print(json.dumps([w.describe(), backends.annotate_hooks(None, w) == (None, None),"
+        "print(json.dumps([w.describe(), windows.annotate_hooks(None, w) == (None, None),"
         " capabilities.metadata({'backend': w.describe()})['backend']]))\n"
     )
     described, no_hooks, in_metadata = json.loads(out)
@@ -255,7 +255,7 @@ def test_torch_window_with_annotate_has_no_duplicate_ranges(tmp_path):
     import torch  # noqa: F401
 
     window = Window("torch", tmp_path, (2, 4), "iteration")
-    annotator = cuda.Annotator(nvtx=False)
+    annotator = gpu.Annotator(nvtx=False)
     core = Core(window, annotator)
     assert window.record_phases is False  # annotate's record_function covers it
     run_iterations(core, 5)
@@ -281,14 +281,14 @@ def test_torch_window_without_torch_is_unavailable(tmp_path):
 
 
 def test_annotate_hooks_combinations(tmp_path, monkeypatch):
-    assert backends.annotate_hooks(None, None) == (None, None)
-    annotator = cuda.Annotator(nvtx=False, record_function=False)
-    enter, exit = backends.annotate_hooks(annotator, None)
+    assert windows.annotate_hooks(None, None) == (None, None)
+    annotator = gpu.Annotator(nvtx=False, record_function=False)
+    enter, exit = windows.annotate_hooks(annotator, None)
     assert enter == annotator.enter and exit == annotator.exit
     window = Window("viztracer", tmp_path, (1, 2), "iteration")
-    enter, exit = backends.annotate_hooks(None, window)
+    enter, exit = windows.annotate_hooks(None, window)
     assert enter == window.enter and exit == window.exit
-    enter, exit = backends.annotate_hooks(annotator, window)  # both: composed
+    enter, exit = windows.annotate_hooks(annotator, window)  # both: composed
     enter("iteration")
     assert annotator.depth() == 1
     exit("iteration")

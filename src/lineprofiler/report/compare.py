@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import histogram
+from ..runfiles import histogram
 from . import format as fmt
 from .merge import PhaseStats, RoleStats, Run
 from .text import short_names

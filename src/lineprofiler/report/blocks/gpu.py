@@ -17,7 +17,7 @@ What it reads, per worker document of the run's newest attempt:
   adapter from a worker document to :class:`WorkerGpuSamples`; it is the one place that knows
   where the sampler keeps its columns.
 * ``document["gpu"]["nvml"]``: ``{"available", "unavailable_reason", "devices": [{"index",
-  "name"}]}`` (see :class:`lineprofiler.accounting.cuda.GpuAttachment`).
+  "name"}]}`` (see :class:`lineprofiler.accounting.gpu.GpuAttachment`).
 * ``document["gpu"]["vram"]``: ``{"available", "unavailable_reason", "allocated_peak",
   "reserved_peak", "samples", ...}`` in bytes, per process.
 
@@ -57,7 +57,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..samplefile import SampleFileError
+from ...runfiles.samplefile import SampleFileError
 
 __all__ = [
     "DeviceUse",
@@ -109,7 +109,7 @@ def samples_from_document(document: Mapping[str, Any], path: Any = None) -> Work
     Reads inline columns (``document["samples"]["columns"]`` as a mapping with a ``t_unix_ns``
     column) when a document carries them; otherwise the sampler's sidecar file
     (``document["samples"]["file"]``, beside the worker file at ``path``), through
-    :mod:`lineprofiler.accounting.samplefile`, and only when its column list names GPU columns,
+    :mod:`lineprofiler.runfiles.samplefile`, and only when its column list names GPU columns,
     so workers without GPU rows cost no file read.
     """
     samples = document.get("samples")
@@ -128,7 +128,7 @@ def samples_from_document(document: Mapping[str, Any], path: Any = None) -> Work
         return None
     from pathlib import Path
 
-    from ..samplefile import read_samples
+    from ...runfiles.samplefile import read_samples
 
     table = read_samples(Path(path).with_name(Path(name).name))
     times = [table.to_unix_ns(t) for t in table.column("t_ns")]

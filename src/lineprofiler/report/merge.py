@@ -9,7 +9,7 @@ What this module decides (docs/report.md says the same for users):
 * **Processes** are counted by worker file, not by pid (pids collide across nodes, and a
   restarted worker reuses its rank but not its file).
 * **Histograms** merge exactly: bucket counts are added; quantiles come from
-  :mod:`lineprofiler.accounting.histogram` over the merged buckets, clamped to the merged
+  :mod:`lineprofiler.runfiles.histogram` over the merged buckets, clamped to the merged
   exact min and max.
 * **Busy time** of a process is the sum of its top-level phases' wall time (all threads).
   A role's **imbalance** is the busiest process's busy time over the mean busy time of the
@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import histogram, workerfile
+from ..runfiles import histogram, workerfile
 from . import format as fmt
 
 #: A worker is stale when it stopped flushing this many snapshot intervals before the run's end...
@@ -65,7 +65,7 @@ class WorkerDocument(Mapping[str, Any]):
     drops them from large files read whole); reading ``document["samples"]`` then re-reads and
     re-validates the file, every time, so a block that handles one worker at a time holds one
     worker's samples at a time: read it once per worker. Raises
-    :class:`~lineprofiler.accounting.workerfile.WorkerFileError` when the file can no longer
+    :class:`~lineprofiler.runfiles.workerfile.WorkerFileError` when the file can no longer
     be read.
     """
 

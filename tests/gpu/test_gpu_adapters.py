@@ -1,7 +1,7 @@
-"""cuda.py: sync=True, annotate=True (NVTX and record_function) and the VRAM/NVML attachment.
+"""gpu.py: sync=True, annotate=True (NVTX and record_function) and the VRAM/NVML attachment.
 
 CUDA itself cannot exist on these machines. Where a test needs torch *with* CUDA it uses
-``cuda_torch``, a stand-in module that has only the torch.cuda calls cuda.py makes and records
+``cuda_torch``, a stand-in module that has only the torch.cuda calls gpu.py makes and records
 them; everything else runs against the real CPU build of torch (Python 3.11) and the real nvtx
 package, seen through a real NVTX tool library.
 """
@@ -17,7 +17,7 @@ import types
 
 import pytest
 
-from lineprofiler.accounting import capabilities, cuda
+from lineprofiler.accounting import capabilities, gpu
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_NVTX = importlib.util.find_spec("nvtx") is not None
@@ -25,7 +25,7 @@ NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machin
 
 
 class CudaTorch:
-    """Stand-in for a CUDA build of torch: torch.cuda's calls used by cuda.py, recorded."""
+    """Stand-in for a CUDA build of torch: torch.cuda's calls used by gpu.py, recorded."""
 
     def __init__(self) -> None:
         self.initialized = False
@@ -76,11 +76,11 @@ def no_torch(monkeypatch):
 
 
 def test_sync_is_none_when_torch_is_absent(no_torch):
-    assert cuda.make_sync() is None
+    assert gpu.make_sync() is None
 
 
 def test_sync_drains_only_once_cuda_is_initialised(cuda_torch):
-    sync = cuda.make_sync()
+    sync = gpu.make_sync()
     assert sync is not None
     sync()
     assert cuda_torch.syncs == 0  # no context yet: nothing queued, and syncing would create one
@@ -93,7 +93,7 @@ def test_sync_drains_only_once_cuda_is_initialised(cuda_torch):
 def test_sync_settles_when_torch_is_imported_later(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setattr(capabilities, "torch", lambda: capabilities.Capability("torch", True))
-    sync = cuda.make_sync()
+    sync = gpu.make_sync()
     assert sync is not None  # installed but not imported yet
     sync()  # a no-op until torch appears
     fake = CudaTorch()
@@ -108,13 +108,13 @@ def test_sync_settles_when_torch_is_imported_later(monkeypatch):
 def test_sync_with_the_cpu_build_of_torch(run_python):
     out = run_python(
         "import sys\n"
-        "from lineprofiler.accounting import cuda\n"
-        "late = cuda.make_sync()\n"
+        "from lineprofiler.accounting import gpu\n"
+        "late = gpu.make_sync()\n"
         "late()\n"
         "print(type(late).__name__, 'torch' in sys.modules)\n"
         "import torch\n"
         "late()\n"
-        "print(cuda.make_sync(), late._resolved)\n"
+        "print(gpu.make_sync(), late._resolved)\n"
     )
     assert out.splitlines() == ["_LateSync False", "None None"]
 
@@ -134,7 +134,7 @@ def test_record_function_shows_phases_in_a_torch_trace(tmp_path):
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    annotator = cuda.Annotator()
+    annotator = gpu.Annotator()
     assert annotator.record_function_active
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(3):
@@ -157,7 +157,7 @@ def test_record_function_shows_phases_in_a_torch_trace(tmp_path):
 def test_a_skipped_exit_is_closed_in_lifo_order(tmp_path):
     from torch.profiler import ProfilerActivity, profile
 
-    annotator = cuda.Annotator(nvtx=False)
+    annotator = gpu.Annotator(nvtx=False)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         annotator.enter("iteration")
         annotator.enter("env_step")  # its exit never comes: an exception skipped it
@@ -172,7 +172,7 @@ def test_a_skipped_exit_is_closed_in_lifo_order(tmp_path):
 
 def test_without_torch_or_nvtx_the_annotator_does_nothing(no_torch, monkeypatch):
     monkeypatch.setitem(sys.modules, "nvtx", None)
-    annotator = cuda.Annotator()
+    annotator = gpu.Annotator()
     assert annotator.describe() == {"nvtx": None, "record_function": False, "errors": 0, "last_error": None}
     annotator.enter("a")
     annotator.exit("a")
@@ -181,7 +181,7 @@ def test_without_torch_or_nvtx_the_annotator_does_nothing(no_torch, monkeypatch)
 
 def test_each_thread_has_its_own_stack(no_torch, monkeypatch):
     monkeypatch.setitem(sys.modules, "nvtx", None)
-    annotator = cuda.Annotator()
+    annotator = gpu.Annotator()
     annotator.enter("main_phase")
     seen = []
 
@@ -210,8 +210,8 @@ def test_nvtx_ranges_reach_an_nvtx_tool(run_python, nvtx_tool, tmp_path):
     out = run_python(
         "import json, sys\n"
         + ("import torch\n" if HAS_TORCH else "")
-        + "from lineprofiler.accounting import cuda\n"
-        "a = cuda.Annotator()\n"
+        + "from lineprofiler.accounting import gpu\n"
+        "a = gpu.Annotator()\n"
         "a.enter('iteration'); a.enter('mcts'); a.exit('mcts'); a.exit('iteration')\n"
         "a.enter('iteration'); a.enter('inner'); a.exit('iteration')\n"
         "print(json.dumps(a.describe()))\n",
@@ -239,7 +239,7 @@ def test_nvtx_ranges_reach_an_nvtx_tool(run_python, nvtx_tool, tmp_path):
 
 def test_vram_without_torch_says_why(no_torch, monkeypatch, tmp_path):
     monkeypatch.setenv("LINEPROFILER_NVML_LIBRARY", str(tmp_path / "missing.so"))
-    attachment = cuda.GpuAttachment()
+    attachment = gpu.GpuAttachment()
     attachment.start()
     document = {"gpu": None}
     attachment.contribute(document)
@@ -256,20 +256,20 @@ def test_vram_with_the_cpu_build_says_why():
     import torch  # noqa: F401
 
     document: dict = {}
-    cuda.GpuAttachment(nvml=False).contribute(document)
+    gpu.GpuAttachment(nvml=False).contribute(document)
     assert document["gpu"]["vram"]["unavailable_reason"] == "torch is built without CUDA"
     assert "nvml" not in document["gpu"]
 
 
 def test_vram_waits_for_cuda_to_be_initialised(cuda_torch):
-    attachment = cuda.GpuAttachment(nvml=False)
+    attachment = gpu.GpuAttachment(nvml=False)
     assert attachment.sample() is False
     assert attachment.vram_document()["unavailable_reason"] == "CUDA is not initialised in this process"
 
 
 def test_vram_peaks_keep_the_largest_and_never_reset(cuda_torch):
     cuda_torch.initialized = True
-    attachment = cuda.GpuAttachment(nvml=False)
+    attachment = gpu.GpuAttachment(nvml=False)
     cuda_torch.set(0, allocated=100, allocated_peak=500, reserved=1000, reserved_peak=1000)
     assert attachment.sample()
     # The user resets the allocator's peaks: ours stay; device 1 comes into use.
@@ -294,7 +294,7 @@ def test_vram_peaks_keep_the_largest_and_never_reset(cuda_torch):
 def test_a_device_never_used_is_left_out(cuda_torch):
     cuda_torch.initialized = True
     cuda_torch.set(1, 10, 10, 20, 20)
-    attachment = cuda.GpuAttachment(nvml=False)
+    attachment = gpu.GpuAttachment(nvml=False)
     attachment.sample()
     assert list(attachment.vram_document()["devices"]) == ["1"]
 
@@ -302,7 +302,7 @@ def test_a_device_never_used_is_left_out(cuda_torch):
 def test_a_forked_child_starts_its_own_peaks(cuda_torch):
     cuda_torch.initialized = True
     cuda_torch.set(0, 1, 999, 2, 999)
-    attachment = cuda.GpuAttachment(nvml=False)
+    attachment = gpu.GpuAttachment(nvml=False)
     attachment.sample()
     attachment.after_fork_child()
     cuda_torch.initialized = False  # torch reports a bad fork as "not initialised"
@@ -317,7 +317,7 @@ def test_memory_stats_failing_is_a_reason(cuda_torch):
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
     cuda_torch.module.cuda.memory_stats = broken
-    attachment = cuda.GpuAttachment(nvml=False)
+    attachment = gpu.GpuAttachment(nvml=False)
     assert attachment.sample() is False
     assert attachment.vram_document()["unavailable_reason"] == (
         "torch.cuda.memory_stats failed: RuntimeError: CUDA error: an illegal memory access was encountered"

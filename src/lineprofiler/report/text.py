@@ -7,8 +7,8 @@ Blocks are separated by one blank line. A block may add lines to CAVEATS with
 
 The order is the seed's: header, one block per role, DOMINANT PHASES (with counters under
 their phase), COUNTERS not shown there, ITERATIONS, then the blocks of other modules in
-:data:`EXTRA_BLOCK_MODULES` (I/O BY PHASE, I/O and memory from ``report/resources.py``; GPU
-from ``report/gpu.py``), then CAVEATS. Each of those modules exposes ``BLOCKS``, a sequence
+:data:`EXTRA_BLOCK_MODULES` (I/O BY PHASE, I/O and memory from ``report/blocks/resources.py``; GPU
+from ``report/blocks/gpu.py``), then CAVEATS. Each of those modules exposes ``BLOCKS``, a sequence
 of render functions in the order they print; a module that is not installed renders nothing.
 """
 
@@ -44,7 +44,7 @@ class RenderOptions:
 
 Block = Callable[[Run, RenderOptions], list[str]]
 
-#: Modules under ``lineprofiler.accounting.report`` whose ``BLOCKS`` render after ITERATIONS,
+#: Modules under ``lineprofiler.report`` whose ``BLOCKS`` render after ITERATIONS,
 #: in this order: resources (I/O BY PHASE, I/O, memory), then GPU.
 EXTRA_BLOCK_MODULES: tuple[str, ...] = ("resources", "gpu")
 
@@ -306,7 +306,7 @@ def extra_blocks() -> list[tuple[str, Block]]:
     """``(module, block)`` for every block the optional report modules provide, in order."""
     found: list[tuple[str, Block]] = []
     for name in EXTRA_BLOCK_MODULES:
-        full = f"{__package__}.{name}"
+        full = f"{__package__}.blocks.{name}"
         try:
             module = importlib.import_module(full)
         except ModuleNotFoundError as error:

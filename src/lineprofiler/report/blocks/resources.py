@@ -20,7 +20,7 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..samplefile import IO_FIELDS, IntervalCounts, SampleFileError, SampleTable, classify, negative_runs, read_samples
+from ...runfiles.samplefile import IO_FIELDS, IntervalCounts, SampleFileError, SampleTable, classify, negative_runs, read_samples
 
 RULE = "─" * 62
 SPARK = " ▁▂▃▄▅▆▇█"

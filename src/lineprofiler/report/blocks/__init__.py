@@ -1,0 +1,1 @@
+"""Report blocks built from the resource samples: MEMORY, I/O and GPU."""
