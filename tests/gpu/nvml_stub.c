@@ -56,17 +56,35 @@ void lpstub_reset(void)
     for (int i = 0; i < STUB_DEVICES; i++)
         S.devices[i].index = i;
 }
-void lpstub_set_init_rc(int rc) { S.init_rc = rc; }
-void lpstub_set_count_rc(int rc) { S.count_rc = rc; }
-void lpstub_set_device_count(unsigned int n) { S.device_count = n; }
-void lpstub_set_handle_rc(int dev, int rc) { S.handle_rc[dev] = rc; }
+void lpstub_set_init_rc(int rc)
+{
+    S.init_rc = rc;
+}
+void lpstub_set_count_rc(int rc)
+{
+    S.count_rc = rc;
+}
+void lpstub_set_device_count(unsigned int n)
+{
+    S.device_count = n;
+}
+void lpstub_set_handle_rc(int dev, int rc)
+{
+    S.handle_rc[dev] = rc;
+}
 void lpstub_set_busy(int dev, unsigned int pct, int rc)
 {
     S.busy[dev] = pct;
     S.util_rc[dev] = rc;
 }
-void lpstub_set_proc_rc(int dev, int rc) { S.proc_rc[dev] = rc; }
-void lpstub_set_ignore_last_seen(int on) { S.ignore_last_seen = on; }
+void lpstub_set_proc_rc(int dev, int rc)
+{
+    S.proc_rc[dev] = rc;
+}
+void lpstub_set_ignore_last_seen(int on)
+{
+    S.ignore_last_seen = on;
+}
 int lpstub_add_sample(int dev, unsigned int pid, unsigned long long ts, unsigned int sm)
 {
     if (S.n_samples[dev] >= STUB_SAMPLES)
@@ -79,10 +97,22 @@ int lpstub_add_sample(int dev, unsigned int pid, unsigned long long ts, unsigned
     s->memUtil = sm / 2;
     return 0;
 }
-unsigned long long lpstub_last_seen_arg(int dev) { return S.last_seen_arg[dev]; }
-int lpstub_proc_calls(int dev) { return S.proc_calls[dev]; }
-int lpstub_init_calls(void) { return S.init_calls; }
-int lpstub_shutdown_calls(void) { return S.shutdown_calls; }
+unsigned long long lpstub_last_seen_arg(int dev)
+{
+    return S.last_seen_arg[dev];
+}
+int lpstub_proc_calls(int dev)
+{
+    return S.proc_calls[dev];
+}
+int lpstub_init_calls(void)
+{
+    return S.init_calls;
+}
+int lpstub_shutdown_calls(void)
+{
+    return S.shutdown_calls;
+}
 
 /* ---- the NVML calls ---- */
 
@@ -106,13 +136,20 @@ int nvmlShutdown(void)
 const char *nvmlErrorString(int rc)
 {
     switch (rc) {
-    case 0: return "Success";
-    case 1: return "Uninitialized";
-    case 3: return "Not Supported";
-    case 6: return "Not Found";
-    case 7: return "Insufficient Size";
-    case 9: return "Driver Not Loaded";
-    default: return "Unknown Error";
+    case 0:
+        return "Success";
+    case 1:
+        return "Uninitialized";
+    case 3:
+        return "Not Supported";
+    case 6:
+        return "Not Found";
+    case 7:
+        return "Insufficient Size";
+    case 9:
+        return "Driver Not Loaded";
+    default:
+        return "Unknown Error";
     }
 }
 

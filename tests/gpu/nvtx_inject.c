@@ -67,8 +67,14 @@ static int pop(void)
     return 0;
 }
 /* Handles are our own copies of the strings: the domain's name, a registered string. */
-static void *domain_create(const char *name) { return strdup(name ? name : ""); }
-static void domain_destroy(void *domain) { free(domain); }
+static void *domain_create(const char *name)
+{
+    return strdup(name ? name : "");
+}
+static void domain_destroy(void *domain)
+{
+    free(domain);
+}
 static void *register_string(void *domain, const char *text)
 {
     (void)domain;

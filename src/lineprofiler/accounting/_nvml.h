@@ -39,11 +39,11 @@
 #include <string.h>
 
 #define LP_NVML_MAX_DEVICES 16
-#define LP_NVML_LIBRARY "libnvidia-ml.so.1"
+#define LP_NVML_LIBRARY     "libnvidia-ml.so.1"
 #define LP_NVML_LIBRARY_ENV "LINEPROFILER_NVML_LIBRARY"
 
 /* mine[i] values that are not percentages. */
-#define LP_NVML_NO_SAMPLE (-1)  /* measured: no sample attributed to the pid */
+#define LP_NVML_NO_SAMPLE  (-1) /* measured: no sample attributed to the pid */
 #define LP_NVML_UNREADABLE (-2) /* the query failed: not measured */
 
 /* The parts of nvml.h used here. NVML's ABI is stable: these layouts and codes have not changed
@@ -63,8 +63,8 @@ typedef struct {
     unsigned int decUtil;
 } lp_nvmlProcessUtilizationSample_t;
 
-#define LP_NVML_SUCCESS 0
-#define LP_NVML_ERROR_NOT_FOUND 6
+#define LP_NVML_SUCCESS                 0
+#define LP_NVML_ERROR_NOT_FOUND         6
 #define LP_NVML_ERROR_INSUFFICIENT_SIZE 7
 #define LP_NVML_DEVICE_NAME_BUFFER_SIZE 96
 
@@ -121,10 +121,10 @@ static inline void *lp_nvml__symbol(void *library, const char *name, const char 
     return symbol;
 }
 
-#define LP_NVML__BIND(dst, sym)                                                                    \
-    do {                                                                                           \
-        void *lp_sym_ = (sym);                                                                     \
-        memcpy(&(dst), &lp_sym_, sizeof(dst));                                                     \
+#define LP_NVML__BIND(dst, sym)                                                                              \
+    do {                                                                                                     \
+        void *lp_sym_ = (sym);                                                                               \
+        memcpy(&(dst), &lp_sym_, sizeof(dst));                                                               \
     } while (0)
 
 static inline void lp_nvml_close(lp_nvml *nv)
@@ -157,11 +157,13 @@ static inline int lp_nvml_open(lp_nvml *nv, char *why, size_t why_len)
     lp_nvml_handle_fn handle;
     LP_NVML__BIND(init, lp_nvml__symbol(nv->library, "nvmlInit_v2", "nvmlInit"));
     LP_NVML__BIND(count, lp_nvml__symbol(nv->library, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"));
-    LP_NVML__BIND(handle, lp_nvml__symbol(nv->library, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"));
+    LP_NVML__BIND(
+        handle, lp_nvml__symbol(nv->library, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"));
     LP_NVML__BIND(nv->shutdown, lp_nvml__symbol(nv->library, "nvmlShutdown", NULL));
     LP_NVML__BIND(nv->error_string, lp_nvml__symbol(nv->library, "nvmlErrorString", NULL));
     LP_NVML__BIND(nv->utilization, lp_nvml__symbol(nv->library, "nvmlDeviceGetUtilizationRates", NULL));
-    LP_NVML__BIND(nv->process_utilization, lp_nvml__symbol(nv->library, "nvmlDeviceGetProcessUtilization", NULL));
+    LP_NVML__BIND(nv->process_utilization,
+                  lp_nvml__symbol(nv->library, "nvmlDeviceGetProcessUtilization", NULL));
     LP_NVML__BIND(nv->name, lp_nvml__symbol(nv->library, "nvmlDeviceGetName", NULL));
     if (!init || !count || !handle || !nv->shutdown || !nv->utilization) {
         lp_nvml__why(why, why_len, "NVML library lacks nvmlInit/nvmlDeviceGetUtilizationRates", path);
@@ -201,7 +203,10 @@ static inline int lp_nvml_open(lp_nvml *nv, char *why, size_t why_len)
     return 0;
 }
 
-static inline int lp_nvml_device_count(const lp_nvml *nv) { return nv->device_count; }
+static inline int lp_nvml_device_count(const lp_nvml *nv)
+{
+    return nv->device_count;
+}
 
 static inline int lp_nvml_device_name(const lp_nvml *nv, int i, char *buf, size_t len)
 {

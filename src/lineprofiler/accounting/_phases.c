@@ -32,25 +32,25 @@
 
 /* The histogram scheme of runfiles/histogram.py: EDGES[k] = round(1000 * 2**(k/8)). */
 #define LP_BUCKETS_PER_DOUBLING 8
-#define LP_MIN_NS 1000
-#define LP_LAST_EDGE 266
-#define LP_N_BUCKETS (LP_LAST_EDGE + 2)
+#define LP_MIN_NS               1000
+#define LP_LAST_EDGE            266
+#define LP_N_BUCKETS            (LP_LAST_EDGE + 2)
 
-#define LP_DEFAULT_MAX_PATHS 10000
+#define LP_DEFAULT_MAX_PATHS    10000
 #define LP_DEFAULT_MAX_COUNTERS 10000
-#define LP_MAX_ERRORS 32          /* error strings kept; the rest are only counted */
-#define LP_MAX_DEPTH 100000       /* frames per thread stack before entries are dropped */
-#define LP_NODE_CHUNK 64          /* nodes per allocation: node pointers never move */
-#define LP_NAME_CACHE 64          /* direct-mapped name -> canonical name cache */
-#define LP_PHASE_CACHE 128        /* direct-mapped (name, flags) -> Phase cache */
-#define LP_ROOT 0
-#define LP_OVERFLOW 1
+#define LP_MAX_ERRORS           32     /* error strings kept; the rest are only counted */
+#define LP_MAX_DEPTH            100000 /* frames per thread stack before entries are dropped */
+#define LP_NODE_CHUNK           64     /* nodes per allocation: node pointers never move */
+#define LP_NAME_CACHE           64     /* direct-mapped name -> canonical name cache */
+#define LP_PHASE_CACHE          128    /* direct-mapped (name, flags) -> Phase cache */
+#define LP_ROOT                 0
+#define LP_OVERFLOW             1
 
 /* A frame's t0 until its entry clock has been read: a snapshot that runs in between (possible
  * only while a test clock runs Python code) must not take the slot's old value for a start. */
 #define LP_T0_PENDING INT64_MIN
 
-#define LP_FLAG_IO 1
+#define LP_FLAG_IO   1
 #define LP_FLAG_SYNC 2
 
 /* ===================================================================== compatibility */
@@ -275,7 +275,7 @@ typedef struct TStackObject {
     int32_t depth;
     int32_t cap;
     int is_main;
-    int64_t dropped; /* entries refused (depth cap, no memory); their exits are not mismatches */
+    int64_t dropped;           /* entries refused (depth cap, no memory); their exits are not mismatches */
     struct TStackObject *prev; /* the module state's list of live stacks */
     struct TStackObject *next;
 } TStackObject;
@@ -359,8 +359,7 @@ static void lp_record_error(RecorderObject *rec, const char *where)
         if (s == NULL) {
             PyErr_Clear();
         }
-        text = PyUnicode_FromFormat("%s: %s: %U", where, Py_TYPE(exc)->tp_name,
-                                    s ? s : Py_None);
+        text = PyUnicode_FromFormat("%s: %s: %U", where, Py_TYPE(exc)->tp_name, s ? s : Py_None);
         Py_XDECREF(s);
     } else {
         text = PyUnicode_FromString(where);
@@ -1212,7 +1211,8 @@ static void lp_update_all_flags(RecorderObject *rec)
     }
 }
 
-static PhaseObject *lp_phase_new(RecorderObject *rec, PyObject *name, PyObject *canon, int flags, int overflow)
+static PhaseObject *lp_phase_new(RecorderObject *rec, PyObject *name, PyObject *canon, int flags,
+                                 int overflow)
 {
     PhaseObject *p = PyObject_GC_New(PhaseObject, rec->st->phase_type);
     if (p == NULL) {
@@ -1611,7 +1611,7 @@ static PyObject *lp_node_dict(RecorderObject *rec, lp_node *node)
         }
     }
     PyObject *cpu = rec->measure_cpu && node->entries > node->cpu_missing ? PyLong_FromLongLong(node->cpu_ns)
-                                                                            : Py_NewRef(Py_None);
+                                                                          : Py_NewRef(Py_None);
     PyObject *mn = node->entries ? PyLong_FromLongLong(node->min_ns) : Py_NewRef(Py_None);
     PyObject *mx = node->entries ? PyLong_FromLongLong(node->max_ns) : Py_NewRef(Py_None);
     PyObject *io = Py_None;
@@ -1626,12 +1626,12 @@ static PyObject *lp_node_dict(RecorderObject *rec, lp_node *node)
     }
     PyObject *d = NULL;
     if (cpu && mn && mx && io) {
-        d = Py_BuildValue("{s:i,s:O,s:L,s:L,s:L,s:O,s:L,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:L,s:L,s:L}", "id", node->id,
-                          "path", path, "entries", (long long)node->entries, "wall_ns", (long long)node->wall_ns,
-                          "self_ns", (long long)node->self_ns, "cpu_ns", cpu, "cpu_missing",
-                          (long long)node->cpu_missing, "min_ns", mn, "max_ns", mx, "hist", hist, "io",
-                          node->io ? Py_True : Py_False, "sync", node->sync ? Py_True : Py_False, "io_bytes", io,
-                          "overflow", node->overflow ? Py_True : Py_False, "open_entries",
+        d = Py_BuildValue("{s:i,s:O,s:L,s:L,s:L,s:O,s:L,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:L,s:L,s:L}", "id",
+                          node->id, "path", path, "entries", (long long)node->entries, "wall_ns",
+                          (long long)node->wall_ns, "self_ns", (long long)node->self_ns, "cpu_ns", cpu,
+                          "cpu_missing", (long long)node->cpu_missing, "min_ns", mn, "max_ns", mx, "hist",
+                          hist, "io", node->io ? Py_True : Py_False, "sync", node->sync ? Py_True : Py_False,
+                          "io_bytes", io, "overflow", node->overflow ? Py_True : Py_False, "open_entries",
                           (long long)node->open_entries, "open_ns", (long long)node->open_ns, "open_self_ns",
                           (long long)node->open_self_ns);
     }
@@ -1716,7 +1716,8 @@ static PyObject *rec_snapshot(RecorderObject *self, PyObject *Py_UNUSED(ignored)
         } else {
             Py_INCREF(phase);
         }
-        PyObject *d = Py_BuildValue("{s:O,s:O,s:L}", "phase", phase, "name", c->name, "total", (long long)c->total);
+        PyObject *d =
+            Py_BuildValue("{s:O,s:O,s:L}", "phase", phase, "name", c->name, "total", (long long)c->total);
         Py_DECREF(phase);
         if (d == NULL || PyList_Append(counters, d) < 0) {
             Py_XDECREF(d);
@@ -1734,13 +1735,14 @@ static PyObject *rec_snapshot(RecorderObject *self, PyObject *Py_UNUSED(ignored)
         goto done;
     }
     result = Py_BuildValue(
-        "{s:O,s:O,s:{s:i,s:L,s:i,s:L},s:{s:L,s:L,s:L},s:O,s:L,s:L,s:O,s:i}", "phases", phases, "counters", counters,
-        "caps", "max_paths", (int)self->max_paths, "paths_overflowed", (long long)self->paths_overflowed,
-        "max_counters", (int)self->max_counters, "counters_overflowed", (long long)self->counters_overflowed,
-        "repairs", "mismatched_exits", (long long)self->mismatched_exits, "stale_exits", (long long)self->stale_exits,
-        "dropped_entries", (long long)self->dropped_entries, "errors", errors, "errors_dropped",
-        (long long)self->errors_dropped, "callback_errors", (long long)self->callback_errors, "own_io_subtracted", own,
-        "n_nodes", (int)self->n_nodes);
+        "{s:O,s:O,s:{s:i,s:L,s:i,s:L},s:{s:L,s:L,s:L},s:O,s:L,s:L,s:O,s:i}", "phases", phases, "counters",
+        counters, "caps", "max_paths", (int)self->max_paths, "paths_overflowed",
+        (long long)self->paths_overflowed, "max_counters", (int)self->max_counters, "counters_overflowed",
+        (long long)self->counters_overflowed, "repairs", "mismatched_exits",
+        (long long)self->mismatched_exits, "stale_exits", (long long)self->stale_exits, "dropped_entries",
+        (long long)self->dropped_entries, "errors", errors, "errors_dropped", (long long)self->errors_dropped,
+        "callback_errors", (long long)self->callback_errors, "own_io_subtracted", own, "n_nodes",
+        (int)self->n_nodes);
     Py_DECREF(own);
     Py_DECREF(errors);
 done:
@@ -1888,7 +1890,8 @@ static PyObject *rec_get_n_nodes(RecorderObject *self, void *Py_UNUSED(c))
 
 static PyObject *rec_get_empty(RecorderObject *self, void *Py_UNUSED(c))
 {
-    return PyBool_FromLong(self->n_nodes <= 2 && lp_node_at(self, LP_OVERFLOW)->entries == 0 && self->n_counters == 0);
+    return PyBool_FromLong(self->n_nodes <= 2 && lp_node_at(self, LP_OVERFLOW)->entries == 0 &&
+                           self->n_counters == 0);
 }
 
 static PyObject *rec_get_generation(RecorderObject *self, void *Py_UNUSED(c))
@@ -1903,8 +1906,8 @@ static PyObject *rec_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"measure_cpu", "max_paths", "max_counters", "clock", "cpu_clock", NULL};
     int measure_cpu = 1, max_paths = LP_DEFAULT_MAX_PATHS, max_counters = LP_DEFAULT_MAX_COUNTERS;
     PyObject *clock = Py_None, *cpu_clock = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$piiOO:Recorder", kwlist, &measure_cpu, &max_paths, &max_counters,
-                                     &clock, &cpu_clock)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$piiOO:Recorder", kwlist, &measure_cpu, &max_paths,
+                                     &max_counters, &clock, &cpu_clock)) {
         return NULL;
     }
     if (max_paths < 1 || max_counters < 1 || max_paths > 1000000 || max_counters > 1000000) {
@@ -2051,7 +2054,8 @@ static PyGetSetDef rec_getset[] = {
     {"measure_cpu", (getter)rec_get_measure_cpu, NULL, "Whether thread CPU time is read.", NULL},
     {"n_nodes", (getter)rec_get_n_nodes, NULL, "Nodes in the tree, root and overflow included.", NULL},
     {"generation", (getter)rec_get_generation, NULL, "Changes at start, stop and reset.", NULL},
-    {"empty", (getter)rec_get_empty, NULL, "True while nothing has been recorded (since the last reset).", NULL},
+    {"empty", (getter)rec_get_empty, NULL, "True while nothing has been recorded (since the last reset).",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -2062,8 +2066,9 @@ static PyType_Slot rec_slots[] = {
     {Py_tp_clear, rec_clear},
     {Py_tp_methods, rec_methods},
     {Py_tp_getset, rec_getset},
-    {Py_tp_doc, "Recorder(*, measure_cpu=True, max_paths=10000, max_counters=10000, clock=None, cpu_clock=None)\n\n"
-                "One process's phase tree and counters."},
+    {Py_tp_doc,
+     "Recorder(*, measure_cpu=True, max_paths=10000, max_counters=10000, clock=None, cpu_clock=None)\n\n"
+     "One process's phase tree and counters."},
     {0, NULL},
 };
 
@@ -2119,7 +2124,8 @@ static PyObject *noop_count(NoopObject *Py_UNUSED(self), PyObject *const *args, 
 static PyMethodDef noop_methods[] = {
     {"phase", (PyCFunction)(void (*)(void))noop_phase, METH_FASTCALL | METH_KEYWORDS,
      "phase(name, io=False, sync=False): the disabled phase (a no-op context manager)."},
-    {"count", (PyCFunction)(void (*)(void))noop_count, METH_FASTCALL | METH_KEYWORDS, "count(name, n=1): no-op."},
+    {"count", (PyCFunction)(void (*)(void))noop_count, METH_FASTCALL | METH_KEYWORDS,
+     "count(name, n=1): no-op."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2150,7 +2156,8 @@ static PyType_Spec noop_spec = {
  * type as builtin functions already bound to it (not method descriptors): the `with` statement
  * then finds a plain callable and allocates no bound method per use. They ignore their
  * arguments, so type(p).__enter__(p) works too. */
-static PyObject *noop_phase_enter(PyObject *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(nargs))
+static PyObject *noop_phase_enter(PyObject *self, PyObject *const *Py_UNUSED(args),
+                                  Py_ssize_t Py_UNUSED(nargs))
 {
     return Py_NewRef(self);
 }
@@ -2161,8 +2168,8 @@ static PyObject *noop_phase_exit(PyObject *Py_UNUSED(self), PyObject *const *Py_
     Py_RETURN_FALSE;
 }
 
-static PyMethodDef noop_enter_def = {"__enter__", (PyCFunction)(void (*)(void))noop_phase_enter, METH_FASTCALL,
-                                     "No-op; returns the disabled phase."};
+static PyMethodDef noop_enter_def = {"__enter__", (PyCFunction)(void (*)(void))noop_phase_enter,
+                                     METH_FASTCALL, "No-op; returns the disabled phase."};
 static PyMethodDef noop_exit_def = {"__exit__", (PyCFunction)(void (*)(void))noop_phase_exit, METH_FASTCALL,
                                     "No-op; never suppresses an exception."};
 
@@ -2299,7 +2306,8 @@ static PyObject *mod_path_of(PyObject *module, PyObject *arg)
 
 static PyObject *mod_main_thread_phase(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
-    return PyLong_FromLong(atomic_load_explicit(&lp_get_state(module)->main_thread_phase, memory_order_relaxed));
+    return PyLong_FromLong(
+        atomic_load_explicit(&lp_get_state(module)->main_thread_phase, memory_order_relaxed));
 }
 
 static PyObject *mod_after_fork_child(PyObject *module, PyObject *Py_UNUSED(ignored))
@@ -2396,7 +2404,8 @@ static PyMethodDef mod_methods[] = {
     {"main_thread_phase", mod_main_thread_phase, METH_NOARGS,
      "The node id published for the main thread's innermost phase (-1: none)."},
     {"after_fork_child", mod_after_fork_child, METH_NOARGS, "Reset process-wide state in a fork child."},
-    {"thread_cpu_ns", mod_thread_cpu_ns, METH_NOARGS, "This thread's CPU time as phases read it (-1: failed)."},
+    {"thread_cpu_ns", mod_thread_cpu_ns, METH_NOARGS,
+     "This thread's CPU time as phases read it (-1: failed)."},
     {"cpu_clock_source", mod_cpu_clock_source, METH_NOARGS, "How thread CPU time is read."},
     {"_set_io_path", mod_set_io_path, METH_O, "Test seam: read I/O counters from another file."},
     {NULL, NULL, 0, NULL},
@@ -2455,12 +2464,12 @@ static int lp_exec(PyObject *module)
         return -1;
     }
 
-#define LP_ADD_TYPE(field, spec)                                                                    \
-    do {                                                                                            \
-        st->field = (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, NULL);                  \
-        if (st->field == NULL) {                                                                    \
-            return -1;                                                                              \
-        }                                                                                           \
+#define LP_ADD_TYPE(field, spec)                                                                             \
+    do {                                                                                                     \
+        st->field = (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, NULL);                           \
+        if (st->field == NULL) {                                                                             \
+            return -1;                                                                                       \
+        }                                                                                                    \
     } while (0)
     LP_ADD_TYPE(recorder_type, rec_spec);
     LP_ADD_TYPE(phase_type, phase_spec);

@@ -10,7 +10,7 @@
 
 #include "../_procio.h"
 
-#define LP_PHASES_CAPI_NAME "lineprofiler.accounting._phases._C_API"
+#define LP_PHASES_CAPI_NAME    "lineprofiler.accounting._phases._C_API"
 #define LP_PHASES_CAPI_VERSION 1
 
 typedef struct {

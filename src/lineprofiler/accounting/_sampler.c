@@ -43,11 +43,11 @@
 /* ------------------------------------------------------------------------------------------ */
 
 enum {
-    LP_COL_T = 0,      /* CLOCK_MONOTONIC ns */
-    LP_COL_FLAGS = 1,  /* LP_ROW_* bits */
-    LP_COL_PHASE = 2,  /* main thread's innermost phase node id; -1 none or unknown */
-    LP_COL_RSS = 3,    /* bytes; -1 not measured */
-    LP_COL_IO = 4,     /* LP_IO_FIELDS cumulative counters; all -1 when the read failed */
+    LP_COL_T = 0,                          /* CLOCK_MONOTONIC ns */
+    LP_COL_FLAGS = 1,                      /* LP_ROW_* bits */
+    LP_COL_PHASE = 2,                      /* main thread's innermost phase node id; -1 none or unknown */
+    LP_COL_RSS = 3,                        /* bytes; -1 not measured */
+    LP_COL_IO = 4,                         /* LP_IO_FIELDS cumulative counters; all -1 when the read failed */
     LP_COL_OWN = LP_COL_IO + LP_IO_FIELDS, /* the profiler's own I/O so far, same order */
     LP_BASE_COLS = LP_COL_OWN + LP_IO_FIELDS,
     LP_MAX_COLS = LP_BASE_COLS + 2 * LP_NVML_MAX_DEVICES,
@@ -55,22 +55,31 @@ enum {
 
 /* Row flags. An interval ends at a row; the reader drops it when the row carries any of these. */
 #define LP_ROW_SEGMENT_START 1 /* first row after a (re)start: nothing to difference against */
-#define LP_ROW_CHILD_REAPED 2  /* a child was reaped: its I/O was folded into ours */
-#define LP_ROW_REAP_UNKNOWN 4  /* /proc/self/stat unreadable here or in the row before */
+#define LP_ROW_CHILD_REAPED  2 /* a child was reaped: its I/O was folded into ours */
+#define LP_ROW_REAP_UNKNOWN  4 /* /proc/self/stat unreadable here or in the row before */
 
 static const char *const lp_base_names[LP_BASE_COLS] = {
-    "t_ns",       "flags",       "phase",       "rss_bytes",
-    "rchar",      "wchar",       "read_bytes",  "write_bytes",
-    "cancelled_write_bytes",     "own_rchar",   "own_wchar",
-    "own_read_bytes",            "own_write_bytes",
+    "t_ns",
+    "flags",
+    "phase",
+    "rss_bytes",
+    "rchar",
+    "wchar",
+    "read_bytes",
+    "write_bytes",
+    "cancelled_write_bytes",
+    "own_rchar",
+    "own_wchar",
+    "own_read_bytes",
+    "own_write_bytes",
     "own_cancelled_write_bytes",
 };
 
-#define LP_DEFAULT_IO_PATH "/proc/self/io"
+#define LP_DEFAULT_IO_PATH    "/proc/self/io"
 #define LP_DEFAULT_STATM_PATH "/proc/self/statm"
-#define LP_DEFAULT_STAT_PATH "/proc/self/stat"
-#define LP_REASON_LEN 256
-#define LP_MAX_CAPACITY (1 << 24)
+#define LP_DEFAULT_STAT_PATH  "/proc/self/stat"
+#define LP_REASON_LEN         256
+#define LP_MAX_CAPACITY       (1 << 24)
 
 /* ------------------------------------------------------------------------------------------ */
 /* The core: everything the thread touches, in one malloc'd block owned by the Python object    */
@@ -197,8 +206,7 @@ static void lp_open_one(const char *path, int *fd, char *reason)
         char what[LP_REASON_LEN / 2];
         snprintf(what, sizeof what, "cannot open %s", path);
         lp_reason(reason, what, errno);
-    }
-    else {
+    } else {
         reason[0] = '\0';
     }
 }
@@ -220,8 +228,7 @@ static int lp_core_open(lp_core *c)
         c->n_gpu = 0;
         if (!c->want_nvml) {
             snprintf(c->nvml_reason, LP_REASON_LEN, "NVML sampling was turned off");
-        }
-        else if (lp_nvml_open(&c->nvml, c->nvml_reason, LP_REASON_LEN) == 0) {
+        } else if (lp_nvml_open(&c->nvml, c->nvml_reason, LP_REASON_LEN) == 0) {
             int n = lp_nvml_device_count(&c->nvml);
             c->nvml_open = 1;
             c->n_gpu = n < 0 ? 0 : (n > LP_NVML_MAX_DEVICES ? LP_NVML_MAX_DEVICES : n);
@@ -328,8 +335,7 @@ static void lp_tick(lp_core *c)
         row[LP_COL_IO + 2] = io.read_bytes;
         row[LP_COL_IO + 3] = io.write_bytes;
         row[LP_COL_IO + 4] = io.cancelled_write_bytes;
-    }
-    else {
+    } else {
         for (int i = 0; i < LP_IO_FIELDS; i++) {
             row[LP_COL_IO + i] = -1;
         }
@@ -341,8 +347,7 @@ static void lp_tick(lp_core *c)
     own_bytes += n > 0 ? n : 0;
     if (n > 0 && lp_statm_parse(buf, c->page_size, &rss) == 0) {
         row[LP_COL_RSS] = rss;
-    }
-    else {
+    } else {
         row[LP_COL_RSS] = -1;
         c->failed_rss++;
     }
@@ -351,18 +356,15 @@ static void lp_tick(lp_core *c)
     own_bytes += n > 0 ? n : 0;
     if (n > 0 && lp_stat_fingerprint(buf, &fp) == 0) {
         fp_ok = 1;
-    }
-    else {
+    } else {
         c->failed_stat++;
     }
     if (c->segment_start) {
         flags |= LP_ROW_SEGMENT_START;
         c->segment_start = 0;
-    }
-    else if (!fp_ok || !c->prev_fp_ok) {
+    } else if (!fp_ok || !c->prev_fp_ok) {
         flags |= LP_ROW_REAP_UNKNOWN;
-    }
-    else if (fp != c->prev_fp) {
+    } else if (fp != c->prev_fp) {
         flags |= LP_ROW_CHILD_REAPED;
     }
     c->prev_fp_ok = fp_ok;
@@ -391,8 +393,7 @@ static void lp_tick(lp_core *c)
         slot = c->head;
         c->head = (c->head + 1) % c->capacity;
         c->overwritten++;
-    }
-    else {
+    } else {
         slot = (c->head + c->count) % c->capacity;
         c->count++;
     }
@@ -579,8 +580,8 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
     lp_sampler_object *self;
     lp_core *c;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|dn$OOOp:Sampler", kwlist, &interval_s, &capacity,
-                                     &io_path, &statm_path, &stat_path, &nvml)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|dn$OOOp:Sampler", kwlist, &interval_s, &capacity, &io_path,
+                                     &statm_path, &stat_path, &nvml)) {
         return NULL;
     }
     if (!(interval_s >= 0.001 && interval_s <= 86400.0)) {
@@ -821,8 +822,7 @@ static PyObject *lp_sampler_before_fork(lp_sampler_object *self, PyObject *Py_UN
     if (c->thread_running) {
         lp_thread_stop(c);
         c->paused_for_fork = 1;
-    }
-    else if (c->restart_pending) {
+    } else if (c->restart_pending) {
         /* Forking again before the last fork's restart ran: still paused, restart after. */
         c->restart_pending = 0;
         c->paused_for_fork = 1;
@@ -837,7 +837,8 @@ static PyObject *lp_sampler_before_fork(lp_sampler_object *self, PyObject *Py_UN
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(lp_after_fork_parent_doc, "after_fork_parent()\n--\n\nRelease the locks and restart the thread.");
+PyDoc_STRVAR(lp_after_fork_parent_doc,
+             "after_fork_parent()\n--\n\nRelease the locks and restart the thread.");
 
 static PyObject *lp_sampler_after_fork_parent(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
 {
@@ -986,7 +987,8 @@ static PyObject *lp_sampler_stats(lp_sampler_object *self, PyObject *Py_UNUSED(i
         own[i] = atomic_load(&c->own_io[i]);
     }
     pthread_mutex_lock(&c->tick_lock);
-    int64_t ticks = c->ticks, failed_io = c->failed_io, failed_rss = c->failed_rss, failed_stat = c->failed_stat;
+    int64_t ticks = c->ticks, failed_io = c->failed_io, failed_rss = c->failed_rss,
+            failed_stat = c->failed_stat;
     pthread_mutex_unlock(&c->tick_lock);
     pthread_mutex_lock(&c->ring_lock);
     int64_t rows_total = c->rows_total, overwritten = c->overwritten, held = c->count;
@@ -1004,8 +1006,9 @@ static PyObject *lp_sampler_stats(lp_sampler_object *self, PyObject *Py_UNUSED(i
         lp_set_item(d, "thread_tid", PyLong_FromLongLong(atomic_load(&c->thread_tid))) < 0 ||
         lp_set_item(d, "restarts", PyLong_FromLongLong(c->restarts)) < 0 ||
         lp_set_item(d, "gpu_devices", PyLong_FromLong(c->n_gpu)) < 0 ||
-        lp_set_item(d, "own_io", Py_BuildValue("(LLLLL)", (long long)own[0], (long long)own[1],
-                                               (long long)own[2], (long long)own[3], (long long)own[4])) < 0 ||
+        lp_set_item(d, "own_io",
+                    Py_BuildValue("(LLLLL)", (long long)own[0], (long long)own[1], (long long)own[2],
+                                  (long long)own[3], (long long)own[4])) < 0 ||
         lp_set_item(d, "io_reason", lp_reason_or_none(c->io_reason)) < 0 ||
         lp_set_item(d, "rss_reason", lp_reason_or_none(c->statm_reason)) < 0 ||
         lp_set_item(d, "stat_reason", lp_reason_or_none(c->stat_reason)) < 0 ||
@@ -1029,8 +1032,7 @@ static PyObject *lp_sampler_get_columns(lp_sampler_object *self, void *Py_UNUSED
         PyObject *name;
         if (i < LP_BASE_COLS) {
             name = PyUnicode_FromString(lp_base_names[i]);
-        }
-        else {
+        } else {
             int k = i - LP_BASE_COLS;
             name = PyUnicode_FromFormat("gpu%d_%s", k / 2, (k % 2) ? "mine" : "busy");
         }
@@ -1088,12 +1090,9 @@ PyDoc_STRVAR(lp_sampler_doc,
              "/proc/self/statm and /proc/self/stat: a seam for tests only.");
 
 static PyType_Slot lp_sampler_slots[] = {
-    {Py_tp_new, lp_sampler_new},
-    {Py_tp_dealloc, lp_sampler_dealloc},
-    {Py_tp_methods, lp_sampler_methods},
-    {Py_tp_getset, lp_sampler_getset},
-    {Py_tp_doc, (void *)lp_sampler_doc},
-    {0, NULL},
+    {Py_tp_new, lp_sampler_new},         {Py_tp_dealloc, lp_sampler_dealloc},
+    {Py_tp_methods, lp_sampler_methods}, {Py_tp_getset, lp_sampler_getset},
+    {Py_tp_doc, (void *)lp_sampler_doc}, {0, NULL},
 };
 
 static PyType_Spec lp_sampler_spec = {

@@ -63,10 +63,10 @@
 
 #if PY_VERSION_HEX >= 0x030C0000
 #define LP_T_PYSSIZET Py_T_PYSSIZET
-#define LP_READONLY Py_READONLY
+#define LP_READONLY   Py_READONLY
 #else
 #define LP_T_PYSSIZET T_PYSSIZET
-#define LP_READONLY READONLY
+#define LP_READONLY   READONLY
 #endif
 
 /* ======================================================================
@@ -99,8 +99,7 @@ typedef struct {
     int presize;
 } lp_state;
 
-static lp_state *
-lp_get_state(PyObject *module)
+static lp_state *lp_get_state(PyObject *module)
 {
     return (lp_state *)PyModule_GetState(module);
 }
@@ -115,13 +114,13 @@ typedef struct {
 } lp_line_t;
 
 typedef struct {
-    PyObject *code;  /* strong: the address cannot be reused while we hold it */
+    PyObject *code; /* strong: the address cannot be reused while we hold it */
     int first_lineno;
-    int is_gen;      /* generator, coroutine or async generator */
-    int base;        /* line number of lines[0] */
-    int n;           /* slots in lines[] */
+    int is_gen; /* generator, coroutine or async generator */
+    int base;   /* line number of lines[0] */
+    int n;      /* slots in lines[] */
     lp_line_t *lines;
-    int resume_key;  /* one-entry cache: resume offset (3.12) -> line */
+    int resume_key; /* one-entry cache: resume offset (3.12) -> line */
     int resume_line;
 } lp_code_t;
 
@@ -145,11 +144,11 @@ typedef struct {
      * (clock - ovh) stops while a callback runs, so open lines never pay for
      * it. */
     int64_t ovh;
-    PyObject *last_code;     /* one-entry cache for PY_START: code -> project record */
+    PyObject *last_code; /* one-entry cache for PY_START: code -> project record */
     lp_code_t *last_rec;
 #if !LP_MONITORING
-    Py_tracefunc prev_func;  /* the trace function we replaced on start() */
-    PyObject *prev_obj;      /* strong */
+    Py_tracefunc prev_func; /* the trace function we replaced on start() */
+    PyObject *prev_obj;     /* strong */
 #endif
 } lp_thread_t;
 
@@ -159,27 +158,25 @@ typedef struct {
  * ====================================================================== */
 
 typedef struct {
-    uintptr_t key;  /* 0: empty */
+    uintptr_t key; /* 0: empty */
     void *val;
-    PyObject *aux;  /* strong or NULL: see lp_tracer.codes */
+    PyObject *aux; /* strong or NULL: see lp_tracer.codes */
 } lp_slot_t;
 
 typedef struct {
     lp_slot_t *slots;
-    size_t mask;    /* capacity - 1; capacity is a power of two */
+    size_t mask; /* capacity - 1; capacity is a power of two */
     size_t used;
 } lp_map_t;
 
-LP_INLINE size_t
-lp_hash(uintptr_t key)
+LP_INLINE size_t lp_hash(uintptr_t key)
 {
     /* Objects are 16-byte aligned: drop the low bits, then mix (Fibonacci). */
     uint64_t h = (uint64_t)(key >> 4) * UINT64_C(0x9E3779B97F4A7C15);
     return (size_t)(h ^ (h >> 29));
 }
 
-LP_INLINE lp_slot_t *
-lp_map_find(lp_map_t *m, uintptr_t key)
+LP_INLINE lp_slot_t *lp_map_find(lp_map_t *m, uintptr_t key)
 {
     if (m->slots == NULL) {
         return NULL;
@@ -199,8 +196,7 @@ lp_map_find(lp_map_t *m, uintptr_t key)
 
 /* Returns the slot for key, inserting an empty one ({key, NULL, NULL}) if
  * absent. NULL with MemoryError set on failure. */
-static lp_slot_t *
-lp_map_insert(lp_map_t *m, uintptr_t key)
+static lp_slot_t *lp_map_insert(lp_map_t *m, uintptr_t key)
 {
     if (m->slots == NULL || (m->used + 1) * 2 > m->mask + 1) {
         size_t cap = m->slots ? (m->mask + 1) * 2 : 64;
@@ -249,13 +245,13 @@ lp_map_insert(lp_map_t *m, uintptr_t key)
 
 typedef struct {
     PyObject_HEAD
-    lp_state *st;        /* the module's state; the type keeps the module alive */
-    PyObject *filter;    /* callable(code) -> bool: is this code in the project? */
-    PyObject *disable;   /* sys.monitoring.DISABLE (3.12+), else NULL */
-    int on;              /* started and not broken: the one flag the hot path reads */
+    lp_state *st;      /* the module's state; the type keeps the module alive */
+    PyObject *filter;  /* callable(code) -> bool: is this code in the project? */
+    PyObject *disable; /* sys.monitoring.DISABLE (3.12+), else NULL */
+    int on;            /* started and not broken: the one flag the hot path reads */
     int started;
     int broken;
-    int clock;           /* LP_CLOCK_*, fixed for the life of the recorded data */
+    int clock; /* LP_CLOCK_*, fixed for the life of the recorded data */
     int has_data;
     /* code object -> lp_code_t* (project, val) or LP_FOREIGN (aux holds a
      * strong ref to the co_filename it was decided for: a freed and reused
@@ -264,30 +260,36 @@ typedef struct {
      * object means the same answer). */
     lp_map_t codes;
     Py_ssize_t n_foreign;
-    lp_code_t **recs;    /* project records, in discovery order */
+    lp_code_t **recs; /* project records, in discovery order */
     Py_ssize_t n_recs;
     Py_ssize_t cap_recs;
-    lp_map_t threads;    /* PyThreadState* -> lp_thread_t* */
-    pthread_t last_pthread;      /* one-entry cache for lp_thread() */
+    lp_map_t threads;       /* PyThreadState* -> lp_thread_t* */
+    pthread_t last_pthread; /* one-entry cache for lp_thread() */
     int has_last;
     lp_thread_t *last_thread;
-    PyObject *error;     /* the first deferred exception, or NULL */
+    PyObject *error; /* the first deferred exception, or NULL */
 } lp_tracer;
 
-#define LP_FOREIGN ((lp_code_t *)(uintptr_t)1)
+#define LP_FOREIGN     ((lp_code_t *)(uintptr_t)1)
 #define LP_MAX_FOREIGN 65536
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    lp_tracer *tracer;     /* strong */
-    lp_thread_t *thread;   /* 3.11 per-thread hooks; owned by the tracer */
+    lp_tracer *tracer;   /* strong */
+    lp_thread_t *thread; /* 3.11 per-thread hooks; owned by the tracer */
     int kind;
 } lp_hook;
 
 enum {
-    LP_HOOK_LINE, LP_HOOK_START, LP_HOOK_RESUME, LP_HOOK_RETURN,
-    LP_HOOK_YIELD, LP_HOOK_UNWIND, LP_HOOK_THROW, LP_HOOK_THREAD,
+    LP_HOOK_LINE,
+    LP_HOOK_START,
+    LP_HOOK_RESUME,
+    LP_HOOK_RETURN,
+    LP_HOOK_YIELD,
+    LP_HOOK_UNWIND,
+    LP_HOOK_THROW,
+    LP_HOOK_THREAD,
     LP_HOOK_COUNT
 };
 
@@ -299,8 +301,7 @@ static const char *const lp_hook_names[LP_HOOK_COUNT] = {
  * Clock
  * ---------------------------------------------------------------------- */
 
-LP_INLINE int64_t
-lp_clock(lp_tracer *tr, int leaving)
+LP_INLINE int64_t lp_clock(lp_tracer *tr, int leaving)
 {
 #if LP_HAVE_TSC
     if (LP_LIKELY(tr->clock == LP_CLOCK_TSC)) {
@@ -320,8 +321,7 @@ lp_clock(lp_tracer *tr, int leaving)
 /* The TSC may stand in for a clock only when it ticks at a constant rate in
  * every power state (CPUID 0x80000007 EDX bit 8, "invariant TSC"), and the
  * kernel has not demoted it to an unreliable clocksource. */
-static int
-lp_tsc_usable(void)
+static int lp_tsc_usable(void)
 {
     unsigned int a, b, c, d;
     if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) {
@@ -337,8 +337,8 @@ lp_tsc_usable(void)
         fclose(f);
         buf[n] = '\0';
         /* The kernel falls back to these when it found the TSC unstable. */
-        if (strncmp(buf, "hpet", 4) == 0 || strncmp(buf, "acpi_pm", 7) == 0
-            || strncmp(buf, "jiffies", 7) == 0) {
+        if (strncmp(buf, "hpet", 4) == 0 || strncmp(buf, "acpi_pm", 7) == 0 ||
+            strncmp(buf, "jiffies", 7) == 0) {
             return 0;
         }
     }
@@ -348,8 +348,7 @@ lp_tsc_usable(void)
 
 /* Reads (tsc, ns) as close together as it can: the TSC is read on both sides
  * of the monotonic read and the midpoint kept. */
-static void
-lp_clock_pair(int64_t *tsc, int64_t *ns)
+static void lp_clock_pair(int64_t *tsc, int64_t *ns)
 {
 #if LP_HAVE_TSC
     int64_t a = (int64_t)__rdtsc();
@@ -365,8 +364,7 @@ lp_clock_pair(int64_t *tsc, int64_t *ns)
 /* Nanoseconds per tick of the tracer's clock. For the TSC this is measured
  * against CLOCK_MONOTONIC from import to now, and waits (GIL released) until
  * that interval is at least 20 ms, so the scale is good to a few ppm. */
-static double
-lp_ns_per_tick(lp_tracer *tr)
+static double lp_ns_per_tick(lp_tracer *tr)
 {
     if (tr->clock != LP_CLOCK_TSC) {
         return 1.0;
@@ -391,13 +389,15 @@ lp_ns_per_tick(lp_tracer *tr)
     return (double)(ns - st->cal_ns0) / (double)(tsc - st->cal_tsc0);
 }
 
-static const char *
-lp_clock_name(int clock)
+static const char *lp_clock_name(int clock)
 {
     switch (clock) {
-    case LP_CLOCK_TSC: return "tsc";
-    case LP_CLOCK_MONOTONIC: return "monotonic";
-    default: return "test";
+    case LP_CLOCK_TSC:
+        return "tsc";
+    case LP_CLOCK_MONOTONIC:
+        return "monotonic";
+    default:
+        return "test";
     }
 }
 
@@ -408,8 +408,7 @@ lp_clock_name(int clock)
 /* Called with an exception set, from inside a callback: keeps the first
  * exception for disable()/get_stats() and stops recording. Leaves no
  * exception set. */
-static void
-lp_fail(lp_tracer *tr)
+static void lp_fail(lp_tracer *tr)
 {
 #if PY_VERSION_HEX >= 0x030C0000
     PyObject *exc = PyErr_GetRaisedException();
@@ -425,9 +424,8 @@ lp_fail(lp_tracer *tr)
     PyObject *exc = value;
 #endif
     if (tr->error == NULL) {
-        tr->error = exc;  /* may be NULL if nothing was set: still broken */
-    }
-    else {
+        tr->error = exc; /* may be NULL if nothing was set: still broken */
+    } else {
         Py_XDECREF(exc);
     }
     tr->broken = 1;
@@ -438,8 +436,7 @@ lp_fail(lp_tracer *tr)
  * Code records
  * ---------------------------------------------------------------------- */
 
-static void
-lp_code_free(lp_code_t *rec)
+static void lp_code_free(lp_code_t *rec)
 {
     Py_XDECREF(rec->code);
     PyMem_Free(rec->lines);
@@ -449,12 +446,11 @@ lp_code_free(lp_code_t *rec)
 /* Makes lines[] cover `line`. Returns 0, or -1 with MemoryError set. The
  * old array is handed to *old (the caller frees it once open frames no
  * longer point into it). */
-static int
-lp_code_grow(lp_code_t *rec, int line, lp_line_t **old)
+static int lp_code_grow(lp_code_t *rec, int line, lp_line_t **old)
 {
     *old = NULL;
     int lo = rec->n ? rec->base : line;
-    int hi = rec->n ? rec->base + rec->n : line + 1;  /* exclusive */
+    int hi = rec->n ? rec->base + rec->n : line + 1; /* exclusive */
     if (line < lo) {
         lo = line;
     }
@@ -487,8 +483,7 @@ lp_code_grow(lp_code_t *rec, int line, lp_line_t **old)
 /* Sizes lines[] to every line the code object can report (its co_lines()),
  * so the arrays need not grow while recording and frames can point into
  * them. Once per code object. A failure here only means growth later. */
-static void
-lp_code_presize(lp_code_t *rec)
+static void lp_code_presize(lp_code_t *rec)
 {
     PyObject *it = PyObject_CallMethod(rec->code, "co_lines", NULL);
     if (it == NULL) {
@@ -534,8 +529,7 @@ lp_code_presize(lp_code_t *rec)
  * returns the project record, LP_FOREIGN, or NULL (tracer broken). Runs once
  * per code object: it calls the Python filter, which is not traced (CPython
  * does not deliver events raised inside a callback). */
-static lp_code_t *
-lp_decide(lp_tracer *tr, PyObject *code)
+static lp_code_t *lp_decide(lp_tracer *tr, PyObject *code)
 {
     if (!PyCode_Check(code)) {
         return LP_FOREIGN;
@@ -551,7 +545,7 @@ lp_decide(lp_tracer *tr, PyObject *code)
         lp_fail(tr);
         return NULL;
     }
-    if (!tr->on) {  /* the filter may, in principle, have stopped us */
+    if (!tr->on) { /* the filter may, in principle, have stopped us */
         return NULL;
     }
     PyCodeObject *co = (PyCodeObject *)code;
@@ -619,12 +613,12 @@ lp_decide(lp_tracer *tr, PyObject *code)
     rec->base = co->co_firstlineno;
     tr->recs[tr->n_recs++] = rec;
     if (tr->st->presize) {
-        lp_code_presize(rec);  /* calls co_lines(): before we hold a slot pointer */
+        lp_code_presize(rec); /* calls co_lines(): before we hold a slot pointer */
     }
     lp_slot_t *s = lp_map_insert(&tr->codes, (uintptr_t)code);
     if (s == NULL) {
         lp_fail(tr);
-        return NULL;  /* rec stays in recs[], owned and freed with them */
+        return NULL; /* rec stays in recs[], owned and freed with them */
     }
     if (s->val == LP_FOREIGN) {
         tr->n_foreign--;
@@ -635,8 +629,7 @@ lp_decide(lp_tracer *tr, PyObject *code)
 }
 
 /* The record for `code`: project record, LP_FOREIGN, or NULL (broken). */
-LP_INLINE lp_code_t *
-lp_code(lp_tracer *tr, PyObject *code)
+LP_INLINE lp_code_t *lp_code(lp_tracer *tr, PyObject *code)
 {
     lp_slot_t *s = lp_map_find(&tr->codes, (uintptr_t)code);
     if (LP_LIKELY(s != NULL)) {
@@ -655,8 +648,7 @@ lp_code(lp_tracer *tr, PyObject *code)
  * ---------------------------------------------------------------------- */
 
 /* The state of thread ts, made on first use. NULL with MemoryError set. */
-static lp_thread_t *
-lp_thread_get(lp_tracer *tr, PyThreadState *ts)
+static lp_thread_t *lp_thread_get(lp_tracer *tr, PyThreadState *ts)
 {
     lp_slot_t *s = lp_map_insert(&tr->threads, (uintptr_t)ts);
     if (s == NULL) {
@@ -672,8 +664,7 @@ lp_thread_get(lp_tracer *tr, PyThreadState *ts)
         th->tstate = ts;
         th->tid = ts->id;
         s->val = th;
-    }
-    else if (th->tid != ts->id) {
+    } else if (th->tid != ts->id) {
         /* A new thread reusing a dead thread's PyThreadState address. */
         th->tid = ts->id;
         th->depth = 0;
@@ -683,8 +674,7 @@ lp_thread_get(lp_tracer *tr, PyThreadState *ts)
 
 /* lp_thread_get() for callbacks: failures are deferred. Refreshes the
  * one-entry cache. */
-static lp_thread_t *
-lp_thread_slow(lp_tracer *tr, pthread_t self)
+static lp_thread_t *lp_thread_slow(lp_tracer *tr, pthread_t self)
 {
     lp_thread_t *th = lp_thread_get(tr, PyThreadState_Get());
     if (th == NULL) {
@@ -705,8 +695,7 @@ lp_thread_slow(lp_tracer *tr, pthread_t self)
  * new thread reuses with no event of another thread in between shares its
  * state; its stack is empty by then (every frame it entered has returned),
  * so nothing of it is inherited. */
-LP_INLINE lp_thread_t *
-lp_thread(lp_tracer *tr)
+LP_INLINE lp_thread_t *lp_thread(lp_tracer *tr)
 {
     pthread_t self = pthread_self();
     if (LP_LIKELY(tr->has_last && pthread_equal(self, tr->last_pthread))) {
@@ -719,8 +708,7 @@ lp_thread(lp_tracer *tr)
  * The bookkeeping every event shares
  * ---------------------------------------------------------------------- */
 
-static lp_frame_t *
-lp_push_slow(lp_tracer *tr, lp_thread_t *th)
+static lp_frame_t *lp_push_slow(lp_tracer *tr, lp_thread_t *th)
 {
     Py_ssize_t cap = th->cap ? th->cap * 2 : 32;
     lp_frame_t *stack = PyMem_Realloc(th->stack, (size_t)cap * sizeof(lp_frame_t));
@@ -734,14 +722,13 @@ lp_push_slow(lp_tracer *tr, lp_thread_t *th)
     return &th->stack[th->depth++];
 }
 
-LP_INLINE lp_frame_t *
-lp_push(lp_tracer *tr, lp_thread_t *th, PyObject *code, void *frame, lp_code_t *rec, int64_t v)
+LP_INLINE lp_frame_t *lp_push(lp_tracer *tr, lp_thread_t *th, PyObject *code, void *frame, lp_code_t *rec,
+                              int64_t v)
 {
     lp_frame_t *f;
     if (LP_LIKELY(th->depth < th->cap)) {
         f = &th->stack[th->depth++];
-    }
-    else if ((f = lp_push_slow(tr, th)) == NULL) {
+    } else if ((f = lp_push_slow(tr, th)) == NULL) {
         return NULL;
     }
     f->code = code;
@@ -753,8 +740,7 @@ lp_push(lp_tracer *tr, lp_thread_t *th, PyObject *code, void *frame, lp_code_t *
 }
 
 /* Bills the frame's open line up to virtual time v. */
-LP_INLINE void
-lp_close(lp_frame_t *f, int64_t v)
+LP_INLINE void lp_close(lp_frame_t *f, int64_t v)
 {
     if (f->open != NULL) {
         f->open->ticks += v - f->vstart;
@@ -765,8 +751,7 @@ lp_close(lp_frame_t *f, int64_t v)
 /* Grows rec's lines[] to cover `line` and re-points every open frame of
  * every thread that pointed into the old array. Rare: arrays are sized from
  * co_lines() when the record is made. Returns 0, or -1 (tracer broken). */
-static int
-lp_grow_and_fix(lp_tracer *tr, lp_code_t *rec, int line)
+static int lp_grow_and_fix(lp_tracer *tr, lp_code_t *rec, int line)
 {
     int old_base = rec->base;
     lp_line_t *old;
@@ -789,8 +774,7 @@ lp_grow_and_fix(lp_tracer *tr, lp_code_t *rec, int line)
 
 /* Opens `line` in frame f at virtual time v, counting a hit if `hit`.
  * Returns 0, or -1 (tracer broken). */
-LP_INLINE int
-lp_open(lp_tracer *tr, lp_frame_t *f, int line, int64_t v, int hit)
+LP_INLINE int lp_open(lp_tracer *tr, lp_frame_t *f, int line, int64_t v, int hit)
 {
     lp_code_t *rec = f->rec;
     if (LP_UNLIKELY(line < 0)) {
@@ -813,15 +797,13 @@ lp_open(lp_tracer *tr, lp_frame_t *f, int line, int64_t v, int hit)
 /* End of every callback: the time it took leaves the thread's virtual clock.
  * Read the clock again here, so this callback's work is not billed to the
  * line that opens now nor to any caller's open line. */
-LP_INLINE void
-lp_leave(lp_tracer *tr, lp_thread_t *th, int64_t t0)
+LP_INLINE void lp_leave(lp_tracer *tr, lp_thread_t *th, int64_t t0)
 {
     th->ovh += lp_clock(tr, 1) - t0;
 }
 
 /* Closes every open line of every thread at "now" and empties the stacks. */
-static void
-lp_close_all(lp_tracer *tr)
+static void lp_close_all(lp_tracer *tr)
 {
     int64_t now = lp_clock(tr, 0);
     for (size_t j = 0; tr->threads.slots && j <= tr->threads.mask; j++) {
@@ -830,7 +812,7 @@ lp_close_all(lp_tracer *tr)
             continue;
         }
         lp_thread_t *th = (lp_thread_t *)s->val;
-        if (th == NULL) {  /* its allocation failed */
+        if (th == NULL) { /* its allocation failed */
             continue;
         }
         int64_t v = now - th->ovh;
@@ -852,8 +834,7 @@ lp_close_all(lp_tracer *tr)
 #define LP_HOOK_TRACER(self) (((lp_hook *)(self))->tracer)
 
 /* The line number argument of a LINE event, or -1. */
-LP_INLINE int
-lp_as_line(PyObject *o)
+LP_INLINE int lp_as_line(PyObject *o)
 {
     if (LP_LIKELY(PyLong_CheckExact(o) && PyUnstable_Long_IsCompact((PyLongObject *)o))) {
         Py_ssize_t v = PyUnstable_Long_CompactValue((PyLongObject *)o);
@@ -869,8 +850,7 @@ lp_as_line(PyObject *o)
 
 /* The line at instruction `offset`, cached for the last resume point of the
  * code: a generator usually resumes at the same few yields. */
-static int
-lp_line_at(lp_code_t *rec, PyObject *offset_obj)
+static int lp_line_at(lp_code_t *rec, PyObject *offset_obj)
 {
     int offset = lp_as_line(offset_obj);
     if (offset < 0) {
@@ -885,14 +865,12 @@ lp_line_at(lp_code_t *rec, PyObject *offset_obj)
     return rec->resume_line;
 }
 
-LP_INLINE PyObject *
-lp_disable(lp_tracer *tr)
+LP_INLINE PyObject *lp_disable(lp_tracer *tr)
 {
     return Py_NewRef(tr->disable);
 }
 
-static PyObject *
-lp_on_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *lp_on_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     LP_UNUSED(kwnames);
     lp_tracer *tr = LP_HOOK_TRACER(self);
@@ -909,8 +887,7 @@ lp_on_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnam
     lp_frame_t *top = th->depth ? &th->stack[th->depth - 1] : NULL;
     if (LP_LIKELY(top != NULL && top->code == code)) {
         lp_close(top, v);
-    }
-    else {
+    } else {
         /* Not the frame on top: code we have not decided yet, foreign code,
          * or a frame that was already running when recording started (its
          * PY_START came before us), which we adopt here. */
@@ -933,8 +910,7 @@ lp_on_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnam
 
 /* PY_START and PY_RESUME (resume=1) and PY_THROW (resume=2): a frame of
  * this code starts running on this thread. */
-LP_INLINE PyObject *
-lp_on_enter(PyObject *self, PyObject *const *args, size_t nargsf, int resume)
+LP_INLINE PyObject *lp_on_enter(PyObject *self, PyObject *const *args, size_t nargsf, int resume)
 {
     lp_tracer *tr = LP_HOOK_TRACER(self);
     if (LP_UNLIKELY(!tr->on || PyVectorcall_NARGS(nargsf) < 2)) {
@@ -948,12 +924,11 @@ lp_on_enter(PyObject *self, PyObject *const *args, size_t nargsf, int resume)
     }
     lp_code_t *rec;
     if (LP_LIKELY(code == th->last_code)) {
-        rec = th->last_rec;  /* recursion and repeated calls skip the lookup */
-    }
-    else {
+        rec = th->last_rec; /* recursion and repeated calls skip the lookup */
+    } else {
         rec = lp_code(tr, code);
         if (rec == LP_FOREIGN) {
-            if (resume == 2) {  /* PY_THROW cannot be disabled */
+            if (resume == 2) { /* PY_THROW cannot be disabled */
                 Py_RETURN_NONE;
             }
             return lp_disable(tr);
@@ -981,8 +956,7 @@ lp_on_enter(PyObject *self, PyObject *const *args, size_t nargsf, int resume)
 
 /* PY_RETURN, PY_YIELD and PY_UNWIND (can_disable=0): the frame on top stops
  * running. */
-LP_INLINE PyObject *
-lp_on_exit(PyObject *self, PyObject *const *args, size_t nargsf, int can_disable)
+LP_INLINE PyObject *lp_on_exit(PyObject *self, PyObject *const *args, size_t nargsf, int can_disable)
 {
     lp_tracer *tr = LP_HOOK_TRACER(self);
     if (LP_UNLIKELY(!tr->on || PyVectorcall_NARGS(nargsf) < 1)) {
@@ -1012,36 +986,31 @@ lp_on_exit(PyObject *self, PyObject *const *args, size_t nargsf, int can_disable
     Py_RETURN_NONE;
 }
 
-static PyObject *
-lp_on_start(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *lp_on_start(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     LP_UNUSED(kwnames);
     return lp_on_enter(self, args, nargsf, 0);
 }
 
-static PyObject *
-lp_on_resume(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *lp_on_resume(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     LP_UNUSED(kwnames);
     return lp_on_enter(self, args, nargsf, 1);
 }
 
-static PyObject *
-lp_on_throw(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *lp_on_throw(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     LP_UNUSED(kwnames);
     return lp_on_enter(self, args, nargsf, 2);
 }
 
-static PyObject *
-lp_on_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *lp_on_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     LP_UNUSED(kwnames);
     return lp_on_exit(self, args, nargsf, 1);
 }
 
-static PyObject *
-lp_on_unwind(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *lp_on_unwind(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     LP_UNUSED(kwnames);
     return lp_on_exit(self, args, nargsf, 0);
@@ -1060,8 +1029,7 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
  * PyFrame_GetLineNumber() is a field read here. A fresh generator reports
  * its first line, which is also how we tell it from a resume (a one-line
  * generator body loses the few instructions after its resume: harmless). */
-static int
-lp_resume_line(lp_code_t *rec, PyFrameObject *frame)
+static int lp_resume_line(lp_code_t *rec, PyFrameObject *frame)
 {
     int line = PyFrame_GetLineNumber(frame);
     if (line <= 0 || line == rec->first_lineno) {
@@ -1070,8 +1038,7 @@ lp_resume_line(lp_code_t *rec, PyFrameObject *frame)
     return line;
 }
 
-static int
-lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     LP_UNUSED(arg);
     lp_hook *h = (lp_hook *)obj;
@@ -1086,21 +1053,19 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     case PyTrace_LINE:
         t0 = lp_clock(tr, 0);
         if (LP_LIKELY(top != NULL && top->frame == (void *)frame)) {
-            if (top->rec == NULL) {  /* a foreign frame we pushed: ignore */
+            if (top->rec == NULL) { /* a foreign frame we pushed: ignore */
                 return 0;
             }
             lp_close(top, t0 - th->ovh);
-        }
-        else {
+        } else {
             /* A frame's first line event (see PyTrace_CALL), or a frame that
              * was running before recording started. */
             PyCodeObject *co = PyFrame_GetCode(frame);
-            Py_DECREF(co);  /* the frame holds it; we only need the address */
+            Py_DECREF(co); /* the frame holds it; we only need the address */
             lp_code_t *rec;
             if (LP_LIKELY((PyObject *)co == th->last_code)) {
-                rec = th->last_rec;  /* recursion and repeated calls skip the lookup */
-            }
-            else {
+                rec = th->last_rec; /* recursion and repeated calls skip the lookup */
+            } else {
                 rec = lp_code(tr, (PyObject *)co);
                 if (rec == NULL) {
                     return 0;
@@ -1113,8 +1078,7 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
             /* Every frame this thread started after it has returned, so this
              * frame is the newest we know of: adopt it, foreign ones too
              * (their later lines then cost one comparison). */
-            top = lp_push(tr, th, (PyObject *)co, frame, rec == LP_FOREIGN ? NULL : rec,
-                          t0 - th->ovh);
+            top = lp_push(tr, th, (PyObject *)co, frame, rec == LP_FOREIGN ? NULL : rec, t0 - th->ovh);
             if (top == NULL || rec == LP_FOREIGN) {
                 return 0;
             }
@@ -1131,16 +1095,15 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
          * a resumed one runs the rest of its yield line before any line
          * event, and that time is theirs. */
         PyCodeObject *co = PyFrame_GetCode(frame);
-        Py_DECREF(co);  /* the frame holds it; we only need the address */
+        Py_DECREF(co); /* the frame holds it; we only need the address */
         if (!(co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) {
             return 0;
         }
         t0 = lp_clock(tr, 0);
         lp_code_t *rec;
         if (LP_LIKELY((PyObject *)co == th->last_code)) {
-            rec = th->last_rec;  /* recursion and repeated calls skip the lookup */
-        }
-        else {
+            rec = th->last_rec; /* recursion and repeated calls skip the lookup */
+        } else {
             rec = lp_code(tr, (PyObject *)co);
             if (rec == NULL) {
                 return 0;
@@ -1166,7 +1129,7 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         lp_leave(tr, th, t0);
         return 0;
     }
-    case PyTrace_RETURN:  /* return, yield, and unwinding (arg NULL) */
+    case PyTrace_RETURN: /* return, yield, and unwinding (arg NULL) */
         if (top != NULL && top->frame == (void *)frame) {
             t0 = lp_clock(tr, 0);
             if (top->rec != NULL) {
@@ -1176,7 +1139,7 @@ lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
             lp_leave(tr, th, t0);
         }
         return 0;
-    default:  /* exception, opcode */
+    default: /* exception, opcode */
         return 0;
     }
 }
@@ -1185,8 +1148,7 @@ static PyObject *lp_hook_new(lp_tracer *tr, int kind, lp_thread_t *th);
 
 /* Installs the C trace function on thread `ts`, remembering what it
  * replaces. Returns 0, or -1 with an exception set. */
-static int
-lp_install(lp_tracer *tr, PyThreadState *ts)
+static int lp_install(lp_tracer *tr, PyThreadState *ts)
 {
     lp_thread_t *th = lp_thread_get(tr, ts);
     if (th == NULL) {
@@ -1226,18 +1188,17 @@ lp_install(lp_tracer *tr, PyThreadState *ts)
 
 /* Puts back what lp_install() replaced, on every thread still running our
  * trace function. Errors (an audit hook refusing) are deferred. */
-static void
-lp_uninstall_all(lp_tracer *tr)
+static void lp_uninstall_all(lp_tracer *tr)
 {
     PyThreadState *cur = PyThreadState_Get();
     PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(cur));
     for (; ts != NULL; ts = PyThreadState_Next(ts)) {
-        if (ts->c_tracefunc != lp_trace || ts->c_traceobj == NULL
-            || ((lp_hook *)ts->c_traceobj)->tracer != tr) {
+        if (ts->c_tracefunc != lp_trace || ts->c_traceobj == NULL ||
+            ((lp_hook *)ts->c_traceobj)->tracer != tr) {
             continue;
         }
         lp_thread_t *th = ((lp_hook *)ts->c_traceobj)->thread;
-        PyObject *prev = th->prev_obj;  /* keep our ref alive across the call */
+        PyObject *prev = th->prev_obj; /* keep our ref alive across the call */
         th->prev_obj = NULL;
         if (_PyEval_SetTrace(ts, prev ? th->prev_func : NULL, prev) < 0) {
             lp_fail(tr);
@@ -1258,8 +1219,7 @@ lp_uninstall_all(lp_tracer *tr)
  * threading.settrace, or after someone restored sys.gettrace()'s value with
  * sys.settrace(). Switches this thread to the C trace function, and treats
  * this first "call" event as the C function would have. */
-static PyObject *
-lp_on_thread(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *lp_on_thread(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     LP_UNUSED(kwnames);
     lp_tracer *tr = ((lp_hook *)self)->tracer;
@@ -1277,16 +1237,15 @@ lp_on_thread(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwn
         lp_fail(tr);
         Py_RETURN_NONE;
     }
-    if (PyVectorcall_NARGS(nargsf) >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1])
-        && PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
+    if (PyVectorcall_NARGS(nargsf) >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
+        PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
         lp_trace(ts->c_traceobj, (PyFrameObject *)args[0], PyTrace_CALL, Py_None);
     }
     Py_RETURN_NONE;
 }
 #endif
 
-static PyObject *
-lp_on_nothing(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *lp_on_nothing(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     LP_UNUSED(self);
     LP_UNUSED(args);
@@ -1295,28 +1254,34 @@ lp_on_nothing(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw
     Py_RETURN_NONE;
 }
 
-static vectorcallfunc
-lp_hook_func(int kind)
+static vectorcallfunc lp_hook_func(int kind)
 {
     switch (kind) {
 #if LP_MONITORING
-    case LP_HOOK_LINE: return lp_on_line;
-    case LP_HOOK_START: return lp_on_start;
-    case LP_HOOK_RESUME: return lp_on_resume;
+    case LP_HOOK_LINE:
+        return lp_on_line;
+    case LP_HOOK_START:
+        return lp_on_start;
+    case LP_HOOK_RESUME:
+        return lp_on_resume;
     case LP_HOOK_RETURN:
-    case LP_HOOK_YIELD: return lp_on_return;
-    case LP_HOOK_UNWIND: return lp_on_unwind;
-    case LP_HOOK_THROW: return lp_on_throw;
+    case LP_HOOK_YIELD:
+        return lp_on_return;
+    case LP_HOOK_UNWIND:
+        return lp_on_unwind;
+    case LP_HOOK_THROW:
+        return lp_on_throw;
 #else
-    case LP_HOOK_THREAD: return lp_on_thread;
+    case LP_HOOK_THREAD:
+        return lp_on_thread;
 #endif
-    default: return lp_on_nothing;
+    default:
+        return lp_on_nothing;
     }
 }
 
 /* Returns a new reference to a Hook of `kind` bound to tr. */
-static PyObject *
-lp_hook_new(lp_tracer *tr, int kind, lp_thread_t *th)
+static PyObject *lp_hook_new(lp_tracer *tr, int kind, lp_thread_t *th)
 {
     lp_hook *h = PyObject_GC_New(lp_hook, tr->st->hook_type);
     if (h == NULL) {
@@ -1330,16 +1295,14 @@ lp_hook_new(lp_tracer *tr, int kind, lp_thread_t *th)
     return (PyObject *)h;
 }
 
-static int
-lp_hook_traverse(lp_hook *self, visitproc visit, void *arg)
+static int lp_hook_traverse(lp_hook *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->tracer);
     return 0;
 }
 
-static int
-lp_hook_clear(lp_hook *self)
+static int lp_hook_clear(lp_hook *self)
 {
     /* A cleared hook must stay safe to call: point it at a no-op. */
     self->vectorcall = lp_on_nothing;
@@ -1347,8 +1310,7 @@ lp_hook_clear(lp_hook *self)
     return 0;
 }
 
-static void
-lp_hook_dealloc(lp_hook *self)
+static void lp_hook_dealloc(lp_hook *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
@@ -1357,8 +1319,7 @@ lp_hook_dealloc(lp_hook *self)
     Py_DECREF(tp);
 }
 
-static PyObject *
-lp_hook_repr(lp_hook *self)
+static PyObject *lp_hook_repr(lp_hook *self)
 {
     return PyUnicode_FromFormat("<lineprofiler hook %s>", lp_hook_names[self->kind]);
 }
@@ -1382,8 +1343,8 @@ static PyType_Slot lp_hook_slots[] = {
 static PyType_Spec lp_hook_spec = {
     .name = "lineprofiler.lines._tracer.Hook",
     .basicsize = sizeof(lp_hook),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
-             | Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_IMMUTABLETYPE,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+             Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_IMMUTABLETYPE,
     .slots = lp_hook_slots,
 };
 
@@ -1393,8 +1354,7 @@ static PyType_Spec lp_hook_spec = {
 
 static void lp_tracer_free_data(lp_tracer *tr);
 
-static PyObject *
-lp_tracer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *lp_tracer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"filter", NULL};
     PyObject *filter;
@@ -1411,7 +1371,7 @@ lp_tracer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     PyObject *disable = NULL;
 #if LP_MONITORING
-    PyObject *sys_monitoring = PySys_GetObject("monitoring");  /* borrowed */
+    PyObject *sys_monitoring = PySys_GetObject("monitoring"); /* borrowed */
     if (sys_monitoring == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "lineprofiler: sys.monitoring is missing");
         return NULL;
@@ -1433,8 +1393,7 @@ lp_tracer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)tr;
 }
 
-static int
-lp_tracer_traverse(lp_tracer *self, visitproc visit, void *arg)
+static int lp_tracer_traverse(lp_tracer *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->filter);
@@ -1442,16 +1401,14 @@ lp_tracer_traverse(lp_tracer *self, visitproc visit, void *arg)
     return 0;
 }
 
-static int
-lp_tracer_clear_refs(lp_tracer *self)
+static int lp_tracer_clear_refs(lp_tracer *self)
 {
     Py_CLEAR(self->filter);
     Py_CLEAR(self->error);
     return 0;
 }
 
-static void
-lp_tracer_dealloc(lp_tracer *self)
+static void lp_tracer_dealloc(lp_tracer *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
@@ -1475,8 +1432,7 @@ lp_tracer_dealloc(lp_tracer *self)
 
 /* Frees every record and decision. Only while not started: open frames point
  * at records. */
-static void
-lp_tracer_free_data(lp_tracer *tr)
+static void lp_tracer_free_data(lp_tracer *tr)
 {
     for (size_t j = 0; tr->threads.slots && j <= tr->threads.mask; j++) {
         lp_thread_t *th = (lp_thread_t *)tr->threads.slots[j].val;
@@ -1502,23 +1458,20 @@ lp_tracer_free_data(lp_tracer *tr)
     tr->has_data = 0;
 }
 
-PyDoc_STRVAR(lp_start_doc,
-"start()\n--\n\n"
-"Start recording. On 3.11 this installs the C trace function on every\n"
-"thread of the interpreter; on 3.12+ the caller registers hook() callables\n"
-"with sys.monitoring. RuntimeError if another Tracer is recording.");
+PyDoc_STRVAR(lp_start_doc, "start()\n--\n\n"
+                           "Start recording. On 3.11 this installs the C trace function on every\n"
+                           "thread of the interpreter; on 3.12+ the caller registers hook() callables\n"
+                           "with sys.monitoring. RuntimeError if another Tracer is recording.");
 
-static PyObject *
-lp_tracer_start(lp_tracer *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_tracer_start(lp_tracer *self, PyObject *Py_UNUSED(ignored))
 {
     lp_state *st = self->st;
     if (self->started) {
         Py_RETURN_NONE;
     }
     if (st->active != NULL && st->active != (PyObject *)self) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "lineprofiler: another LineProfiler is already enabled in this "
-                        "process; disable it first (one records at a time)");
+        PyErr_SetString(PyExc_RuntimeError, "lineprofiler: another LineProfiler is already enabled in this "
+                                            "process; disable it first (one records at a time)");
         return NULL;
     }
     if (!self->has_data) {
@@ -1558,13 +1511,11 @@ lp_tracer_start(lp_tracer *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(lp_stop_doc,
-"stop()\n--\n\n"
-"Stop recording: every open line of every thread is billed up to now, and\n"
-"on 3.11 the trace functions that start() replaced are put back.");
+PyDoc_STRVAR(lp_stop_doc, "stop()\n--\n\n"
+                          "Stop recording: every open line of every thread is billed up to now, and\n"
+                          "on 3.11 the trace functions that start() replaced are put back.");
 
-static PyObject *
-lp_tracer_stop(lp_tracer *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_tracer_stop(lp_tracer *self, PyObject *Py_UNUSED(ignored))
 {
     if (!self->started) {
         Py_RETURN_NONE;
@@ -1581,14 +1532,12 @@ lp_tracer_stop(lp_tracer *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(lp_hook_doc,
-"hook(kind)\n--\n\n"
-"A new callable for one kind of event: 'line', 'start', 'resume', 'return',\n"
-"'yield', 'unwind', 'throw' (sys.monitoring, 3.12+) or 'thread' (the\n"
-"threading.settrace() bootstrap, 3.11).");
+PyDoc_STRVAR(lp_hook_doc, "hook(kind)\n--\n\n"
+                          "A new callable for one kind of event: 'line', 'start', 'resume', 'return',\n"
+                          "'yield', 'unwind', 'throw' (sys.monitoring, 3.12+) or 'thread' (the\n"
+                          "threading.settrace() bootstrap, 3.11).");
 
-static PyObject *
-lp_tracer_hook(lp_tracer *self, PyObject *kind)
+static PyObject *lp_tracer_hook(lp_tracer *self, PyObject *kind)
 {
     if (!PyUnicode_Check(kind)) {
         PyErr_SetString(PyExc_TypeError, "hook(kind): kind must be a str");
@@ -1603,13 +1552,11 @@ lp_tracer_hook(lp_tracer *self, PyObject *kind)
     return NULL;
 }
 
-PyDoc_STRVAR(lp_collect_doc,
-"collect()\n--\n\n"
-"The recorded data: a list of (code, [(line, hits, time_ns), ...]) for every\n"
-"project code object with at least one hit, ticks converted to ns here.");
+PyDoc_STRVAR(lp_collect_doc, "collect()\n--\n\n"
+                             "The recorded data: a list of (code, [(line, hits, time_ns), ...]) for every\n"
+                             "project code object with at least one hit, ticks converted to ns here.");
 
-static PyObject *
-lp_tracer_collect(lp_tracer *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_tracer_collect(lp_tracer *self, PyObject *Py_UNUSED(ignored))
 {
     double scale = lp_ns_per_tick(self);
     PyObject *out = PyList_New(0);
@@ -1656,13 +1603,11 @@ error:
     return NULL;
 }
 
-PyDoc_STRVAR(lp_clear_doc,
-"clear()\n--\n\n"
-"Forget everything recorded. While recording, counters are zeroed in place\n"
-"and open lines restart now; otherwise every record is freed.");
+PyDoc_STRVAR(lp_clear_doc, "clear()\n--\n\n"
+                           "Forget everything recorded. While recording, counters are zeroed in place\n"
+                           "and open lines restart now; otherwise every record is freed.");
 
-static PyObject *
-lp_tracer_clear(lp_tracer *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_tracer_clear(lp_tracer *self, PyObject *Py_UNUSED(ignored))
 {
     if (!self->started) {
         lp_tracer_free_data(self);
@@ -1687,18 +1632,16 @@ lp_tracer_clear(lp_tracer *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(lp_take_error_doc,
-"take_error()\n--\n\n"
-"The first exception a callback met (after which recording stopped), or\n"
-"None. Returns it once.");
+PyDoc_STRVAR(lp_take_error_doc, "take_error()\n--\n\n"
+                                "The first exception a callback met (after which recording stopped), or\n"
+                                "None. Returns it once.");
 
-static PyObject *
-lp_tracer_take_error(lp_tracer *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_tracer_take_error(lp_tracer *self, PyObject *Py_UNUSED(ignored))
 {
     if (self->error != NULL) {
         PyObject *e = self->error;
         self->error = NULL;
-        self->broken = 0;  /* reported: stays off until the next start() */
+        self->broken = 0; /* reported: stays off until the next start() */
         return e;
     }
     if (self->broken && !self->started) {
@@ -1710,36 +1653,31 @@ lp_tracer_take_error(lp_tracer *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
-static PyObject *
-lp_tracer_get_started(lp_tracer *self, void *closure)
+static PyObject *lp_tracer_get_started(lp_tracer *self, void *closure)
 {
     LP_UNUSED(closure);
     return PyBool_FromLong(self->started);
 }
 
-static PyObject *
-lp_tracer_get_recording(lp_tracer *self, void *closure)
+static PyObject *lp_tracer_get_recording(lp_tracer *self, void *closure)
 {
     LP_UNUSED(closure);
     return PyBool_FromLong(self->on);
 }
 
-static PyObject *
-lp_tracer_get_clock(lp_tracer *self, void *closure)
+static PyObject *lp_tracer_get_clock(lp_tracer *self, void *closure)
 {
     LP_UNUSED(closure);
     return PyUnicode_FromString(lp_clock_name(self->clock));
 }
 
-static PyObject *
-lp_tracer_get_n_codes(lp_tracer *self, void *closure)
+static PyObject *lp_tracer_get_n_codes(lp_tracer *self, void *closure)
 {
     LP_UNUSED(closure);
     return PyLong_FromSsize_t(self->n_recs);
 }
 
-static PyObject *
-lp_tracer_get_n_foreign(lp_tracer *self, void *closure)
+static PyObject *lp_tracer_get_n_foreign(lp_tracer *self, void *closure)
 {
     LP_UNUSED(closure);
     return PyLong_FromSsize_t(self->n_foreign);
@@ -1747,12 +1685,12 @@ lp_tracer_get_n_foreign(lp_tracer *self, void *closure)
 
 static PyGetSetDef lp_tracer_getset[] = {
     {"started", (getter)lp_tracer_get_started, NULL, "True between start() and stop().", NULL},
-    {"recording", (getter)lp_tracer_get_recording, NULL,
-     "True while started and not stopped by an error.", NULL},
+    {"recording", (getter)lp_tracer_get_recording, NULL, "True while started and not stopped by an error.",
+     NULL},
     {"clock", (getter)lp_tracer_get_clock, NULL, "'tsc', 'monotonic' or 'test'.", NULL},
     {"n_codes", (getter)lp_tracer_get_n_codes, NULL, "Project code objects seen.", NULL},
-    {"n_foreign", (getter)lp_tracer_get_n_foreign, NULL,
-     "Foreign code objects whose decision is cached now.", NULL},
+    {"n_foreign", (getter)lp_tracer_get_n_foreign, NULL, "Foreign code objects whose decision is cached now.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1791,21 +1729,19 @@ static PyType_Spec lp_tracer_spec = {
  * ====================================================================== */
 
 PyDoc_STRVAR(lp_set_test_clock_doc,
-"_set_test_clock(enabled, callback_cost=0, now=0)\n--\n\n"
-"TEST ONLY. While enabled, tracers that start recording from empty read a\n"
-"fake clock instead of the real one: it stands still except when\n"
-"_advance_test_clock() moves it, and every callback of the tracer advances\n"
-"it by callback_cost between its first and its last clock read, as if the\n"
-"callback had spent that long. One tick is one nanosecond.");
+             "_set_test_clock(enabled, callback_cost=0, now=0)\n--\n\n"
+             "TEST ONLY. While enabled, tracers that start recording from empty read a\n"
+             "fake clock instead of the real one: it stands still except when\n"
+             "_advance_test_clock() moves it, and every callback of the tracer advances\n"
+             "it by callback_cost between its first and its last clock read, as if the\n"
+             "callback had spent that long. One tick is one nanosecond.");
 
-static PyObject *
-lp_set_test_clock(PyObject *module, PyObject *args, PyObject *kwds)
+static PyObject *lp_set_test_clock(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"enabled", "callback_cost", "now", NULL};
     int enabled;
     long long cost = 0, now = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "p|LL:_set_test_clock", kwlist, &enabled,
-                                     &cost, &now)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "p|LL:_set_test_clock", kwlist, &enabled, &cost, &now)) {
         return NULL;
     }
     if (cost < 0 || now < 0) {
@@ -1820,11 +1756,10 @@ lp_set_test_clock(PyObject *module, PyObject *args, PyObject *kwds)
 }
 
 PyDoc_STRVAR(lp_advance_test_clock_doc,
-"_advance_test_clock(ns)\n--\n\n"
-"TEST ONLY. Moves the fake clock forward by ns and returns the new reading.");
+             "_advance_test_clock(ns)\n--\n\n"
+             "TEST ONLY. Moves the fake clock forward by ns and returns the new reading.");
 
-static PyObject *
-lp_advance_test_clock(PyObject *module, PyObject *arg)
+static PyObject *lp_advance_test_clock(PyObject *module, PyObject *arg)
 {
     long long ns = PyLong_AsLongLong(arg);
     if (ns == -1 && PyErr_Occurred()) {
@@ -1840,12 +1775,11 @@ lp_advance_test_clock(PyObject *module, PyObject *arg)
 }
 
 PyDoc_STRVAR(lp_set_foreign_limit_doc,
-"_set_foreign_limit(n)\n--\n\n"
-"TEST ONLY. How many foreign-code decisions a tracer caches before it drops\n"
-"them all (default 65536). Returns the previous limit.");
+             "_set_foreign_limit(n)\n--\n\n"
+             "TEST ONLY. How many foreign-code decisions a tracer caches before it drops\n"
+             "them all (default 65536). Returns the previous limit.");
 
-static PyObject *
-lp_set_foreign_limit(PyObject *module, PyObject *arg)
+static PyObject *lp_set_foreign_limit(PyObject *module, PyObject *arg)
 {
     Py_ssize_t n = PyLong_AsSsize_t(arg);
     if (n == -1 && PyErr_Occurred()) {
@@ -1861,14 +1795,12 @@ lp_set_foreign_limit(PyObject *module, PyObject *arg)
     return PyLong_FromSsize_t(prev);
 }
 
-PyDoc_STRVAR(lp_set_presize_doc,
-"_set_presize(enabled)\n--\n\n"
-"TEST ONLY. Whether new code records size their line arrays from\n"
-"co_lines() (the default) or start empty and grow line by line, which\n"
-"exercises the growth path. Returns the previous setting.");
+PyDoc_STRVAR(lp_set_presize_doc, "_set_presize(enabled)\n--\n\n"
+                                 "TEST ONLY. Whether new code records size their line arrays from\n"
+                                 "co_lines() (the default) or start empty and grow line by line, which\n"
+                                 "exercises the growth path. Returns the previous setting.");
 
-static PyObject *
-lp_set_presize(PyObject *module, PyObject *arg)
+static PyObject *lp_set_presize(PyObject *module, PyObject *arg)
 {
     int on = PyObject_IsTrue(arg);
     if (on < 0) {
@@ -1880,22 +1812,19 @@ lp_set_presize(PyObject *module, PyObject *arg)
     return PyBool_FromLong(prev);
 }
 
-PyDoc_STRVAR(lp_default_clock_doc,
-"default_clock()\n--\n\n"
-"The clock new tracers use: 'tsc' (an invariant cycle counter, scaled to\n"
-"ns against CLOCK_MONOTONIC at report time) or 'monotonic'.");
+PyDoc_STRVAR(lp_default_clock_doc, "default_clock()\n--\n\n"
+                                   "The clock new tracers use: 'tsc' (an invariant cycle counter, scaled to\n"
+                                   "ns against CLOCK_MONOTONIC at report time) or 'monotonic'.");
 
-static PyObject *
-lp_default_clock(PyObject *module, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_default_clock(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     return PyUnicode_FromString(lp_clock_name(lp_get_state(module)->default_clock));
 }
 
 static PyMethodDef lp_module_methods[] = {
-    {"_set_test_clock", (PyCFunction)(void (*)(void))lp_set_test_clock,
-     METH_VARARGS | METH_KEYWORDS, lp_set_test_clock_doc},
-    {"_advance_test_clock", (PyCFunction)lp_advance_test_clock, METH_O,
-     lp_advance_test_clock_doc},
+    {"_set_test_clock", (PyCFunction)(void (*)(void))lp_set_test_clock, METH_VARARGS | METH_KEYWORDS,
+     lp_set_test_clock_doc},
+    {"_advance_test_clock", (PyCFunction)lp_advance_test_clock, METH_O, lp_advance_test_clock_doc},
     {"_set_foreign_limit", (PyCFunction)lp_set_foreign_limit, METH_O, lp_set_foreign_limit_doc},
     {"_set_presize", (PyCFunction)lp_set_presize, METH_O, lp_set_presize_doc},
     {"default_clock", (PyCFunction)lp_default_clock, METH_NOARGS, lp_default_clock_doc},
@@ -1906,8 +1835,7 @@ static PyMethodDef lp_module_methods[] = {
  * Module definition (multi-phase init, module state, heap types)
  * ====================================================================== */
 
-static int
-lp_exec(PyObject *module)
+static int lp_exec(PyObject *module)
 {
     lp_state *st = lp_get_state(module);
     st->tracer_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &lp_tracer_spec, NULL);
@@ -1940,8 +1868,7 @@ lp_exec(PyObject *module)
     return 0;
 }
 
-static int
-lp_traverse(PyObject *module, visitproc visit, void *arg)
+static int lp_traverse(PyObject *module, visitproc visit, void *arg)
 {
     lp_state *st = lp_get_state(module);
     Py_VISIT(st->tracer_type);
@@ -1950,8 +1877,7 @@ lp_traverse(PyObject *module, visitproc visit, void *arg)
     return 0;
 }
 
-static int
-lp_clear(PyObject *module)
+static int lp_clear(PyObject *module)
 {
     lp_state *st = lp_get_state(module);
     Py_CLEAR(st->tracer_type);
@@ -1960,8 +1886,7 @@ lp_clear(PyObject *module)
     return 0;
 }
 
-static void
-lp_free(void *module)
+static void lp_free(void *module)
 {
     lp_clear((PyObject *)module);
 }
@@ -1986,8 +1911,7 @@ static struct PyModuleDef lp_module = {
     .m_free = lp_free,
 };
 
-PyMODINIT_FUNC
-PyInit__tracer(void)
+PyMODINIT_FUNC PyInit__tracer(void)
 {
     return PyModuleDef_Init(&lp_module);
 }
