@@ -10,7 +10,7 @@ TESTS ?= tests
 # Editable by default; the sanitizer build installs a copy, so its .so never replaces the
 # in-place one that an editable .venv of the same Python loads.
 INSTALL_MODE ?= -e
-C_SOURCES := $(wildcard src/lineprofiler/*.h src/lineprofiler/*/*.c src/lineprofiler/*/*.h)
+C_SOURCES := $(shell find src/lineprofiler -name '*.[ch]')
 
 .PHONY: demo test test-asan bench clean
 
