@@ -1,0 +1,89 @@
+"""Line times on the real clocks, checked for magnitude.
+
+Every other timing test injects the test clock; these run the tracer's real clock sources (the
+scaled TSC where the CPU has an invariant one, and CLOCK_MONOTONIC, forced with
+LINEPROFILER_CLOCK=monotonic) in a fresh interpreter and compare a line's recorded time with the
+wall time the same line measured for itself. A scaling error of any size fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys, time
+    from pathlib import Path
+    from lineprofiler import LineProfiler
+
+    folder = Path(sys.argv[1])
+    (folder / "sleepy.py").write_text(
+        "import time\\n"
+        "def nap(seconds, box):\\n"
+        "    t0 = time.perf_counter_ns(); time.sleep(seconds); box.append(time.perf_counter_ns() - t0)\\n"
+        "    return box\\n"
+    )
+    sys.path.insert(0, str(folder))
+    import sleepy
+
+    profiler = LineProfiler(project_folder=folder)
+    box = []
+    with profiler:
+        for seconds in (0.05, 0.02):
+            sleepy.nap(seconds, box)
+    line = None
+    for key, fs in profiler.get_stats().items():
+        if key[2] == "nap":
+            line = fs.lines[3]
+    print(json.dumps({"clock": profiler.clock, "line_ns": line.time_ns, "hits": line.hits,
+                      "measured_ns": sum(box)}))
+    """
+)
+
+
+@pytest.mark.parametrize("source", ["default", "monotonic"])
+def test_a_sleep_is_read_at_its_length(tmp_path, source):
+    env = dict(os.environ)
+    env.pop("LINEPROFILER_CLOCK", None)
+    if source == "monotonic":
+        env["LINEPROFILER_CLOCK"] = "monotonic"
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if source == "monotonic":
+        assert result["clock"] == "monotonic"
+    else:
+        assert result["clock"] in ("tsc", "monotonic")
+    assert result["hits"] == 2
+    measured = result["measured_ns"]
+    assert measured >= 70_000_000  # the two sleeps really slept
+    # The line's time includes the two perf_counter calls around the sleep: a few microseconds.
+    assert abs(result["line_ns"] - measured) <= 0.10 * measured, result
+
+
+def test_the_default_clock_is_the_tsc_where_the_cpu_has_an_invariant_one(tmp_path):
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if " constant_tsc" not in flags or " nonstop_tsc" not in flags:
+        pytest.skip("this CPU reports no invariant TSC")
+    clocksource = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+    if os.path.exists(clocksource) and open(clocksource).read().strip() != "tsc":
+        pytest.skip("the kernel does not use the TSC as its clock source here")
+    env = {k: v for k, v in os.environ.items() if k != "LINEPROFILER_CLOCK"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from lineprofiler import LineProfiler; print(LineProfiler().clock)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "tsc"
