@@ -56,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="phases only: do not load resource samples and skip the blocks built from them (for large runs)",
     )
+    report.add_argument(
+        "--attempt",
+        metavar="ID",
+        help="report this attempt instead of the newest: a run id (RUN_ID or RUN_ID#N) the header names "
+        "as superseded, concurrent or newest",
+    )
 
     compare = commands.add_parser(
         "compare",
@@ -68,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("run_a", metavar="A", help="the first (baseline) run directory")
     compare.add_argument("run_b", metavar="B", help="the second run directory")
     compare.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+    compare.add_argument("--attempt-a", metavar="ID", help="the attempt of A to compare (default: A's newest)")
+    compare.add_argument("--attempt-b", metavar="ID", help="the attempt of B to compare (default: B's newest)")
     return parser
 
 
@@ -75,7 +83,7 @@ def _report(args: argparse.Namespace) -> int:
     from .report.merge import load_run
     from .report.text import RenderOptions, render
 
-    run = load_run(args.run_dir, no_samples=args.no_samples)
+    run = load_run(args.run_dir, no_samples=args.no_samples, attempt=args.attempt)
     print(render(run, RenderOptions(no_samples=args.no_samples)))
     return EXIT_OK
 
@@ -85,9 +93,9 @@ def _compare(args: argparse.Namespace) -> int:
     from .report.merge import ReportError, load_run
 
     runs = []
-    for label, path in (("A", args.run_a), ("B", args.run_b)):
+    for label, path, attempt in (("A", args.run_a, args.attempt_a), ("B", args.run_b, args.attempt_b)):
         try:
-            runs.append(load_run(path, no_samples=True))
+            runs.append(load_run(path, no_samples=True, attempt=attempt))
         except ReportError as error:
             raise ReportError(f"{label}: {error}") from None
     document = compare_runs(*runs)

@@ -94,7 +94,7 @@ def test_documented_json_keys(tmp_path):
     assert set(doc) == {"kind", "version", "bucket_relative_error", "real_change_above", "real_change_below",
                         "a", "b", "roles"}
     assert set(doc["a"]) == {"run_dir", "run", "run_id", "attempt", "runtime_ns", "processes", "roles",
-                             "superseded", "caveats"}
+                             "superseded", "concurrent", "merged", "caveats"}
     (role,) = doc["roles"]
     assert set(role) == {"role", "a_processes", "b_processes", "a_imbalance", "b_imbalance", "a_busy_ns",
                          "b_busy_ns", "phases"}

@@ -257,5 +257,6 @@ def test_start_times_and_superseded_attempts_in_the_header(tmp_path):
     lines = render(load_run(tmp_path)).splitlines()
     assert lines[3] == (
         "Superseded attempt 20260813T2010-aa12bc (not merged): 1 worker file(s), actor x1, "
-        "started 2026-08-13 21:41:00 UTC"
+        "started 2026-08-13 21:41:00 UTC, ran 0ns"
     )
+    assert lines[4] == "(lineprofiler report DIR --attempt ID shows another attempt)"

@@ -3,22 +3,35 @@
 Everything here reads the environment (a mapping, so tests pass their own) and never raises
 for what it finds there: a malformed rank is recorded as unknown (None), not an error.
 
-Run id, first match wins:
+Run id, first match wins (``run_id_source`` in the worker file names the rule that decided):
 
-1. ``LINEPROFILER_RUN_ID`` (set by the first enabled profiler of a process tree, or by you);
-   its attempt from ``LINEPROFILER_ATTEMPT``.
-2. A launcher's job id, so independent processes of one job join one run with no parent
-   profiler: Slurm ``SLURM_JOB_ID`` (+ ``SLURM_STEP_ID``), torchrun ``TORCHELASTIC_RUN_ID``,
-   Open MPI ``OMPI_MCA_ess_base_jobid`` or PMIx ``PMIX_NAMESPACE``. A requeued Slurm job
+1. ``env``: ``LINEPROFILER_RUN_ID`` (set by the first enabled profiler of a process tree, or
+   by you); its attempt from ``LINEPROFILER_ATTEMPT``.
+2. ``slurm`` / ``torchrun`` / ``mpi`` / ``pmix``: a launcher's job id, so independent
+   processes of one job join one run with no parent profiler: Slurm ``SLURM_JOB_ID``
+   (+ ``SLURM_STEP_ID``), torchrun ``TORCHELASTIC_RUN_ID``, Open MPI
+   ``OMPI_MCA_ess_base_jobid`` or PMIx ``PMIX_NAMESPACE``. A requeued Slurm job
    (``SLURM_RESTART_COUNT``) or a restarted torchrun group (``TORCHELASTIC_RESTART_COUNT``)
    is a new attempt: the run id gets an ``-r<n>`` / ``-t<n>`` suffix and ``attempt`` counts up.
-3. Otherwise a new id from the UTC time and 6 random hex digits (``20260813T2241-471c94``):
-   a rerun into the same directory is then a new run, which the report shows as the newest
-   attempt rather than merging it with the last one.
+3. ``parent``: a ``multiprocessing`` child (Process, Pool, ProcessPoolExecutor; any start
+   method) joins the run its parent's worker file names, when the parent is profiled into
+   the same run directory and its file was written by that very parent process.
+4. ``parent-process``: a ``multiprocessing`` child of a parent that wrote no such file takes
+   an id derived from the parent process alone, ``mp<pid>-<hex>`` (a hash of its pid, its
+   start time in ``/proc/<pid>/stat`` and the boot id): every child of one parent lands in
+   one run, attempt 0, and a rerun (a new parent process) is a new run. Only multiprocessing
+   children use this rule (``multiprocessing.parent_process()`` is not None): a script
+   started from a shell, a launcher or ``subprocess`` never shares an id with a sequential
+   rerun by accident.
+5. ``generated``: a new id from the UTC time and 6 random hex digits
+   (``20260813T2241-471c94``): a rerun into the same directory is then a new run, which the
+   report shows as the newest attempt rather than merging it with the last one. Runs with
+   ``generated`` or ``parent-process`` ids that overlap in time are merged by the report.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import socket
@@ -57,7 +70,9 @@ class RunId:
 
     run_id: str
     attempt: int
-    source: str  # "env", "slurm", "torchrun", "mpi", "pmix", "parent" or "generated"
+    #: Which rule decided: "env", "slurm", "torchrun", "mpi", "pmix", "parent",
+    #: "parent-process" or "generated" (see the module docstring).
+    source: str
     job_id: str | None = None
 
 
@@ -167,40 +182,148 @@ def resolve_run_id(env: Mapping[str, str] | None = None) -> RunId:
     return RunId(generate_run_id(), 0, "generated", job_id=None)
 
 
-def parent_run_id(run_dir: str | os.PathLike[str], host: str) -> RunId | None:
-    """The run of this process's multiprocessing parent, read from the parent's worker file.
+#: Where the kernel says when a process started and which boot this is (tests pass their own).
+PROC_ROOT = "/proc"
+#: A parent's worker file must have been started no earlier than this before the parent
+#: process itself (its start time in /proc is derived from a boot time in whole seconds):
+#: an older file with the parent's pid is another process's, from an earlier run.
+_PARENT_FILE_SLACK_NS = 2_000_000_000
 
-    A forkserver started before the parent's profiler hands its children the environment it
-    had then, without LINEPROFILER_RUN_ID, so each child would make a run of its own. The
-    parent's worker file (same run dir, same host, the parent's pid) says which run to join.
-    None when this is no multiprocessing child or the parent wrote no readable file.
+
+@dataclass(frozen=True)
+class ProcessStart:
+    """When a process started, as the kernel has it: enough to tell it from a later process
+    that reuses its pid."""
+
+    pid: int
+    #: Field 22 of ``/proc/<pid>/stat``: clock ticks from boot to the process's start.
+    start_ticks: int
+    #: ``/proc/sys/kernel/random/boot_id``, or ``btime`` from ``/proc/stat`` where that is unreadable.
+    boot: str
+    #: The start as Unix time (ns), from ``btime`` and the ticks; None when ``btime`` is unknown.
+    start_unix_ns: int | None
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def process_start(pid: int, proc: str | None = None) -> ProcessStart | None:
+    """The start of process ``pid`` from ``/proc``; None when it cannot be read (gone, another
+    system, a /proc mounted with hidepid)."""
+    proc = PROC_ROOT if proc is None else proc
+    stat = _read_text(f"{proc}/{int(pid)}/stat")
+    if stat is None:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+    fields = stat[stat.rfind(")") + 1 :].split()
+    try:
+        ticks = int(fields[19])
+    except (IndexError, ValueError):
+        return None
+    btime = None
+    for line in (_read_text(f"{proc}/stat") or "").splitlines():
+        if line.startswith("btime "):
+            btime = _int_or_none(line[6:])
+            break
+    boot = (_read_text(f"{proc}/sys/kernel/random/boot_id") or "").strip()
+    if not boot:
+        # btime can move by a second when the clock is adjusted, so children that read it on
+        # either side of an adjustment would disagree: the boot id is far better, and usual.
+        if btime is None:
+            return None  # nothing tells this boot from another
+        boot = f"btime-{btime}"
+    try:
+        hz = os.sysconf("SC_CLK_TCK")
+    except (ValueError, OSError):
+        hz = 100
+    start_ns = None if btime is None or hz <= 0 else btime * 1_000_000_000 + ticks * 1_000_000_000 // hz
+    return ProcessStart(int(pid), ticks, boot, start_ns)
+
+
+def process_run_id(start: ProcessStart) -> str:
+    """The run id every child of the process ``start`` describes derives alike:
+    ``mp<pid>-<6 hex digits of its boot, pid and start ticks>``.
+
+    No wall-clock part: ``btime`` in /proc/stat follows clock adjustments, so two children
+    reading it a minute apart could disagree on a time stamp; boot id, pid and ticks never move.
+    """
+    digest = hashlib.sha256(f"{start.boot}/{start.pid}/{start.start_ticks}".encode()).hexdigest()[:6]
+    return f"mp{start.pid}-{digest}"
+
+
+def multiprocessing_parent_pid() -> int | None:
+    """The pid of the process that started this one through ``multiprocessing``, or None.
+
+    Not ``os.getppid()``: a forkserver's child has the server as its OS parent, and an
+    orphan has init. None for any process not started by multiprocessing (a script run from
+    a shell, a launcher or ``subprocess``).
     """
     mp = sys.modules.get("multiprocessing")
     if mp is None:
         return None
     try:
         parent = mp.parent_process()
-        parent_pid = None if parent is None else parent.pid
+        pid = None if parent is None else parent.pid
     except Exception:  # an exotic multiprocessing state: no parent to join
         return None
-    if not parent_pid:
-        return None
+    return int(pid) if isinstance(pid, int) and pid > 0 else None
+
+
+def _parent_file_run(run_dir: str | os.PathLike[str], host: str, parent_pid: int,
+                     start: ProcessStart | None) -> RunId | None:
     folder = workerfile.worker_dir(run_dir, host)
     try:
-        candidates = sorted(folder.glob(f"w_*_{int(parent_pid)}_*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        candidates = sorted(folder.glob(f"w_*_{parent_pid}_*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return None
     for path in candidates:
         try:
-            identity = workerfile.read_worker_file(path)["identity"]
+            document = workerfile.read_worker_file(path, skip_samples=True)
         except (workerfile.WorkerFileError, OSError):
             continue
-        if identity.get("pid") == parent_pid:
-            return RunId(
-                sanitize_component(identity["run_id"], "run"), int(identity.get("attempt", 0)), "parent",
-                job_id=identity.get("job_id"),
-            )
+        identity, times = document["identity"], document["times"]
+        if identity.get("pid") != parent_pid:
+            continue
+        if (
+            start is not None
+            and start.start_unix_ns is not None
+            and times["start_unix_ns"] < start.start_unix_ns - _PARENT_FILE_SLACK_NS
+        ):
+            continue  # written by an earlier process with the same pid
+        return RunId(
+            sanitize_component(identity["run_id"], "run"), int(identity.get("attempt", 0)), "parent",
+            job_id=identity.get("job_id"),
+        )
     return None
+
+
+def parent_run_id(run_dir: str | os.PathLike[str], host: str, *, proc: str | None = None) -> RunId | None:
+    """The run of this process's multiprocessing parent, for a child with no run id in its
+    environment and no launcher's job id; None when this is no multiprocessing child or
+    nothing about the parent can be read.
+
+    A forkserver started before the parent's profiler hands its children the environment it
+    had then, without LINEPROFILER_RUN_ID; an unprofiled parent never had one. The parent's
+    worker file (same run dir, same host, the parent's pid, written since the parent
+    started) names the run to join (source ``"parent"``); without one, the id is derived
+    from the parent process itself (source ``"parent-process"``, attempt 0), so that every
+    child of one parent still agrees and the next run's parent makes a new one.
+    """
+    parent_pid = multiprocessing_parent_pid()
+    if parent_pid is None:
+        return None
+    start = process_start(parent_pid, proc)
+    joined = _parent_file_run(run_dir, host, parent_pid, start)
+    if joined is not None:
+        return joined
+    if start is None:
+        return None
+    return RunId(process_run_id(start), 0, "parent-process", job_id=None)
 
 
 def _job_id(env: Mapping[str, str]) -> str | None:

@@ -19,7 +19,8 @@ The ``--json`` document (``kind`` ``"lineprofiler-compare"``, ``version`` 1):
 
 ``a`` / ``b``: ``run_dir``, ``run`` (display name), ``run_id``, ``attempt``, ``runtime_ns``,
 ``processes``, ``roles`` (role -> process count), ``superseded`` (names of attempts not merged),
-``caveats`` (the CAVEATS lines merge derived).
+``concurrent`` (names of other jobs overlapping it in time, not merged), ``merged`` (names of the
+generated run ids merged into it by time), ``caveats`` (the CAVEATS lines merge derived).
 
 ``roles``: a list, one per role present on either side, each with ``role``,
 ``a_processes`` / ``b_processes`` (0 when absent), ``a_imbalance`` / ``b_imbalance`` (float or
@@ -65,6 +66,8 @@ def _side(run: Run) -> dict[str, Any]:
         "processes": len(run.workers),
         "roles": {name: len(role.workers) for name, role in run.roles.items()},
         "superseded": [a.name for a in run.superseded],
+        "concurrent": [a.name for a in run.concurrent],
+        "merged": [a.name for a in run.merged],
         "caveats": list(run.caveats),
     }
 
@@ -220,6 +223,11 @@ def render_compare(doc: dict[str, Any]) -> str:
         side = doc[key]
         for name in side["superseded"]:
             notes.append(f"{key.upper()}: superseded attempt {name} not merged")
+        for name in side["concurrent"]:
+            notes.append(f"{key.upper()}: concurrent run {name} (another job overlapping in time) not merged")
+        if side["merged"]:
+            count = len(side["merged"])
+            notes.append(f"{key.upper()}: {count} more generated run id(s) overlapping {side['run']} in time merged")
         if side["caveats"]:
             notes.append(
                 f"{key.upper()}: {len(side['caveats'])} caveat(s); `lineprofiler report {side['run_dir']}` lists them"

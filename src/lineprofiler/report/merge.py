@@ -2,10 +2,12 @@
 
 What this module decides (docs/report.md says the same for users):
 
-* **Attempts.** The worker files of a run directory are grouped by ``(run_id, attempt)`` from
-  their identity; each group is an attempt. The newest attempt (by its earliest start time) is
-  merged; every other one is *superseded*: named in the report, never merged, so a requeued
-  job does not inflate the totals.
+* **Attempts** (:mod:`.attempts`). The worker files of a run directory are grouped by
+  ``(run_id, attempt)`` and the groups are told apart by time: the newest attempt is merged,
+  with every group of generated ids whose lifetime overlaps it; another job's explicit id
+  overlapping it is *concurrent* and an attempt that ended before it began is *superseded*:
+  both named in the report, never merged, so a requeued job does not inflate the totals.
+  ``load_run(..., attempt=ID)`` merges any other attempt instead.
 * **Processes** are counted by worker file, not by pid (pids collide across nodes, and a
   restarted worker reuses its rank but not its file).
 * **Histograms** merge exactly: bucket counts are added; quantiles come from
@@ -37,7 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from ..runfiles import histogram, workerfile
+from . import attempts as attempts_mod
 from . import format as fmt
+
+# Re-exported: blocks and tests import them from here.
+from .attempts import AttemptSummary as AttemptSummary
+from .attempts import attempt_name as attempt_name
 
 #: A worker is stale when it stopped flushing this many snapshot intervals before the run's end...
 STALE_INTERVALS = 3
@@ -121,6 +128,8 @@ class Worker:
     signal: str | None
     interval_s: float
     busy_ns: int
+    #: Which rule chose the run id (``identity.run_id_source``); None in files that do not say.
+    run_id_source: str | None = None
 
     @property
     def has_data(self) -> bool:
@@ -303,22 +312,6 @@ class UnreadableFile:
 
 
 @dataclass
-class AttemptSummary:
-    """A superseded attempt: named by the report, never merged."""
-
-    run_id: str
-    attempt: int
-    start_ns: int
-    end_ns: int
-    files: int
-    roles: dict[str, int]
-
-    @property
-    def name(self) -> str:
-        return attempt_name(self.run_id, self.attempt)
-
-
-@dataclass
 class Run:
     """The newest attempt of a run directory, merged; what every report block renders."""
 
@@ -334,6 +327,16 @@ class Run:
     #: CAVEATS lines derived while merging (the text report adds the blocks' own after these).
     caveats: list[str]
     no_samples: bool
+    #: Other jobs (explicit ids) whose lifetimes overlap this attempt's: named, not merged.
+    concurrent: list[AttemptSummary] = field(default_factory=list)
+    #: The groups of generated ids merged into this attempt because they overlap it in time
+    #: (the primary group, which names the run, is not listed).
+    merged: list[AttemptSummary] = field(default_factory=list)
+    #: ``newest``, or what the attempt chosen with ``attempt=`` is: ``concurrent``,
+    #: ``superseded`` or ``restarted``.
+    status: str = attempts_mod.NEWEST
+    #: The newest attempt when another one was chosen with ``attempt=``.
+    newest: AttemptSummary | None = None
 
     @property
     def name(self) -> str:
@@ -398,12 +401,6 @@ def _count(phase: Mapping[str, Any], key: str) -> int:
     return value
 
 
-def attempt_name(run_id: str, attempt: int) -> str:
-    """``run_id``, with ``#attempt`` appended for a requeued attempt."""
-    text = fmt.printable(run_id)
-    return f"{text} #{attempt}" if attempt else text
-
-
 def utc_time(unix_ns: int) -> str:
     """A wall-clock instant for people: ``2026-08-13 22:41:07 UTC``."""
     try:
@@ -454,6 +451,7 @@ def worker_from_document(path: Path, document: dict[str, Any], *, no_samples: bo
         signal=times.get("signal"),
         interval_s=float(interval) if interval else DEFAULT_INTERVAL_S,
         busy_ns=busy,
+        run_id_source=source if isinstance(source := identity.get("run_id_source"), str) else None,
     )
 
 
@@ -466,13 +464,14 @@ def _file_run_component(path: Path) -> str | None:
     return parts[0] if len(parts) == 3 else None
 
 
-def load_run(run_dir: str | Path, *, no_samples: bool = False) -> Run:
-    """Read every worker file under ``run_dir`` and merge the newest attempt.
+def load_run(run_dir: str | Path, *, no_samples: bool = False, attempt: str | None = None) -> Run:
+    """Read every worker file under ``run_dir`` and merge the newest attempt, or the one
+    ``attempt`` names (``run_id`` or ``run_id#N``, as the header prints it).
 
     Raises :class:`ReportError` (one line) when nothing can be reported: the directory is
     missing, is not a directory, cannot be listed, holds no worker files, or none of them
-    can be read. Files that cannot be read otherwise cost only themselves: they are listed
-    in ``Run.unreadable`` and named under CAVEATS.
+    can be read, or ``attempt`` names none of its attempts. Files that cannot be read
+    otherwise cost only themselves: they are listed in ``Run.unreadable`` and named under CAVEATS.
     """
     run_dir = Path(run_dir)
     if not run_dir.exists():
@@ -505,7 +504,9 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False) -> Run:
             workers.append(worker_from_document(path, document, no_samples=no_samples, size=size))
         except workerfile.WorkerFileError as error:
             unreadable.append(UnreadableFile(path, str(error)))
-    return merge_workers(run_dir, workers, unreadable=unreadable, listing_problems=problems, no_samples=no_samples)
+    return merge_workers(
+        run_dir, workers, unreadable=unreadable, listing_problems=problems, no_samples=no_samples, attempt=attempt
+    )
 
 
 def merge_workers(
@@ -515,18 +516,18 @@ def merge_workers(
     unreadable: list[UnreadableFile] | None = None,
     listing_problems: list[str] | None = None,
     no_samples: bool = False,
+    attempt: str | None = None,
 ) -> Run:
-    """Merge already-read workers: pick the newest attempt, merge its roles, derive CAVEATS.
+    """Merge already-read workers: pick the attempt (the newest, or the one ``attempt``
+    names), merge its roles, derive CAVEATS.
 
-    Raises :class:`ReportError` when there is no worker to merge.
+    Raises :class:`ReportError` when there is no worker to merge or ``attempt`` names none.
     """
     unreadable = list(unreadable or [])
     problems = list(listing_problems or [])
-    by_attempt: dict[tuple[str, int], list[Worker]] = {}
-    for worker in workers:
-        by_attempt.setdefault((worker.run_id, worker.attempt), []).append(worker)
+    groups = attempts_mod.group_workers(workers)
 
-    if not by_attempt:
+    if not groups:
         first = unreadable[0].reason if unreadable else "no reason recorded"
         count = len(unreadable)
         raise ReportError(
@@ -534,37 +535,41 @@ def merge_workers(
             f"first: {first}"
         )
 
-    # Newest by its earliest start; ties by attempt number, then run id.
-    starts = {key: (min(w.start_ns for w in group), key[1], key[0]) for key, group in by_attempt.items()}
-    newest_key = max(starts, key=starts.__getitem__)
-    merged = sorted(
-        by_attempt.pop(newest_key), key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.uuid)
-    )
-    superseded = sorted(
-        (
-            AttemptSummary(
-                run_id=key[0],
-                attempt=key[1],
-                start_ns=min(w.start_ns for w in group),
-                end_ns=max(w.stop_ns for w in group),
-                files=len(group),
-                roles=dict(Counter(w.role for w in group)),
+    attempts = attempts_mod.partition(groups)
+    chosen = attempts[0]
+    if attempt is not None:
+        found = attempts_mod.select(attempts, attempt)
+        if found is None:
+            raise ReportError(
+                f"no attempt {fmt.printable(attempt.strip())!r} in {run_dir}; "
+                f"its attempts: {attempts_mod.known_names(attempts)}"
             )
-            for key, group in by_attempt.items()
-        ),
+        chosen = found
+    merged = sorted(
+        chosen.workers, key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.uuid)
+    )
+    others = [a.summary() for a in attempts if a is not chosen]
+    superseded = sorted(
+        (a for a in others if a.status in (attempts_mod.SUPERSEDED, attempts_mod.RESTARTED)),
         key=lambda a: (a.start_ns, a.attempt, a.run_id),
         reverse=True,
     )
-    del by_attempt
+    concurrent = [a for a in others if a.status == attempts_mod.CONCURRENT]
+    newest = next((a for a in others if a.status == attempts_mod.NEWEST), None)
+    merged_groups = [
+        attempts_mod.Attempt(group, [group], attempts_mod.NEWEST).summary() for group in chosen.members[1:]
+    ]
 
-    # Unreadable files whose name says they belong to a superseded attempt are not this
+    # Unreadable files whose name says they belong to another attempt are not this
     # attempt's loss: count them there instead of under CAVEATS.
-    superseded_components = {workerfile.sanitize_component(a.run_id) for a in superseded}
-    newest_component = workerfile.sanitize_component(newest_key[0])
+    own_components = {workerfile.sanitize_component(g.run_id) for g in chosen.members}
+    other_components = {
+        workerfile.sanitize_component(g.run_id) for a in attempts if a is not chosen for g in a.members
+    }
     own_unreadable = []
     for bad in unreadable:
         component = _file_run_component(bad.path)
-        if component in superseded_components and component != newest_component:
+        if component in other_components and component not in own_components:
             continue
         own_unreadable.append(bad)
 
@@ -586,8 +591,8 @@ def merge_workers(
 
     run = Run(
         run_dir=run_dir,
-        run_id=newest_key[0],
-        attempt=newest_key[1],
+        run_id=chosen.primary.run_id,
+        attempt=chosen.primary.attempt,
         workers=merged,
         roles=ordered,
         superseded=superseded,
@@ -595,6 +600,10 @@ def merge_workers(
         listing_problems=problems,
         caveats=[],
         no_samples=no_samples,
+        concurrent=concurrent,
+        merged=merged_groups,
+        status=chosen.status,
+        newest=newest,
     )
     run.caveats = derive_caveats(run)
     return run
@@ -740,7 +749,7 @@ def derive_caveats(run: Run) -> list[str]:
     if unfinished:
         lines.append(
             f"{len(unfinished)} worker(s) never wrote a final flush (the run is still going, or they were "
-            f"killed): their numbers stop at their last snapshot"
+            f"killed): {_names(unfinished)}; their numbers stop at their last snapshot"
         )
 
     duplicated = [rank for rank, n in Counter(w.rank for w in run.workers if w.rank is not None).items() if n > 1]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import format as fmt
+from .attempts import CONCURRENT, NEWEST, RESTARTED, AttemptSummary
 from .merge import PhaseStats, RoleStats, Run, utc_time
 
 #: How many rows a role block and DOMINANT PHASES print before summarising the rest.
@@ -78,12 +79,59 @@ def render_header(run: Run, options: RenderOptions) -> list[str]:
         extra.append(f"Job {jobs}" + (f" ({', '.join(launchers)})" if launchers else ""))
     extra.append(f"Started {utc_time(run.start_ns)}")
     lines.append("   ".join(extra))
-    for attempt in run.superseded:
-        roles_text = ", ".join(f"{fmt.printable(k)} x{v}" for k, v in sorted(attempt.roles.items()))
+    lines.extend(attempt_lines(run))
+    return lines
+
+
+#: How many superseded attempts the header names before it sums up the rest.
+ATTEMPT_ROWS = 10
+
+
+def _attempt_facts(attempt: AttemptSummary) -> str:
+    roles_text = ", ".join(f"{fmt.printable(k)} x{v}" for k, v in sorted(attempt.roles.items()))
+    text = (
+        f"{attempt.files} worker file(s), {roles_text}, started {utc_time(attempt.start_ns)}, "
+        f"ran {fmt.duration(attempt.span_ns)}"
+    )
+    if attempt.merged:
+        text += f" ({len(attempt.merged) + 1} run ids merged by time)"
+    return text
+
+
+def attempt_lines(run: Run) -> list[str]:
+    """The header's lines about attempts: what was merged into this one by time, the jobs that
+    overlap it, and every attempt not shown (``--attempt ID`` shows one)."""
+    lines = []
+    if run.status != NEWEST and run.newest is not None:
+        lines.append(f"Showing the {run.status} attempt {run.name} (--attempt); the newest is {run.newest.name}")
+    if run.merged:
+        processes = sum(a.files for a in run.merged)
+        names = ", ".join(a.name for a in run.merged[:2])
+        if len(run.merged) > 2:
+            names += f" and {len(run.merged) - 2} more"
         lines.append(
-            f"Superseded attempt {attempt.name} (not merged): {attempt.files} worker file(s), {roles_text}, "
-            f"started {utc_time(attempt.start_ns)}"
+            f"Merged by time: {processes} process(es) under {len(run.merged)} other generated run id(s) ({names}) "
+            f"ran during this run; set LINEPROFILER_RUN_ID for the whole job to make one run explicit"
         )
+    if run.newest is not None:
+        relation = "overlapping this one in time" if run.status == CONCURRENT else "shown by default"
+        lines.append(f"Newest attempt {run.newest.name} ({relation}; not merged): {_attempt_facts(run.newest)}")
+    for attempt in run.concurrent:
+        lines.append(
+            f"Concurrent run {attempt.name} (another job overlapping this one in time; not merged): "
+            f"{_attempt_facts(attempt)}"
+        )
+    for attempt in run.superseded[:ATTEMPT_ROWS]:
+        restarted = "; the job was restarted since" if attempt.status == RESTARTED else ""
+        lines.append(f"Superseded attempt {attempt.name} (not merged): {_attempt_facts(attempt)}{restarted}")
+    rest = run.superseded[ATTEMPT_ROWS:]
+    if rest:
+        lines.append(
+            f"... and {len(rest)} older attempt(s), {sum(a.files for a in rest)} worker file(s), the oldest "
+            f"{rest[-1].name} started {utc_time(rest[-1].start_ns)}"
+        )
+    if run.newest is not None or run.concurrent or run.superseded:
+        lines.append("(lineprofiler report DIR --attempt ID shows another attempt)")
     return lines
 
 
