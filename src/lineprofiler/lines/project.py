@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
+import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
 from types import CodeType
@@ -151,6 +153,23 @@ class ProjectFilter:
             return False
         return not self._in_venv(parts[:-1])
 
+    def outside_files(self) -> list[str]:
+        """The files decided "not ours" so far that are neither the standard library nor an
+        installed package: where the user's own code ran if it was not in the folder."""
+        skip = _library_prefixes()
+        out = []
+        for filename, ours in self._by_filename.items():
+            if ours or filename.startswith("<frozen "):
+                continue
+            if not (filename.startswith("<") and filename.endswith(">")):
+                real = os.path.realpath(filename)
+                if real == _OWN_PACKAGE or real.startswith(_OWN_PACKAGE + os.sep):
+                    continue
+                if any(real.startswith(prefix) for prefix in skip):
+                    continue
+            out.append(filename)
+        return sorted(out)
+
     def _in_venv(self, dirs: tuple[str, ...]) -> bool:
         """True when a folder between the project root and the file holds a ``pyvenv.cfg``."""
         current = self._prefix
@@ -162,3 +181,15 @@ class ProjectFilter:
             if known:
                 return True
         return False
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    """Folders of the standard library and installed packages, each ending in a separator."""
+    found: set[str] = set()
+    for scheme_key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        value = sysconfig.get_paths().get(scheme_key)
+        if value:
+            found.add(os.path.realpath(value))
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        found.add(os.path.realpath(os.path.join(prefix, "lib")))
+    return tuple(p.rstrip(os.sep) + os.sep for p in found)
