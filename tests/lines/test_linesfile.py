@@ -1,6 +1,8 @@
 """The line-stats file: its schema, the validator, reading, finding and merging files."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -154,9 +156,8 @@ def read(tmp_path, name, doc):
 
 def test_merge_sums_the_same_keys(tmp_path):
     f1 = read(tmp_path, "1.json", document(1, [("/p/a.py", 1, "f", [(2, 3, 30, "a"), (3, 1, 10, "b")])]))
-    f2 = read(
-        tmp_path, "2.json", document(2, [("/p/a.py", 1, "f", [(2, 5, 50, "a")]), ("/p/b.py", 9, "g", [(10, 1, 7, None)])])
-    )
+    two = [("/p/a.py", 1, "f", [(2, 5, 50, "a")]), ("/p/b.py", 9, "g", [(10, 1, 7, None)])]
+    f2 = read(tmp_path, "2.json", document(2, two))
     merged = linesfile.merge_lines([f1, f2])
     fn = merged.functions[("/p/a.py", 1, "f", None)]
     assert (fn.lines[2].hits, fn.lines[2].time_ns) == (8, 80)
@@ -193,3 +194,20 @@ def test_merge_names_processes_that_left_nothing(tmp_path):
     assert merged.unfinished == [started]
     assert merged.silent == [silent]
     assert started.describe() == "pid 2 (main) on nodeA"
+
+
+def test_reading_and_viewing_never_load_the_tracer(tmp_path):
+    path = write(tmp_path / "l_nodeA_100_00000001.json", document())
+    code = (
+        "import sys\n"
+        "from lineprofiler.cli import main\n"
+        f"rc = main(['view', {str(tmp_path)!r}])\n"
+        "import lineprofiler.lines.saved as s\n"
+        f"s.SavedProfile.load({str(path)!r}).print_stats()\n"
+        "assert rc == 0, rc\n"
+        "bad = [m for m in sys.modules if m.endswith('_tracer') or m.startswith('lineprofiler.accounting')]\n"
+        "assert not bad, bad\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "Function: f at a.py:1" in out.stdout or "Function: f at /proj/a.py:1" in out.stdout
