@@ -106,7 +106,11 @@ def work_hits(files):
 
 def run_cli(args, cwd, timeout=240):
     return subprocess.run(
-        [sys.executable, "-m", "lineprofiler", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "lineprofiler", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -177,7 +181,8 @@ def test_signals_write_the_file_and_a_kill_is_named(project, tmp_path):
     out_dir = tmp_path / "out"
     done = run_cli(["run", "--children", "-o", out_dir, "signals.py"], cwd=project)
     assert done.returncode == 0, done.stderr
-    children = {int(pid): (name, int(code)) for pid, name, code in re.findall(r"CHILD (\d+) (\w+) (-?\d+)", done.stdout)}
+    found = re.findall(r"CHILD (\d+) (\w+) (-?\d+)", done.stdout)
+    children = {int(pid): (name, int(code)) for pid, name, code in found}
     files = {f.pid: f for f in linesfile.load_lines(out_dir)[0]}
     one_call = reference_hits(project)
     for pid, (name, code) in children.items():
@@ -185,7 +190,7 @@ def test_signals_write_the_file_and_a_kill_is_named(project, tmp_path):
         assert code == -getattr(signal, name)  # ended by the signal itself, as without us
         if name == "SIGKILL":
             assert f.status == "started" and not f.functions
-            assert f"pid {pid} (multiprocessing child) on" in done.stdout or f"pid {pid} (SpawnProcess) on" in done.stdout
+            assert re.search(rf"pid {pid} \((multiprocessing child|SpawnProcess)\) on", done.stdout)
             assert "left nothing" in done.stdout
         else:
             assert f.status == "signalled" and f.process["signal"] == name
@@ -244,7 +249,10 @@ print("USER SITECUSTOMIZE RAN", flush=True)
 SUBPROCESSES = """\
 import os, subprocess, sys
 here = os.path.dirname(os.path.abspath(__file__))
-check = "import sitecustomize, sys; print('MARK', sitecustomize.MARK); print('PATH', [p for p in sys.path if '_boot' in p])"
+check = (
+    "import sitecustomize, sys; print('MARK', sitecustomize.MARK); "
+    "print('PATH', [p for p in sys.path if '_boot' in p])"
+)
 subprocess.run([sys.executable, "-c", check], check=True)
 broken = os.path.join(here, "broken")
 env = dict(os.environ, PYTHONPATH=os.environ["PYTHONPATH"] + os.pathsep + broken)
@@ -274,7 +282,8 @@ def test_subprocess_children_keep_the_sites_own_customisation(project, tmp_path)
     assert "MARK the user's own sitecustomize" in done.stdout  # theirs ran, and `import` gives theirs
     assert "PATH []" in done.stdout  # our folder is off sys.path once started
     assert "UNPROFILED CHILD RAN" in done.stdout
-    assert re.search(r"left nothing: not profiled: lineprofiler cannot be imported \(ImportError: this interpreter", done.stdout)
+    why = r"left nothing: not profiled: lineprofiler cannot be imported \(ImportError: this interpreter"
+    assert re.search(why, done.stdout)
     statuses = sorted(f.status for f in linesfile.load_lines(out_dir)[0])
     assert statuses == ["exited", "exited", "started"]
 

@@ -119,6 +119,12 @@ class ProjectFilter:
         self._by_filename: dict[str, bool] = {}
         self._venv_dirs: dict[str, bool] = {}
 
+    @property
+    def _absolute_includes(self) -> tuple[str, ...]:
+        # An absolute glob ("/tmp/ipykernel_*/*") names files by their full path, also inside
+        # the folder.
+        return tuple(g for g in self.include if g.startswith("/"))
+
     def __repr__(self) -> str:
         return f"ProjectFilter({str(self.folder)!r}, include={self.include!r}, exclude={self.exclude!r})"
 
@@ -147,7 +153,7 @@ class ProjectFilter:
             )
         rel = real[len(self._prefix) :].replace(os.sep, "/")
         parts = tuple(rel.split("/"))
-        if self.include and _matches(self.include, rel, parts):
+        if self.include and (_matches(self.include, rel, parts) or _matches(self._absolute_includes, real, ())):
             return True
         if _matches(DEFAULT_EXCLUDES, rel, parts[:-1]) or _matches(self.exclude, rel, parts):
             return False
