@@ -217,6 +217,7 @@ class Session:
         self.export = False
         self.label = None
         self.exit_code = None
+        self.errors = []  # the parent's are in the parent's file
         self._env_undo = None  # the variables stay: they are this child's environment now
         self._writing = False
         self._pending_signal = None

@@ -42,9 +42,13 @@ def process_info(
     exit_code: int | None = None,
     pid: int | None = None,
     parent_pid: int | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``process`` object of a file written by this process now."""
+    """The ``process`` object of a file written by this process now. ``extra`` adds keys of the
+    writer's own (an accounting worker's ``run_id`` and ``attempt``): readers ignore keys they
+    do not know."""
     return {
+        **(extra or {}),
         "pid": os.getpid() if pid is None else pid,
         "parent_pid": os.getppid() if parent_pid is None else parent_pid,
         "host": host_name(),
