@@ -301,3 +301,14 @@ def test_env_is_left_alone_without_children(project):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = cli("run", "-o", "somewhere/", "app/env.py", cwd=project, env=env)
     assert "ENV None" in out.stdout
+
+
+def test_a_forked_child_that_runs_to_the_end_prints_nothing_of_ours(project, tmp_path):
+    (project / "app" / "forky.py").write_text(
+        "import os, helper\npid = os.fork()\nhelper.work(10)\nif pid:\n    os.waitpid(pid, 0)\n"
+    )
+    target = tmp_path / "forky.json"
+    out = cli("run", "-o", target, "app/forky.py", cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("Top ") == 1 and out.stderr.count("saved to") == 1
+    assert LineProfiler.load(target).processes[0].status == "exited"  # one writer: the runner

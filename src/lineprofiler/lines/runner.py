@@ -255,6 +255,7 @@ def run(opts: RunOptions) -> int:
     status = 0
     ran = False
     written: Path | None = None
+    runner_pid = os.getpid()
     try:
         profiler.enable()
         if opts.module is not None:
@@ -281,13 +282,17 @@ def run(opts: RunOptions) -> int:
         try:  # written while sys.argv is still the program's: the file records it
             if session is not None:
                 written = session.end("exited", exit_code=status)
-            elif out_path is not None and ran:
+            elif out_path is not None and ran and os.getpid() == runner_pid:
                 written = _write_one(profiler, out_path, status)
         finally:
             sys.argv[:] = saved_argv
             if saved_path0 is not None and sys.path:
                 sys.path[0] = saved_path0
             sys.modules["__main__"] = saved_main
+    if os.getpid() != runner_pid:
+        # A child the program forked (os.fork) that ran on to the end of the program: it exits
+        # as Python would; the tables and the saved file are the runner's, in the parent.
+        return status
     sys.stdout.flush()
     _print_result(profiler, opts, out_path if out_is_dir else None)
     if written is not None and temp_dir is None:
