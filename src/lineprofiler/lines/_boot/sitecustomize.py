@@ -15,17 +15,23 @@ It never raises: a child that cannot be profiled runs unprofiled.
 import os
 import sys
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+_HERE = os.path.dirname(os.path.realpath(__file__))
+
+
+def _is_here(entry):
+    return os.path.realpath(entry or os.curdir) == _HERE
 
 
 def _run_shadowed():
     import importlib.machinery
     import importlib.util
 
-    path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    path = [p for p in sys.path if not _is_here(p)]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return
+    if spec.origin and os.path.dirname(os.path.realpath(spec.origin)) == _HERE:
+        return  # ourselves under another name: nothing to chain to
     module = importlib.util.module_from_spec(spec)
     ours = sys.modules.get("sitecustomize")
     sys.modules["sitecustomize"] = module  # `import sitecustomize` gives theirs from now on
@@ -89,7 +95,7 @@ def _boot():
         _run_shadowed()
     except Exception:
         pass
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    sys.path[:] = [p for p in sys.path if not _is_here(p)]
     if not os.environ.get("LINEPROFILER_LINES"):
         return
     try:
