@@ -18,6 +18,12 @@ baseline.
     .venv/bin/python benchmarks/bench_lines.py [--repeat 11] [--quick] [--only fib]
 
 LINEPROFILER_CLOCK=monotonic in the environment measures the CLOCK_MONOTONIC fallback.
+
+``--children``: the same workloads in 4 spawn workers started by a parent that is unprofiled,
+or that runs LineProfiler(children=True) (so each worker is line-profiled from its start and
+writes its file at exit). Reported: the wall time from start to join of all four, and each
+worker's own CPU time in the workload, profiled over unprofiled, next to the in-process ratio
+of the same workload; medians over repetitions, the two modes alternating.
 """
 
 from __future__ import annotations
@@ -25,9 +31,12 @@ from __future__ import annotations
 import argparse
 import cProfile
 import importlib.util
+import multiprocessing
 import platform
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
@@ -117,14 +126,100 @@ def run_cprofile(name, args):
     return _now() - t0
 
 
+N_WORKERS = 4
+CHILD_WORKLOADS = {"loop": (2_000_000,), "fib": (27,), "stdlib": (1500,)}
+CHILD_QUICK = {"loop": (400_000,), "fib": (23,), "stdlib": (300,)}
+
+
+def _child(profiled: bool, name: str, args: tuple, results) -> None:
+    fn = getattr(PROFILED if profiled else PLAIN, name)
+    t0 = _now()
+    fn(*args)
+    results.put(_now() - t0)
+
+
+def _run_workers(profiled: bool, name: str, args: tuple, out_dir: str) -> tuple[int, list[int]]:
+    """Wall ns from the first start to the last join, and each worker's CPU ns in the workload."""
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    prof = LineProfiler(project_folder=HERE, children=True, output_dir=out_dir) if profiled else None
+    if prof is not None:
+        prof.enable()
+    try:
+        t0 = time.perf_counter_ns()
+        workers = [ctx.Process(target=_child, args=(profiled, name, args, results)) for _ in range(N_WORKERS)]
+        for w in workers:
+            w.start()
+        cpu = [results.get() for _ in workers]
+        for w in workers:
+            w.join()
+        wall = time.perf_counter_ns() - t0
+    finally:
+        if prof is not None:
+            prof.disable()
+    if any(w.exitcode != 0 for w in workers):
+        raise SystemExit(f"a worker failed: exit codes {[w.exitcode for w in workers]}")
+    return wall, cpu
+
+
+def children_main(opts: argparse.Namespace) -> int:
+    repeat = 3 if opts.quick else min(opts.repeat, 5)
+    sizes = CHILD_QUICK if opts.quick else CHILD_WORKLOADS
+    print(
+        f"bench_lines --children: CPython {platform.python_version()}, {N_WORKERS} spawn workers, "
+        f"median of {repeat} repetitions (modes alternating)"
+    )
+    header = (
+        f"{'workload':<8} {'wall unprof.':>13} {'wall prof.':>11} {'wall x':>7} "
+        f"{'child CPU x':>12} {'in-process x':>13}"
+    )
+    print(header)
+    print("-" * len(header))
+    ours = Ours()
+    out_dir = tempfile.mkdtemp(prefix="bench-lines-children-")
+    try:
+        for name in sizes:
+            if opts.only and name not in opts.only:
+                continue
+            args = sizes[name]
+            walls: dict[bool, list[int]] = {False: [], True: []}
+            cpus: dict[bool, list[int]] = {False: [], True: []}
+            for rep in range(repeat):
+                for profiled in ((False, True) if rep % 2 == 0 else (True, False)):
+                    wall, cpu = _run_workers(profiled, name, args, out_dir)
+                    walls[profiled].append(wall)
+                    cpus[profiled].append(int(statistics.median(cpu)))
+            getattr(PLAIN, name)(*args)
+            getattr(PROFILED, name)(*args)
+            inproc = statistics.median(ours(name, args) / run_plain(name, args) for _ in range(repeat))
+            w0, w1 = statistics.median(walls[False]), statistics.median(walls[True])
+            c_ratio = statistics.median(p / u for p, u in zip(cpus[True], cpus[False], strict=True))
+            print(
+                f"{name:<8} {w0 / 1e6:10.0f} ms {w1 / 1e6:8.0f} ms {w1 / w0:6.2f}x {c_ratio:11.2f}x {inproc:12.2f}x"
+            )
+        files = sorted(Path(out_dir).glob("l_*.json"))
+        print(
+            f"wall: start of the first worker to the join of the last (spawn start-up included);\n"
+            f"child CPU: each worker's CPU time in the workload, profiled over unprofiled (median worker);\n"
+            f"in-process: the same workload profiled in this process over unprofiled (CPU time).\n"
+            f"{len(files)} line-stats files were written by the profiled repetitions."
+        )
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=11, help="repetitions (medians reported)")
     ap.add_argument("--quick", action="store_true", help="smaller workloads, 3 repetitions")
     ap.add_argument("--only", choices=sorted(WORKLOADS), action="append", help="run only these workloads")
+    ap.add_argument("--children", action="store_true", help=f"the workloads in {N_WORKERS} spawn workers instead")
     opts = ap.parse_args()
     if opts.repeat < 1:
         ap.error("--repeat must be >= 1")
+    if opts.children:
+        return children_main(opts)
     repeat = 3 if opts.quick else opts.repeat
     sizes = QUICK if opts.quick else WORKLOADS
     ours = Ours()
@@ -154,14 +249,14 @@ def main() -> int:
             rot = order[rep % len(order) :] + order[: rep % len(order)]
             for mode in rot:
                 times[mode].append(modes[mode](name, args))
-        ratio = {m: statistics.median(t / p for t, p in zip(times[m], times["plain"])) for m in modes}
+        ratio = {m: statistics.median(t / p for t, p in zip(times[m], times["plain"], strict=True)) for m in modes}
         base = statistics.median(times["plain"])
         events = ours.line_events(name)
-        extra = statistics.median(t - p for t, p in zip(times["ours"], times["plain"]))
+        extra = statistics.median(t - p for t, p in zip(times["ours"], times["plain"], strict=True))
         per_event = f"{extra / events:8.1f}" if events else f"{'n/a':>8}"
         peer = f"{ratio['peer']:13.2f}x" if "peer" in ratio else f"{'n/a':>14}"
         vs = (
-            f"{statistics.median(a / b for a, b in zip(times['peer'], times['ours'])):11.1f}x"
+            f"{statistics.median(a / b for a, b in zip(times['peer'], times['ours'], strict=True)):11.1f}x"
             if "peer" in times
             else f"{'n/a':>12}"
         )

@@ -1,7 +1,8 @@
 """lineprofiler: hits and time per line of your project, and an always-on accounting layer.
 
 The line layer lives in :mod:`lineprofiler.lines`; the accounting layer in
-:mod:`lineprofiler.accounting`.
+:mod:`lineprofiler.accounting`. ``%load_ext lineprofiler`` loads the IPython magics
+``%lprofile`` and ``%%lprofile`` (:mod:`lineprofiler.integrations.ipython`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["FunctionStats", "LineProfiler", "LineStats", "__version__"]
+__all__ = [
+    "FunctionStats",
+    "LineProfiler",
+    "LineStats",
+    "__version__",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
 
 if TYPE_CHECKING:
     from .lines import FunctionStats, LineProfiler, LineStats
@@ -24,3 +32,17 @@ def __getattr__(name: str) -> Any:
 
         return getattr(lines, name)
     raise AttributeError(f"module 'lineprofiler' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext lineprofiler``: registers ``%lprofile`` and ``%%lprofile``."""
+    from .integrations.ipython import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext lineprofiler``."""
+    from .integrations.ipython import unload_ipython_extension as unload
+
+    unload(ipython)

@@ -1,4 +1,5 @@
-"""The ``lineprofiler`` command: ``report`` and ``compare`` over run directories.
+"""The ``lineprofiler`` command: ``report`` and ``compare`` over run directories; ``run`` (a script
+or module, line-profiled) and ``view`` (saved line profiles).
 
 Exit status: 0 when a report was printed (even with CAVEATS), 2 when nothing could be reported
 or the command line was wrong, 1 for an internal error. Errors are one line on stderr, never a
@@ -12,7 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from . import __version__
 
@@ -36,7 +37,10 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
-        description="Report on runs recorded by lineprofiler.accounting: where a multi-process run spent its time.",
+        description=(
+            "Report on runs recorded by lineprofiler.accounting (report, compare); run a script line-profiled "
+            "and read saved line profiles (run, view)."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -76,7 +80,140 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
     compare.add_argument("--attempt-a", metavar="ID", help="the attempt of A to compare (default: A's newest)")
     compare.add_argument("--attempt-b", metavar="ID", help="the attempt of B to compare (default: B's newest)")
+    _add_run_parser(commands)
+    _add_view_parser(commands)
     return parser
+
+
+_SORT_KEYS = ("time", "hits", "line")
+
+
+def _int_at_least(low: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}: {text!r}")
+        return value
+
+    return parse
+
+
+def _microseconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0: {text!r}")
+    return value
+
+
+def _add_table_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--top", type=_int_at_least(1), default=20, metavar="N", help="the top N lines (default 20)")
+    sub.add_argument(
+        "--functions",
+        type=_int_at_least(0),
+        default=10,
+        metavar="N",
+        help="the line tables of the N slowest functions first (default 10; 0 for none)",
+    )
+    sub.add_argument(
+        "--min-us", type=_microseconds, default=0.0, metavar="US", help="only lines and functions of at least US µs"
+    )
+    sub.add_argument("--sort", choices=_SORT_KEYS, default="time", help="order by time (default), hits or line")
+
+
+def _add_run_parser(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run a script or module as python would, line-profiled, and print its slowest lines",
+        usage=f"{PROG} run [options] (script.py | -m module) [args ...]",
+        description=(
+            "Run script.py (or -m module) exactly as python would, with the line profiler on for the code of "
+            "the project folder (default: the script's git root, else its folder), then print the tables. "
+            "Everything after the script or module name is passed to it."
+        ),
+    )
+    run.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="module", help="run a module, as python -m")
+    run.add_argument("--project", metavar="DIR", help="the project folder whose code is profiled")
+    run.add_argument(
+        "--include", action="append", default=[], metavar="GLOB", help="also profile files matching GLOB (repeatable)"
+    )
+    run.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="leave out files matching GLOB")
+    _add_table_options(run)
+    run.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="also save the line stats: a file, or a directory (then one file per process)",
+    )
+    run.add_argument(
+        "--children",
+        action="store_true",
+        help="also line-profile every Python child process (multiprocessing, subprocess); "
+        "-o then names the directory they write to",
+    )
+    run.add_argument("target", nargs=argparse.REMAINDER, metavar="script.py [args ...]", help=argparse.SUPPRESS)
+
+
+def _add_view_parser(commands: Any) -> None:
+    view = commands.add_parser(
+        "view",
+        help="print saved line profiles, merged over the processes that wrote them",
+        description=(
+            "Print a line-stats file, or every process file of a directory (lineprofiler run -o DIR, "
+            "LineProfiler(children=True)) merged: the same file, function and line summed over processes. "
+            "Processes that left nothing are named."
+        ),
+    )
+    view.add_argument("path", metavar="PATH", help="a line-stats file or a directory of them")
+    view.add_argument("--by-role", action="store_true", help="one set of tables per role (or process kind)")
+    _add_table_options(view)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .lines.runner import RunOptions, run
+
+    target = list(args.target or [])
+    if target and target[0] == "--":
+        target = target[1:]
+    module: list[str] = list(args.module or [])
+    if args.module is not None and not module:
+        raise _UsageError(f"{PROG} run: -m needs a module name (see {PROG} run --help)")
+    if module and target:
+        raise _UsageError(f"{PROG} run: give a script or -m module, not both (see {PROG} run --help)")
+    if not module and not target:
+        raise _UsageError(f"{PROG} run: give a script to run, or -m module (see {PROG} run --help)")
+    opts = RunOptions(
+        script=None if module else target[0],
+        module=module[0] if module else None,
+        args=module[1:] if module else target[1:],
+        project=args.project,
+        include=args.include,
+        exclude=args.exclude,
+        top=args.top,
+        functions=args.functions,
+        min_us=args.min_us,
+        sort=args.sort,
+        output=args.output,
+        children=args.children,
+    )
+    return run(opts)
+
+
+def _view(args: argparse.Namespace) -> int:
+    from .lines.saved import SavedProfile
+    from .lines.view import ViewOptions, render_view
+
+    saved = SavedProfile.load(args.path)
+    options = ViewOptions(
+        top=args.top, functions=args.functions, min_us=args.min_us, sort=args.sort, by_role=args.by_role
+    )
+    sys.stdout.write(render_view(saved, options))
+    return EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -116,17 +253,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 reconfigure(errors="backslashreplace")
             except (ValueError, OSError):
                 pass
+    from .lines.runner import RunError
     from .report.merge import ReportError
+    from .runfiles.linesfile import LinesFileError
 
     try:
         args = build_parser().parse_args(argv)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "view":
+            return _view(args)
         if args.command == "report":
             return _report(args)
         return _compare(args)
     except _UsageError as error:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT
-    except ReportError as error:
+    except (ReportError, RunError, LinesFileError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:

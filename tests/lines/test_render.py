@@ -33,7 +33,7 @@ def printed(method, **kwargs) -> str:
 def table_rows(text: str) -> list[list[str]]:
     """The rows under each dashed rule, split on runs of two or more spaces."""
     rows, inside, header = [], False, ""
-    for prev, line in zip([""] + text.splitlines(), text.splitlines()):
+    for prev, line in zip([""] + text.splitlines(), text.splitlines(), strict=False):
         if set(line) == {"-"}:
             header = prev
             inside = True

@@ -16,18 +16,28 @@ from __future__ import annotations
 
 import linecache
 import os
+import secrets
 import sys
 import threading
 import time
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+from ..runfiles import linesfile
 from . import _tracer
+from .decorate import wrap
 from .project import ProjectFilter, find_project_root
-from .render import check_options, render_global, render_stats
+from .render import HINT_API, check_options, render_global, render_nothing, render_stats
+from .saved import SavedProfile, document_from_stats, host_name, process_info
 from .stats import FunctionStats, LineStats, StatsKey
+
+if TYPE_CHECKING:
+    from .children import Session
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["LineProfiler", "TracerError", "TOOL_NAME"]
 
@@ -48,13 +58,26 @@ _HOOK_EVENTS = (
 )
 
 
+#: Where children=True writes when no output_dir is given (relative to the working directory).
+DEFAULT_OUTPUT_DIR = os.path.join("profile", "lines")
+
+# Profilers that record in the background (a child process's, the runner's) and step aside
+# while one of the program's own profilers records, instead of making its enable() fail.
+_YIELDING: weakref.WeakSet[LineProfiler] = weakref.WeakSet()
+
+
 class TracerError(RuntimeError):
     """The tracer met an error inside a callback and stopped recording; ``__cause__`` is the
     original. What was recorded before it is kept and get_stats() still returns it."""
 
 
+def _monitoring() -> Any:
+    """``sys.monitoring`` (3.12+; the type checker is set to 3.11, which has none)."""
+    return sys.monitoring  # type: ignore[attr-defined]
+
+
 def _acquire_tool_id() -> int:
-    mon = sys.monitoring
+    mon = _monitoring()
     for tool in _TOOL_ORDER:
         if mon.get_tool(tool) is None:
             try:
@@ -70,7 +93,7 @@ def _acquire_tool_id() -> int:
 
 
 def _release_tool_id(tool: int, events: Iterable[int]) -> None:
-    mon = sys.monitoring
+    mon = _monitoring()
     if mon.get_tool(tool) != TOOL_NAME:
         return  # someone freed and re-took it: it is not ours to clean
     mon.set_events(tool, 0)
@@ -89,9 +112,16 @@ class LineProfiler:
     ``exclude=`` globs adjust that, include winning over exclude.
 
     Enable it with ``with profiler:`` (re-entrant) or ``enable()``/``disable()``, which nest the
-    same way: recording stops when every enable has been matched by a disable. Only one
-    LineProfiler records at a time in a process: enabling a second one while another is enabled
-    raises ``RuntimeError``.
+    same way: recording stops when every enable has been matched by a disable; or decorate
+    functions with ``@profiler`` (on while they run). Only one LineProfiler records at a time in
+    a process: enabling a second one while another is enabled raises ``RuntimeError``.
+
+    Under IPython, the code of notebook cells is included automatically.
+
+    ``children=True``: every Python child process started while enabled (multiprocessing with
+    any start method, ``subprocess``) is line-profiled with the same settings, and each process
+    (this one included) writes its own file into ``output_dir`` (default ``profile/lines``);
+    ``LineProfiler.load(output_dir)`` or ``lineprofiler view`` merges them.
     """
 
     def __init__(
@@ -100,15 +130,34 @@ class LineProfiler:
         *,
         include: str | Iterable[str] | None = None,
         exclude: str | Iterable[str] | None = None,
+        children: bool = False,
+        output_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         folder = find_project_root() if project_folder is None else project_folder
         self._filter = ProjectFilter(folder, include=include, exclude=exclude)
+        self._filter.include += _notebook_cell_globs()
+        if not isinstance(children, bool):
+            raise TypeError(f"children must be True or False, not {type(children).__name__}")
+        self.children = children
+        self.output_dir: Path | None = None
+        if output_dir is not None or children:
+            chosen = output_dir if output_dir is not None else DEFAULT_OUTPUT_DIR
+            self.output_dir = Path(os.path.abspath(os.fspath(chosen)))
+        self._session: Session | None = None
+        self._holds = 0
+        self._yields = False
+        self._paused = False
+        self._paused_for_me: LineProfiler | None = None
+        #: Decorated calls that ran unprofiled because another LineProfiler was recording.
+        self.skipped_calls = 0
+        self._created_unix_ns = time.time_ns()
+        self._file_id = secrets.token_hex(4)
         self._tracer = _tracer.Tracer(self._filter)
         self._lock = threading.RLock()
         self._depth = 0
         self._tool: int | None = None
         self._events: tuple[int, ...] = ()
-        self._hooks: list[object] = []
+        self._hooks: list[Any] = []
         self._prev_thread_trace: object = None
         self._thread_hook: object = None
         self._wall_ns = 0
@@ -145,6 +194,8 @@ class LineProfiler:
         with self._lock:
             if self._depth == 0:
                 self._start()
+                if self.children:
+                    self._begin_children()
             self._depth += 1
 
     def disable(self) -> None:
@@ -153,13 +204,65 @@ class LineProfiler:
         Raises TracerError if the tracer met an error while recording (once; the data recorded
         before the error is kept).
         """
+        if self._drop_level():
+            self._raise_deferred()
+
+    def _drop_level(self) -> bool:
         with self._lock:
             if self._depth == 0:
-                return
+                return False
             self._depth -= 1
-            if self._depth == 0:
+            if self._depth:
+                return True
+            self._stop()
+            session = self._session
+        if session is not None and session.root:
+            session.end("stopped")
+        return True
+
+    def _stop_all(self) -> None:
+        """Off now, whatever the nesting; never raises (the error stays for get_stats())."""
+        with self._lock:
+            if self._depth:
+                self._depth = 0
                 self._stop()
-        self._raise_deferred()
+
+    def _begin_children(self) -> None:
+        from .children import Config, Session
+
+        if self._session is None:
+            assert self.output_dir is not None
+            config = Config(
+                output_dir=str(self.output_dir),
+                project_folder=str(self._filter.folder),
+                include=self._filter.include,
+                exclude=self._filter.exclude,
+                root_pid=os.getpid(),
+            )
+            self._session = Session(self, config, root=True, label="main")
+        try:
+            self._session.begin()
+        except OSError as error:
+            self._stop()
+            raise OSError(f"lineprofiler: cannot use output_dir {str(self.output_dir)!r}: {error}") from None
+
+    # -- as a decorator ----------------------------------------------------------------------
+
+    def __call__(self, func: F) -> F:
+        """``@profiler``: the profiler is on while ``func`` runs (each step of a generator or
+        coroutine); nests with ``with profiler:``; see :mod:`lineprofiler.lines.decorate`."""
+        return wrap(self, func)
+
+    def _enter_call(self) -> bool:
+        try:
+            self.enable()
+        except RuntimeError:  # another LineProfiler records, or no tool id: run unprofiled
+            self.skipped_calls += 1
+            return False
+        return True
+
+    def _exit_call(self) -> None:
+        self._drop_level()  # an internal error stays for the next disable() or get_stats()
 
     def __enter__(self) -> LineProfiler:
         self.enable()
@@ -175,21 +278,69 @@ class LineProfiler:
 
     def _start(self) -> None:
         tracer = self._tracer
-        tracer.start()  # RuntimeError when another profiler records
+        try:
+            tracer.start()  # RuntimeError when another profiler records
+        except RuntimeError:
+            holder = next((p for p in list(_YIELDING) if p is not self and p._tracer.started), None)
+            if holder is None:
+                raise
+            holder._pause()
+            try:
+                tracer.start()
+            except BaseException:
+                holder._resume()
+                raise
+            self._paused_for_me = holder
         try:
             if _tracer.MONITORING:
-                self._start_monitoring()
+                if self._tool is None:  # else still hooked (held): switching the tracer on is all
+                    self._start_monitoring()
             else:
                 self._prev_thread_trace = threading.gettrace()
                 self._thread_hook = tracer.hook("thread")
-                threading.settrace(self._thread_hook)  # type: ignore[arg-type]
+                threading.settrace(self._thread_hook)
         except BaseException:
             tracer.stop()
+            self._resume_holder()
             raise
         self._since = time.perf_counter_ns()
 
+    @property
+    def _yields(self) -> bool:
+        """Whether this profiler steps aside for another one (a background profiler)."""
+        return self in _YIELDING
+
+    @_yields.setter
+    def _yields(self, value: bool) -> None:
+        if value:
+            _YIELDING.add(self)
+        else:
+            _YIELDING.discard(self)
+
+    def _pause(self) -> None:
+        with self._lock:
+            if self._depth and not self._paused:
+                self._stop()
+                self._paused = True
+
+    def _resume(self) -> None:
+        with self._lock:
+            if self._paused:
+                self._paused = False
+                if self._depth:
+                    try:
+                        self._start()
+                    except Exception as error:  # stays off; what it had is kept
+                        if self._session is not None:
+                            self._session.errors.append(f"could not resume recording: {error!r}")
+
+    def _resume_holder(self) -> None:
+        holder, self._paused_for_me = self._paused_for_me, None
+        if holder is not None:
+            holder._resume()
+
     def _start_monitoring(self) -> None:
-        mon = sys.monitoring
+        mon = _monitoring()
         tool = _acquire_tool_id()
         events = tuple(getattr(mon.events, name) for _, name in _HOOK_EVENTS)
         try:
@@ -202,8 +353,8 @@ class LineProfiler:
                         mon.register_callback(tool, value, None)
                     except ValueError:  # an event a later CPython takes no callback for
                         pass
-            hooks = [self._tracer.hook(kind) for kind, _ in _HOOK_EVENTS]
-            for event, hook in zip(events, hooks):
+            hooks = [self._tracer.hook(kind) for kind, _ in _HOOK_EVENTS]  # type: ignore[arg-type]
+            for event, hook in zip(events, hooks, strict=True):
                 mon.register_callback(tool, event, hook)
             mask = 0
             for event in events:
@@ -220,6 +371,9 @@ class LineProfiler:
         self._tool, self._events, self._hooks = tool, events, hooks
 
     def _stop(self) -> None:
+        if self._paused:  # stepped aside: already stopped
+            self._paused = False
+            return
         tracer = self._tracer
         # Stop the tracer first: its open lines end now, not after the unhooking below (which
         # re-instruments code on 3.12+ and would be billed to the line that ends the block).
@@ -228,14 +382,35 @@ class LineProfiler:
             self._wall_ns += time.perf_counter_ns() - self._since
             self._since = None
         if _tracer.MONITORING:
-            tool, self._tool = self._tool, None
-            if tool is not None:
-                _release_tool_id(tool, self._events)
-            self._hooks = []
+            if not self._holds:
+                self._unhook()
         else:
             if threading.gettrace() is self._thread_hook:  # else someone replaced it: keep theirs
                 threading.settrace(self._prev_thread_trace)  # type: ignore[arg-type]
             self._prev_thread_trace = self._thread_hook = None
+        self._resume_holder()
+
+    def _unhook(self) -> None:
+        tool, self._tool = self._tool, None
+        if tool is not None:
+            _release_tool_id(tool, self._events)
+        self._hooks = []
+
+    def _hold(self) -> None:
+        """Keep the sys.monitoring hooks between steps of a decorated generator or coroutine.
+
+        Hooking and unhooking make CPython re-instrument every code object it runs next, tens
+        of microseconds that would land on the line a generator resumes at. While held, off
+        only switches the tracer off (its callbacks return at once); the hooks go when the
+        last holder lets go and nothing is enabled."""
+        with self._lock:
+            self._holds += 1
+
+    def _unhold(self) -> None:
+        with self._lock:
+            self._holds -= 1
+            if not self._holds and not self._depth and _tracer.MONITORING and self._tool is not None:
+                self._unhook()
 
     def _raise_deferred(self) -> None:
         err = self._tracer.take_error()
@@ -272,6 +447,16 @@ class LineProfiler:
         a key (a function defined again, a module re-run) are added together.
         """
         self._raise_deferred()
+        return self._build_stats()
+
+    def _collect_quietly(self, errors: list[str]) -> dict[StatsKey, FunctionStats]:
+        """get_stats() that never raises: an internal error of the tracer goes into ``errors``."""
+        err = self._tracer.take_error()
+        if err is not None:
+            errors.append(f"the tracer stopped recording after an internal error: {err!r}")
+        return self._build_stats()
+
+    def _build_stats(self) -> dict[StatsKey, FunctionStats]:
         with self._lock:
             raw = self._tracer.collect()
         merged: dict[StatsKey, dict[int, list[int]]] = {}
@@ -306,15 +491,19 @@ class LineProfiler:
         """Per function (total time at least ``min_time_us``): file, qualname, total time, and a
         table of line, hits, time, time per hit, % of the function and source. ``sort_by`` is
         ``'time'``, ``'hits'`` or ``'line'`` and orders functions and lines; ``top_n_lines``
-        keeps that many lines per function."""
+        keeps that many lines per function. When the profiler ran but recorded nothing, says
+        which folder it traced and what ran outside it."""
         check_options(sort_by, min_time_us, top_n_lines, "top_n_lines")
-        text = render_stats(
-            self.get_stats(),
-            min_time_us=min_time_us,
-            top_n_lines=top_n_lines,
-            sort_by=sort_by,
-            root=self._filter.folder,
-        )
+        stats = self.get_stats()
+        text = self.nothing_recorded() if not stats else None
+        if text is None:
+            text = render_stats(
+                stats,
+                min_time_us=min_time_us,
+                top_n_lines=top_n_lines,
+                sort_by=sort_by,
+                root=self._filter.folder,
+            )
         (file if file is not None else sys.stdout).write(text)
 
     def print_global_top_stats(
@@ -327,15 +516,81 @@ class LineProfiler:
         """The top ``top_n`` lines over all functions (each at least ``min_time_us``), as
         ``file:line function``, ordered by ``sort_by`` (``'time'``, ``'hits'`` or ``'line'``)."""
         check_options(sort_by, min_time_us, top_n, "top_n")
-        text = render_global(
-            self.get_stats(),
-            top_n=top_n,
-            min_time_us=min_time_us,
-            sort_by=sort_by,
-            root=self._filter.folder,
-            total_ns=self.wall_time_ns,
-        )
+        stats = self.get_stats()
+        text = self.nothing_recorded() if not stats else None
+        if text is None:
+            text = render_global(
+                stats,
+                top_n=top_n,
+                min_time_us=min_time_us,
+                sort_by=sort_by,
+                root=self._filter.folder,
+                total_ns=self.wall_time_ns,
+            )
         (file if file is not None else sys.stdout).write(text)
+
+    def nothing_recorded(self, *, hint: str = HINT_API) -> str | None:
+        """When the profiler has been on but no project line ran: the explanation (the folder
+        traced, how many code objects ran outside it, files outside it that are neither the
+        standard library nor installed packages, and what to pass). None otherwise."""
+        if self.wall_time_ns == 0 or self._tracer.n_codes:
+            return None
+        return render_nothing(self._filter.folder, self._tracer.n_foreign, self._filter.outside_files(), hint=hint)
+
+    # -- saving ------------------------------------------------------------------------------
+
+    def _profile_info(self, *, children: bool | None = None) -> dict[str, Any]:
+        return {
+            "project_folder": str(self._filter.folder),
+            "include": list(self._filter.include),
+            "exclude": list(self._filter.exclude),
+            "clock": self.clock,
+            "wall_ns": self.wall_time_ns,
+            "codes_outside": self._tracer.n_foreign,
+            "children": self.children if children is None else children,
+        }
+
+    def dump(self, path: str | os.PathLike[str]) -> Path:
+        """Save what was recorded as a line-stats file (a documented, versioned JSON; see
+        :mod:`lineprofiler.runfiles.linesfile`) and return its path. ``path`` is a file, or an
+        existing directory (or one ending in ``/``), into which ``l_<host>_<pid>_<id>.json`` is
+        written. Written atomically; OSError when it cannot be. An internal error of the tracer
+        is recorded in the file rather than raised."""
+        target = Path(os.fspath(path))
+        if target.is_dir() or os.fspath(path).endswith(("/", os.sep)):
+            target.mkdir(parents=True, exist_ok=True)
+            target = target / linesfile.lines_file_name(host_name(), os.getpid(), self._file_id)
+        errors: list[str] = []
+        stats = self._collect_quietly(errors)
+        process = process_info("dumped", start_unix_ns=self._created_unix_ns, label="main")
+        document = document_from_stats(stats, process=process, profile=self._profile_info(), errors=errors)
+        linesfile.write_lines_file(target, document)
+        return target
+
+    #: The name line_profiler's users reach for.
+    dump_stats = dump
+
+    @staticmethod
+    def load(path: str | os.PathLike[str]) -> SavedProfile:
+        """Read a line-stats file, or every process file in a directory (merged: the same file,
+        function and line summed over processes). The result has ``get_stats()``,
+        ``print_stats()`` and ``print_global_top_stats()``. Raises
+        :class:`~lineprofiler.runfiles.linesfile.LinesFileError` with a one-line reason for a
+        missing, corrupt or foreign file, and ``NewerSchemaError`` for one written by a newer
+        lineprofiler."""
+        return SavedProfile.load(path)
+
+
+def _notebook_cell_globs() -> tuple[str, ...]:
+    """Globs for the file names of notebook cells when running under IPython, else ()."""
+    if "IPython" not in sys.modules:
+        return ()
+    try:
+        from ..integrations.ipython import cell_globs
+
+        return tuple(cell_globs())
+    except Exception:
+        return ()
 
 
 def _source_line(filename: str, lineno: int) -> str | None:

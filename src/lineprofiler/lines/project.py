@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
+import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
 from types import CodeType
@@ -117,6 +119,12 @@ class ProjectFilter:
         self._by_filename: dict[str, bool] = {}
         self._venv_dirs: dict[str, bool] = {}
 
+    @property
+    def _absolute_includes(self) -> tuple[str, ...]:
+        # An absolute glob ("/tmp/ipykernel_*/*") names files by their full path, also inside
+        # the folder.
+        return tuple(g for g in self.include if g.startswith("/"))
+
     def __repr__(self) -> str:
         return f"ProjectFilter({str(self.folder)!r}, include={self.include!r}, exclude={self.exclude!r})"
 
@@ -145,11 +153,28 @@ class ProjectFilter:
             )
         rel = real[len(self._prefix) :].replace(os.sep, "/")
         parts = tuple(rel.split("/"))
-        if self.include and _matches(self.include, rel, parts):
+        if self.include and (_matches(self.include, rel, parts) or _matches(self._absolute_includes, real, ())):
             return True
         if _matches(DEFAULT_EXCLUDES, rel, parts[:-1]) or _matches(self.exclude, rel, parts):
             return False
         return not self._in_venv(parts[:-1])
+
+    def outside_files(self) -> list[str]:
+        """The files decided "not ours" so far that are neither the standard library nor an
+        installed package: where the user's own code ran if it was not in the folder."""
+        skip = _library_prefixes()
+        out = []
+        for filename, ours in self._by_filename.items():
+            if ours or filename.startswith("<frozen "):
+                continue
+            if not (filename.startswith("<") and filename.endswith(">")):
+                real = os.path.realpath(filename)
+                if real == _OWN_PACKAGE or real.startswith(_OWN_PACKAGE + os.sep):
+                    continue
+                if any(real.startswith(prefix) for prefix in skip):
+                    continue
+            out.append(filename)
+        return sorted(out)
 
     def _in_venv(self, dirs: tuple[str, ...]) -> bool:
         """True when a folder between the project root and the file holds a ``pyvenv.cfg``."""
@@ -162,3 +187,15 @@ class ProjectFilter:
             if known:
                 return True
         return False
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    """Folders of the standard library and installed packages, each ending in a separator."""
+    found: set[str] = set()
+    for scheme_key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        value = sysconfig.get_paths().get(scheme_key)
+        if value:
+            found.add(os.path.realpath(value))
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        found.add(os.path.realpath(os.path.join(prefix, "lib")))
+    return tuple(p.rstrip(os.sep) + os.sep for p in found)

@@ -12,7 +12,19 @@ from pathlib import Path
 
 from .stats import FunctionStats, LineStats, StatsKey
 
-__all__ = ["SORT_KEYS", "check_options", "format_ns", "render_global", "render_stats"]
+__all__ = [
+    "HINT_API",
+    "HINT_CLI",
+    "HINT_MAGIC",
+    "SORT_KEYS",
+    "check_options",
+    "format_ns",
+    "render_global",
+    "render_nothing",
+    "render_report",
+    "render_stats",
+    "top_functions",
+]
 
 SORT_KEYS: tuple[str, ...] = ("time", "hits", "line")
 UNAVAILABLE = "<source unavailable>"
@@ -154,7 +166,7 @@ def render_global(
     header += f"{'Location':<{loc_w}}  {'Function':<{fn_w}}  Source"
     out.append(header)
     out.append("-" * len(header))
-    for i, ((f, ln), loc) in enumerate(zip(shown, locs), 1):
+    for i, ((f, ln), loc) in enumerate(zip(shown, locs, strict=True), 1):
         per_hit = format_ns(ln.time_ns / ln.hits) if ln.hits else "-"
         src = ln.source.strip() if ln.source is not None else UNAVAILABLE
         row = f"{i:>4}  {format_ns(ln.time_ns):>11}  {ln.hits:>12,}  {per_hit:>10}  "
@@ -164,3 +176,71 @@ def render_global(
         row += f"{loc:<{loc_w}}  {f.qualname:<{fn_w}}  {src}"
         out.append(row)
     return "\n".join(out) + "\n"
+
+
+#: How to widen what is profiled, in the words of each front end.
+HINT_API = "project_folder= (the folder that holds it) or include= globs"
+HINT_CLI = "--project DIR (the folder that holds it) or --include GLOB"
+HINT_MAGIC = "-p DIR (the folder that holds it) or -i GLOB"
+
+
+def render_nothing(
+    folder: str | os.PathLike[str],
+    codes_outside: int | None,
+    outside_files: list[str],
+    *,
+    hint: str = HINT_API,
+) -> str:
+    """What to say when a profiler was on but no line of the project ran: which folder was
+    traced, how much code ran outside it, and what to pass (``hint``) to profile that code."""
+    out = ["No line timings recorded: no code of the project folder ran while the profiler was on."]
+    out.append(f"  Project folder traced: {os.fspath(folder)}")
+    if codes_outside:
+        out.append(f"  Code objects that ran outside it: {codes_outside:,}")
+    if outside_files:
+        shown = ", ".join(outside_files[:3])
+        more = f" and {len(outside_files) - 3:,} more" if len(outside_files) > 3 else ""
+        out.append(f"  Files outside it that ran (the standard library and installed packages left out): {shown}{more}")
+    out.append(f"  To profile other code, pass {hint}")
+    out.append("  (a glob without / matches a path component, with / a path; '<string>' matches exec'd strings).")
+    return "\n".join(out) + "\n"
+
+
+def top_functions(
+    stats: Mapping[StatsKey, FunctionStats], n: int | None, sort_by: str
+) -> dict[StatsKey, FunctionStats]:
+    """The first ``n`` functions in ``sort_by`` order (all when ``n`` is None)."""
+    if n is None or n >= len(stats):
+        return dict(stats)
+    order = _func_order(sort_by)
+    keep = sorted(stats.values(), key=order)[:n]
+    return {f.key: f for f in keep}
+
+
+def render_report(
+    stats: Mapping[StatsKey, FunctionStats],
+    *,
+    functions: int | None = 10,
+    top_n: int | None = 20,
+    min_time_us: float = 0,
+    sort_by: str = "time",
+    root: Path | None = None,
+    total_ns: int | None = None,
+) -> str:
+    """What ``lineprofiler run``, ``view`` and the notebook magic print: the tables of the first
+    ``functions`` functions (None: all, 0: none), then the top ``top_n`` lines over all of them."""
+    check_options(sort_by, min_time_us, top_n, "top_n")
+    min_ns = min_time_us * 1e3
+    parts = []
+    if functions != 0:
+        kept = {k: f for k, f in stats.items() if f.time_ns >= min_ns}
+        chosen = top_functions(kept, functions, sort_by)
+        if chosen or not stats:
+            parts.append(render_stats(chosen, min_time_us=min_time_us, sort_by=sort_by, root=root))
+        if len(kept) > len(chosen) and chosen:
+            parts.append(f"({len(chosen)} of {len(kept)} functions shown)\n\n")
+    if stats or not parts:
+        parts.append(
+            render_global(stats, top_n=top_n, min_time_us=min_time_us, sort_by=sort_by, root=root, total_ns=total_ns)
+        )
+    return "".join(parts)

@@ -1,0 +1,209 @@
+"""Saved line profiles: the document a profiler writes, and what reading files back gives.
+
+Nothing here imports the C tracer: ``lineprofiler view`` and ``LineProfiler.load()`` work on a
+machine that only has the files. The file format itself is :mod:`lineprofiler.runfiles.linesfile`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+import os
+import socket
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from ..runfiles import linesfile
+from ..runfiles.linesfile import LinesFile, MergedLines
+from .render import check_options, render_global, render_nothing, render_stats
+from .stats import FunctionStats, LineStats, StatsKey
+
+__all__ = ["SavedProfile", "document_from_stats", "host_name", "process_info", "source_sha256"]
+
+ENV_ROLE = "LINEPROFILER_ROLE"
+ENV_HOST = "LINEPROFILER_HOST"
+
+
+def host_name() -> str:
+    """``LINEPROFILER_HOST`` if set, else this machine's host name (as the accounting layer)."""
+    return os.environ.get(ENV_HOST) or socket.gethostname() or "localhost"
+
+
+def process_info(
+    status: str,
+    *,
+    start_unix_ns: int,
+    label: str | None = None,
+    role: str | None = None,
+    signal: str | None = None,
+    exit_code: int | None = None,
+    pid: int | None = None,
+    parent_pid: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``process`` object of a file written by this process now. ``extra`` adds keys of the
+    writer's own (an accounting worker's ``run_id`` and ``attempt``): readers ignore keys they
+    do not know."""
+    return {
+        **(extra or {}),
+        "pid": os.getpid() if pid is None else pid,
+        "parent_pid": os.getppid() if parent_pid is None else parent_pid,
+        "host": host_name(),
+        "argv": [str(a) for a in sys.argv],
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "role": role if role is not None else (os.environ.get(ENV_ROLE) or None),
+        "label": label,
+        "start_unix_ns": int(start_unix_ns),
+        "end_unix_ns": None if status == "started" else time.time_ns(),
+        "status": status,
+        "signal": signal,
+        "exit_code": exit_code,
+    }
+
+
+def source_sha256(filename: str) -> str | None:
+    """The sha256 of the source text linecache has for ``filename`` (what the tables print), or
+    None when there is none."""
+    lines = linecache.getlines(filename)
+    if not lines:
+        return None
+    return hashlib.sha256("".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def document_from_stats(
+    stats: Mapping[StatsKey, FunctionStats],
+    *,
+    process: Mapping[str, Any],
+    profile: Mapping[str, Any],
+    errors: list[str] | tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A line-stats document from get_stats() output; source hashes are read here."""
+    hashes: dict[str, str | None] = {}
+    for filename, _, _ in stats:
+        if filename not in hashes:
+            try:
+                hashes[filename] = source_sha256(filename)
+            except Exception:  # an unreadable or odd file: no hash, never an error
+                hashes[filename] = None
+    functions = (
+        (f.filename, f.first_lineno, f.qualname, [(x.lineno, x.hits, x.time_ns, x.source) for x in f.lines.values()])
+        for f in stats.values()
+    )
+    return linesfile.build_document(process=process, profile=profile, functions=functions, files=hashes, errors=errors)
+
+
+def _function_stats(merged: MergedLines) -> dict[StatsKey, FunctionStats]:
+    out: dict[StatsKey, FunctionStats] = {}
+    for fn in merged.functions.values():
+        filename = fn.file if fn.variant is None else f"{fn.file} [source {fn.variant}]"
+        lines = {
+            x.lineno: LineStats(x.lineno, x.hits, x.time_ns, x.source) for x in sorted(fn.lines.values(), key=_lineno)
+        }
+        key = (filename, fn.first_line, fn.qualname)
+        out[key] = FunctionStats(filename, fn.first_line, fn.qualname, sum(x.time_ns for x in lines.values()), lines)
+    return out
+
+
+def _lineno(line: Any) -> int:
+    return int(line.lineno)
+
+
+class SavedProfile:
+    """Line stats read back from files: one process's, or several merged (same file, function
+    and line summed). ``get_stats()``, ``print_stats()`` and ``print_global_top_stats()`` work as
+    on a :class:`~lineprofiler.LineProfiler`.
+
+    ``processes`` are the files read; ``problems`` one line per file that could not be used;
+    ``merged.conflicts`` the files whose source differed between processes (their other
+    versions appear as functions of their own, named ``file [source <hash8>]``)."""
+
+    def __init__(self, files: list[LinesFile], problems: list[str] | None = None, path: Path | None = None) -> None:
+        self.processes: list[LinesFile] = list(files)
+        self.problems: list[str] = list(problems or [])
+        self.path = path
+        self.merged: MergedLines = linesfile.merge_lines(self.processes)
+        self._stats: dict[StatsKey, FunctionStats] | None = None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> SavedProfile:
+        """Read a file, or every process file of a directory. Raises
+        :class:`~lineprofiler.runfiles.linesfile.LinesFileError` (with a one-line reason) when
+        nothing usable is there, and its subclass ``NewerSchemaError`` for a file written by a
+        newer lineprofiler."""
+        files, problems = linesfile.load_lines(path)
+        return cls(files, problems, Path(path))
+
+    def __repr__(self) -> str:
+        return f"<SavedProfile {len(self.processes)} process(es) from {str(self.path)!r}>"
+
+    @property
+    def project_folder(self) -> Path | None:
+        """The project folder, when every process profiled the same one."""
+        folders = {p.profile["project_folder"] for p in self.processes}
+        return Path(folders.pop()) if len(folders) == 1 else None
+
+    @property
+    def wall_time_ns(self) -> int:
+        """Summed over processes: the time each had its profiler enabled."""
+        return self.merged.wall_ns
+
+    def get_stats(self) -> dict[StatsKey, FunctionStats]:
+        if self._stats is None:
+            self._stats = _function_stats(self.merged)
+        return dict(self._stats)
+
+    def _nothing(self) -> str | None:
+        if self._stats_nonempty():
+            return None
+        finished = [p for p in self.processes if p.finished]
+        if not finished:
+            return None
+        first = finished[0]
+        outside = sum(int(p.profile.get("codes_outside") or 0) for p in finished)
+        return render_nothing(first.profile["project_folder"], outside, [])
+
+    def _stats_nonempty(self) -> bool:
+        return bool(self.merged.functions)
+
+    def print_stats(
+        self,
+        min_time_us: float = 0,
+        top_n_lines: int | None = None,
+        sort_by: str = "time",
+        file: IO[str] | None = None,
+    ) -> None:
+        """As :meth:`LineProfiler.print_stats <lineprofiler.LineProfiler.print_stats>`."""
+        check_options(sort_by, min_time_us, top_n_lines, "top_n_lines")
+        text = self._nothing() or render_stats(
+            self.get_stats(),
+            min_time_us=min_time_us,
+            top_n_lines=top_n_lines,
+            sort_by=sort_by,
+            root=self.project_folder,
+        )
+        (file if file is not None else sys.stdout).write(text)
+
+    def print_global_top_stats(
+        self,
+        top_n: int | None = 20,
+        min_time_us: float = 0,
+        sort_by: str = "time",
+        file: IO[str] | None = None,
+    ) -> None:
+        """As :meth:`LineProfiler.print_global_top_stats
+        <lineprofiler.LineProfiler.print_global_top_stats>`; ``% wall`` is shown for a single
+        process only (the wall times of processes overlap)."""
+        check_options(sort_by, min_time_us, top_n, "top_n")
+        total = self.wall_time_ns if len(self.processes) == 1 else None
+        text = self._nothing() or render_global(
+            self.get_stats(),
+            top_n=top_n,
+            min_time_us=min_time_us,
+            sort_by=sort_by,
+            root=self.project_folder,
+            total_ns=total,
+        )
+        (file if file is not None else sys.stdout).write(text)

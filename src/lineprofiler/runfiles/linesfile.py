@@ -1,0 +1,592 @@
+"""The line-stats file: what one process's line profile holds, written and read only here.
+
+A line-stats file is the saved result of one :class:`lineprofiler.LineProfiler` in one process:
+``profiler.dump(path)`` writes one, ``lineprofiler run -o`` writes one, and every child process
+profiled with ``children=True`` writes its own into the output directory. This module builds,
+validates, reads and merges them; it imports no C module and nothing from the profilers, so
+``lineprofiler view`` and the report read these files where only the files are.
+
+Schema version 1, a JSON object (UTF-8). Keys marked * are required; readers ignore keys they
+do not know, so later versions may add keys without a schema break. A file whose
+``schema_version`` is newer than :data:`SCHEMA_VERSION` is refused with a clear reason. Times
+are integer nanoseconds.
+
+``schema_version``\\* (int), ``kind``\\* (``"lineprofiler-lines"``)
+
+``process``\\* object, who wrote the file:
+    ``pid``\\* int, ``parent_pid``\\* int, ``host``\\* str, ``argv``\\* list of str,
+    ``python``\\* str (``"3.12.1"``), ``role``: str or null (``LINEPROFILER_ROLE``, or set by
+    the program), ``label``: str or null (what the process is when it has no role: ``"main"``
+    for the process that started profiling, a multiprocessing process kind such as
+    ``"SpawnPoolWorker"``, or the script a subprocess ran), ``start_unix_ns``\\* int,
+    ``end_unix_ns``: int or null, ``status``\\* str: ``"started"`` (written when a child began,
+    before it had anything to say; a file still saying so was left by a process that ended
+    without writing, e.g. SIGKILL), ``"exited"`` (written at exit), ``"signalled"`` (written
+    from SIGTERM, SIGUSR1 or SIGHUP), ``"dumped"`` (an explicit ``dump()``) or ``"stopped"``
+    (the profiler was switched off); ``signal``: str or null; ``exit_code``: int or null.
+
+``profile``\\* object, how it was profiled:
+    ``project_folder``\\* str, ``include`` / ``exclude``: list of str, ``clock``\\* str
+    (``"tsc"`` or ``"monotonic"``), ``wall_ns``\\* int (time the profiler was enabled),
+    ``codes_outside``: int or null (code objects that ran outside the project while enabled),
+    ``children``: bool (child processes were profiled too).
+
+``files``\\* object: source file name (as in ``co_filename``) -> object with ``sha256``: str or
+    null (the hash of the source text the process saw; null when it had none). Two processes
+    whose hashes of one file differ ran different code under the same line numbers: the merge
+    keeps them apart rather than adding them.
+
+``functions``\\* list of objects, one per function (code object key) that recorded a line:
+    ``file``\\* str, ``first_line``\\* int, ``qualname``\\* str, ``lines``\\* list of
+    ``[line, hits, time_ns, source]`` (``source`` is the line's text, or null when it could not
+    be read).
+
+``errors``: list of str, failures inside the profiler that were recorded instead of raised.
+
+Files of a profiled process tree are named ``l_<host>_<pid>_<uuid8>.json`` (see
+:func:`lines_file_name`) and are written by temp file + rename, so a reader sees a whole file or
+none. :func:`merge_lines` adds a list of read files together by (file, function, line).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .workerfile import sanitize_component, write_atomic
+
+__all__ = [
+    "KIND",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "FunctionRecord",
+    "LineRecord",
+    "LinesFile",
+    "LinesFileError",
+    "MergedFunction",
+    "MergedLine",
+    "MergedLines",
+    "NewerSchemaError",
+    "SourceConflict",
+    "build_document",
+    "find_lines_files",
+    "lines_file_name",
+    "load_lines",
+    "merge_lines",
+    "parse_lines_bytes",
+    "read_lines_file",
+    "validate",
+    "write_lines_file",
+]
+
+SCHEMA_VERSION = 1
+KIND = "lineprofiler-lines"
+STATUSES = ("started", "exited", "signalled", "dumped", "stopped")
+_FILE_RE = re.compile(r"^l_.+_\d+_[0-9a-f]{8}\.json$")
+_INT_LIMIT = 2**63
+_NONE = type(None)
+#: How deep under a directory find_lines_files looks (an accounting run directory keeps them
+#: in ``lines/<host>/``).
+_MAX_DEPTH = 3
+
+
+class LinesFileError(Exception):
+    """A line-stats file that cannot be used; ``str()`` is a one-line reason with the path."""
+
+
+class NewerSchemaError(LinesFileError):
+    """A line-stats file written by a newer lineprofiler than this one."""
+
+
+# -- records ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LineRecord:
+    lineno: int
+    hits: int
+    time_ns: int
+    source: str | None
+
+
+@dataclass(frozen=True)
+class FunctionRecord:
+    file: str
+    first_line: int
+    qualname: str
+    lines: tuple[LineRecord, ...]
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.file, self.first_line, self.qualname)
+
+
+@dataclass(frozen=True)
+class LinesFile:
+    """One read file: the document's parts, checked."""
+
+    path: Path | None
+    process: dict[str, Any]
+    profile: dict[str, Any]
+    files: dict[str, str | None]
+    functions: tuple[FunctionRecord, ...]
+    errors: tuple[str, ...] = ()
+
+    @property
+    def pid(self) -> int:
+        return int(self.process["pid"])
+
+    @property
+    def status(self) -> str:
+        return str(self.process["status"])
+
+    @property
+    def role(self) -> str | None:
+        return self.process.get("role")
+
+    @property
+    def group(self) -> str:
+        """What ``--by-role`` groups by: the role, else the label, else ``"(no role)"``."""
+        return self.process.get("role") or self.process.get("label") or "(no role)"
+
+    @property
+    def finished(self) -> bool:
+        """False for a ``"started"`` file: the process ended (or still runs) without writing."""
+        return self.status != "started"
+
+    def describe(self) -> str:
+        """``pid 123 (actor) on host`` for messages."""
+        who = self.role or self.process.get("label")
+        return f"pid {self.pid}" + (f" ({who})" if who else "") + f" on {self.process['host']}"
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def _text(value: object) -> str:
+    """Any str as text a JSON reader accepts: lone surrogates (undecodable file names and
+    arguments) become backslash escapes."""
+    s = str(value)
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def build_document(
+    *,
+    process: Mapping[str, Any],
+    profile: Mapping[str, Any],
+    functions: Iterable[tuple[str, int, str, Iterable[tuple[int, int, int, str | None]]]],
+    files: Mapping[str, str | None] | None = None,
+    errors: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The document for one process. ``functions`` yields ``(file, first_line, qualname, lines)``
+    with ``lines`` as ``(line, hits, time_ns, source)``; ``files`` maps a file name to the sha256
+    of its source (a file named by a function but missing here is written with a null hash).
+    Text is made safe for JSON; the result passes :func:`validate`."""
+    funcs: list[dict[str, Any]] = []
+    names: dict[str, str | None] = {}
+    hashes = dict(files or {})
+    for file, first_line, qualname, lines in functions:
+        name = _text(file)
+        names.setdefault(name, hashes.get(file))
+        rows = [
+            [int(ln), int(hits), max(0, int(ns)), None if src is None else _text(src)]
+            for ln, hits, ns, src in lines
+        ]
+        if rows:
+            funcs.append({"file": name, "first_line": int(first_line), "qualname": _text(qualname), "lines": rows})
+    proc = {k: (_text(v) if isinstance(v, str) else v) for k, v in process.items()}
+    proc["argv"] = [_text(a) for a in process.get("argv", [])]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "process": proc,
+        "profile": dict(profile),
+        "files": {name: {"sha256": digest} for name, digest in names.items()},
+        "functions": funcs,
+        "errors": [_text(e) for e in errors],
+    }
+
+
+def lines_file_name(host: str, pid: int, uuid8: str) -> str:
+    """``l_<host>_<pid>_<uuid8>.json``: unique per process even when pids repeat across hosts."""
+    return f"l_{sanitize_component(host)}_{int(pid)}_{uuid8}.json"
+
+
+def write_lines_file(path: str | os.PathLike[str], document: Mapping[str, Any]) -> int:
+    """Write ``document`` to ``path`` atomically (temp file + rename in the same folder); returns
+    the bytes written. Raises OSError when it cannot be written."""
+    data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    write_atomic(Path(path), data)
+    return len(data)
+
+
+# -- checking -----------------------------------------------------------------------------
+
+
+def _ok_text(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _ok_int(value: object, low: int = 0) -> bool:
+    return type(value) is int and low <= value < _INT_LIMIT
+
+
+@dataclass(frozen=True)
+class _Spec:
+    key: str
+    kind: str  # "int", "int?", "text", "text?", "bool", "texts"
+    required: bool = True
+
+
+_PROCESS = (
+    _Spec("pid", "int"),
+    _Spec("parent_pid", "int"),
+    _Spec("host", "text"),
+    _Spec("argv", "texts"),
+    _Spec("python", "text"),
+    _Spec("start_unix_ns", "int"),
+    _Spec("status", "text"),
+    _Spec("role", "text?", False),
+    _Spec("label", "text?", False),
+    _Spec("end_unix_ns", "int?", False),
+    _Spec("signal", "text?", False),
+    _Spec("exit_code", "sint?", False),
+)
+_PROFILE = (
+    _Spec("project_folder", "text"),
+    _Spec("clock", "text"),
+    _Spec("wall_ns", "int"),
+    _Spec("include", "texts", False),
+    _Spec("exclude", "texts", False),
+    _Spec("codes_outside", "int?", False),
+    _Spec("children", "bool", False),
+)
+
+
+def _value_ok(kind: str, value: object) -> bool:
+    if kind.endswith("?") and value is None:
+        return True
+    base = kind.rstrip("?")
+    if base == "int":
+        return _ok_int(value)
+    if base == "sint":
+        return _ok_int(value, -_INT_LIMIT)
+    if base == "text":
+        return _ok_text(value)
+    if base == "bool":
+        return type(value) is bool
+    if base == "texts":
+        return isinstance(value, list) and all(_ok_text(v) for v in value)
+    raise AssertionError(kind)
+
+
+def _check(obj: object, where: str, specs: tuple[_Spec, ...], path: object) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise LinesFileError(f"{path}: '{where}' is missing or not an object")
+    for spec in specs:
+        if spec.key not in obj:
+            if spec.required:
+                raise LinesFileError(f"{path}: '{where}.{spec.key}' is missing")
+            continue
+        if not _value_ok(spec.kind, obj[spec.key]):
+            raise LinesFileError(f"{path}: '{where}.{spec.key}' has the wrong type or is out of range")
+    return obj
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return ascii(value)[:limit]
+    return type(value).__name__
+
+
+def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
+    """Check a document; raise LinesFileError (one line naming ``path``) when it is unusable,
+    NewerSchemaError when a newer lineprofiler wrote it. Returns the document."""
+    if not isinstance(document, dict):
+        raise LinesFileError(f"{path}: not a line-stats file (the top level is not an object)")
+    if document.get("kind") != KIND:
+        raise LinesFileError(f"{path}: not a line-stats file (kind is {_shown(document.get('kind'))})")
+    version = document.get("schema_version")
+    if type(version) is not int or version < 1:
+        raise LinesFileError(f"{path}: invalid schema_version {_shown(version, 40)}")
+    if version > SCHEMA_VERSION:
+        shown = version if version < _INT_LIMIT else "too large"
+        raise NewerSchemaError(
+            f"{path}: written with schema version {shown}, this lineprofiler reads up to "
+            f"{SCHEMA_VERSION}; upgrade lineprofiler to read it"
+        )
+    process = _check(document.get("process"), "process", _PROCESS, path)
+    if process["status"] not in STATUSES:
+        raise LinesFileError(f"{path}: 'process.status' is {_shown(process['status'])}, not one of {STATUSES}")
+    _check(document.get("profile"), "profile", _PROFILE, path)
+    files = document.get("files")
+    if not isinstance(files, dict):
+        raise LinesFileError(f"{path}: 'files' is missing or not an object")
+    for name, entry in files.items():
+        if not _ok_text(name) or not isinstance(entry, dict) or not _value_ok("text?", entry.get("sha256")):
+            raise LinesFileError(f"{path}: 'files' holds a malformed entry ({_shown(name)})")
+    functions = document.get("functions")
+    if not isinstance(functions, list):
+        raise LinesFileError(f"{path}: 'functions' is missing or not a list")
+    for i, fn in enumerate(functions):
+        where = f"functions[{i}]"
+        if (
+            not isinstance(fn, dict)
+            or not _ok_text(fn.get("file"))
+            or not _ok_int(fn.get("first_line"))
+            or not _ok_text(fn.get("qualname"))
+            or not isinstance(fn.get("lines"), list)
+        ):
+            raise LinesFileError(f"{path}: '{where}' is malformed (file, first_line, qualname, lines)")
+        for row in fn["lines"]:
+            if (
+                type(row) is not list
+                or len(row) != 4
+                or not _ok_int(row[0])
+                or not _ok_int(row[1])
+                or not _ok_int(row[2])
+                or not _value_ok("text?", row[3])
+            ):
+                raise LinesFileError(f"{path}: '{where}.lines' holds a malformed row ({_shown(row)})")
+    errors = document.get("errors", [])
+    if not _value_ok("texts", errors):
+        raise LinesFileError(f"{path}: 'errors' is not a list of text")
+    return document
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a line-stats file may hold")
+
+
+def parse_lines_bytes(raw: bytes, path: str | os.PathLike[str] | None = None) -> LinesFile:
+    """Parse and check the bytes of one file; raise LinesFileError when unusable."""
+    shown = path if path is not None else "<bytes>"
+    if not raw:
+        raise LinesFileError(f"{shown}: empty file")
+    try:
+        document = json.loads(raw, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as error:
+        raise LinesFileError(f"{shown}: corrupt or truncated JSON ({error.__class__.__name__})") from None
+    document = validate(document, shown)
+    functions = tuple(
+        FunctionRecord(
+            fn["file"],
+            fn["first_line"],
+            fn["qualname"],
+            tuple(LineRecord(r[0], r[1], r[2], r[3]) for r in fn["lines"]),
+        )
+        for fn in document["functions"]
+    )
+    files = {name: entry.get("sha256") for name, entry in document["files"].items()}
+    for fn in functions:
+        files.setdefault(fn.file, None)
+    return LinesFile(
+        path=Path(path) if path is not None else None,
+        process=document["process"],
+        profile=document["profile"],
+        files=files,
+        functions=functions,
+        errors=tuple(document.get("errors", ())),
+    )
+
+
+def read_lines_file(path: str | os.PathLike[str]) -> LinesFile:
+    """Read and check one file; raise LinesFileError (one line) when it is unusable."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise LinesFileError(f"{path}: is a directory") from None
+    except OSError as error:
+        raise LinesFileError(f"{path}: cannot read: {error.strerror or error}") from None
+    return parse_lines_bytes(raw, path)
+
+
+def find_lines_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The process files (``l_<host>_<pid>_<uuid8>.json``) in ``folder`` and up to two levels
+    below it, sorted; temp files of a write in progress are not included. Raises LinesFileError
+    when ``folder`` cannot be listed."""
+    root = Path(folder)
+    found: list[Path] = []
+
+    def walk(at: Path, depth: int) -> None:
+        try:
+            entries = sorted(at.iterdir())
+        except OSError as error:
+            if at == root:
+                raise LinesFileError(f"{at}: cannot list: {error.strerror or error}") from None
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if _FILE_RE.match(entry.name) and entry.is_file():
+                found.append(entry)
+            elif depth < _MAX_DEPTH - 1 and entry.is_dir() and not entry.is_symlink():
+                walk(entry, depth + 1)
+
+    walk(root, 0)
+    return found
+
+
+def load_lines(path: str | os.PathLike[str]) -> tuple[list[LinesFile], list[str]]:
+    """Every usable file at ``path`` (one file, or a directory searched with
+    :func:`find_lines_files`) and one line per file that could not be used.
+
+    A single file that cannot be used raises LinesFileError, and so does a directory without
+    any usable file. In a directory a bad file costs that process, not the whole view; a file
+    from a newer lineprofiler raises NewerSchemaError all the same, since what it says about
+    the run is unknown.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise LinesFileError(f"{path}: no such file or directory")
+    if not path.is_dir():
+        return [read_lines_file(path)], []
+    names = find_lines_files(path)
+    loaded: list[LinesFile] = []
+    problems: list[str] = []
+    for name in names:
+        try:
+            loaded.append(read_lines_file(name))
+        except NewerSchemaError:
+            raise
+        except LinesFileError as error:
+            problems.append(str(error))
+    if not loaded:
+        if problems:
+            raise LinesFileError(f"{path}: no usable line-stats file ({problems[0]})")
+        raise LinesFileError(f"{path}: no line-stats files (l_<host>_<pid>_<uuid8>.json) in this directory")
+    return loaded, problems
+
+
+# -- merging ------------------------------------------------------------------------------
+
+
+@dataclass
+class MergedLine:
+    """One line summed over processes; ``per_process`` holds ``(process index, hits, time_ns)``
+    for each process that ran it (indices into :attr:`MergedLines.processes`)."""
+
+    lineno: int
+    hits: int = 0
+    time_ns: int = 0
+    source: str | None = None
+    per_process: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+@dataclass
+class MergedFunction:
+    file: str
+    first_line: int
+    qualname: str
+    #: The first 8 hex digits of the source hash when this is not the version of ``file`` that
+    #: most processes ran; None for that version (and for files without a hash).
+    variant: str | None = None
+    lines: dict[int, MergedLine] = field(default_factory=dict)
+
+    @property
+    def time_ns(self) -> int:
+        return sum(ln.time_ns for ln in self.lines.values())
+
+    @property
+    def hits(self) -> int:
+        return sum(ln.hits for ln in self.lines.values())
+
+
+@dataclass(frozen=True)
+class SourceConflict:
+    """A file whose source differed between processes: ``versions`` is ``(sha256, pids)`` per
+    version, the merged one (most processes) first."""
+
+    file: str
+    versions: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass
+class MergedLines:
+    processes: list[LinesFile]
+    functions: dict[tuple[str, int, str, str | None], MergedFunction]
+    conflicts: list[SourceConflict]
+
+    @property
+    def unfinished(self) -> list[LinesFile]:
+        """Processes that left nothing: only their ``"started"`` file exists."""
+        return [p for p in self.processes if not p.finished]
+
+    @property
+    def silent(self) -> list[LinesFile]:
+        """Processes that wrote a file but ran no project line."""
+        return [p for p in self.processes if p.finished and not p.functions]
+
+    @property
+    def wall_ns(self) -> int:
+        return sum(int(p.profile["wall_ns"]) for p in self.processes)
+
+
+def merge_lines(files: Sequence[LinesFile]) -> MergedLines:
+    """Add ``files`` together: the same (file, first line, function, line) is summed over
+    processes. A file whose source hash differs between processes is not summed across the
+    versions: the version most processes ran (the first seen, on a tie) merges as usual, the
+    others are kept as functions of their own (``variant`` set) and listed in ``conflicts``."""
+    processes = list(files)
+    by_file: dict[str, dict[str, list[int]]] = {}
+    for index, proc in enumerate(processes):
+        for name, digest in proc.files.items():
+            if digest is not None:
+                by_file.setdefault(name, {}).setdefault(digest, []).append(index)
+    variant_of: dict[tuple[str, int], str | None] = {}
+    conflicts: list[SourceConflict] = []
+    for name, versions in by_file.items():
+        if len(versions) < 2:
+            continue
+        ordered = sorted(versions.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
+        for digest, indices in ordered[1:]:
+            for index in indices:
+                variant_of[(name, index)] = digest[:8]
+        conflicts.append(
+            SourceConflict(
+                name,
+                tuple((digest, tuple(processes[i].pid for i in indices)) for digest, indices in ordered),
+            )
+        )
+    functions: dict[tuple[str, int, str, str | None], MergedFunction] = {}
+    for index, proc in enumerate(processes):
+        for fn in proc.functions:
+            variant = variant_of.get((fn.file, index))
+            key = (fn.file, fn.first_line, fn.qualname, variant)
+            merged = functions.get(key)
+            if merged is None:
+                merged = functions[key] = MergedFunction(fn.file, fn.first_line, fn.qualname, variant)
+            for rec in fn.lines:
+                line = merged.lines.get(rec.lineno)
+                if line is None:
+                    line = merged.lines[rec.lineno] = MergedLine(rec.lineno, source=rec.source)
+                elif line.source is None:
+                    line.source = rec.source
+                line.hits += rec.hits
+                line.time_ns += rec.time_ns
+                if line.per_process and line.per_process[-1][0] == index:
+                    # One process listed the same key twice (a re-defined function): one entry.
+                    _, h, t = line.per_process[-1]
+                    line.per_process[-1] = (index, h + rec.hits, t + rec.time_ns)
+                else:
+                    line.per_process.append((index, rec.hits, rec.time_ns))
+    return MergedLines(processes, functions, conflicts)
