@@ -5,48 +5,25 @@ A block is a function ``render(run, options) -> list[str]`` over a
 Blocks are separated by one blank line. A block may add lines to CAVEATS with
 ``options.add_caveat(line)``; CAVEATS is rendered last, after every other block.
 
-The order is the seed's: header, one block per role, DOMINANT PHASES (with counters under
-their phase), COUNTERS not shown there, ITERATIONS, then the blocks of other modules in
-:data:`EXTRA_BLOCK_MODULES` (I/O BY PHASE, I/O and memory from ``report/blocks/resources.py``; GPU
-from ``report/blocks/gpu.py``), then CAVEATS. Each of those modules exposes ``BLOCKS``, a sequence
-of render functions in the order they print; a module that is not installed renders nothing.
+The order: header, one block per role, DOMINANT PHASES (with counters under their phase),
+COUNTERS not shown there, ITERATIONS, then :data:`EXTRA_BLOCKS` (I/O BY PHASE, I/O and MEMORY
+from ``report/blocks/resources.py``, GPU from ``report/blocks/gpu.py``), then CAVEATS. A block
+that raises costs that block only: it is named under CAVEATS and the rest is printed.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from . import format as fmt
+from .blocks import Block, RenderOptions, gpu, resources
 from .merge import PhaseStats, RoleStats, Run, utc_time
 
 #: How many rows a role block and DOMINANT PHASES print before summarising the rest.
 ROLE_ROWS = 8
 DOMINANT_ROWS = 10
 NAME_WIDTH = 30
-
-
-@dataclass
-class RenderOptions:
-    """What every block is given besides the run."""
-
-    #: ``--no-samples``: blocks that read resource samples must not load them.
-    no_samples: bool = False
-    #: Lines blocks add for CAVEATS (after the ones merge derived).
-    caveats: list[str] = field(default_factory=list)
-
-    def add_caveat(self, line: str) -> None:
-        """Name a limit of this report under CAVEATS (one line, no leading dash)."""
-        self.caveats.append(line)
-
-
-Block = Callable[[Run, RenderOptions], list[str]]
-
-#: Modules under ``lineprofiler.report`` whose ``BLOCKS`` render after ITERATIONS,
-#: in this order: resources (I/O BY PHASE, I/O, memory), then GPU.
-EXTRA_BLOCK_MODULES: tuple[str, ...] = ("resources", "gpu")
 
 
 def _section(title: str) -> list[str]:
@@ -299,37 +276,6 @@ def render_iterations(run: Run, options: RenderOptions) -> list[str]:
     return lines
 
 
-# -- blocks from other modules -----------------------------------------------------------------
-
-
-def extra_blocks() -> list[tuple[str, Block]]:
-    """``(module, block)`` for every block the optional report modules provide, in order."""
-    found: list[tuple[str, Block]] = []
-    for name in EXTRA_BLOCK_MODULES:
-        full = f"{__package__}.blocks.{name}"
-        try:
-            module = importlib.import_module(full)
-        except ModuleNotFoundError as error:
-            if error.name == full:
-                continue  # not merged or not installed: its blocks are simply absent
-            found.append((name, _broken_module(name, error)))
-            continue
-        except Exception as error:  # a broken block module costs its blocks, not the report
-            found.append((name, _broken_module(name, error)))
-            continue
-        for block in getattr(module, "BLOCKS", ()):
-            found.append((name, block))
-    return found
-
-
-def _broken_module(name: str, error: BaseException) -> Block:
-    def render(run: Run, options: RenderOptions) -> list[str]:
-        options.add_caveat(f"the {name} blocks could not be loaded: {error.__class__.__name__}: {error}")
-        return []
-
-    return render
-
-
 # -- caveats -----------------------------------------------------------------------------------
 
 
@@ -340,14 +286,19 @@ def render_caveats(run: Run, options: RenderOptions) -> list[str]:
     return _section("CAVEATS") + [f"  - {line}" for line in lines]
 
 
-#: The blocks of this module, in the order they print (the extra modules' go before CAVEATS).
+#: The blocks of this module, in the order they print.
 CORE_BLOCKS: tuple[Block, ...] = (render_header, render_roles, render_dominant, render_counters, render_iterations)
+#: ``(origin, block)`` of the blocks that print after ITERATIONS and before CAVEATS, in order.
+EXTRA_BLOCKS: tuple[tuple[str, Block], ...] = (
+    *(("resources", block) for block in resources.BLOCKS),
+    *(("gpu", block) for block in gpu.BLOCKS),
+)
 
 
 def render(run: Run, options: RenderOptions | None = None) -> str:
     """The whole report as text (no trailing newline)."""
     options = options if options is not None else RenderOptions(no_samples=run.no_samples)
-    blocks: list[tuple[str, Block]] = [("core", b) for b in CORE_BLOCKS] + extra_blocks()
+    blocks = [*(("core", b) for b in CORE_BLOCKS), *EXTRA_BLOCKS]
     chunks: list[list[str]] = []
     for origin, block in blocks:
         try:
@@ -371,9 +322,8 @@ def render(run: Run, options: RenderOptions | None = None) -> str:
 __all__ = [
     "Block",
     "CORE_BLOCKS",
-    "EXTRA_BLOCK_MODULES",
+    "EXTRA_BLOCKS",
     "RenderOptions",
-    "extra_blocks",
     "iteration_phase",
     "render",
     "short_names",

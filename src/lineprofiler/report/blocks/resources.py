@@ -1,9 +1,8 @@
 """The report's resource blocks: I/O BY PHASE (measured exactly), I/O (sampled) and MEMORY.
 
-Each block is ``render(run, options) -> list[str]`` (an empty list: the block is absent). ``run``
-is whatever the merge hands over; this module needs only the worker documents of the newest
-attempt with their paths and, if known, the run's start and end (see :func:`workers_of`).
-``options.no_samples`` skips the sampled blocks without opening a sample file.
+Each block is ``render(run, options) -> list[str]`` over a :class:`~..merge.Run` (an empty list:
+the block is absent). ``options.no_samples`` skips the sampled blocks without opening a sample
+file.
 
 Sample files are reduced one worker at a time into fixed-size aggregates (totals, a timeline
 grid, a few bins of RSS), so memory is one worker's rows plus the grid, however many workers
@@ -14,13 +13,23 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
-from pathlib import Path
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...runfiles.samplefile import IO_FIELDS, IntervalCounts, SampleFileError, SampleTable, classify, negative_runs, read_samples
+from ...runfiles.samplefile import (
+    IO_FIELDS,
+    IntervalCounts,
+    SampleFileError,
+    SampleTable,
+    classify,
+    negative_runs,
+    read_samples,
+)
+from .. import format as fmt
+from ..merge import Run
+from . import RenderOptions, sample_infos
 
 RULE = "─" * 62
 SPARK = " ▁▂▃▄▅▆▇█"
@@ -30,57 +39,10 @@ _MAX_SLOTS = 4096  # timeline slots: bounds the per-worker work and the peak's r
 MIN_TREND_NS = 60 * 10**9
 
 
-# ---------------------------------------------------------------------------------------------
-# The thin adapter to the merged run
-# ---------------------------------------------------------------------------------------------
-
-
-def workers_of(run: Any) -> list[tuple[dict[str, Any], Path | None]]:
-    """(document, path) per worker. Accepts a sequence of pairs, of objects with ``document``
-    (or ``doc``) and ``path``, or an object whose ``workers`` is either."""
-    items = getattr(run, "workers", run)
-    out = []
-    for item in items or ():
-        if isinstance(item, tuple) and len(item) == 2:
-            doc, path = item
-        else:
-            doc = getattr(item, "document", None) or getattr(item, "doc", None)
-            path = getattr(item, "path", None)
-        if isinstance(doc, Mapping):  # merge's WorkerDocument is a read-only Mapping
-            out.append((doc, None if path is None else Path(path)))
-    return out
-
-
-def run_span(run: Any, workers: Sequence[tuple[dict[str, Any], Path | None]]) -> tuple[int, int] | None:
-    """(start, end) in unix ns: the run's if it says, else the earliest start and latest flush."""
-    start = getattr(run, "start_unix_ns", getattr(run, "start_ns", None))
-    end = getattr(run, "end_unix_ns", getattr(run, "end_ns", None))
-    if isinstance(start, int) and isinstance(end, int) and end > start:
-        return start, end
-    starts, ends = [], []
-    for doc, _ in workers:
-        times = doc.get("times") or {}
-        if isinstance(times.get("start_unix_ns"), int):
-            starts.append(times["start_unix_ns"])
-        last = times.get("end_unix_ns") or times.get("last_flush_unix_ns")
-        if isinstance(last, int):
-            ends.append(last)
-    if not starts or not ends or max(ends) <= min(starts):
-        return None
-    return min(starts), max(ends)
-
-
-def _no_samples(options: Any) -> bool:
-    return bool(getattr(options, "no_samples", False))
-
-
-def _role(doc: dict[str, Any]) -> str:
-    return str((doc.get("identity") or {}).get("role", "?"))
-
-
-def _label(doc: dict[str, Any]) -> str:
-    ident = doc.get("identity") or {}
-    return f"{ident.get('role', '?')} pid {ident.get('pid', '?')} on {ident.get('host', '?')}"
+def _span(run: Run) -> tuple[int, int] | None:
+    """The run's (start, end) in unix ns, or None when it has no length."""
+    start, end = run.start_ns, run.end_ns
+    return (start, end) if end > start else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,7 +104,7 @@ def _io_value(io: dict[str, Any], *keys: str) -> int | None:
     return None
 
 
-def render_io_by_phase(run: Any, options: Any = None) -> list[str]:
+def render_io_by_phase(run: Run, options: RenderOptions) -> list[str]:
     """Per ``io=True`` phase: disk read/write bytes, page-cache reads, rate over its wall time.
 
     Reads ``phases[].io_bytes``: ``read_bytes``, ``write_bytes`` and ``rchar`` (or
@@ -151,26 +113,30 @@ def render_io_by_phase(run: Any, options: Any = None) -> list[str]:
     the run has several roles with io phases).
     """
     merged: dict[tuple[str, str], dict[str, int]] = {}
-    for doc, _ in workers_of(run):
-        for phase in doc.get("phases") or ():
-            io = phase.get("io_bytes") if isinstance(phase, dict) else None
+    for worker in run.workers:
+        # Validated on reading: path, entries and wall_ns are there; io_bytes is an object or
+        # None, and what it holds is checked value by value.
+        for phase in worker.document["phases"]:
+            io = phase.get("io_bytes")
             if not isinstance(io, dict):
                 continue
             read = _io_value(io, "read_bytes")
             write = _io_value(io, "write_bytes")
             if read is None or write is None:
                 continue
-            key = (_role(doc), str(phase.get("path", "?")))
-            acc = merged.setdefault(key, {"read": 0, "write": 0, "chars": 0, "wall": 0, "failed": 0, "entries": 0, "measured": 0})
+            key = (worker.role, phase["path"])
+            acc = merged.setdefault(
+                key, {"read": 0, "write": 0, "chars": 0, "wall": 0, "failed": 0, "entries": 0, "measured": 0}
+            )
             acc["read"] += read
             acc["write"] += write
             acc["chars"] += _io_value(io, "rchar", "read_chars") or 0
             acc["failed"] += _io_value(io, "failed", "failed_reads") or 0
-            entries = phase.get("entries") if isinstance(phase.get("entries"), int) else 0
+            entries = phase["entries"]
             acc["entries"] += entries
             measured = _io_value(io, "measured")
             acc["measured"] += entries if measured is None else measured
-            wall = phase.get("wall_ns") if isinstance(phase.get("wall_ns"), int) else 0
+            wall = phase["wall_ns"]
             # Only the measured entries' share of the wall time moved these bytes.
             acc["wall"] += wall if not entries or measured is None else wall * measured // entries
     if not merged:
@@ -178,11 +144,9 @@ def render_io_by_phase(run: Any, options: Any = None) -> list[str]:
     several_roles = len({role for role, _ in merged}) > 1
     lines = ["I/O BY PHASE (measured exactly)", RULE]
     for (role, path), acc in sorted(merged.items(), key=lambda kv: -(kv[1]["read"] + kv[1]["write"])):
-        name = f"{role}: {path}" if several_roles else path
+        name = fmt.printable(f"{role}: {path}" if several_roles else path)
         rate = fmt_rate(acc["read"] + acc["write"], acc["wall"] / 1e9)
-        lines.append(
-            f"  {name:<25} r {fmt_bytes(acc['read']):>10}   w {fmt_bytes(acc['write']):>10} {rate:>13}"
-        )
+        lines.append(f"  {name:<25} r {fmt_bytes(acc['read']):>10}   w {fmt_bytes(acc['write']):>10} {rate:>13}")
         cache = acc["chars"] - acc["read"]
         if cache > 0:
             lines.append(" " * 28 + f"+ {fmt_bytes(cache)} read from page cache")
@@ -430,48 +394,35 @@ class RunResources:
     span: tuple[int, int] | None = None
 
 
-def _sidecar_path(doc: dict[str, Any], path: Path | None) -> Path | None:
-    samples = doc.get("samples")
-    name = samples.get("file") if isinstance(samples, dict) else None
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
-        return None
-    return None if path is None else path.parent / name
+_NEEDED = ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS))
 
 
-def reduce_run(run: Any) -> RunResources:
+def reduce_run(run: Run, options: RenderOptions) -> RunResources:
     """Read each worker's sample file in turn and fold it into run-wide aggregates."""
-    workers = workers_of(run)
+    infos = sample_infos(run, options)
     res = RunResources()
-    res.span = run_span(run, workers)
+    res.span = _span(run)
     res.memory_bins = [0.0] * MEMORY_BINS
-    intervals = []
-    for doc, _ in workers:
-        samples = doc.get("samples")
-        if isinstance(samples, dict) and isinstance(samples.get("interval_s"), (int, float)):
-            intervals.append(samples["interval_s"])
+    intervals = [info.interval_s for info in infos if info.interval_s is not None]
     if res.span is not None and intervals:
         res.interval_ns = int(max(intervals) * 1e9)
         res.timeline = Timeline(res.span[0], res.span[1], res.interval_ns)
-    for doc, path in workers:
-        samples = doc.get("samples")
-        if not isinstance(samples, dict):
-            continue
+    for info in infos:
         res.workers += 1
-        sidecar = _sidecar_path(doc, path)
-        if sidecar is None:
-            reason = samples.get("unavailable_reason") or "no samples were written"
-            res.reasons[str(reason)] = res.reasons.get(str(reason), 0) + 1
+        if info.sidecar is None:
+            reason = info.unavailable_reason or "no samples were written"
+            res.reasons[reason] = res.reasons.get(reason, 0) + 1
             continue
         try:
-            table = read_samples(sidecar)
+            table = read_samples(info.sidecar)
         except SampleFileError as error:
             res.caveats.append(str(error))
             continue
         if table.truncated_bytes:
-            res.caveats.append(f"{sidecar}: partial last row ignored ({table.truncated_bytes} bytes)")
-        missing = [c for c in ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS)) if c not in table.columns]
+            res.caveats.append(f"{info.sidecar}: partial last row ignored ({table.truncated_bytes} bytes)")
+        missing = [c for c in _NEEDED if c not in table.columns]
         if missing:
-            res.caveats.append(f"{sidecar}: sample file lacks columns {', '.join(missing)}")
+            res.caveats.append(f"{info.sidecar}: sample file lacks columns {', '.join(missing)}")
             continue
         res.sampled += 1
         wio = reduce_io(table, res.timeline)
@@ -482,27 +433,22 @@ def reduce_run(run: Any) -> RunResources:
                 res.io.own[name] += wio.own[name]
                 res.io.no_phase[name] += wio.no_phase[name]
             res.io.counts.add(wio.counts)
-            if not samples.get("phase_unavailable_reason"):
+            if not info.phase_unavailable_reason:
                 res.phase_tracked = True
         else:
-            why = samples.get("io_unavailable_reason") or "the I/O counters could not be read"
-            res.io_reasons[str(why)] = res.io_reasons.get(str(why), 0) + 1
+            why = info.io_unavailable_reason or "the I/O counters could not be read"
+            res.io_reasons[why] = res.io_reasons.get(why, 0) + 1
         wmem = reduce_memory(table, res.memory_bins if res.span else None, res.span)
         if wmem.rows:
-            res.memory_by_role.setdefault(_role(doc), []).append((wmem, _label(doc)))
+            worker = info.worker
+            res.memory_by_role.setdefault(worker.role, []).append((wmem, worker.label))
         del table
     return res
 
 
-_cache: tuple[Any, RunResources] | None = None
-
-
-def resources_of(run: Any) -> RunResources:
-    """reduce_run(run), computed once per run object for the blocks that share it."""
-    global _cache
-    if _cache is None or _cache[0] is not run:
-        _cache = (run, reduce_run(run))
-    return _cache[1]
+def resources_of(run: Run, options: RenderOptions) -> RunResources:
+    """``reduce_run(run, options)``, computed once per report for the blocks that share it."""
+    return options.shared("resources", run, lambda: reduce_run(run, options))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -514,12 +460,12 @@ def _reason_lines(reasons: dict[str, int], total: int) -> list[str]:
     return [f"  not measured in {n} of {total} processes: {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])]
 
 
-def render_io(run: Any, options: Any = None) -> list[str]:
+def render_io(run: Run, options: RenderOptions) -> list[str]:
     """Sampled I/O: totals per layer with rates, a write sparkline with its peak, dropped
     intervals, the share under (no phase open) and the profiler's own I/O excluded."""
-    if _no_samples(options):
+    if options.no_samples:
         return []
-    res = resources_of(run)
+    res = resources_of(run, options)
     if res.workers == 0:
         return []
     lines = ["I/O", RULE]
@@ -577,12 +523,12 @@ def render_io(run: Any, options: Any = None) -> list[str]:
     return lines
 
 
-def render_memory(run: Any, options: Any = None) -> list[str]:
+def render_memory(run: Run, options: RenderOptions) -> list[str]:
     """RSS peak per role and over the run, and its trend: per-process growth and a sparkline of
     the summed RSS of all processes over the run."""
-    if _no_samples(options):
+    if options.no_samples:
         return []
-    res = resources_of(run)
+    res = resources_of(run, options)
     if res.workers == 0:
         return []
     lines = ["MEMORY (RSS, sampled)", RULE]
@@ -597,7 +543,7 @@ def render_memory(run: Any, options: Any = None) -> list[str]:
         if slopes:
             slope, _ = max(slopes, key=lambda s: abs(s[0]))
             trend = ("+" if slope >= 0 else "-") + fmt_bytes(abs(slope) * 3600) + "/h"
-        lines.append(f"{role + f'  x{len(members)}':<26}{fmt_bytes(peak):>16}{trend:>16}")
+        lines.append(f"{fmt.printable(role) + f'  x{len(members)}':<26}{fmt_bytes(peak):>16}{trend:>16}")
         for m, label in members:
             if top is None or m.peak > top[0].peak:
                 top = (m, label)
@@ -612,23 +558,8 @@ def render_memory(run: Any, options: Any = None) -> list[str]:
     return lines
 
 
-def render(run: Any, options: Any = None) -> list[str]:
-    """All three blocks, each followed by a blank line."""
-    lines: list[str] = []
-    for block in BLOCKS:
-        part = block(run, options)
-        if part:
-            lines.extend(part)
-            lines.append("")
-    return lines
-
-
+#: The blocks of this module, in the order they print.
 BLOCKS = (render_io_by_phase, render_io, render_memory)
-
-
-def io_totals(table: SampleTable) -> dict[str, int]:
-    """Net I/O of one sample file over its valid intervals, per /proc/self/io field."""
-    return reduce_io(table).totals
 
 
 __all__ = [
@@ -638,14 +569,12 @@ __all__ = [
     "WorkerIo",
     "WorkerMemory",
     "fmt_bytes",
-    "io_totals",
     "reduce_io",
     "reduce_memory",
     "reduce_run",
-    "render",
     "render_io",
     "render_io_by_phase",
     "render_memory",
+    "resources_of",
     "sparkline",
-    "workers_of",
 ]
