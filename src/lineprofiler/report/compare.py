@@ -151,18 +151,6 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
     }
 
 
-def _signed_percent(change: float | None) -> str:
-    if change is None:
-        return fmt.NA
-    return f"{change * 100:+.1f}%"
-
-
-def _points(change: float | None) -> str:
-    if change is None:
-        return fmt.NA
-    return f"{change * 100:+.1f}pp"
-
-
 def render_compare(doc: dict[str, Any]) -> str:
     """The comparison document as text."""
     lines = []
@@ -175,10 +163,11 @@ def render_compare(doc: dict[str, Any]) -> str:
         )
     lines.append(
         f"p50/p99 changes are marked * only beyond the histograms' bucket error: each side is within "
-        f"\u00b1{E * 100:.1f}% (one bucket),"
+        f"\u00b1{fmt.percent(E)} (one bucket),"
     )
     lines.append(
-        f"so changes between {doc['real_change_below'] * 100:+.1f}% and {doc['real_change_above'] * 100:+.1f}% "
+        f"so changes between {fmt.signed_percent(doc['real_change_below'])} and "
+        f"{fmt.signed_percent(doc['real_change_above'])} "
         f"are not marked: they may be bucket rounding, not a change."
     )
     head = (
@@ -202,12 +191,12 @@ def render_compare(doc: dict[str, Any]) -> str:
         names = short_names([r["path"] for r in rows])
         for row in rows[:TEXT_ROWS]:
             sa, sb = row["a"], row["b"]
-            p50 = f"{_signed_percent(row['p50_change'])}{' *' if row['p50_real'] else '  '}"
-            p99 = f"{_signed_percent(row['p99_change'])}{' *' if row['p99_real'] else '  '}"
+            p50 = f"{fmt.signed_percent(row['p50_change'])}{' *' if row['p50_real'] else '  '}"
+            p99 = f"{fmt.signed_percent(row['p99_change'])}{' *' if row['p99_real'] else '  '}"
             lines.append(
                 f"{fmt.clip_left(fmt.printable(names[row['path']]), 27):<28}"
                 f"{fmt.percent(sa and sa['share']):>8}{fmt.percent(sb and sb['share']):>9}"
-                f"{_points(row['share_change']):>9}"
+                f"{fmt.points(row['share_change']):>9}"
                 f"{fmt.duration(sa and sa['p50_ns']):>10}{fmt.duration(sb and sb['p50_ns']):>9}{p50:>12}"
                 f"{fmt.duration(sa and sa['p99_ns']):>9}{fmt.duration(sb and sb['p99_ns']):>9}{p99:>12}"
             )

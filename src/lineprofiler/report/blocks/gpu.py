@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...runfiles.samplefile import SampleFileError, read_samples
+from .. import format as fmt
 from ..merge import Run, Worker
 from . import RenderOptions, SampleInfo, sample_infos
 
@@ -67,7 +68,7 @@ __all__ = [
 ]
 
 TITLE = "GPU"
-RULE = "\u2500" * 62
+RULE = fmt.RULE
 _COLUMN = re.compile(r"^gpu(\d+)_(busy|mine)$")
 NOT_MEASURED = -2  # mine values at or below this were not measured
 NO_SAMPLE = -1  # mine: measured, NVML attributed nothing to the pid
@@ -265,24 +266,14 @@ def summarise(
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}%"
-
-
-def _bytes(value: int | None) -> str:
-    if value is None:
-        return "n/a"
-    amount = float(value)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(amount) < 1000 or unit == "TB":
-            return f"{int(amount)} B" if unit == "B" else f"{amount:.1f} {unit}"
-        amount /= 1000
-    return f"{amount:.1f} PB"  # unreachable
+    """A percentage the block holds as 0..100."""
+    return fmt.percent(None if value is None else value / 100.0)
 
 
 def _label(device: DeviceUse, hosts: int) -> str:
     label = f"GPU {device.index}"
     if hosts > 1:
-        label = f"{device.host[: 28 - len(label) - 1]} {label}"
+        label = f"{fmt.printable(device.host)[: 28 - len(label) - 1]} {label}"
     return label
 
 
@@ -308,27 +299,29 @@ def render(run: Run, options: RenderOptions) -> list[str]:
     lines = [TITLE, RULE]
     if not summary.nvml_available and summary.vram_allocated_peak is None:
         # Nothing measured at all: the block is absent, and says why in one line.
-        return [*lines, f"absent: {summary.nvml_reason}"]
+        return [*lines, f"absent: {fmt.printable(summary.nvml_reason or '')}"]
     if not summary.nvml_available:
-        lines.append(f"utilisation not measured: {summary.nvml_reason}")
+        lines.append(f"utilisation not measured: {fmt.printable(summary.nvml_reason or '')}")
     elif not summary.devices:
         lines.append("utilisation not measured: NVML was available but no sample was recorded")
     else:
         hosts = len({d.host for d in summary.devices})
         lines.append(f"{'':<29}{'busy':>6}{'this run':>11}{'idle':>9}")
         for device in summary.devices:
-            lines.append(f"{_label(device, hosts):<29}{_pct(device.busy):>6}{_pct(device.this_run):>11}{_pct(device.idle):>9}")
+            lines.append(
+                f"{_label(device, hosts):<29}{_pct(device.busy):>6}{_pct(device.this_run):>11}{_pct(device.idle):>9}"
+            )
     if summary.vram_allocated_peak is not None:
         for label, peak, total in (
             ("VRAM allocated (peak)", summary.vram_allocated_peak, summary.vram_allocated_sum),
             ("VRAM reserved (peak)", summary.vram_reserved_peak, summary.vram_reserved_sum),
         ):
-            line = f"{label:<29}{_bytes(peak):>13}"
+            line = f"{label:<29}{fmt.size(peak):>13}"
             if summary.vram_processes > 1 and total is not None:
-                line += f"   largest of {summary.vram_processes} processes; {_bytes(total)} summed"
+                line += f"   largest of {summary.vram_processes} processes; {fmt.size(total)} summed"
             lines.append(line)
     else:
-        lines.append(f"VRAM not measured: {summary.vram_reason}")
+        lines.append(f"VRAM not measured: {fmt.printable(summary.vram_reason or '')}")
 
     notes = []
     if any(d.this_run is None for d in summary.devices) and summary.nvml_available:
@@ -339,7 +332,10 @@ def render(run: Run, options: RenderOptions) -> list[str]:
                 "NVML may report host pids."
             )
     if summary.nvml_missing_workers:
-        notes.append(f"NVML unavailable in {summary.nvml_missing_workers} of {summary.workers} processes: {summary.nvml_reason}.")
+        notes.append(
+            f"NVML unavailable in {summary.nvml_missing_workers} of {summary.workers} processes: "
+            f"{fmt.printable(summary.nvml_reason or '')}."
+        )
     lines.extend(notes)
     return lines
 

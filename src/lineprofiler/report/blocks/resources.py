@@ -31,7 +31,7 @@ from .. import format as fmt
 from ..merge import Run
 from . import RenderOptions, sample_infos
 
-RULE = "─" * 62
+RULE = fmt.RULE
 SPARK = " ▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 42
 MEMORY_BINS = 24
@@ -46,32 +46,8 @@ def _span(run: Run) -> tuple[int, int] | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Numbers as people read them (decimal units: 1 MB = 10^6 bytes)
+# Sparklines (the units of every number are report/format.py's)
 # ---------------------------------------------------------------------------------------------
-
-
-def fmt_bytes(n: float) -> str:
-    if n < 1000:
-        return f"{int(round(n))} B"
-    for unit in ("KB", "MB", "GB", "TB", "PB"):
-        n /= 1000.0
-        if n < 999.95 or unit == "PB":
-            return f"{n:.1f} {unit}"
-    raise AssertionError("unreachable")
-
-
-def fmt_rate(bytes_: float, seconds: float) -> str:
-    return fmt_bytes(bytes_ / seconds) + "/s" if seconds > 0 else "n/a"
-
-
-def fmt_duration(ns: int) -> str:
-    s = ns / 1e9
-    if s < 60:
-        return f"{s:.0f}s"
-    m = int(s // 60)
-    if m < 60:
-        return f"{m}m"
-    return f"{m // 60}h {m % 60}m"
 
 
 def sparkline(values: Sequence[float], *, level: bool = False) -> str:
@@ -86,7 +62,8 @@ def sparkline(values: Sequence[float], *, level: bool = False) -> str:
         low = min(v for v in values if v > 0)
         span = top - low
         return "".join(
-            SPARK[0] if v <= 0 else SPARK[last if span <= 0 else 1 + round((v - low) / span * (last - 1))] for v in values
+            SPARK[0] if v <= 0 else SPARK[last if span <= 0 else 1 + round((v - low) / span * (last - 1))]
+            for v in values
         )
     return "".join(SPARK[0] if v <= 0 else SPARK[max(1, min(last, round(v / top * last)))] for v in values)
 
@@ -94,6 +71,11 @@ def sparkline(values: Sequence[float], *, level: bool = False) -> str:
 # ---------------------------------------------------------------------------------------------
 # I/O BY PHASE (measured exactly): from the phases' io_bytes, no samples needed
 # ---------------------------------------------------------------------------------------------
+
+
+def _per_second(n_bytes: float, seconds: float) -> float | None:
+    """Bytes per second; None (n/a) when no time passed."""
+    return n_bytes / seconds if seconds > 0 else None
 
 
 def _io_value(io: dict[str, Any], *keys: str) -> int | None:
@@ -145,13 +127,13 @@ def render_io_by_phase(run: Run, options: RenderOptions) -> list[str]:
     lines = ["I/O BY PHASE (measured exactly)", RULE]
     for (role, path), acc in sorted(merged.items(), key=lambda kv: -(kv[1]["read"] + kv[1]["write"])):
         name = fmt.printable(f"{role}: {path}" if several_roles else path)
-        rate = fmt_rate(acc["read"] + acc["write"], acc["wall"] / 1e9)
-        lines.append(f"  {name:<25} r {fmt_bytes(acc['read']):>10}   w {fmt_bytes(acc['write']):>10} {rate:>13}")
+        rate = fmt.byte_rate(_per_second(acc["read"] + acc["write"], acc["wall"] / 1e9))
+        lines.append(f"  {name:<25} r {fmt.size(acc['read']):>10}   w {fmt.size(acc['write']):>10} {rate:>13}")
         cache = acc["chars"] - acc["read"]
         if cache > 0:
-            lines.append(" " * 28 + f"+ {fmt_bytes(cache)} read from page cache")
+            lines.append(" " * 28 + f"+ {fmt.size(cache)} read from page cache")
         if acc["failed"]:
-            lines.append(" " * 28 + f"! {acc['failed']:,} entries not measured (counter read failed)")
+            lines.append(" " * 28 + f"! {fmt.count(acc['failed'])} entries not measured (counter read failed)")
     return lines
 
 
@@ -193,7 +175,7 @@ class _Cumulative:
         self._offsets: list[int] = []
         self._base: list[int | None] = []
         total = 0
-        for a, b in zip(runs.starts, runs.ends):
+        for a, b in zip(runs.starts, runs.ends, strict=True):
             self._offsets.append(total)
             if b > a:
                 base = self._raw(a)
@@ -221,7 +203,7 @@ class _Cumulative:
         lo = 0
         starts, ends = self._runs.starts, self._runs.ends
         # rows is sorted: the rows inside each run are one slice of it.
-        for a, b, offset, base in zip(starts, ends, self._offsets, self._base):
+        for _a, b, offset, base in zip(starts, ends, self._offsets, self._base, strict=True):
             hi = bisect_right(rows, b, lo)
             block = rows[lo:hi]
             if base is None:
@@ -312,7 +294,7 @@ class Timeline:
         if self.n < width:
             return [grid[(2 * i + 1) * self.n // (2 * width)] for i in range(width)]
         edges = [self.n * i // width for i in range(width + 1)]
-        return [sum(grid[a:b]) / (b - a) for a, b in zip(edges, edges[1:])]
+        return [sum(grid[a:b]) / (b - a) for a, b in zip(edges, edges[1:], strict=False)]
 
     def active_seconds(self, layer: str) -> float:
         grid = self.layers[layer]
@@ -334,10 +316,12 @@ def _bin_means(t: array, rss: array, edges: list[int]) -> list[tuple[int, int, f
     """(first row, row count, mean RSS) per [edges[j], edges[j+1]) of ``t``."""
     idx = [bisect_left(t, e) for e in edges]
     idx[-1] = len(t)
-    return [(a, b - a, sum(rss[a:b]) / (b - a) if b > a else 0.0) for a, b in zip(idx, idx[1:])]
+    return [(a, b - a, sum(rss[a:b]) / (b - a) if b > a else 0.0) for a, b in zip(idx, idx[1:], strict=False)]
 
 
-def reduce_memory(table: SampleTable, bins: "list[float] | None" = None, span: tuple[int, int] | None = None) -> WorkerMemory:
+def reduce_memory(
+    table: SampleTable, bins: list[float] | None = None, span: tuple[int, int] | None = None
+) -> WorkerMemory:
     """RSS peak, a least-squares slope (over 64 bin means: the same line as over every row,
     at a fraction of the work), and (into ``bins`` over ``span``) the mean RSS per bin."""
     out = WorkerMemory()
@@ -457,7 +441,8 @@ def resources_of(run: Run, options: RenderOptions) -> RunResources:
 
 
 def _reason_lines(reasons: dict[str, int], total: int) -> list[str]:
-    return [f"  not measured in {n} of {total} processes: {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    ordered = sorted(reasons.items(), key=lambda kv: -kv[1])
+    return [f"  not measured in {n} of {total} processes: {fmt.printable(why)}" for why, n in ordered]
 
 
 def render_io(run: Run, options: RenderOptions) -> list[str]:
@@ -471,55 +456,61 @@ def render_io(run: Run, options: RenderOptions) -> list[str]:
     lines = ["I/O", RULE]
     if res.io_measured == 0:
         reasons = {**res.reasons, **res.io_reasons}
-        return lines + (_reason_lines(reasons, res.workers) or ["  not measured: no sample file could be read"]) + [
-            "  ! " + c for c in res.caveats
-        ]
+        unmeasured = _reason_lines(reasons, res.workers) or ["  not measured: no sample file could be read"]
+        return lines + unmeasured + ["  ! " + fmt.printable(c) for c in res.caveats]
     t = res.io.totals
     disk_read = t["read_bytes"]
     cache_read = max(0, t["rchar"] - t["read_bytes"])
     write = t["write_bytes"] - t["cancelled_write_bytes"]
     grid = res.timeline
-    def rate(layer: str, total: int) -> str:
-        return fmt_rate(total, grid.active_seconds(layer)) if grid is not None and total > 0 else ""
 
-    lines.append(f"{'Read (from disk)':<26}{fmt_bytes(disk_read):>16}{rate('disk_read', disk_read):>16}".rstrip())
-    lines.append(f"{'Read (from page cache)':<26}{fmt_bytes(cache_read):>16}")
-    lines.append(f"{'Write':<26}{fmt_bytes(write):>16}{rate('write', write):>16}".rstrip())
+    def rate(layer: str, total: int) -> str:
+        if grid is None or total <= 0:
+            return ""
+        return fmt.byte_rate(_per_second(total, grid.active_seconds(layer)))
+
+    lines.append(f"{'Read (from disk)':<26}{fmt.size(disk_read):>16}{rate('disk_read', disk_read):>16}".rstrip())
+    lines.append(f"{'Read (from page cache)':<26}{fmt.size(cache_read):>16}")
+    lines.append(f"{'Write':<26}{fmt.size(write):>16}{rate('write', write):>16}".rstrip())
     if grid is not None:
         bins = grid.bins("write", SPARK_WIDTH)
-        peak = f"  write {sparkline(bins)}  peak {fmt_rate(grid.peak_rate('write'), 1.0)}"
+        peak = f"  write {sparkline(bins)}  peak {fmt.byte_rate(grid.peak_rate('write'))}"
         if grid.slot_ns > res.interval_ns:
             # A long run's grid is coarser than its samples: say over what the peak is a mean.
-            peak += f" over {grid.slot_ns / 1e9:.3g}s"
+            peak += f" over {fmt.duration(grid.slot_ns)}"
         lines.append(peak)
     total = disk_read + cache_read + write
     np_ = res.io.no_phase
-    np_total = np_["read_bytes"] + max(0, np_["rchar"] - np_["read_bytes"]) + np_["write_bytes"] - np_["cancelled_write_bytes"]
+    np_cache = max(0, np_["rchar"] - np_["read_bytes"])
+    np_total = np_["read_bytes"] + np_cache + np_["write_bytes"] - np_["cancelled_write_bytes"]
     if not res.phase_tracked:
         lines.append("  (no phase open) share unknown: the samples carry no phase")
     elif total > 0:
-        lines.append(f"  (no phase open) {100.0 * np_total / total:.1f}% of these bytes")
+        lines.append(f"  (no phase open) {fmt.percent(np_total / total)} of these bytes")
     c = res.io.counts
-    considered = c.valid + c.dropped
+    considered = fmt.count(c.valid + c.dropped)
     if c.dropped:
         why = []
         if c.failed:
-            why.append(f"{c.failed:,} next to a failed read")
+            why.append(f"{fmt.count(c.failed)} next to a failed read")
         if c.reaped:
-            why.append(f"{c.reaped:,} where a child process was reaped")
+            why.append(f"{fmt.count(c.reaped)} where a child process was reaped")
         if c.unknown:
-            why.append(f"{c.unknown:,} where reaping could not be checked")
-        lines.append(f"  dropped intervals {c.dropped:,} of {considered:,} ({', '.join(why)}); their bytes are not counted")
+            why.append(f"{fmt.count(c.unknown)} where reaping could not be checked")
+        lines.append(
+            f"  dropped intervals {fmt.count(c.dropped)} of {considered} ({', '.join(why)}); "
+            "their bytes are not counted"
+        )
     else:
-        lines.append(f"  dropped intervals 0 of {considered:,}")
+        lines.append(f"  dropped intervals 0 of {considered}")
     own = res.io.own
     lines.append(
-        f"  excluded: the profiler's own I/O, {fmt_bytes(own['write_bytes'])} written to disk, "
-        f"{fmt_bytes(own['wchar'])} through write(), {fmt_bytes(own['rchar'])} read"
+        f"  excluded: the profiler's own I/O, {fmt.size(own['write_bytes'])} written to disk, "
+        f"{fmt.size(own['wchar'])} through write(), {fmt.size(own['rchar'])} read"
     )
     lines.extend(_reason_lines(res.io_reasons, res.workers))
     lines.extend(_reason_lines(res.reasons, res.workers))
-    lines.extend("  ! " + caveat for caveat in res.caveats)
+    lines.extend("  ! " + fmt.printable(caveat) for caveat in res.caveats)
     return lines
 
 
@@ -539,21 +530,22 @@ def render_memory(run: Run, options: RenderOptions) -> list[str]:
     for role, members in sorted(res.memory_by_role.items()):
         peak = max(m.peak for m, _ in members)
         slopes = [(m.slope_bytes_per_s, label) for m, label in members if m.slope_bytes_per_s is not None]
-        trend = "n/a"
+        trend = fmt.NA
         if slopes:
             slope, _ = max(slopes, key=lambda s: abs(s[0]))
-            trend = ("+" if slope >= 0 else "-") + fmt_bytes(abs(slope) * 3600) + "/h"
-        lines.append(f"{fmt.printable(role) + f'  x{len(members)}':<26}{fmt_bytes(peak):>16}{trend:>16}")
+            trend = fmt.byte_change_per_hour(slope)
+        lines.append(f"{fmt.printable(role) + f'  x{len(members)}':<26}{fmt.size(peak):>16}{trend:>16}")
         for m, label in members:
             if top is None or m.peak > top[0].peak:
                 top = (m, label)
     if res.span is not None and any(res.memory_bins):
-        lines.append(f"{'all processes':<26}{fmt_bytes(max(res.memory_bins)):>16}  {sparkline(res.memory_bins, level=True)}")
+        spark = sparkline(res.memory_bins, level=True)
+        lines.append(f"{'all processes':<26}{fmt.size(max(res.memory_bins)):>16}  {spark}")
     if top is not None:
         at = ""
         if res.span is not None:
-            at = f" at {fmt_duration(max(0, top[0].peak_t_unix - res.span[0]))}"
-        lines.append(f"  largest: {top[1]}, {fmt_bytes(top[0].peak)}{at}")
+            at = f" at {fmt.moment(max(0, top[0].peak_t_unix - res.span[0]))}"
+        lines.append(f"  largest: {top[1]}, {fmt.size(top[0].peak)}{at}")
     lines.append("  trend: the steepest per-process RSS slope in each role (least squares over its run)")
     return lines
 
@@ -568,7 +560,6 @@ __all__ = [
     "Timeline",
     "WorkerIo",
     "WorkerMemory",
-    "fmt_bytes",
     "reduce_io",
     "reduce_memory",
     "reduce_run",
