@@ -38,7 +38,7 @@ from typing import Any
 
 from ..runfiles import histogram
 from . import format as fmt
-from .merge import PhaseStats, RoleStats, Run
+from .merge import PhaseStats, Run
 from .text import short_names
 
 E = histogram.RELATIVE_ERROR
@@ -69,10 +69,10 @@ def _side(run: Run) -> dict[str, Any]:
     }
 
 
-def _phase_side(phase: PhaseStats | None, role: RoleStats | None) -> dict[str, Any] | None:
-    if phase is None or role is None:
+def _phase_side(phase: PhaseStats | None, total: int) -> dict[str, Any] | None:
+    """One side of a phase's row; ``total`` is its role's phase time on that side."""
+    if phase is None:
         return None
-    total = role.phase_time_ns
     return {
         "entries": phase.entries,
         "self_ns": phase.self_ns,
@@ -107,11 +107,14 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
     for name in names:
         ra, rb = a.roles.get(name), b.roles.get(name)
         paths = set(ra.phases if ra else ()) | set(rb.phases if rb else ())
+        # Once per role, not per phase: the report stays linear in the number of phases.
+        total_a = ra.phase_time_ns if ra else 0
+        total_b = rb.phase_time_ns if rb else 0
         phases = []
         for path in paths:
             pa = ra.phases.get(path) if ra else None
             pb = rb.phases.get(path) if rb else None
-            sa, sb = _phase_side(pa, ra), _phase_side(pb, rb)
+            sa, sb = _phase_side(pa, total_a), _phase_side(pb, total_b)
             p50_change, p50_real = _change(_get(sa, "p50_ns"), _get(sb, "p50_ns"))
             p99_change, p99_real = _change(_get(sa, "p99_ns"), _get(sb, "p99_ns"))
             phases.append(
@@ -201,7 +204,7 @@ def render_compare(doc: dict[str, Any]) -> str:
                 f"{fmt.duration(sa and sa['p99_ns']):>9}{fmt.duration(sb and sb['p99_ns']):>9}{p99:>12}"
             )
         if len(rows) > TEXT_ROWS:
-            lines.append(f"({len(rows) - TEXT_ROWS} more phases; --json lists every one)")
+            lines.append(f"({fmt.count(len(rows) - TEXT_ROWS)} more phases; --json lists every one)")
         if not rows:
             lines.append("(no time recorded in phases on either side)")
     notes = []

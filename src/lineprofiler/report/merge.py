@@ -7,7 +7,8 @@ What this module decides (docs/report.md says the same for users):
   merged; every other one is *superseded*: named in the report, never merged, so a requeued
   job does not inflate the totals.
 * **Processes** are counted by worker file, not by pid (pids collide across nodes, and a
-  restarted worker reuses its rank but not its file).
+  restarted worker reuses its rank but not its file). Files that hold the same process (the
+  same pid and uuid: a copied file) count once, from the newest snapshot, with a caveat.
 * **Histograms** merge exactly: bucket counts are added; quantiles come from
   :mod:`lineprofiler.runfiles.histogram` over the merged buckets, clamped to the merged
   exact min and max.
@@ -319,6 +320,47 @@ class AttemptSummary:
 
 
 @dataclass
+class DuplicateFiles:
+    """Worker files that hold one process (the same pid and uuid): ``kept`` is counted."""
+
+    kept: Worker
+    dropped: list[Worker]
+
+
+def drop_duplicates(workers: list[Worker]) -> tuple[list[Worker], list[DuplicateFiles]]:
+    """``workers`` with one file per process (pid and uuid), and what was dropped.
+
+    A process writes one file, so two files with its identity are a copy (a run directory
+    copied into itself, a host folder duplicated). The one with the newest snapshot is kept
+    (a final flush before a periodic one at the same time; then one in the folder named after
+    its host, where the profiler writes it and its sample file; then the first path).
+    """
+    groups: dict[tuple[int, str], list[Worker]] = {}
+    for worker in workers:
+        groups.setdefault((worker.pid, worker.uuid), []).append(worker)
+    if len(groups) == len(workers):
+        return workers, []
+    kept: list[Worker] = []
+    duplicates: list[DuplicateFiles] = []
+    for group in groups.values():
+        if len(group) == 1:
+            kept.append(group[0])
+            continue
+        group.sort(key=lambda w: str(w.path))
+        best = max(
+            group,
+            key=lambda w: (
+                w.last_flush_ns,
+                w.status in _FINAL,
+                w.path.parent.name == workerfile.sanitize_component(w.host),
+            ),
+        )
+        kept.append(best)
+        duplicates.append(DuplicateFiles(best, [w for w in group if w is not best]))
+    return kept, duplicates
+
+
+@dataclass
 class Run:
     """The newest attempt of a run directory, merged; what every report block renders."""
 
@@ -334,6 +376,8 @@ class Run:
     #: CAVEATS lines derived while merging (the text report adds the blocks' own after these).
     caveats: list[str]
     no_samples: bool
+    #: Processes found in more than one worker file, each counted once.
+    duplicates: list[DuplicateFiles] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -522,6 +566,7 @@ def merge_workers(
     """
     unreadable = list(unreadable or [])
     problems = list(listing_problems or [])
+    workers, duplicates = drop_duplicates(workers)
     by_attempt: dict[tuple[str, int], list[Worker]] = {}
     for worker in workers:
         by_attempt.setdefault((worker.run_id, worker.attempt), []).append(worker)
@@ -596,8 +641,16 @@ def merge_workers(
         caveats=[],
         no_samples=no_samples,
     )
+    run.duplicates = duplicates
     run.caveats = derive_caveats(run)
     return run
+
+
+def _relative(path: Path, run_dir: Path) -> str:
+    try:
+        return str(path.relative_to(run_dir))
+    except ValueError:
+        return str(path)
 
 
 def _names(workers: list[Worker]) -> str:
@@ -633,6 +686,19 @@ def derive_caveats(run: Run) -> list[str]:
         lines.append(f"... and {len(run.unreadable) - 2 * CAVEAT_NAMES} more unreadable worker files")
     for problem in run.listing_problems:
         lines.append(f"folder not listed, its workers are missing from every total: {problem}")
+    for duplicate in run.duplicates[:CAVEAT_NAMES]:
+        kept = duplicate.kept
+        copies = [_relative(w.path, run.run_dir) for w in duplicate.dropped]
+        shown = ", ".join(copies[:3]) + (f" and {len(copies) - 3} more" if len(copies) > 3 else "")
+        lines.append(
+            f"{len(copies) + 1} worker files hold the same process ({kept.label}, uuid {fmt.printable(kept.uuid)}): "
+            f"counted once, from {_relative(kept.path, run.run_dir)}; not from {shown}"
+        )
+    if len(run.duplicates) > CAVEAT_NAMES:
+        lines.append(
+            f"... and {len(run.duplicates) - CAVEAT_NAMES} more processes found in more than one worker file, "
+            "each counted once"
+        )
 
     killed = [w for w in run.workers if w.status == "started" and is_stale(w, end)]
     _per_worker(

@@ -67,19 +67,50 @@ def render_header(run: Run, options: RenderOptions) -> list[str]:
 # -- roles -------------------------------------------------------------------------------------
 
 
-def short_names(paths: Sequence[str]) -> dict[str, str]:
-    """Each path's shortest suffix of components that no other path in ``paths`` ends with."""
-    split = {p: p.split("/") for p in paths}
-    names = {}
-    for path, parts in split.items():
-        for n in range(1, len(parts) + 1):
-            suffix = parts[-n:]
-            clash = any(other != path and o[-n:] == suffix for other, o in split.items())
-            if not clash:
-                names[path] = "/".join(suffix)
-                break
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``.
+
+    Halving, comparing only the part not yet known equal: the comparisons are C string
+    compares that add up to about twice the common length, with a few Python steps.
+    """
+    n = min(len(a), len(b))
+    if n == 0 or a[0] != b[0]:
+        return 0
+    if a[:n] == b[:n]:
+        return n
+    low, high = 1, n  # a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
         else:
-            names[path] = path
+            high = mid
+    return low
+
+
+def short_names(paths: Sequence[str]) -> dict[str, str]:
+    """Each path's shortest suffix of components that no other path in ``paths`` ends with
+    (the whole path when another path ends with all of it).
+
+    Linear in the text of the paths, whatever their number and depth: with ``P = "/" + path``,
+    another path ends with the last ``n`` components of this one exactly when the reversed
+    ``P``s share a prefix reaching past the ``n``-th slash from the end. Sorted by reversed
+    ``P``, the path sharing the longest such prefix with any path is one of its two
+    neighbours, so each path is compared with those two only.
+    """
+    keys = sorted({("/" + p)[::-1] for p in paths})
+    names: dict[str, str] = {}
+    for i, key in enumerate(keys):
+        shared = max(
+            _common_prefix(key, keys[i - 1]) if i > 0 else 0,
+            _common_prefix(key, keys[i + 1]) if i + 1 < len(keys) else 0,
+        )
+        full = key[::-1]
+        if shared >= len(full):
+            names[full[1:]] = full[1:]  # another path ends with all of this one
+        else:
+            # The last slash before the shared ending starts the shortest suffix that is not shared.
+            names[full[1:]] = full[full.rfind("/", 0, len(full) - shared) + 1 :]
     return names
 
 
@@ -111,7 +142,7 @@ def _role_block(role: RoleStats) -> list[str]:
     rest = ranked[ROLE_ROWS:]
     if rest:
         rest_ns = sum(p.self_with_open_ns for p in rest)
-        label = f"({len(rest)} more phases)"
+        label = f"({fmt.count(len(rest))} more phases)"
         lines.append(f"{label:<{NAME_WIDTH}}{fmt.percent(rest_ns / total):>6}{fmt.duration(rest_ns):>13}")
     slowest = role.slowest
     mean = role.mean_busy_ns
@@ -222,20 +253,29 @@ def render_counters(run: Run, options: RenderOptions) -> list[str]:
 def iteration_phase(run: Run) -> tuple[str, str] | None:
     """``(phase, why)``: the configured ``window_phase`` if it was entered, else the most-entered
     top-level phase; None when no phase was entered at all."""
-    phases = run.all_phases()
     configured = run.window_phase
     if configured is not None and any(
-        p.entries for path, p in phases.items() if path == configured or p.leaf == configured
+        p.entries
+        for role in run.roles.values()
+        for path, p in role.phases.items()
+        if path == configured or p.leaf == configured
     ):
         return configured, "window_phase"
-    top = [p for p in phases.values() if p.depth == 0 and p.entries > 0]
+    # Top-level phases only, summed over the roles: (entries, wall) per path.
+    top: dict[str, list[int]] = {}
+    for role in run.roles.values():
+        for path, p in role.phases.items():
+            if p.entries > 0 and "/" not in path:
+                sums = top.setdefault(path, [0, 0])
+                sums[0] += p.entries
+                sums[1] += p.wall_ns
     if not top:
         return None
-    best = max(top, key=lambda p: (p.entries, p.wall_ns, p.path))
+    best = max(top, key=lambda path: (top[path][0], top[path][1], path))
     why = "the most-entered top-level phase"
     if configured is not None:
         why += f"; window_phase {fmt.printable(configured)!r} was never entered"
-    return best.path, why
+    return best, why
 
 
 def _matching(role: RoleStats, name: str) -> PhaseStats | None:
@@ -283,7 +323,8 @@ def render_caveats(run: Run, options: RenderOptions) -> list[str]:
     lines = list(run.caveats) + list(options.caveats)
     if not lines:
         return []
-    return _section("CAVEATS") + [f"  - {line}" for line in lines]
+    # Caveats quote file names and texts from the files: nothing in them may reach the terminal raw.
+    return _section("CAVEATS") + [f"  - {fmt.printable(line)}" for line in lines]
 
 
 #: The blocks of this module, in the order they print.

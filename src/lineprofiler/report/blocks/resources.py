@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
+from pathlib import Path
 from typing import Any
 
 from ...runfiles.samplefile import (
@@ -368,6 +369,7 @@ class RunResources:
     io_measured: int = 0  # of which some I/O rows were read
     reasons: dict[str, int] = field(default_factory=dict)  # why a worker has no samples -> count
     io_reasons: dict[str, int] = field(default_factory=dict)
+    #: Sample files that could not be used (or only partly): one CAVEATS line each.
     caveats: list[str] = field(default_factory=list)
     io: WorkerIo = field(default_factory=WorkerIo)
     phase_tracked: bool = False
@@ -379,6 +381,14 @@ class RunResources:
 
 
 _NEEDED = ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS))
+
+
+def _shown(path: Path, run: Run) -> str:
+    """A sample file's path as CAVEATS names it: relative to the run directory."""
+    try:
+        return str(path.relative_to(run.run_dir))
+    except ValueError:
+        return str(path)
 
 
 def reduce_run(run: Run, options: RenderOptions) -> RunResources:
@@ -397,16 +407,21 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
             reason = info.unavailable_reason or "no samples were written"
             res.reasons[reason] = res.reasons.get(reason, 0) + 1
             continue
+        name = _shown(info.sidecar, run)
         try:
             table = read_samples(info.sidecar)
         except SampleFileError as error:
-            res.caveats.append(str(error))
+            reason = str(error).removeprefix(f"{info.sidecar}: ")
+            res.caveats.append(f"{name}: {reason}; {info.worker.label} is left out of I/O and MEMORY")
             continue
         if table.truncated_bytes:
-            res.caveats.append(f"{info.sidecar}: partial last row ignored ({table.truncated_bytes} bytes)")
+            res.caveats.append(f"{name}: partial last row ignored ({fmt.count(table.truncated_bytes)} bytes)")
         missing = [c for c in _NEEDED if c not in table.columns]
         if missing:
-            res.caveats.append(f"{info.sidecar}: sample file lacks columns {', '.join(missing)}")
+            res.caveats.append(
+                f"{name}: sample file lacks columns {', '.join(missing)}; {info.worker.label} is left out of I/O "
+                "and MEMORY"
+            )
             continue
         res.sampled += 1
         wio = reduce_io(table, res.timeline)
@@ -430,9 +445,23 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
     return res
 
 
+#: How many sample-file CAVEATS lines are printed before the rest are counted in one.
+CAVEAT_LINES = 10
+
+
 def resources_of(run: Run, options: RenderOptions) -> RunResources:
-    """``reduce_run(run, options)``, computed once per report for the blocks that share it."""
-    return options.shared("resources", run, lambda: reduce_run(run, options))
+    """``reduce_run(run, options)``, computed once per report for the blocks that share it;
+    the sample files it could not use are named under CAVEATS, once."""
+
+    def compute() -> RunResources:
+        res = reduce_run(run, options)
+        for line in res.caveats[:CAVEAT_LINES]:
+            options.add_caveat(line)
+        if len(res.caveats) > CAVEAT_LINES:
+            options.add_caveat(f"... and {len(res.caveats) - CAVEAT_LINES} more sample files not fully used")
+        return res
+
+    return options.shared("resources", run, compute)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,7 +486,7 @@ def render_io(run: Run, options: RenderOptions) -> list[str]:
     if res.io_measured == 0:
         reasons = {**res.reasons, **res.io_reasons}
         unmeasured = _reason_lines(reasons, res.workers) or ["  not measured: no sample file could be read"]
-        return lines + unmeasured + ["  ! " + fmt.printable(c) for c in res.caveats]
+        return lines + unmeasured
     t = res.io.totals
     disk_read = t["read_bytes"]
     cache_read = max(0, t["rchar"] - t["read_bytes"])
@@ -510,7 +539,6 @@ def render_io(run: Run, options: RenderOptions) -> list[str]:
     )
     lines.extend(_reason_lines(res.io_reasons, res.workers))
     lines.extend(_reason_lines(res.reasons, res.workers))
-    lines.extend("  ! " + fmt.printable(caveat) for caveat in res.caveats)
     return lines
 
 
