@@ -69,11 +69,11 @@ def test_one_spelling_of_byte_units():
 @pytest.mark.parametrize(
     "ns, text",
     [
-        (2**62, "146.1 years"),
-        (6 * (2**63 - 1), "1,753.6 years"),
+        (2**62, "146.1y"),
+        (6 * (2**63 - 1), "1,753.6y"),
         ((9_999 * 3600 + 59 * 60) * S, "9999h 59m"),
-        (10_000 * 3600 * S, "1.1 years"),
-        (-(2**62), "-146.1 years"),
+        (10_000 * 3600 * S, "1.1y"),
+        (-(2**62), "-146.1y"),
     ],
 )
 def test_absurd_durations_print_in_years(ns, text):
@@ -90,7 +90,7 @@ def test_moment_into_the_run():
     assert fmt.moment(13_400_000_000) == "13s"
     assert fmt.moment(125 * S) == "2m"
     assert fmt.moment((2 * 3600 + 5 * 60) * S) == "2h 05m"
-    assert fmt.moment(2**62) == "146.1 years"
+    assert fmt.moment(2**62) == "146.1y"
 
 
 def test_rates_counts_percent():

@@ -14,6 +14,7 @@ import copy
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -305,3 +306,18 @@ def _writer_bytes(document):
     ordered = {k: v for k, v in document.items() if k != "samples"}
     return json.dumps({**ordered, "layout": "samples-last", "samples": document["samples"]},
                       separators=(",", ":")).encode()
+
+
+def test_absurd_in_range_values_print_readably(tmp_path):
+    """Every value the reader accepts prints as something a person can read (no '7686143h')."""
+    for _ in range(6):
+        sim = SimWorker("actor")
+        with sim.phase("forever"):
+            sim.work(2**62)
+            sim.count("items", 2**62)
+        sim.write(tmp_path)
+    report = render(merge.load_run(tmp_path))
+    assert "forever                       100.0%       876.8y" in report  # six processes of 2**62 ns
+    assert "  mean     146.1y   p50     146.1y   p95     146.1y   p99     146.1y" in report
+    assert "27,670,116,110,564,327,424" in report  # the counter total
+    assert re.search(r"\d{5,}h", report) is None, report

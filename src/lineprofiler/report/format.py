@@ -40,8 +40,8 @@ def duration(ns: float | int | None) -> str:
 
     ``850ns``, ``156.8us``, ``9.4ms``, ``12.3s``, ``4m 05s`` (under ten minutes), ``27m``,
     ``2h 31m``. Hours keep counting past a day (``64h 12m``): summed process time reads more
-    plainly in hours than in days. From :data:`YEARS_FROM_HOURS` hours on, years:
-    ``146.1 years`` (2**62 ns).
+    plainly in hours than in days. From :data:`YEARS_FROM_HOURS` hours on, years (of 365.25
+    days): ``146.1y`` (2**62 ns).
     """
     if not _finite(ns):
         return NA
@@ -64,7 +64,7 @@ def duration(ns: float | int | None) -> str:
         return f"{minutes}m"
     if minutes < YEARS_FROM_HOURS * 60:
         return f"{minutes // 60}h {minutes % 60:02d}m"
-    return f"{ns / _NS_PER_YEAR:,.1f} years"
+    return f"{ns / _NS_PER_YEAR:,.1f}y"
 
 
 def moment(ns: float | int | None) -> str:
