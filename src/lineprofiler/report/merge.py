@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runfiles import histogram, workerfile
+from . import duplicates as duplicates_mod
 from . import format as fmt
 
 #: A worker is stale when it stopped flushing this many snapshot intervals before the run's end...
@@ -320,47 +321,6 @@ class AttemptSummary:
 
 
 @dataclass
-class DuplicateFiles:
-    """Worker files that hold one process (the same pid and uuid): ``kept`` is counted."""
-
-    kept: Worker
-    dropped: list[Worker]
-
-
-def drop_duplicates(workers: list[Worker]) -> tuple[list[Worker], list[DuplicateFiles]]:
-    """``workers`` with one file per process (pid and uuid), and what was dropped.
-
-    A process writes one file, so two files with its identity are a copy (a run directory
-    copied into itself, a host folder duplicated). The one with the newest snapshot is kept
-    (a final flush before a periodic one at the same time; then one in the folder named after
-    its host, where the profiler writes it and its sample file; then the first path).
-    """
-    groups: dict[tuple[int, str], list[Worker]] = {}
-    for worker in workers:
-        groups.setdefault((worker.pid, worker.uuid), []).append(worker)
-    if len(groups) == len(workers):
-        return workers, []
-    kept: list[Worker] = []
-    duplicates: list[DuplicateFiles] = []
-    for group in groups.values():
-        if len(group) == 1:
-            kept.append(group[0])
-            continue
-        group.sort(key=lambda w: str(w.path))
-        best = max(
-            group,
-            key=lambda w: (
-                w.last_flush_ns,
-                w.status in _FINAL,
-                w.path.parent.name == workerfile.sanitize_component(w.host),
-            ),
-        )
-        kept.append(best)
-        duplicates.append(DuplicateFiles(best, [w for w in group if w is not best]))
-    return kept, duplicates
-
-
-@dataclass
 class Run:
     """The newest attempt of a run directory, merged; what every report block renders."""
 
@@ -377,7 +337,7 @@ class Run:
     caveats: list[str]
     no_samples: bool
     #: Processes found in more than one worker file, each counted once.
-    duplicates: list[DuplicateFiles] = field(default_factory=list)
+    duplicates: list[duplicates_mod.DuplicateFiles] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -566,7 +526,7 @@ def merge_workers(
     """
     unreadable = list(unreadable or [])
     problems = list(listing_problems or [])
-    workers, duplicates = drop_duplicates(workers)
+    workers, duplicates = duplicates_mod.drop_duplicates(workers)
     by_attempt: dict[tuple[str, int], list[Worker]] = {}
     for worker in workers:
         by_attempt.setdefault((worker.run_id, worker.attempt), []).append(worker)
@@ -646,13 +606,6 @@ def merge_workers(
     return run
 
 
-def _relative(path: Path, run_dir: Path) -> str:
-    try:
-        return str(path.relative_to(run_dir))
-    except ValueError:
-        return str(path)
-
-
 def _names(workers: list[Worker]) -> str:
     shown = ", ".join(w.label for w in workers[:CAVEAT_NAMES])
     if len(workers) > CAVEAT_NAMES:
@@ -686,19 +639,7 @@ def derive_caveats(run: Run) -> list[str]:
         lines.append(f"... and {len(run.unreadable) - 2 * CAVEAT_NAMES} more unreadable worker files")
     for problem in run.listing_problems:
         lines.append(f"folder not listed, its workers are missing from every total: {problem}")
-    for duplicate in run.duplicates[:CAVEAT_NAMES]:
-        kept = duplicate.kept
-        copies = [_relative(w.path, run.run_dir) for w in duplicate.dropped]
-        shown = ", ".join(copies[:3]) + (f" and {len(copies) - 3} more" if len(copies) > 3 else "")
-        lines.append(
-            f"{len(copies) + 1} worker files hold the same process ({kept.label}, uuid {fmt.printable(kept.uuid)}): "
-            f"counted once, from {_relative(kept.path, run.run_dir)}; not from {shown}"
-        )
-    if len(run.duplicates) > CAVEAT_NAMES:
-        lines.append(
-            f"... and {len(run.duplicates) - CAVEAT_NAMES} more processes found in more than one worker file, "
-            "each counted once"
-        )
+    lines.extend(duplicates_mod.caveats(run.duplicates, run.run_dir, CAVEAT_NAMES))
 
     killed = [w for w in run.workers if w.status == "started" and is_stale(w, end)]
     _per_worker(
