@@ -253,9 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 reconfigure(errors="backslashreplace")
             except (ValueError, OSError):
                 pass
-    from .lines.runner import RunError
-    from .report.merge import ReportError
-    from .runfiles.linesfile import LinesFileError
+    from .errors import InputError
 
     try:
         args = build_parser().parse_args(argv)
@@ -269,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _UsageError as error:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT
-    except (ReportError, RunError, LinesFileError) as error:
+    except InputError as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:

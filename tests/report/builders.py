@@ -6,7 +6,9 @@ fake thread-CPU clock advance only when the test says the process works (``work`
 path's entries, wall, self (wall minus its children's wall), CPU, min, max and one histogram
 bucket chosen by :func:`lineprofiler.runfiles.histogram.bucket_index`. ``document()``
 assembles a schema-v1 worker document from that record, and ``write()`` writes it with
-:func:`lineprofiler.runfiles.workerfile.write_worker_file` where the profiler would.
+:func:`lineprofiler.runfiles.workerfile.write_worker_file` where the profiler would;
+``write_samples()`` writes its resource-sample file beside it with the real
+:class:`lineprofiler.runfiles.samplefile.SampleWriter`.
 
 So every number the report prints can be predicted exactly from the durations a test chose.
 """
@@ -15,12 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.runfiles import histogram, workerfile
+from lineprofiler.runfiles import histogram, samplefile, workerfile
 
 NS = 1
 US = 1_000
@@ -82,6 +85,8 @@ class SimWorker:
         self.cpu_clock_ns = 0
         self.nodes: dict[str, _Node] = {}
         self.counters: dict[tuple[str, str], int] = {}
+        #: Per phase path, the ``io_bytes`` object its document entry carries.
+        self.io_bytes: dict[str, dict[str, int]] = {}
         # Open phases: [path, start, start_cpu, children_wall]
         self._stack: list[list[Any]] = []
 
@@ -162,7 +167,7 @@ class SimWorker:
                         "hist": [[k, v] for k, v in sorted(node.hist.items())],
                         "io": node.io,
                         "sync": node.sync,
-                        "io_bytes": None,
+                        "io_bytes": self.io_bytes.get(path),
                         "overflow": False,
                     }
                 )
@@ -226,6 +231,48 @@ class SimWorker:
         folder = workerfile.worker_dir(run_dir, self.host)
         folder.mkdir(parents=True, exist_ok=True)
         return folder / workerfile.worker_file_name(self.run_id, self.pid, self.uuid)
+
+    def write_samples(
+        self,
+        run_dir: Path,
+        columns: Mapping[str, Sequence[int]],
+        *,
+        interval_s: float = 1.0,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Write this worker's sample file under ``run_dir`` with the real writer; returns the
+        ``samples`` object its document names it with (``extra`` adds keys to that object).
+
+        ``columns`` holds values per row; the sampler's base columns it lacks are filled in:
+        ``t_ns`` one interval apart from the worker's start (the sample clock's zero is the
+        start), ``flags`` marking the first row as a segment start, the rest 0. Columns not
+        among the base ones (``gpu0_busy``...) follow them, in the given order.
+        """
+        rows = len(next(iter(columns.values())))
+        interval_ns = int(interval_s * S)
+        filled = {
+            "t_ns": [k * interval_ns for k in range(rows)],
+            "flags": [samplefile.FLAG_SEGMENT_START] + [0] * (rows - 1),
+        }
+        names = [*samplefile.BASE_COLUMNS, *(c for c in columns if c not in samplefile.BASE_COLUMNS)]
+        values = [columns.get(name) or filled.get(name) or [0] * rows for name in names]
+        data = array("q", (int(row[k]) for k in range(rows) for row in values))
+        path = self.path_in(run_dir).with_suffix(samplefile.SUFFIX)
+        writer = samplefile.SampleWriter(
+            path, names, interval_ns, monotonic_ref_ns=0, unix_ref_ns=self.start_unix_ns, pid=self.pid
+        )
+        writer.append(data.tobytes())
+        return samplefile.samples_document(
+            file=path.name,
+            columns=names,
+            rows=writer.rows,
+            size=writer.size,
+            interval_s=interval_s,
+            backend="test",
+            counts=samplefile.IntervalCounts(),
+            clock=(0, self.start_unix_ns),
+            **extra,
+        )
 
     def write(self, run_dir: Path, **document_args: Any) -> Path:
         """Write this worker's file under ``run_dir`` with the real writer; returns its path."""

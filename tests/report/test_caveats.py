@@ -3,10 +3,10 @@
 import pytest
 from lp_report_builders import MS, S, SimWorker, actor_loop
 
-from lineprofiler.runfiles import workerfile
 from lineprofiler.report import merge
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.text import render
+from lineprofiler.runfiles import workerfile
 
 
 def busy_worker(role="actor", seconds=120, **kwargs):

@@ -5,9 +5,9 @@ import json
 import pytest
 from lp_report_builders import MS, SimWorker
 
-from lineprofiler.runfiles import histogram
 from lineprofiler.report import compare
 from lineprofiler.report.merge import load_run
+from lineprofiler.runfiles import histogram
 
 EDGES = histogram.EDGES
 

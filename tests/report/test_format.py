@@ -39,10 +39,58 @@ def test_duration_rounds_up_across_units():
 
 @pytest.mark.parametrize(
     "n, text",
-    [(0, "0 B"), (512, "512 B"), (408_700_000, "408.7 MB"), (1_100_000_000, "1.1 GB"), (40_000_000, "40.0 MB")],
+    [
+        (0, "0 B"),
+        (512, "512 B"),
+        (999, "999 B"),
+        (1000, "1.0 kB"),
+        (999_960, "1.0 MB"),
+        (408_700_000, "408.7 MB"),
+        (1_100_000_000, "1.1 GB"),
+        (40_000_000, "40.0 MB"),
+        (2**63, "9.2 EB"),
+        (None, "n/a"),
+    ],
 )
 def test_size(n, text):
     assert fmt.size(n) == text
+
+
+def test_one_spelling_of_byte_units():
+    assert [fmt.size(10**k) for k in range(0, 25, 3)] == [
+        "1 B", "1.0 kB", "1.0 MB", "1.0 GB", "1.0 TB", "1.0 PB", "1.0 EB", "1.0 ZB", "1.0 YB",
+    ]
+    assert fmt.byte_rate(133_100) == "133.1 kB/s"
+    assert fmt.byte_change_per_hour(300_000_000 / 3600) == "+300.0 MB/h"
+    assert fmt.byte_change_per_hour(-1200 / 3600) == "-1.2 kB/h"
+    assert fmt.byte_change_per_hour(0.0) == "+0 B/h"
+
+
+@pytest.mark.parametrize(
+    "ns, text",
+    [
+        (2**62, "146.1y"),
+        (6 * (2**63 - 1), "1,753.6y"),
+        ((9_999 * 3600 + 59 * 60) * S, "9999h 59m"),
+        (10_000 * 3600 * S, "1.1y"),
+        (-(2**62), "-146.1y"),
+    ],
+)
+def test_absurd_durations_print_in_years(ns, text):
+    assert fmt.duration(ns) == text
+
+
+def test_values_beyond_a_float_are_not_measured_not_a_crash():
+    assert fmt.duration(10**400) == "n/a"
+    assert fmt.size(10**400) == "n/a"
+    assert fmt.rate(float("inf")) == "n/a"
+
+
+def test_moment_into_the_run():
+    assert fmt.moment(13_400_000_000) == "13s"
+    assert fmt.moment(125 * S) == "2m"
+    assert fmt.moment((2 * 3600 + 5 * 60) * S) == "2h 05m"
+    assert fmt.moment(2**62) == "146.1y"
 
 
 def test_rates_counts_percent():
@@ -54,6 +102,10 @@ def test_rates_counts_percent():
     assert fmt.percent(0.18, 0) == "18%"
     assert fmt.percent(None) == "n/a"
     assert fmt.ratio(1.2249) == "1.22"
+    assert fmt.ratio(2.0**62) == "4,611,686,018,427,387,904.00"
+    assert fmt.percent(12_345.6) == "1,234,560.0%"
+    assert fmt.signed_percent(0.125) == "+12.5%" and fmt.signed_percent(-0.0834) == "-8.3%"
+    assert fmt.points(0.02) == "+2.0pp" and fmt.points(None) == "n/a"
 
 
 def test_int_ranges_and_clipping():

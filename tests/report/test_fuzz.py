@@ -12,14 +12,19 @@ comparison, so the checks in ``workerfile.validate`` are shown to be enough for 
 
 import copy
 import json
+import os
 import random
+import re
+import shutil
+import subprocess
+import sys
 
 import pytest
-from lp_report_builders import MS, S, US, SimWorker, actor_loop, learner_loop
+from lp_report_builders import MS, US, S, SimWorker, actor_loop, learner_loop
 
-from lineprofiler.runfiles import workerfile
 from lineprofiler.report import compare, merge
 from lineprofiler.report.text import render
+from lineprofiler.runfiles import samplefile, workerfile
 
 CASES_PER_FAMILY = 1500
 NASTY_VALUES = [
@@ -166,3 +171,153 @@ def test_a_directory_of_damaged_files_is_reported_from_the_intact_ones(tmp_path)
     assert len(run.workers) + len(run.unreadable) + sum(a.files for a in run.superseded) <= 201
     assert len(run.unreadable) > 100
     assert "CAVEATS" in report
+
+
+# -- what else a run directory can hold ----------------------------------------------------------
+
+
+def _lineprofiler(*args):
+    """``python -m lineprofiler`` in a subprocess; the timeout is what a hang would hit."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
+    return subprocess.run(
+        [sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True, timeout=300, env=env
+    )
+
+
+def _caveats(stdout):
+    text = stdout.decode("utf-8")
+    return [line for line in text[text.index("\nCAVEATS\n"):].splitlines() if line.startswith("  - ")]
+
+
+def test_special_files_oversized_files_odd_names_and_copies_cost_only_themselves(tmp_path):
+    """FIFOs, symbolic links to /dev/zero, directories and oversized files where worker and
+    sample files belong, names that are not UTF-8, and a copied worker file: each is one CAVEATS
+    line (or counted once), never a hang, a MemoryError or a traceback, and the rest is reported."""
+    run_dir = tmp_path / "run"
+    host = workerfile.worker_dir(run_dir, "node07")
+    sims = []
+    for rank in range(5):
+        sim = SimWorker("actor", rank=rank)
+        actor_loop(sim, 5, mcts_ns=2 * MS, env_ns=1 * MS)
+        sim.write(run_dir, samples=sim.write_samples(run_dir, {"rss_bytes": [10**6, 2 * 10**6, 3 * 10**6]}))
+        sims.append(sim)
+
+    # Where worker files belong: a FIFO (reading it would wait forever), a symbolic link to an
+    # endless device, a directory, a sparse file far over the limit.
+    os.mkfifo(host / "w_run_1_000000f1.json")
+    os.symlink("/dev/zero", host / "w_run_2_000000f2.json")
+    (host / "w_run_3_000000f3.json").mkdir()
+    with open(host / "w_run_4_000000f4.json", "wb") as handle:
+        handle.truncate(3 * 1024**3)
+    # Where sample files belong: the same, for four of the five actors.
+    samples = [sim.path_in(run_dir).with_suffix(".samples") for sim in sims]
+    for path in samples[:4]:
+        path.unlink()
+    os.mkfifo(samples[0])
+    os.symlink("/dev/zero", samples[1])
+    samples[2].mkdir()
+    with open(samples[3], "wb") as handle:
+        handle.truncate(samplefile.MAX_FILE_BYTES + 1)
+    # Names that are not UTF-8 (a file and a host folder), each holding a good worker file.
+    odd_name = SimWorker("learner", rank=10)
+    learner_loop(odd_name, 3, train_ns=5 * MS, wait_ns=1 * MS)
+    (host / os.fsdecode(b"w_r\xffun_7_000000e7.json")).write_bytes(_writer_bytes(odd_name.document()))
+    odd_host = SimWorker("learner", rank=11)
+    learner_loop(odd_host, 3, train_ns=5 * MS, wait_ns=1 * MS)
+    odd_dir = run_dir / "workers" / os.fsdecode(b"node\xfe")
+    odd_dir.mkdir()
+    (odd_dir / "w_run_8_000000e8.json").write_bytes(_writer_bytes(odd_host.document()))
+    # ... and a damaged one with such a name: its caveat names it, escaped.
+    (host / os.fsdecode(b"w_bad\xff_9_000000e9.json")).write_bytes(b"{")
+    # A copy of a worker file (a host folder duplicated): the same process, twice.
+    copy_dir = run_dir / "workers" / "node07-copy"
+    copy_dir.mkdir()
+    shutil.copy(sims[4].path_in(run_dir), copy_dir / sims[4].path_in(run_dir).name)
+
+    result = _lineprofiler("report", run_dir)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == b""
+    text = result.stdout.decode("utf-8")
+    assert text.startswith("Runtime ") and "Processes 7   Roles actor x5, learner x2" in text
+    caveats = _caveats(result.stdout)
+
+    def named(fragment):
+        found = [line for line in caveats if fragment in line]
+        assert len(found) == 1, (fragment, caveats)
+        return found[0]
+
+    assert "not a regular file (a FIFO)" in named("w_run_1_000000f1.json")
+    assert "a symbolic link (not followed)" in named("w_run_2_000000f2.json")
+    assert "not a regular file (a directory)" in named("w_run_3_000000f3.json")
+    assert "larger than the 67,108,864-byte limit for this file (3,221,225,472 bytes)" in named("w_run_4_000000f4")
+    for path, reason in zip(samples, ["(a FIFO)", "(not followed)", "(a directory)", "-byte limit"], strict=False):
+        line = named(path.name)
+        assert reason in line and "is left out of I/O and MEMORY" in line
+    copies = named("hold the same process")
+    assert copies.startswith("  - 2 worker files hold the same process (actor pid") and "node07-copy" in copies
+    # Names that are not UTF-8 are never printed raw: the good files are reported, the bad one
+    # is named with the undecodable byte escaped.
+    assert "corrupt or truncated JSON" in named("w_bad\\udcff_9_000000e9.json")
+    assert "\udcff" not in text and "\udcfe" not in text
+    # The sampled blocks cover the one actor whose sample file is intact, and the learners' none.
+    assert "actor  x1 " in text
+
+    compared = _lineprofiler("compare", run_dir, run_dir)
+    assert compared.returncode == 0 and compared.stderr == b""
+
+
+def test_a_run_of_nothing_but_special_files_is_one_clean_refusal(tmp_path):
+    host = workerfile.worker_dir(tmp_path, "node07")
+    host.mkdir(parents=True)
+    os.mkfifo(host / "w_run_1_000000f1.json")
+    os.symlink("/dev/zero", host / "w_run_2_000000f2.json")
+    result = _lineprofiler("report", tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == b"" and b"Traceback" not in result.stderr
+    assert result.stderr.count(b"\n") == 1 and b"none of the 2 worker files" in result.stderr
+
+
+def test_duplicate_identities_are_counted_once(tmp_path):
+    sim = SimWorker("actor", rank=0)
+    actor_loop(sim, 10, mcts_ns=2 * MS, env_ns=1 * MS)
+    early = sim.document(status="running", flush_at_ns=sim.clock_ns // 2)
+    final = sim.document()
+    other = SimWorker("actor", rank=1)
+    actor_loop(other, 10, mcts_ns=2 * MS, env_ns=1 * MS)
+    other.write(tmp_path)
+    for host, document in (("a", early), ("b", final), ("c", final)):
+        folder = workerfile.worker_dir(tmp_path, host)
+        folder.mkdir(parents=True)
+        workerfile.write_worker_file(folder / sim.path_in(tmp_path).name, document)
+    run = merge.load_run(tmp_path)
+    assert len(run.workers) == 2 and run.roles["actor"].phases["iteration"].entries == 20
+    # The newest snapshot is the one counted: the final flush, from the first of its paths.
+    (duplicate,) = run.duplicates
+    assert duplicate.kept.path.parent.name == "b" and duplicate.kept.status == "exited"
+    assert sorted(w.path.parent.name for w in duplicate.dropped) == ["a", "c"]
+    (line,) = [c for c in run.caveats if "same process" in c]
+    assert line.startswith(f"3 worker files hold the same process (actor pid {sim.pid} on node07 (rank 0), uuid ")
+    assert "counted once, from workers/b/" in line
+    assert "CAVEATS" in render(run)
+
+
+def _writer_bytes(document):
+    """The bytes the real writer writes for ``document`` (samples last, behind the layout key)."""
+    ordered = {k: v for k, v in document.items() if k != "samples"}
+    return json.dumps({**ordered, "layout": "samples-last", "samples": document["samples"]},
+                      separators=(",", ":")).encode()
+
+
+def test_absurd_in_range_values_print_readably(tmp_path):
+    """Every value the reader accepts prints as something a person can read (no '7686143h')."""
+    for _ in range(6):
+        sim = SimWorker("actor")
+        with sim.phase("forever"):
+            sim.work(2**62)
+            sim.count("items", 2**62)
+        sim.write(tmp_path)
+    report = render(merge.load_run(tmp_path))
+    assert "forever                       100.0%       876.8y" in report  # six processes of 2**62 ns
+    assert "  mean     146.1y   p50     146.1y   p95     146.1y   p99     146.1y" in report
+    assert "27,670,116,110,564,327,424" in report  # the counter total
+    assert re.search(r"\d{5,}h", report) is None, report

@@ -3,11 +3,11 @@
 import json
 
 import pytest
-from lp_report_builders import MS, S, T0, SimWorker, actor_loop
+from lp_report_builders import MS, T0, S, SimWorker, actor_loop
 
-from lineprofiler.runfiles import histogram, workerfile
 from lineprofiler.report import merge
 from lineprofiler.report.merge import ReportError, load_run
+from lineprofiler.runfiles import histogram, workerfile
 
 
 @pytest.fixture

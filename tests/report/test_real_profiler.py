@@ -17,7 +17,6 @@ import textwrap
 
 import pytest
 
-
 ACTORS = 4
 STEPS = 75
 RAISING_AFTER = 10

@@ -1,16 +1,13 @@
 """The text report: the seed's shape, with the numbers that matter asserted from the durations."""
 
-import sys
-import types
+from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, learner_loop
 
-import pytest
-from lp_report_builders import MS, S, T0, US, SimWorker, actor_loop, learner_loop
-
-from lineprofiler.runfiles import histogram
 from lineprofiler.report import format as fmt
 from lineprofiler.report import text
+from lineprofiler.report.blocks import resources
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.text import RenderOptions, render
+from lineprofiler.runfiles import histogram
 
 # The seed's actor: 75 iterations of 64 simulations; mcts entries average 10.036 ms (752.7 ms in
 # all, so 4,800 simulations run at 6,377.0/s and cost 156.8 us each); 1.8 ms of each mcts is
@@ -191,63 +188,42 @@ def test_names_from_worker_files_cannot_break_the_layout(tmp_path):
     assert "ACT\\NOR\\X1B[31M  (1 process, imbalance 1.00)" in report.splitlines()
 
 
-# -- the registry of blocks from other modules -------------------------------------------------
+# -- the blocks after ITERATIONS -----------------------------------------------------------------
 
 
-@pytest.fixture
-def fake_block_module(monkeypatch):
-    """Install a module where report/gpu.py will live, as a later merge will."""
-    calls = []
-
-    def render_gpu(run, options):
-        calls.append(options.no_samples)
-        documents = [w.document.get("gpu") for w in run.workers]
-        if not any(documents):
-            return []
-        options.add_caveat("GPU 1: NVML never attributed a sample to this run")
-        return ["GPU", fmt.RULE, f"devices seen by {sum(1 for d in documents if d)} worker(s)"]
-
-    module = types.ModuleType("lineprofiler.report.blocks.gpu")
-    module.BLOCKS = (render_gpu,)
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    return calls
-
-
-def test_extra_blocks_are_absent_while_their_modules_are(tmp_path):
-    assert list(dict.fromkeys(name for name, _ in text.extra_blocks())) == [
-        n for n in text.EXTRA_BLOCK_MODULES if _module_exists(f"lineprofiler.report.blocks.{n}")
+def test_the_resource_and_gpu_blocks_follow_iterations_in_order():
+    assert [(origin, block.__name__) for origin, block in text.EXTRA_BLOCKS] == [
+        ("resources", "render_io_by_phase"),
+        ("resources", "render_io"),
+        ("resources", "render_memory"),
+        ("gpu", "render"),
     ]
 
 
-def _module_exists(name):
-    import importlib.util
-
-    return importlib.util.find_spec(name) is not None
-
-
-def test_extra_block_renders_after_iterations_before_caveats_and_adds_caveats(tmp_path, fake_block_module):
+def test_the_gpu_block_renders_after_iterations_and_before_caveats(tmp_path):
     worker = seed_actor()
-    worker.write(tmp_path, gpu={"devices": [{"index": 0}]})
+    worker.write(tmp_path, gpu={"nvml": {"available": False, "unavailable_reason": "no NVIDIA driver"}})
     SimWorker("actor").write(tmp_path, status="started", flush_at_ns=0)
-    report = render(load_run(tmp_path, no_samples=True), RenderOptions(no_samples=True))
-    assert fake_block_module == [True]
-    order = [report.index(s) for s in ("ITERATIONS", "GPU\n", "CAVEATS")]
+    report = render(load_run(tmp_path))
+    order = [report.index(s) for s in ("ITERATIONS", "GPU\n", "absent: no NVIDIA driver", "CAVEATS")]
     assert order == sorted(order)
-    assert "  - GPU 1: NVML never attributed a sample to this run" in report.splitlines()
+    assert "GPU" not in render(load_run(tmp_path, no_samples=True), RenderOptions(no_samples=True))
 
 
 def test_a_failing_block_costs_that_block_and_is_named_under_caveats(tmp_path, monkeypatch):
-    def render_io(run, options):
+    def reduce_io(table, grid=None):
         raise KeyError("read_chars")
 
-    module = types.ModuleType("lineprofiler.report.blocks.resources")
-    module.BLOCKS = (render_io,)
-    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(resources, "reduce_io", reduce_io)
     monkeypatch.delenv("LINEPROFILER_DEBUG", raising=False)
-    seed_actor().write(tmp_path)
+    worker = seed_actor()
+    worker.write(tmp_path, samples=worker.write_samples(tmp_path, {"rss_bytes": [10**6, 2 * 10**6]}))
     report = render(load_run(tmp_path))
-    assert "ITERATIONS" in report
-    assert "  - the resources block render_io failed and is missing: KeyError: 'read_chars'" in report.splitlines()
+    lines = report.splitlines()
+    assert "ITERATIONS" in report and "DOMINANT PHASES" in report
+    assert "I/O" not in lines and "MEMORY (RSS, sampled)" not in lines
+    assert "  - the resources block render_io failed and is missing: KeyError: 'read_chars'" in lines
+    assert "  - the resources block render_memory failed and is missing: KeyError: 'read_chars'" in lines
 
 
 def test_start_times_and_superseded_attempts_in_the_header(tmp_path):

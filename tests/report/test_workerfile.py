@@ -1,11 +1,14 @@
 """The worker-file reader: what it refuses, and the samples-last layout that lets it skip samples."""
 
 import json
+import os
+import re
+import socket
 
 import pytest
 from lp_report_builders import MS, SimWorker, actor_loop
 
-from lineprofiler.runfiles import histogram, workerfile
+from lineprofiler.runfiles import histogram, reading, samplefile, workerfile
 from lineprofiler.runfiles.workerfile import WorkerFileError, parse_worker_bytes
 
 PATH = workerfile.Path("/run/workers/node07/w_run_1_0000abcd.json")
@@ -150,3 +153,73 @@ def test_scan_skips_temp_files_and_other_names(tmp_path):
     assert workerfile.scan_worker_files(tmp_path / "absent") == ([], [])
     (tmp_path / "file").write_text("")
     assert workerfile.find_worker_files(tmp_path / "file") == []
+
+
+# -- opening: regular files only, and never more than the limit ------------------------------------
+
+
+@pytest.fixture
+def specials(tmp_path):
+    """One of each thing that can sit where a run file belongs, by name."""
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink("/dev/zero", tmp_path / "link")
+    (tmp_path / "dir").mkdir()
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock"))
+    yield tmp_path
+    sock.close()
+
+
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("fifo", "not a regular file (a FIFO)"),
+        ("link", "a symbolic link (not followed)"),
+        ("dir", "not a regular file (a directory)"),
+        ("sock", "not a regular file (a socket)"),
+    ],
+)
+def test_only_regular_files_are_opened_and_nothing_blocks(specials, name, reason):
+    with pytest.raises(WorkerFileError, match=re.escape(f"cannot read: {reason}")):
+        workerfile.read_worker_file(specials / name)
+    with pytest.raises(samplefile.SampleFileError, match=re.escape(f"cannot read: {reason}")):
+        samplefile.read_samples(specials / name)
+    with pytest.raises(samplefile.SampleFileError, match=re.escape(f"cannot read: {reason}")):
+        samplefile.read_header(specials / name)
+
+
+def test_a_worker_file_over_the_limit_is_refused_unread(tmp_path, monkeypatch):
+    path = tmp_path / "w.json"
+    workerfile.write_worker_file(path, good_document())
+    size = path.stat().st_size
+    monkeypatch.setattr(workerfile, "MAX_FILE_BYTES", size)
+    assert workerfile.read_worker_file(path)["kind"] == workerfile.KIND  # at the limit: read
+    monkeypatch.setattr(workerfile, "MAX_FILE_BYTES", size - 1)
+    expected = f"larger than the {size - 1:,}-byte limit for this file ({size:,} bytes)"
+    with pytest.raises(WorkerFileError, match=re.escape(expected)):
+        workerfile.read_worker_file(path)
+
+
+def test_a_file_that_grows_past_the_limit_while_read_is_refused(tmp_path, monkeypatch):
+    path = tmp_path / "grows"
+    path.write_bytes(b"x" * 10)
+    real_fstat = os.fstat
+
+    def fstat_before_growth(fd):
+        result = real_fstat(fd)
+        path.write_bytes(b"x" * 100)  # it grows between the size check and the read
+        return result
+
+    monkeypatch.setattr(reading.os, "fstat", fstat_before_growth)
+    with pytest.raises(reading.FileTooLarge, match="it grew while being read"):
+        reading.read_limited(path, 50)
+
+
+def test_a_sample_file_over_the_limit_is_refused_whole(tmp_path, monkeypatch):
+    sim = SimWorker("actor")
+    samples = sim.write_samples(tmp_path, {"rss_bytes": [1, 2, 3]})
+    path = sim.path_in(tmp_path).with_name(samples["file"])
+    assert samplefile.read_samples(path).rows == 3
+    monkeypatch.setattr(samplefile, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    with pytest.raises(samplefile.SampleFileError, match="-byte limit for this file"):
+        samplefile.read_samples(path)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..runfiles import linesfile
 from .project import find_project_root
 from .render import HINT_CLI, render_report
@@ -34,7 +35,7 @@ __all__ = ["RunError", "RunOptions", "run"]
 _OWN_PACKAGE = str(Path(__file__).resolve().parent.parent)
 
 
-class RunError(Exception):
+class RunError(InputError):
     """Bad input to ``run``: one line for stderr, exit status 2."""
 
 

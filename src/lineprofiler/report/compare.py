@@ -39,7 +39,7 @@ from typing import Any
 
 from ..runfiles import histogram
 from . import format as fmt
-from .merge import PhaseStats, RoleStats, Run
+from .merge import PhaseStats, Run
 from .text import short_names
 
 E = histogram.RELATIVE_ERROR
@@ -72,10 +72,10 @@ def _side(run: Run) -> dict[str, Any]:
     }
 
 
-def _phase_side(phase: PhaseStats | None, role: RoleStats | None) -> dict[str, Any] | None:
-    if phase is None or role is None:
+def _phase_side(phase: PhaseStats | None, total: int) -> dict[str, Any] | None:
+    """One side of a phase's row; ``total`` is its role's phase time on that side."""
+    if phase is None:
         return None
-    total = role.phase_time_ns
     return {
         "entries": phase.entries,
         "self_ns": phase.self_ns,
@@ -110,11 +110,14 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
     for name in names:
         ra, rb = a.roles.get(name), b.roles.get(name)
         paths = set(ra.phases if ra else ()) | set(rb.phases if rb else ())
+        # Once per role, not per phase: the report stays linear in the number of phases.
+        total_a = ra.phase_time_ns if ra else 0
+        total_b = rb.phase_time_ns if rb else 0
         phases = []
         for path in paths:
             pa = ra.phases.get(path) if ra else None
             pb = rb.phases.get(path) if rb else None
-            sa, sb = _phase_side(pa, ra), _phase_side(pb, rb)
+            sa, sb = _phase_side(pa, total_a), _phase_side(pb, total_b)
             p50_change, p50_real = _change(_get(sa, "p50_ns"), _get(sb, "p50_ns"))
             p99_change, p99_real = _change(_get(sa, "p99_ns"), _get(sb, "p99_ns"))
             phases.append(
@@ -154,18 +157,6 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
     }
 
 
-def _signed_percent(change: float | None) -> str:
-    if change is None:
-        return fmt.NA
-    return f"{change * 100:+.1f}%"
-
-
-def _points(change: float | None) -> str:
-    if change is None:
-        return fmt.NA
-    return f"{change * 100:+.1f}pp"
-
-
 def render_compare(doc: dict[str, Any]) -> str:
     """The comparison document as text."""
     lines = []
@@ -178,10 +169,11 @@ def render_compare(doc: dict[str, Any]) -> str:
         )
     lines.append(
         f"p50/p99 changes are marked * only beyond the histograms' bucket error: each side is within "
-        f"\u00b1{E * 100:.1f}% (one bucket),"
+        f"\u00b1{fmt.percent(E)} (one bucket),"
     )
     lines.append(
-        f"so changes between {doc['real_change_below'] * 100:+.1f}% and {doc['real_change_above'] * 100:+.1f}% "
+        f"so changes between {fmt.signed_percent(doc['real_change_below'])} and "
+        f"{fmt.signed_percent(doc['real_change_above'])} "
         f"are not marked: they may be bucket rounding, not a change."
     )
     head = (
@@ -205,17 +197,17 @@ def render_compare(doc: dict[str, Any]) -> str:
         names = short_names([r["path"] for r in rows])
         for row in rows[:TEXT_ROWS]:
             sa, sb = row["a"], row["b"]
-            p50 = f"{_signed_percent(row['p50_change'])}{' *' if row['p50_real'] else '  '}"
-            p99 = f"{_signed_percent(row['p99_change'])}{' *' if row['p99_real'] else '  '}"
+            p50 = f"{fmt.signed_percent(row['p50_change'])}{' *' if row['p50_real'] else '  '}"
+            p99 = f"{fmt.signed_percent(row['p99_change'])}{' *' if row['p99_real'] else '  '}"
             lines.append(
                 f"{fmt.clip_left(fmt.printable(names[row['path']]), 27):<28}"
                 f"{fmt.percent(sa and sa['share']):>8}{fmt.percent(sb and sb['share']):>9}"
-                f"{_points(row['share_change']):>9}"
+                f"{fmt.points(row['share_change']):>9}"
                 f"{fmt.duration(sa and sa['p50_ns']):>10}{fmt.duration(sb and sb['p50_ns']):>9}{p50:>12}"
                 f"{fmt.duration(sa and sa['p99_ns']):>9}{fmt.duration(sb and sb['p99_ns']):>9}{p99:>12}"
             )
         if len(rows) > TEXT_ROWS:
-            lines.append(f"({len(rows) - TEXT_ROWS} more phases; --json lists every one)")
+            lines.append(f"({fmt.count(len(rows) - TEXT_ROWS)} more phases; --json lists every one)")
         if not rows:
             lines.append("(no time recorded in phases on either side)")
     notes = []

@@ -9,7 +9,8 @@ What this module decides (docs/report.md says the same for users):
   both named in the report, never merged, so a requeued job does not inflate the totals.
   ``load_run(..., attempt=ID)`` merges any other attempt instead.
 * **Processes** are counted by worker file, not by pid (pids collide across nodes, and a
-  restarted worker reuses its rank but not its file).
+  restarted worker reuses its rank but not its file). Files that hold the same process (the
+  same pid and uuid: a copied file) count once, from the newest snapshot, with a caveat.
 * **Histograms** merge exactly: bucket counts are added; quantiles come from
   :mod:`lineprofiler.runfiles.histogram` over the merged buckets, clamped to the merged
   exact min and max.
@@ -38,8 +39,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..runfiles import histogram, workerfile
 from . import attempts as attempts_mod
+from . import duplicates as duplicates_mod
 from . import format as fmt
 
 # Re-exported: blocks and tests import them from here.
@@ -61,7 +64,7 @@ CAVEAT_NAMES = 5
 _FINAL = ("exited", "signalled")
 
 
-class ReportError(Exception):
+class ReportError(InputError):
     """Nothing can be reported: ``str()`` is the one line the CLI prints (exit status 2)."""
 
 
@@ -337,6 +340,8 @@ class Run:
     status: str = attempts_mod.NEWEST
     #: The newest attempt when another one was chosen with ``attempt=``.
     newest: AttemptSummary | None = None
+    #: Processes found in more than one worker file, each counted once.
+    duplicates: list[duplicates_mod.DuplicateFiles] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -525,6 +530,7 @@ def merge_workers(
     """
     unreadable = list(unreadable or [])
     problems = list(listing_problems or [])
+    workers, duplicates = duplicates_mod.drop_duplicates(workers)
     groups = attempts_mod.group_workers(workers)
 
     if not groups:
@@ -605,6 +611,7 @@ def merge_workers(
         status=chosen.status,
         newest=newest,
     )
+    run.duplicates = duplicates
     run.caveats = derive_caveats(run)
     return run
 
@@ -642,6 +649,7 @@ def derive_caveats(run: Run) -> list[str]:
         lines.append(f"... and {len(run.unreadable) - 2 * CAVEAT_NAMES} more unreadable worker files")
     for problem in run.listing_problems:
         lines.append(f"folder not listed, its workers are missing from every total: {problem}")
+    lines.extend(duplicates_mod.caveats(run.duplicates, run.run_dir, CAVEAT_NAMES))
 
     killed = [w for w in run.workers if w.status == "started" and is_stale(w, end)]
     _per_worker(

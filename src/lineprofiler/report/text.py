@@ -5,49 +5,26 @@ A block is a function ``render(run, options) -> list[str]`` over a
 Blocks are separated by one blank line. A block may add lines to CAVEATS with
 ``options.add_caveat(line)``; CAVEATS is rendered last, after every other block.
 
-The order is the seed's: header, one block per role, DOMINANT PHASES (with counters under
-their phase), COUNTERS not shown there, ITERATIONS, then the blocks of other modules in
-:data:`EXTRA_BLOCK_MODULES` (I/O BY PHASE, I/O and memory from ``report/blocks/resources.py``; GPU
-from ``report/blocks/gpu.py``), then CAVEATS. Each of those modules exposes ``BLOCKS``, a sequence
-of render functions in the order they print; a module that is not installed renders nothing.
+The order: header, one block per role, DOMINANT PHASES (with counters under their phase),
+COUNTERS not shown there, ITERATIONS, then :data:`EXTRA_BLOCKS` (I/O BY PHASE, I/O and MEMORY
+from ``report/blocks/resources.py``, GPU from ``report/blocks/gpu.py``), then CAVEATS. A block
+that raises costs that block only: it is named under CAVEATS and the rest is printed.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from . import format as fmt
 from .attempts import CONCURRENT, NEWEST, RESTARTED, AttemptSummary
+from .blocks import Block, RenderOptions, gpu, resources
 from .merge import PhaseStats, RoleStats, Run, utc_time
 
 #: How many rows a role block and DOMINANT PHASES print before summarising the rest.
 ROLE_ROWS = 8
 DOMINANT_ROWS = 10
 NAME_WIDTH = 30
-
-
-@dataclass
-class RenderOptions:
-    """What every block is given besides the run."""
-
-    #: ``--no-samples``: blocks that read resource samples must not load them.
-    no_samples: bool = False
-    #: Lines blocks add for CAVEATS (after the ones merge derived).
-    caveats: list[str] = field(default_factory=list)
-
-    def add_caveat(self, line: str) -> None:
-        """Name a limit of this report under CAVEATS (one line, no leading dash)."""
-        self.caveats.append(line)
-
-
-Block = Callable[[Run, RenderOptions], list[str]]
-
-#: Modules under ``lineprofiler.report`` whose ``BLOCKS`` render after ITERATIONS,
-#: in this order: resources (I/O BY PHASE, I/O, memory), then GPU.
-EXTRA_BLOCK_MODULES: tuple[str, ...] = ("resources", "gpu")
 
 
 def _section(title: str) -> list[str]:
@@ -138,19 +115,50 @@ def attempt_lines(run: Run) -> list[str]:
 # -- roles -------------------------------------------------------------------------------------
 
 
-def short_names(paths: Sequence[str]) -> dict[str, str]:
-    """Each path's shortest suffix of components that no other path in ``paths`` ends with."""
-    split = {p: p.split("/") for p in paths}
-    names = {}
-    for path, parts in split.items():
-        for n in range(1, len(parts) + 1):
-            suffix = parts[-n:]
-            clash = any(other != path and o[-n:] == suffix for other, o in split.items())
-            if not clash:
-                names[path] = "/".join(suffix)
-                break
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``.
+
+    Halving, comparing only the part not yet known equal: the comparisons are C string
+    compares that add up to about twice the common length, with a few Python steps.
+    """
+    n = min(len(a), len(b))
+    if n == 0 or a[0] != b[0]:
+        return 0
+    if a[:n] == b[:n]:
+        return n
+    low, high = 1, n  # a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
         else:
-            names[path] = path
+            high = mid
+    return low
+
+
+def short_names(paths: Sequence[str]) -> dict[str, str]:
+    """Each path's shortest suffix of components that no other path in ``paths`` ends with
+    (the whole path when another path ends with all of it).
+
+    Linear in the text of the paths, whatever their number and depth: with ``P = "/" + path``,
+    another path ends with the last ``n`` components of this one exactly when the reversed
+    ``P``s share a prefix reaching past the ``n``-th slash from the end. Sorted by reversed
+    ``P``, the path sharing the longest such prefix with any path is one of its two
+    neighbours, so each path is compared with those two only.
+    """
+    keys = sorted({("/" + p)[::-1] for p in paths})
+    names: dict[str, str] = {}
+    for i, key in enumerate(keys):
+        shared = max(
+            _common_prefix(key, keys[i - 1]) if i > 0 else 0,
+            _common_prefix(key, keys[i + 1]) if i + 1 < len(keys) else 0,
+        )
+        full = key[::-1]
+        if shared >= len(full):
+            names[full[1:]] = full[1:]  # another path ends with all of this one
+        else:
+            # The last slash before the shared ending starts the shortest suffix that is not shared.
+            names[full[1:]] = full[full.rfind("/", 0, len(full) - shared) + 1 :]
     return names
 
 
@@ -182,7 +190,7 @@ def _role_block(role: RoleStats) -> list[str]:
     rest = ranked[ROLE_ROWS:]
     if rest:
         rest_ns = sum(p.self_with_open_ns for p in rest)
-        label = f"({len(rest)} more phases)"
+        label = f"({fmt.count(len(rest))} more phases)"
         lines.append(f"{label:<{NAME_WIDTH}}{fmt.percent(rest_ns / total):>6}{fmt.duration(rest_ns):>13}")
     slowest = role.slowest
     mean = role.mean_busy_ns
@@ -293,20 +301,29 @@ def render_counters(run: Run, options: RenderOptions) -> list[str]:
 def iteration_phase(run: Run) -> tuple[str, str] | None:
     """``(phase, why)``: the configured ``window_phase`` if it was entered, else the most-entered
     top-level phase; None when no phase was entered at all."""
-    phases = run.all_phases()
     configured = run.window_phase
     if configured is not None and any(
-        p.entries for path, p in phases.items() if path == configured or p.leaf == configured
+        p.entries
+        for role in run.roles.values()
+        for path, p in role.phases.items()
+        if path == configured or p.leaf == configured
     ):
         return configured, "window_phase"
-    top = [p for p in phases.values() if p.depth == 0 and p.entries > 0]
+    # Top-level phases only, summed over the roles: (entries, wall) per path.
+    top: dict[str, list[int]] = {}
+    for role in run.roles.values():
+        for path, p in role.phases.items():
+            if p.entries > 0 and "/" not in path:
+                sums = top.setdefault(path, [0, 0])
+                sums[0] += p.entries
+                sums[1] += p.wall_ns
     if not top:
         return None
-    best = max(top, key=lambda p: (p.entries, p.wall_ns, p.path))
+    best = max(top, key=lambda path: (top[path][0], top[path][1], path))
     why = "the most-entered top-level phase"
     if configured is not None:
         why += f"; window_phase {fmt.printable(configured)!r} was never entered"
-    return best.path, why
+    return best, why
 
 
 def _matching(role: RoleStats, name: str) -> PhaseStats | None:
@@ -347,37 +364,6 @@ def render_iterations(run: Run, options: RenderOptions) -> list[str]:
     return lines
 
 
-# -- blocks from other modules -----------------------------------------------------------------
-
-
-def extra_blocks() -> list[tuple[str, Block]]:
-    """``(module, block)`` for every block the optional report modules provide, in order."""
-    found: list[tuple[str, Block]] = []
-    for name in EXTRA_BLOCK_MODULES:
-        full = f"{__package__}.blocks.{name}"
-        try:
-            module = importlib.import_module(full)
-        except ModuleNotFoundError as error:
-            if error.name == full:
-                continue  # not merged or not installed: its blocks are simply absent
-            found.append((name, _broken_module(name, error)))
-            continue
-        except Exception as error:  # a broken block module costs its blocks, not the report
-            found.append((name, _broken_module(name, error)))
-            continue
-        for block in getattr(module, "BLOCKS", ()):
-            found.append((name, block))
-    return found
-
-
-def _broken_module(name: str, error: BaseException) -> Block:
-    def render(run: Run, options: RenderOptions) -> list[str]:
-        options.add_caveat(f"the {name} blocks could not be loaded: {error.__class__.__name__}: {error}")
-        return []
-
-    return render
-
-
 # -- caveats -----------------------------------------------------------------------------------
 
 
@@ -385,17 +371,23 @@ def render_caveats(run: Run, options: RenderOptions) -> list[str]:
     lines = list(run.caveats) + list(options.caveats)
     if not lines:
         return []
-    return _section("CAVEATS") + [f"  - {line}" for line in lines]
+    # Caveats quote file names and texts from the files: nothing in them may reach the terminal raw.
+    return _section("CAVEATS") + [f"  - {fmt.printable(line)}" for line in lines]
 
 
-#: The blocks of this module, in the order they print (the extra modules' go before CAVEATS).
+#: The blocks of this module, in the order they print.
 CORE_BLOCKS: tuple[Block, ...] = (render_header, render_roles, render_dominant, render_counters, render_iterations)
+#: ``(origin, block)`` of the blocks that print after ITERATIONS and before CAVEATS, in order.
+EXTRA_BLOCKS: tuple[tuple[str, Block], ...] = (
+    *(("resources", block) for block in resources.BLOCKS),
+    *(("gpu", block) for block in gpu.BLOCKS),
+)
 
 
 def render(run: Run, options: RenderOptions | None = None) -> str:
     """The whole report as text (no trailing newline)."""
     options = options if options is not None else RenderOptions(no_samples=run.no_samples)
-    blocks: list[tuple[str, Block]] = [("core", b) for b in CORE_BLOCKS] + extra_blocks()
+    blocks = [*(("core", b) for b in CORE_BLOCKS), *EXTRA_BLOCKS]
     chunks: list[list[str]] = []
     for origin, block in blocks:
         try:
@@ -419,9 +411,8 @@ def render(run: Run, options: RenderOptions | None = None) -> str:
 __all__ = [
     "Block",
     "CORE_BLOCKS",
-    "EXTRA_BLOCK_MODULES",
+    "EXTRA_BLOCKS",
     "RenderOptions",
-    "extra_blocks",
     "iteration_phase",
     "render",
     "short_names",

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from .workerfile import sanitize_component, write_atomic
 
 __all__ = [
@@ -95,7 +96,7 @@ _NONE = type(None)
 _MAX_DEPTH = 3
 
 
-class LinesFileError(Exception):
+class LinesFileError(InputError):
     """A line-stats file that cannot be used; ``str()`` is a one-line reason with the path."""
 
 

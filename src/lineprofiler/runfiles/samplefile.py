@@ -40,6 +40,8 @@ from operator import add, and_
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from . import reading
+
 MAGIC = b"LPSAMPLE"
 VERSION = 1
 FORMAT = "lineprofiler-samples/1"
@@ -55,6 +57,10 @@ _DROP_FLAGS = FLAG_SEGMENT_START | FLAG_CHILD_REAPED | FLAG_REAP_UNKNOWN
 
 IO_FIELDS = ("rchar", "wchar", "read_bytes", "write_bytes", "cancelled_write_bytes")
 BASE_COLUMNS = ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS))
+#: The most a reader reads of one sample file (header included): about 30 days of 1 Hz rows of
+#: the base columns, 13 days with eight GPUs' columns. A larger file is refused whole (its
+#: process is left out of the sampled blocks, with a caveat); the rest of the run is reported.
+MAX_FILE_BYTES = 256 * 1024 * 1024
 
 _BIG_ENDIAN = sys.byteorder == "big"
 
@@ -188,26 +194,18 @@ class SampleTable:
         return t_ns - self.monotonic_ref_ns + self.unix_ref_ns
 
 
-def read_header(path: str | os.PathLike[str]) -> tuple[tuple[str, ...], int, int, int, int, int]:
-    """(columns, header_size, interval_ns, monotonic_ref_ns, unix_ref_ns, pid); SampleFileError if unusable."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(_HEAD.size)
-            if len(head) < _HEAD.size:
-                raise SampleFileError(f"{path}: sample file too short for its header")
-            magic, version, size, ncols, _reserved, interval_ns, mono_ref, unix_ref, pid = _HEAD.unpack(head)
-            if magic != MAGIC:
-                raise SampleFileError(f"{path}: not a lineprofiler sample file")
-            if version > VERSION:
-                raise SampleFileError(f"{path}: sample file version {version}, this lineprofiler reads up to {VERSION}")
-            if version < 1 or size % 8 or size < _HEAD.size or not 1 <= ncols <= 4096 or size > 1 << 20:
-                raise SampleFileError(f"{path}: corrupt sample file header")
-            names = handle.read(size - _HEAD.size)
-    except FileNotFoundError:
-        raise SampleFileError(f"{path}: sample file is missing") from None
-    except OSError as error:
-        raise SampleFileError(f"{path}: cannot read: {error.strerror or error}") from None
+def _parse_header(path: Path, handle: Any) -> tuple[tuple[str, ...], int, int, int, int, int]:
+    head = handle.read(_HEAD.size)
+    if len(head) < _HEAD.size:
+        raise SampleFileError(f"{path}: sample file too short for its header")
+    magic, version, size, ncols, _reserved, interval_ns, mono_ref, unix_ref, pid = _HEAD.unpack(head)
+    if magic != MAGIC:
+        raise SampleFileError(f"{path}: not a lineprofiler sample file")
+    if version > VERSION:
+        raise SampleFileError(f"{path}: sample file version {version}, this lineprofiler reads up to {VERSION}")
+    if version < 1 or size % 8 or size < _HEAD.size or not 1 <= ncols <= 4096 or size > 1 << 20:
+        raise SampleFileError(f"{path}: corrupt sample file header")
+    names = handle.read(size - _HEAD.size)
     parts = names.split(b"\0")
     if len(names) != size - _HEAD.size or len(parts) <= ncols:
         raise SampleFileError(f"{path}: corrupt sample file header")
@@ -220,29 +218,54 @@ def read_header(path: str | os.PathLike[str]) -> tuple[tuple[str, ...], int, int
     return columns, size, interval_ns, mono_ref, unix_ref, pid
 
 
+def _cannot_read(path: Path, error: OSError) -> SampleFileError:
+    if isinstance(error, FileNotFoundError):
+        return SampleFileError(f"{path}: sample file is missing")
+    return SampleFileError(f"{path}: cannot read: {error.strerror or error}")
+
+
+def read_header(path: str | os.PathLike[str]) -> tuple[tuple[str, ...], int, int, int, int, int]:
+    """(columns, header_size, interval_ns, monotonic_ref_ns, unix_ref_ns, pid); SampleFileError if unusable.
+
+    Opens only a regular file (see :mod:`.reading`).
+    """
+    path = Path(path)
+    try:
+        fd, _ = reading.open_regular(path)
+        with os.fdopen(fd, "rb") as handle:
+            return _parse_header(path, handle)
+    except OSError as error:
+        raise _cannot_read(path, error) from None
+
+
 def read_samples(path: str | os.PathLike[str]) -> SampleTable:
     """Read a whole sample file into one array. Raises SampleFileError with a one-line reason.
 
-    Reads straight into the array (``array.fromfile``): memory is the rows themselves, once.
+    Opens only a regular file, once (see :mod:`.reading`), and refuses one larger than
+    :data:`MAX_FILE_BYTES`. Reads straight into the array (``array.fromfile``): memory is the
+    rows themselves, once.
     """
     path = Path(path)
-    columns, header_size, interval_ns, mono_ref, unix_ref, pid = read_header(path)
-    if "t_ns" not in columns:
-        raise SampleFileError(f"{path}: sample file has no t_ns column")
     data = array("q")
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            body = max(0, size - header_size)
+        fd, info = reading.open_regular(path)
+        with os.fdopen(fd, "rb") as handle:
+            if info.st_size > MAX_FILE_BYTES:
+                raise reading.too_large(path, info.st_size, MAX_FILE_BYTES)
+            columns, header_size, interval_ns, mono_ref, unix_ref, pid = _parse_header(path, handle)
+            if "t_ns" not in columns:
+                raise SampleFileError(f"{path}: sample file has no t_ns column")
+            # The size from fstat bounds the read: a file still being appended to is read up to
+            # where it was when opened.
+            body = max(0, info.st_size - header_size)
             rows = body // (8 * len(columns))
-            handle.seek(header_size)
             try:
                 data.fromfile(handle, rows * len(columns))
             except EOFError:
                 # Shrank while we read (a writer repairing a partial row): keep whole rows.
                 del data[len(data) - len(data) % len(columns) :]
     except OSError as error:
-        raise SampleFileError(f"{path}: cannot read: {error.strerror or error}") from None
+        raise _cannot_read(path, error) from None
     if _BIG_ENDIAN:
         data.byteswap()
     return SampleTable(

@@ -13,9 +13,9 @@ What it reads, per worker document of the run's newest attempt:
                    measured, and counted as zero; ``-2`` or below = the query failed: not
                    measured.
 
-  with the sample times in unix nanoseconds. :func:`samples_from_document` is the thin
-  adapter from a worker document to :class:`WorkerGpuSamples`; it is the one place that knows
-  where the sampler keeps its columns.
+  with the sample times in unix nanoseconds. :func:`gpu_samples` reads them from the worker's
+  sample file (through :mod:`lineprofiler.runfiles.samplefile`), and only when the document's
+  column list names GPU columns, so workers without GPU rows cost no file read.
 * ``document["gpu"]["nvml"]``: ``{"available", "unavailable_reason", "devices": [{"index",
   "name"}]}`` (see :class:`lineprofiler.accounting.gpu.GpuAttachment`).
 * ``document["gpu"]["vram"]``: ``{"available", "unavailable_reason", "allocated_peak",
@@ -41,12 +41,8 @@ index 0 on two nodes is two devices):
 VRAM: the largest per-process peak of allocated and reserved memory (torch's caching
 allocator), with the number of processes and their sum when more than one reported.
 
-The block is one function, :func:`render`, ``render(run, options) -> list[str]``. The minimal
-assumption about ``run``: either a sequence of worker documents, or an object with a
-``workers`` sequence of them (the newest attempt's); if it also has ``gpu_samples(document)``
-that is used in place of :func:`samples_from_document`. ``options`` may be None, a mapping or an
-object; ``no_samples`` (true: the block is skipped, as for every resource block) and
-``interval_s`` (the bucket width) are read from it.
+The block is one function, :func:`render`, ``render(run, options) -> list[str]`` over a
+:class:`~..merge.Run`; ``options.no_samples`` skips it, as every block built from samples.
 """
 
 from __future__ import annotations
@@ -57,20 +53,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...runfiles.samplefile import SampleFileError
+from ...runfiles.samplefile import SampleFileError, read_samples
+from .. import format as fmt
+from ..merge import Run, Worker
+from . import RenderOptions, SampleInfo, sample_infos
 
 __all__ = [
     "DeviceUse",
     "GpuSummary",
     "WorkerGpuSamples",
+    "gpu_samples",
     "render",
-    "samples_from_columns",
-    "samples_from_document",
     "summarise",
 ]
 
 TITLE = "GPU"
-RULE = "\u2500" * 62
+RULE = fmt.RULE
 _COLUMN = re.compile(r"^gpu(\d+)_(busy|mine)$")
 NOT_MEASURED = -2  # mine values at or below this were not measured
 NO_SAMPLE = -1  # mine: measured, NVML attributed nothing to the pid
@@ -87,53 +85,24 @@ class WorkerGpuSamples:
     mine: Mapping[int, Sequence[float]] = field(default_factory=dict)
 
 
-def samples_from_columns(
-    document: Mapping[str, Any], times_ns: Sequence[int], columns: Mapping[str, Sequence[float]]
-) -> WorkerGpuSamples:
-    """Pick the ``gpu<i>_busy`` / ``gpu<i>_mine`` columns out of a worker's sample columns."""
-    identity = document.get("identity") or {}
+def gpu_samples(info: SampleInfo) -> WorkerGpuSamples | None:
+    """The worker's NVML columns from its sample file, or None when it has none.
+
+    Raises :class:`~lineprofiler.runfiles.samplefile.SampleFileError` when the file named by a
+    document that lists GPU columns cannot be read.
+    """
+    if info.sidecar is None or not any(_COLUMN.match(c) for c in info.columns):
+        return None
+    table = read_samples(info.sidecar)
+    to_unix = table.unix_ref_ns - table.monotonic_ref_ns
+    times = [t + to_unix for t in table.column("t_ns")]
     busy: dict[int, Sequence[float]] = {}
     mine: dict[int, Sequence[float]] = {}
-    for name, values in columns.items():
+    for name in table.columns:
         match = _COLUMN.match(name)
         if match:
-            (busy if match.group(2) == "busy" else mine)[int(match.group(1))] = values
-    return WorkerGpuSamples(
-        host=str(identity.get("host", "")), pid=int(identity.get("pid", 0) or 0), times_ns=times_ns, busy=busy, mine=mine
-    )
-
-
-def samples_from_document(document: Mapping[str, Any], path: Any = None) -> WorkerGpuSamples | None:
-    """The thin adapter: the worker's NVML columns, or None when it has none.
-
-    Reads inline columns (``document["samples"]["columns"]`` as a mapping with a ``t_unix_ns``
-    column) when a document carries them; otherwise the sampler's sidecar file
-    (``document["samples"]["file"]``, beside the worker file at ``path``), through
-    :mod:`lineprofiler.runfiles.samplefile`, and only when its column list names GPU columns,
-    so workers without GPU rows cost no file read.
-    """
-    samples = document.get("samples")
-    if not isinstance(samples, Mapping):
-        return None
-    columns = samples.get("columns")
-    if isinstance(columns, Mapping):
-        times = columns.get("t_unix_ns")
-        if not isinstance(times, Sequence):
-            return None
-        return samples_from_columns(document, times, columns)
-    if not isinstance(columns, (list, tuple)) or not any(_COLUMN.match(str(c)) for c in columns):
-        return None
-    name = samples.get("file")
-    if not isinstance(name, str) or not name or path is None:
-        return None
-    from pathlib import Path
-
-    from ...runfiles.samplefile import read_samples
-
-    table = read_samples(Path(path).with_name(Path(name).name))
-    times = [table.to_unix_ns(t) for t in table.column("t_ns")]
-    picked = {c: table.column(c) for c in table.columns if _COLUMN.match(c)}
-    return samples_from_columns(document, times, picked)
+            (busy if match.group(2) == "busy" else mine)[int(match.group(1))] = table.column(name)
+    return WorkerGpuSamples(host=info.worker.host, pid=info.worker.pid, times_ns=times, busy=busy, mine=mine)
 
 
 @dataclass
@@ -166,35 +135,22 @@ class GpuSummary:
     vram_reason: str | None
 
 
-def _get(options: Any, name: str, default: Any = None) -> Any:
-    if options is None:
-        return default
-    if isinstance(options, Mapping):
-        return options.get(name, default)
-    return getattr(options, name, default)
-
-
-def _workers(run: Any) -> list[Mapping[str, Any]]:
-    """The worker documents of the run: merge's Worker objects carry theirs as ``document``."""
-    documents = (getattr(w, "document", w) for w in (getattr(run, "workers", run) or []))
-    return [d for d in documents if isinstance(d, Mapping)]
-
-
-def _gpu(document: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
-    gpu = document.get("gpu")
-    if not isinstance(gpu, Mapping):
+def _gpu(worker: Worker, key: str) -> Mapping[str, Any] | None:
+    """``document["gpu"][key]`` when it is an object (the reader checked ``gpu`` is one or null)."""
+    gpu = worker.document.get("gpu")
+    if not isinstance(gpu, dict):
         return None
     part = gpu.get(key)
-    return part if isinstance(part, Mapping) else None
+    return part if isinstance(part, dict) else None
 
 
-def _interval_ns(samples: list[WorkerGpuSamples], override_s: Any) -> int:
-    if isinstance(override_s, (int, float)) and not isinstance(override_s, bool) and override_s > 0:
+def _interval_ns(samples: list[WorkerGpuSamples], override_s: float | None) -> int:
+    if override_s is not None and override_s > 0:
         return int(override_s * 1e9)
-    gaps = []
+    gaps: list[int] = []
     for worker in samples:
         times = list(worker.times_ns)
-        gaps.extend(b - a for a, b in zip(times, times[1:]) if b > a)
+        gaps.extend(b - a for a, b in zip(times, times[1:], strict=False) if b > a)
     if not gaps:
         return 1_000_000_000
     return max(1, int(statistics.median(gaps)))
@@ -206,8 +162,11 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def summarise(workers: Sequence[Mapping[str, Any]], samples: Sequence[WorkerGpuSamples], interval_s: Any = None) -> GpuSummary:
-    """The numbers of the block, computed as the module docstring says."""
+def summarise(
+    workers: Sequence[Worker], samples: Sequence[WorkerGpuSamples], interval_s: float | None = None
+) -> GpuSummary:
+    """The numbers of the block, computed as the module docstring says; ``interval_s`` sets the
+    bucket width (default: the median spacing of the samples)."""
     samples = list(samples)
     width = _interval_ns(samples, interval_s)
 
@@ -215,9 +174,9 @@ def summarise(workers: Sequence[Mapping[str, Any]], samples: Sequence[WorkerGpuS
     names: dict[tuple[str, int], str | None] = {}
     reasons: dict[str, int] = {}
     available_workers = 0
-    for doc in workers:
-        host = str((doc.get("identity") or {}).get("host", ""))
-        info = _gpu(doc, "nvml")
+    for worker in workers:
+        host = worker.host
+        info = _gpu(worker, "nvml")
         if info is None:
             continue
         if info.get("available"):
@@ -226,35 +185,35 @@ def summarise(workers: Sequence[Mapping[str, Any]], samples: Sequence[WorkerGpuS
                 if isinstance(device, Mapping) and isinstance(device.get("index"), int):
                     names.setdefault((host, device["index"]), device.get("name"))
         else:
-            reason = str(info.get("unavailable_reason") or "NVML unavailable")
-            reasons[reason] = reasons.get(reason, 0) + 1
+            why = str(info.get("unavailable_reason") or "NVML unavailable")
+            reasons[why] = reasons.get(why, 0) + 1
 
     # busy: per (host, device, bucket) the readings; mine: per (host, device, bucket, pid).
     busy: dict[tuple[str, int], dict[int, list[float]]] = {}
     mine: dict[tuple[str, int], dict[int, dict[int, list[float]]]] = {}
     attributed: dict[tuple[str, int], set[int]] = {}
     measured_any = False
-    for worker in samples:
-        times = list(worker.times_ns)
-        for index, values in worker.busy.items():
-            key = (worker.host, index)
-            for t, value in zip(times, values):
+    for series in samples:
+        times = list(series.times_ns)
+        for index, values in series.busy.items():
+            key = (series.host, index)
+            for t, value in zip(times, values, strict=False):
                 v = _number(value)
                 if v is None or v < 0:
                     continue
                 measured_any = True
                 busy.setdefault(key, {}).setdefault(int(t) // width, []).append(min(v, 100.0))
-        for index, values in worker.mine.items():
-            key = (worker.host, index)
-            for t, value in zip(times, values):
+        for index, values in series.mine.items():
+            key = (series.host, index)
+            for t, value in zip(times, values, strict=False):
                 v = _number(value)
                 if v is None or v <= NOT_MEASURED:
                     continue
                 if v >= 0:
-                    attributed.setdefault(key, set()).add(worker.pid)
+                    attributed.setdefault(key, set()).add(series.pid)
                 share = max(v, 0.0)  # -1: measured, nothing attributed: zero
-                per_bucket = mine.setdefault(key, {}).setdefault(int(t) // width, {})
-                per_bucket.setdefault(worker.pid, []).append(min(share, 100.0))
+                by_pid = mine.setdefault(key, {}).setdefault(int(t) // width, {})
+                by_pid.setdefault(series.pid, []).append(min(share, 100.0))
 
     devices = []
     for key in sorted(set(busy) | set(mine) | set(names)):
@@ -264,19 +223,20 @@ def summarise(workers: Sequence[Mapping[str, Any]], samples: Sequence[WorkerGpuS
         pids = attributed.get(key, set())
         this_run = None
         if pids:
-            per_bucket = [min(100.0, sum(statistics.fmean(v) for v in by_pid.values())) for by_pid in mine[key].values()]
-            this_run = statistics.fmean(per_bucket)
+            this_run = statistics.fmean(
+                min(100.0, sum(statistics.fmean(v) for v in by_pid.values())) for by_pid in mine[key].values()
+            )
         devices.append(DeviceUse(host, index, names.get(key), busy_mean, this_run, len(by_bucket), len(pids)))
 
-    reason = max(reasons, key=lambda r: reasons[r]) if reasons else None
+    reason: str | None = max(reasons, key=lambda r: reasons[r]) if reasons else None
     nvml_available = available_workers > 0 or measured_any
     if not nvml_available and reason is None:
         reason = "no worker recorded NVML information" if not samples else "NVML never produced a reading"
 
     alloc, reserved = [], []
     vram_reasons: dict[str, int] = {}
-    for doc in workers:
-        vram = _gpu(doc, "vram")
+    for worker in workers:
+        vram = _gpu(worker, "vram")
         if vram is None:
             continue
         a, r = vram.get("allocated_peak"), vram.get("reserved_peak")
@@ -306,75 +266,62 @@ def summarise(workers: Sequence[Mapping[str, Any]], samples: Sequence[WorkerGpuS
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}%"
-
-
-def _bytes(value: int) -> str:
-    amount = float(value)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(amount) < 1000 or unit == "TB":
-            return f"{int(amount)} B" if unit == "B" else f"{amount:.1f} {unit}"
-        amount /= 1000
-    return f"{amount:.1f} PB"  # unreachable
+    """A percentage the block holds as 0..100."""
+    return fmt.percent(None if value is None else value / 100.0)
 
 
 def _label(device: DeviceUse, hosts: int) -> str:
     label = f"GPU {device.index}"
     if hosts > 1:
-        label = f"{device.host[: 28 - len(label) - 1]} {label}"
+        label = f"{fmt.printable(device.host)[: 28 - len(label) - 1]} {label}"
     return label
 
 
-def render(run: Any, options: Any = None) -> list[str]:
+def render(run: Run, options: RenderOptions) -> list[str]:
     """The GPU block's lines; ``[]`` when the run has no GPU information at all or samples are off."""
-    if _get(options, "no_samples", False):
+    if options.no_samples:
         return []
-    workers = _workers(run)
-    if not workers:
-        return []
-    custom = getattr(run, "gpu_samples", None)
     samples = []
-    for entry in getattr(run, "workers", run) or []:
-        doc = getattr(entry, "document", entry)
-        if not isinstance(doc, Mapping):
-            continue
+    for info in sample_infos(run, options):
         try:
-            found = custom(doc) if custom else samples_from_document(doc, getattr(entry, "path", None))
-        except (SampleFileError, OSError, TypeError, ValueError, KeyError):
+            found = gpu_samples(info)
+        except SampleFileError:
             # One worker's unreadable samples cost that worker, not the block; the I/O block
-            # already names an unreadable sample file under CAVEATS.
+            # already names an unreadable sample file.
             found = None
         if found is not None:
             samples.append(found)
-    summary = summarise(workers, samples, _get(options, "interval_s"))
-    has_gpu_info = any(isinstance(doc.get("gpu"), Mapping) for doc in workers) or samples
+    has_gpu_info = samples or any(isinstance(w.document.get("gpu"), dict) for w in run.workers)
     if not has_gpu_info:
         return []
+    summary = summarise(run.workers, samples)
 
     lines = [TITLE, RULE]
     if not summary.nvml_available and summary.vram_allocated_peak is None:
         # Nothing measured at all: the block is absent, and says why in one line.
-        return [*lines, f"absent: {summary.nvml_reason}"]
+        return [*lines, f"absent: {fmt.printable(summary.nvml_reason or '')}"]
     if not summary.nvml_available:
-        lines.append(f"utilisation not measured: {summary.nvml_reason}")
+        lines.append(f"utilisation not measured: {fmt.printable(summary.nvml_reason or '')}")
     elif not summary.devices:
         lines.append("utilisation not measured: NVML was available but no sample was recorded")
     else:
         hosts = len({d.host for d in summary.devices})
         lines.append(f"{'':<29}{'busy':>6}{'this run':>11}{'idle':>9}")
         for device in summary.devices:
-            lines.append(f"{_label(device, hosts):<29}{_pct(device.busy):>6}{_pct(device.this_run):>11}{_pct(device.idle):>9}")
+            lines.append(
+                f"{_label(device, hosts):<29}{_pct(device.busy):>6}{_pct(device.this_run):>11}{_pct(device.idle):>9}"
+            )
     if summary.vram_allocated_peak is not None:
         for label, peak, total in (
             ("VRAM allocated (peak)", summary.vram_allocated_peak, summary.vram_allocated_sum),
             ("VRAM reserved (peak)", summary.vram_reserved_peak, summary.vram_reserved_sum),
         ):
-            line = f"{label:<29}{_bytes(peak):>13}"
+            line = f"{label:<29}{fmt.size(peak):>13}"
             if summary.vram_processes > 1 and total is not None:
-                line += f"   largest of {summary.vram_processes} processes; {_bytes(total)} summed"
+                line += f"   largest of {summary.vram_processes} processes; {fmt.size(total)} summed"
             lines.append(line)
     else:
-        lines.append(f"VRAM not measured: {summary.vram_reason}")
+        lines.append(f"VRAM not measured: {fmt.printable(summary.vram_reason or '')}")
 
     notes = []
     if any(d.this_run is None for d in summary.devices) and summary.nvml_available:
@@ -385,7 +332,10 @@ def render(run: Any, options: Any = None) -> list[str]:
                 "NVML may report host pids."
             )
     if summary.nvml_missing_workers:
-        notes.append(f"NVML unavailable in {summary.nvml_missing_workers} of {summary.workers} processes: {summary.nvml_reason}.")
+        notes.append(
+            f"NVML unavailable in {summary.nvml_missing_workers} of {summary.workers} processes: "
+            f"{fmt.printable(summary.nvml_reason or '')}."
+        )
     lines.extend(notes)
     return lines
 

@@ -1,9 +1,8 @@
 """The report's resource blocks: I/O BY PHASE (measured exactly), I/O (sampled) and MEMORY.
 
-Each block is ``render(run, options) -> list[str]`` (an empty list: the block is absent). ``run``
-is whatever the merge hands over; this module needs only the worker documents of the newest
-attempt with their paths and, if known, the run's start and end (see :func:`workers_of`).
-``options.no_samples`` skips the sampled blocks without opening a sample file.
+Each block is ``render(run, options) -> list[str]`` over a :class:`~..merge.Run` (an empty list:
+the block is absent). ``options.no_samples`` skips the sampled blocks without opening a sample
+file.
 
 Sample files are reduced one worker at a time into fixed-size aggregates (totals, a timeline
 grid, a few bins of RSS), so memory is one worker's rows plus the grid, however many workers
@@ -14,15 +13,26 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from pathlib import Path
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...runfiles.samplefile import IO_FIELDS, IntervalCounts, SampleFileError, SampleTable, classify, negative_runs, read_samples
+from ...runfiles.samplefile import (
+    IO_FIELDS,
+    IntervalCounts,
+    SampleFileError,
+    SampleTable,
+    classify,
+    negative_runs,
+    read_samples,
+)
+from .. import format as fmt
+from ..merge import Run
+from . import RenderOptions, sample_infos
 
-RULE = "─" * 62
+RULE = fmt.RULE
 SPARK = " ▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 42
 MEMORY_BINS = 24
@@ -30,86 +40,15 @@ _MAX_SLOTS = 4096  # timeline slots: bounds the per-worker work and the peak's r
 MIN_TREND_NS = 60 * 10**9
 
 
-# ---------------------------------------------------------------------------------------------
-# The thin adapter to the merged run
-# ---------------------------------------------------------------------------------------------
-
-
-def workers_of(run: Any) -> list[tuple[dict[str, Any], Path | None]]:
-    """(document, path) per worker. Accepts a sequence of pairs, of objects with ``document``
-    (or ``doc``) and ``path``, or an object whose ``workers`` is either."""
-    items = getattr(run, "workers", run)
-    out = []
-    for item in items or ():
-        if isinstance(item, tuple) and len(item) == 2:
-            doc, path = item
-        else:
-            doc = getattr(item, "document", None) or getattr(item, "doc", None)
-            path = getattr(item, "path", None)
-        if isinstance(doc, Mapping):  # merge's WorkerDocument is a read-only Mapping
-            out.append((doc, None if path is None else Path(path)))
-    return out
-
-
-def run_span(run: Any, workers: Sequence[tuple[dict[str, Any], Path | None]]) -> tuple[int, int] | None:
-    """(start, end) in unix ns: the run's if it says, else the earliest start and latest flush."""
-    start = getattr(run, "start_unix_ns", getattr(run, "start_ns", None))
-    end = getattr(run, "end_unix_ns", getattr(run, "end_ns", None))
-    if isinstance(start, int) and isinstance(end, int) and end > start:
-        return start, end
-    starts, ends = [], []
-    for doc, _ in workers:
-        times = doc.get("times") or {}
-        if isinstance(times.get("start_unix_ns"), int):
-            starts.append(times["start_unix_ns"])
-        last = times.get("end_unix_ns") or times.get("last_flush_unix_ns")
-        if isinstance(last, int):
-            ends.append(last)
-    if not starts or not ends or max(ends) <= min(starts):
-        return None
-    return min(starts), max(ends)
-
-
-def _no_samples(options: Any) -> bool:
-    return bool(getattr(options, "no_samples", False))
-
-
-def _role(doc: dict[str, Any]) -> str:
-    return str((doc.get("identity") or {}).get("role", "?"))
-
-
-def _label(doc: dict[str, Any]) -> str:
-    ident = doc.get("identity") or {}
-    return f"{ident.get('role', '?')} pid {ident.get('pid', '?')} on {ident.get('host', '?')}"
+def _span(run: Run) -> tuple[int, int] | None:
+    """The run's (start, end) in unix ns, or None when it has no length."""
+    start, end = run.start_ns, run.end_ns
+    return (start, end) if end > start else None
 
 
 # ---------------------------------------------------------------------------------------------
-# Numbers as people read them (decimal units: 1 MB = 10^6 bytes)
+# Sparklines (the units of every number are report/format.py's)
 # ---------------------------------------------------------------------------------------------
-
-
-def fmt_bytes(n: float) -> str:
-    if n < 1000:
-        return f"{int(round(n))} B"
-    for unit in ("KB", "MB", "GB", "TB", "PB"):
-        n /= 1000.0
-        if n < 999.95 or unit == "PB":
-            return f"{n:.1f} {unit}"
-    raise AssertionError("unreachable")
-
-
-def fmt_rate(bytes_: float, seconds: float) -> str:
-    return fmt_bytes(bytes_ / seconds) + "/s" if seconds > 0 else "n/a"
-
-
-def fmt_duration(ns: int) -> str:
-    s = ns / 1e9
-    if s < 60:
-        return f"{s:.0f}s"
-    m = int(s // 60)
-    if m < 60:
-        return f"{m}m"
-    return f"{m // 60}h {m % 60}m"
 
 
 def sparkline(values: Sequence[float], *, level: bool = False) -> str:
@@ -124,7 +63,8 @@ def sparkline(values: Sequence[float], *, level: bool = False) -> str:
         low = min(v for v in values if v > 0)
         span = top - low
         return "".join(
-            SPARK[0] if v <= 0 else SPARK[last if span <= 0 else 1 + round((v - low) / span * (last - 1))] for v in values
+            SPARK[0] if v <= 0 else SPARK[last if span <= 0 else 1 + round((v - low) / span * (last - 1))]
+            for v in values
         )
     return "".join(SPARK[0] if v <= 0 else SPARK[max(1, min(last, round(v / top * last)))] for v in values)
 
@@ -132,6 +72,11 @@ def sparkline(values: Sequence[float], *, level: bool = False) -> str:
 # ---------------------------------------------------------------------------------------------
 # I/O BY PHASE (measured exactly): from the phases' io_bytes, no samples needed
 # ---------------------------------------------------------------------------------------------
+
+
+def _per_second(n_bytes: float, seconds: float) -> float | None:
+    """Bytes per second; None (n/a) when no time passed."""
+    return n_bytes / seconds if seconds > 0 else None
 
 
 def _io_value(io: dict[str, Any], *keys: str) -> int | None:
@@ -142,7 +87,7 @@ def _io_value(io: dict[str, Any], *keys: str) -> int | None:
     return None
 
 
-def render_io_by_phase(run: Any, options: Any = None) -> list[str]:
+def render_io_by_phase(run: Run, options: RenderOptions) -> list[str]:
     """Per ``io=True`` phase: disk read/write bytes, page-cache reads, rate over its wall time.
 
     Reads ``phases[].io_bytes``: ``read_bytes``, ``write_bytes`` and ``rchar`` (or
@@ -151,26 +96,30 @@ def render_io_by_phase(run: Any, options: Any = None) -> list[str]:
     the run has several roles with io phases).
     """
     merged: dict[tuple[str, str], dict[str, int]] = {}
-    for doc, _ in workers_of(run):
-        for phase in doc.get("phases") or ():
-            io = phase.get("io_bytes") if isinstance(phase, dict) else None
+    for worker in run.workers:
+        # Validated on reading: path, entries and wall_ns are there; io_bytes is an object or
+        # None, and what it holds is checked value by value.
+        for phase in worker.document["phases"]:
+            io = phase.get("io_bytes")
             if not isinstance(io, dict):
                 continue
             read = _io_value(io, "read_bytes")
             write = _io_value(io, "write_bytes")
             if read is None or write is None:
                 continue
-            key = (_role(doc), str(phase.get("path", "?")))
-            acc = merged.setdefault(key, {"read": 0, "write": 0, "chars": 0, "wall": 0, "failed": 0, "entries": 0, "measured": 0})
+            key = (worker.role, phase["path"])
+            acc = merged.setdefault(
+                key, {"read": 0, "write": 0, "chars": 0, "wall": 0, "failed": 0, "entries": 0, "measured": 0}
+            )
             acc["read"] += read
             acc["write"] += write
             acc["chars"] += _io_value(io, "rchar", "read_chars") or 0
             acc["failed"] += _io_value(io, "failed", "failed_reads") or 0
-            entries = phase.get("entries") if isinstance(phase.get("entries"), int) else 0
+            entries = phase["entries"]
             acc["entries"] += entries
             measured = _io_value(io, "measured")
             acc["measured"] += entries if measured is None else measured
-            wall = phase.get("wall_ns") if isinstance(phase.get("wall_ns"), int) else 0
+            wall = phase["wall_ns"]
             # Only the measured entries' share of the wall time moved these bytes.
             acc["wall"] += wall if not entries or measured is None else wall * measured // entries
     if not merged:
@@ -178,16 +127,14 @@ def render_io_by_phase(run: Any, options: Any = None) -> list[str]:
     several_roles = len({role for role, _ in merged}) > 1
     lines = ["I/O BY PHASE (measured exactly)", RULE]
     for (role, path), acc in sorted(merged.items(), key=lambda kv: -(kv[1]["read"] + kv[1]["write"])):
-        name = f"{role}: {path}" if several_roles else path
-        rate = fmt_rate(acc["read"] + acc["write"], acc["wall"] / 1e9)
-        lines.append(
-            f"  {name:<25} r {fmt_bytes(acc['read']):>10}   w {fmt_bytes(acc['write']):>10} {rate:>13}"
-        )
+        name = fmt.printable(f"{role}: {path}" if several_roles else path)
+        rate = fmt.byte_rate(_per_second(acc["read"] + acc["write"], acc["wall"] / 1e9))
+        lines.append(f"  {name:<25} r {fmt.size(acc['read']):>10}   w {fmt.size(acc['write']):>10} {rate:>13}")
         cache = acc["chars"] - acc["read"]
         if cache > 0:
-            lines.append(" " * 28 + f"+ {fmt_bytes(cache)} read from page cache")
+            lines.append(" " * 28 + f"+ {fmt.size(cache)} read from page cache")
         if acc["failed"]:
-            lines.append(" " * 28 + f"! {acc['failed']:,} entries not measured (counter read failed)")
+            lines.append(" " * 28 + f"! {fmt.count(acc['failed'])} entries not measured (counter read failed)")
     return lines
 
 
@@ -229,7 +176,7 @@ class _Cumulative:
         self._offsets: list[int] = []
         self._base: list[int | None] = []
         total = 0
-        for a, b in zip(runs.starts, runs.ends):
+        for a, b in zip(runs.starts, runs.ends, strict=True):
             self._offsets.append(total)
             if b > a:
                 base = self._raw(a)
@@ -257,7 +204,7 @@ class _Cumulative:
         lo = 0
         starts, ends = self._runs.starts, self._runs.ends
         # rows is sorted: the rows inside each run are one slice of it.
-        for a, b, offset, base in zip(starts, ends, self._offsets, self._base):
+        for _a, b, offset, base in zip(starts, ends, self._offsets, self._base, strict=True):
             hi = bisect_right(rows, b, lo)
             block = rows[lo:hi]
             if base is None:
@@ -348,7 +295,7 @@ class Timeline:
         if self.n < width:
             return [grid[(2 * i + 1) * self.n // (2 * width)] for i in range(width)]
         edges = [self.n * i // width for i in range(width + 1)]
-        return [sum(grid[a:b]) / (b - a) for a, b in zip(edges, edges[1:])]
+        return [sum(grid[a:b]) / (b - a) for a, b in zip(edges, edges[1:], strict=False)]
 
     def active_seconds(self, layer: str) -> float:
         grid = self.layers[layer]
@@ -370,10 +317,12 @@ def _bin_means(t: array, rss: array, edges: list[int]) -> list[tuple[int, int, f
     """(first row, row count, mean RSS) per [edges[j], edges[j+1]) of ``t``."""
     idx = [bisect_left(t, e) for e in edges]
     idx[-1] = len(t)
-    return [(a, b - a, sum(rss[a:b]) / (b - a) if b > a else 0.0) for a, b in zip(idx, idx[1:])]
+    return [(a, b - a, sum(rss[a:b]) / (b - a) if b > a else 0.0) for a, b in zip(idx, idx[1:], strict=False)]
 
 
-def reduce_memory(table: SampleTable, bins: "list[float] | None" = None, span: tuple[int, int] | None = None) -> WorkerMemory:
+def reduce_memory(
+    table: SampleTable, bins: list[float] | None = None, span: tuple[int, int] | None = None
+) -> WorkerMemory:
     """RSS peak, a least-squares slope (over 64 bin means: the same line as over every row,
     at a fraction of the work), and (into ``bins`` over ``span``) the mean RSS per bin."""
     out = WorkerMemory()
@@ -420,6 +369,7 @@ class RunResources:
     io_measured: int = 0  # of which some I/O rows were read
     reasons: dict[str, int] = field(default_factory=dict)  # why a worker has no samples -> count
     io_reasons: dict[str, int] = field(default_factory=dict)
+    #: Sample files that could not be used (or only partly): one CAVEATS line each.
     caveats: list[str] = field(default_factory=list)
     io: WorkerIo = field(default_factory=WorkerIo)
     phase_tracked: bool = False
@@ -430,48 +380,48 @@ class RunResources:
     span: tuple[int, int] | None = None
 
 
-def _sidecar_path(doc: dict[str, Any], path: Path | None) -> Path | None:
-    samples = doc.get("samples")
-    name = samples.get("file") if isinstance(samples, dict) else None
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
-        return None
-    return None if path is None else path.parent / name
+_NEEDED = ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS))
 
 
-def reduce_run(run: Any) -> RunResources:
+def _shown(path: Path, run: Run) -> str:
+    """A sample file's path as CAVEATS names it: relative to the run directory."""
+    try:
+        return str(path.relative_to(run.run_dir))
+    except ValueError:
+        return str(path)
+
+
+def reduce_run(run: Run, options: RenderOptions) -> RunResources:
     """Read each worker's sample file in turn and fold it into run-wide aggregates."""
-    workers = workers_of(run)
+    infos = sample_infos(run, options)
     res = RunResources()
-    res.span = run_span(run, workers)
+    res.span = _span(run)
     res.memory_bins = [0.0] * MEMORY_BINS
-    intervals = []
-    for doc, _ in workers:
-        samples = doc.get("samples")
-        if isinstance(samples, dict) and isinstance(samples.get("interval_s"), (int, float)):
-            intervals.append(samples["interval_s"])
+    intervals = [info.interval_s for info in infos if info.interval_s is not None]
     if res.span is not None and intervals:
         res.interval_ns = int(max(intervals) * 1e9)
         res.timeline = Timeline(res.span[0], res.span[1], res.interval_ns)
-    for doc, path in workers:
-        samples = doc.get("samples")
-        if not isinstance(samples, dict):
-            continue
+    for info in infos:
         res.workers += 1
-        sidecar = _sidecar_path(doc, path)
-        if sidecar is None:
-            reason = samples.get("unavailable_reason") or "no samples were written"
-            res.reasons[str(reason)] = res.reasons.get(str(reason), 0) + 1
+        if info.sidecar is None:
+            reason = info.unavailable_reason or "no samples were written"
+            res.reasons[reason] = res.reasons.get(reason, 0) + 1
             continue
+        name = _shown(info.sidecar, run)
         try:
-            table = read_samples(sidecar)
+            table = read_samples(info.sidecar)
         except SampleFileError as error:
-            res.caveats.append(str(error))
+            reason = str(error).removeprefix(f"{info.sidecar}: ")
+            res.caveats.append(f"{name}: {reason}; {info.worker.label} is left out of I/O and MEMORY")
             continue
         if table.truncated_bytes:
-            res.caveats.append(f"{sidecar}: partial last row ignored ({table.truncated_bytes} bytes)")
-        missing = [c for c in ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS)) if c not in table.columns]
+            res.caveats.append(f"{name}: partial last row ignored ({fmt.count(table.truncated_bytes)} bytes)")
+        missing = [c for c in _NEEDED if c not in table.columns]
         if missing:
-            res.caveats.append(f"{sidecar}: sample file lacks columns {', '.join(missing)}")
+            res.caveats.append(
+                f"{name}: sample file lacks columns {', '.join(missing)}; {info.worker.label} is left out of I/O "
+                "and MEMORY"
+            )
             continue
         res.sampled += 1
         wio = reduce_io(table, res.timeline)
@@ -482,27 +432,36 @@ def reduce_run(run: Any) -> RunResources:
                 res.io.own[name] += wio.own[name]
                 res.io.no_phase[name] += wio.no_phase[name]
             res.io.counts.add(wio.counts)
-            if not samples.get("phase_unavailable_reason"):
+            if not info.phase_unavailable_reason:
                 res.phase_tracked = True
         else:
-            why = samples.get("io_unavailable_reason") or "the I/O counters could not be read"
-            res.io_reasons[str(why)] = res.io_reasons.get(str(why), 0) + 1
+            why = info.io_unavailable_reason or "the I/O counters could not be read"
+            res.io_reasons[why] = res.io_reasons.get(why, 0) + 1
         wmem = reduce_memory(table, res.memory_bins if res.span else None, res.span)
         if wmem.rows:
-            res.memory_by_role.setdefault(_role(doc), []).append((wmem, _label(doc)))
+            worker = info.worker
+            res.memory_by_role.setdefault(worker.role, []).append((wmem, worker.label))
         del table
     return res
 
 
-_cache: tuple[Any, RunResources] | None = None
+#: How many sample-file CAVEATS lines are printed before the rest are counted in one.
+CAVEAT_LINES = 10
 
 
-def resources_of(run: Any) -> RunResources:
-    """reduce_run(run), computed once per run object for the blocks that share it."""
-    global _cache
-    if _cache is None or _cache[0] is not run:
-        _cache = (run, reduce_run(run))
-    return _cache[1]
+def resources_of(run: Run, options: RenderOptions) -> RunResources:
+    """``reduce_run(run, options)``, computed once per report for the blocks that share it;
+    the sample files it could not use are named under CAVEATS, once."""
+
+    def compute() -> RunResources:
+        res = reduce_run(run, options)
+        for line in res.caveats[:CAVEAT_LINES]:
+            options.add_caveat(line)
+        if len(res.caveats) > CAVEAT_LINES:
+            options.add_caveat(f"... and {len(res.caveats) - CAVEAT_LINES} more sample files not fully used")
+        return res
+
+    return options.shared("resources", run, compute)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,78 +470,84 @@ def resources_of(run: Any) -> RunResources:
 
 
 def _reason_lines(reasons: dict[str, int], total: int) -> list[str]:
-    return [f"  not measured in {n} of {total} processes: {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    ordered = sorted(reasons.items(), key=lambda kv: -kv[1])
+    return [f"  not measured in {n} of {total} processes: {fmt.printable(why)}" for why, n in ordered]
 
 
-def render_io(run: Any, options: Any = None) -> list[str]:
+def render_io(run: Run, options: RenderOptions) -> list[str]:
     """Sampled I/O: totals per layer with rates, a write sparkline with its peak, dropped
     intervals, the share under (no phase open) and the profiler's own I/O excluded."""
-    if _no_samples(options):
+    if options.no_samples:
         return []
-    res = resources_of(run)
+    res = resources_of(run, options)
     if res.workers == 0:
         return []
     lines = ["I/O", RULE]
     if res.io_measured == 0:
         reasons = {**res.reasons, **res.io_reasons}
-        return lines + (_reason_lines(reasons, res.workers) or ["  not measured: no sample file could be read"]) + [
-            "  ! " + c for c in res.caveats
-        ]
+        unmeasured = _reason_lines(reasons, res.workers) or ["  not measured: no sample file could be read"]
+        return lines + unmeasured
     t = res.io.totals
     disk_read = t["read_bytes"]
     cache_read = max(0, t["rchar"] - t["read_bytes"])
     write = t["write_bytes"] - t["cancelled_write_bytes"]
     grid = res.timeline
-    def rate(layer: str, total: int) -> str:
-        return fmt_rate(total, grid.active_seconds(layer)) if grid is not None and total > 0 else ""
 
-    lines.append(f"{'Read (from disk)':<26}{fmt_bytes(disk_read):>16}{rate('disk_read', disk_read):>16}".rstrip())
-    lines.append(f"{'Read (from page cache)':<26}{fmt_bytes(cache_read):>16}")
-    lines.append(f"{'Write':<26}{fmt_bytes(write):>16}{rate('write', write):>16}".rstrip())
+    def rate(layer: str, total: int) -> str:
+        if grid is None or total <= 0:
+            return ""
+        return fmt.byte_rate(_per_second(total, grid.active_seconds(layer)))
+
+    lines.append(f"{'Read (from disk)':<26}{fmt.size(disk_read):>16}{rate('disk_read', disk_read):>16}".rstrip())
+    lines.append(f"{'Read (from page cache)':<26}{fmt.size(cache_read):>16}")
+    lines.append(f"{'Write':<26}{fmt.size(write):>16}{rate('write', write):>16}".rstrip())
     if grid is not None:
         bins = grid.bins("write", SPARK_WIDTH)
-        peak = f"  write {sparkline(bins)}  peak {fmt_rate(grid.peak_rate('write'), 1.0)}"
+        peak = f"  write {sparkline(bins)}  peak {fmt.byte_rate(grid.peak_rate('write'))}"
         if grid.slot_ns > res.interval_ns:
             # A long run's grid is coarser than its samples: say over what the peak is a mean.
-            peak += f" over {grid.slot_ns / 1e9:.3g}s"
+            peak += f" over {fmt.duration(grid.slot_ns)}"
         lines.append(peak)
     total = disk_read + cache_read + write
     np_ = res.io.no_phase
-    np_total = np_["read_bytes"] + max(0, np_["rchar"] - np_["read_bytes"]) + np_["write_bytes"] - np_["cancelled_write_bytes"]
+    np_cache = max(0, np_["rchar"] - np_["read_bytes"])
+    np_total = np_["read_bytes"] + np_cache + np_["write_bytes"] - np_["cancelled_write_bytes"]
     if not res.phase_tracked:
         lines.append("  (no phase open) share unknown: the samples carry no phase")
     elif total > 0:
-        lines.append(f"  (no phase open) {100.0 * np_total / total:.1f}% of these bytes")
+        lines.append(f"  (no phase open) {fmt.percent(np_total / total)} of these bytes")
     c = res.io.counts
-    considered = c.valid + c.dropped
+    considered = fmt.count(c.valid + c.dropped)
     if c.dropped:
         why = []
         if c.failed:
-            why.append(f"{c.failed:,} next to a failed read")
+            why.append(f"{fmt.count(c.failed)} next to a failed read")
         if c.reaped:
-            why.append(f"{c.reaped:,} where a child process was reaped")
+            why.append(f"{fmt.count(c.reaped)} where a child process was reaped")
         if c.unknown:
-            why.append(f"{c.unknown:,} where reaping could not be checked")
-        lines.append(f"  dropped intervals {c.dropped:,} of {considered:,} ({', '.join(why)}); their bytes are not counted")
+            why.append(f"{fmt.count(c.unknown)} where reaping could not be checked")
+        lines.append(
+            f"  dropped intervals {fmt.count(c.dropped)} of {considered} ({', '.join(why)}); "
+            "their bytes are not counted"
+        )
     else:
-        lines.append(f"  dropped intervals 0 of {considered:,}")
+        lines.append(f"  dropped intervals 0 of {considered}")
     own = res.io.own
     lines.append(
-        f"  excluded: the profiler's own I/O, {fmt_bytes(own['write_bytes'])} written to disk, "
-        f"{fmt_bytes(own['wchar'])} through write(), {fmt_bytes(own['rchar'])} read"
+        f"  excluded: the profiler's own I/O, {fmt.size(own['write_bytes'])} written to disk, "
+        f"{fmt.size(own['wchar'])} through write(), {fmt.size(own['rchar'])} read"
     )
     lines.extend(_reason_lines(res.io_reasons, res.workers))
     lines.extend(_reason_lines(res.reasons, res.workers))
-    lines.extend("  ! " + caveat for caveat in res.caveats)
     return lines
 
 
-def render_memory(run: Any, options: Any = None) -> list[str]:
+def render_memory(run: Run, options: RenderOptions) -> list[str]:
     """RSS peak per role and over the run, and its trend: per-process growth and a sparkline of
     the summed RSS of all processes over the run."""
-    if _no_samples(options):
+    if options.no_samples:
         return []
-    res = resources_of(run)
+    res = resources_of(run, options)
     if res.workers == 0:
         return []
     lines = ["MEMORY (RSS, sampled)", RULE]
@@ -593,42 +558,28 @@ def render_memory(run: Any, options: Any = None) -> list[str]:
     for role, members in sorted(res.memory_by_role.items()):
         peak = max(m.peak for m, _ in members)
         slopes = [(m.slope_bytes_per_s, label) for m, label in members if m.slope_bytes_per_s is not None]
-        trend = "n/a"
+        trend = fmt.NA
         if slopes:
             slope, _ = max(slopes, key=lambda s: abs(s[0]))
-            trend = ("+" if slope >= 0 else "-") + fmt_bytes(abs(slope) * 3600) + "/h"
-        lines.append(f"{role + f'  x{len(members)}':<26}{fmt_bytes(peak):>16}{trend:>16}")
+            trend = fmt.byte_change_per_hour(slope)
+        lines.append(f"{fmt.printable(role) + f'  x{len(members)}':<26}{fmt.size(peak):>16}{trend:>16}")
         for m, label in members:
             if top is None or m.peak > top[0].peak:
                 top = (m, label)
     if res.span is not None and any(res.memory_bins):
-        lines.append(f"{'all processes':<26}{fmt_bytes(max(res.memory_bins)):>16}  {sparkline(res.memory_bins, level=True)}")
+        spark = sparkline(res.memory_bins, level=True)
+        lines.append(f"{'all processes':<26}{fmt.size(max(res.memory_bins)):>16}  {spark}")
     if top is not None:
         at = ""
         if res.span is not None:
-            at = f" at {fmt_duration(max(0, top[0].peak_t_unix - res.span[0]))}"
-        lines.append(f"  largest: {top[1]}, {fmt_bytes(top[0].peak)}{at}")
+            at = f" at {fmt.moment(max(0, top[0].peak_t_unix - res.span[0]))}"
+        lines.append(f"  largest: {top[1]}, {fmt.size(top[0].peak)}{at}")
     lines.append("  trend: the steepest per-process RSS slope in each role (least squares over its run)")
     return lines
 
 
-def render(run: Any, options: Any = None) -> list[str]:
-    """All three blocks, each followed by a blank line."""
-    lines: list[str] = []
-    for block in BLOCKS:
-        part = block(run, options)
-        if part:
-            lines.extend(part)
-            lines.append("")
-    return lines
-
-
+#: The blocks of this module, in the order they print.
 BLOCKS = (render_io_by_phase, render_io, render_memory)
-
-
-def io_totals(table: SampleTable) -> dict[str, int]:
-    """Net I/O of one sample file over its valid intervals, per /proc/self/io field."""
-    return reduce_io(table).totals
 
 
 __all__ = [
@@ -637,15 +588,12 @@ __all__ = [
     "Timeline",
     "WorkerIo",
     "WorkerMemory",
-    "fmt_bytes",
-    "io_totals",
     "reduce_io",
     "reduce_memory",
     "reduce_run",
-    "render",
     "render_io",
     "render_io_by_phase",
     "render_memory",
+    "resources_of",
     "sparkline",
-    "workers_of",
 ]
