@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runfiles.workerfile import write_atomic
+from ..runfiles import layout
+from ..runfiles.layout import write_atomic
 
 __all__ = [
     "NAMES",
@@ -64,7 +65,7 @@ __all__ = [
 #: Test and diagnosis override of the NVML library path; the C sampler honours it too.
 NVML_LIBRARY_ENV = "LINEPROFILER_NVML_LIBRARY"
 NVML_LIBRARY = "libnvidia-ml.so.1"
-METADATA_FILE = "metadata.json"
+METADATA_FILE = layout.METADATA_FILE
 METADATA_KIND = "lineprofiler-metadata"
 METADATA_VERSION = 1
 

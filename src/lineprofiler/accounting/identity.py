@@ -27,9 +27,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..runfiles import workerfile
+from ..runfiles import layout, workerfile
 from ..runfiles.workerfile import sanitize_component
 
+#: The environment a profiler reads, and exports for its children (defined here only).
+ENV_PROFILE = "LINEPROFILER_PROFILE"
+ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
 ENV_RUN_ID = "LINEPROFILER_RUN_ID"
 ENV_ATTEMPT = "LINEPROFILER_ATTEMPT"
 ENV_HOST = "LINEPROFILER_HOST"
@@ -267,7 +270,7 @@ def build_identity(
         attempt=run.attempt,
         run_id_source=run.source,
         role=clean_role(role, env),
-        host=sanitize_component(resolve_host(env), "unknown-host"),
+        host=layout.host_component(resolve_host(env)),
         pid=os.getpid() if pid is None else pid,
         parent_pid=os.getppid(),
         uuid=uuid8 or new_uuid8(),

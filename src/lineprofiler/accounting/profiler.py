@@ -22,17 +22,25 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..runfiles import histogram, samplefile, workerfile
+from ..runfiles import histogram, layout, workerfile
 from . import _phases
-from .identity import Identity, RunId, build_identity, clean_role, parent_run_id, resolve_host, resolve_run_id
+from .identity import (
+    ENV_ATTEMPT,
+    ENV_PROFILE,
+    ENV_RUN_DIR,
+    ENV_RUN_ID,
+    Identity,
+    RunId,
+    build_identity,
+    clean_role,
+    parent_run_id,
+    resolve_host,
+    resolve_run_id,
+)
 from .sampling import ResourceSampler
 
 __all__ = ["Profiler"]
 
-ENV_PROFILE = "LINEPROFILER_PROFILE"
-ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
-ENV_RUN_ID = "LINEPROFILER_RUN_ID"
-ENV_ATTEMPT = "LINEPROFILER_ATTEMPT"
 DEFAULT_RUN_DIR = "profile"
 DEFAULT_SNAPSHOT_INTERVAL_S = 5.0
 DEFAULT_SAMPLE_INTERVAL_S = 1.0
@@ -40,7 +48,6 @@ FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
 _BACKENDS = ("none", "torch", "viztracer")
 _MAX_ERRORS = 32
 _MP_EXIT_PRIORITY = -100  # after multiprocessing joins its children, before os._exit
-METADATA_DIR = "metadata"  # run_dir/metadata/<host>/m_<run>_<pid>_<uuid8>.json, one per process
 
 
 def _env_enabled(value: str | None) -> bool:
@@ -236,8 +243,8 @@ class Profiler:
     def _begin_process(self) -> None:
         """Identity, times and the start file of this process (again in a fork child)."""
         self.identity = build_identity(self._role_arg, self._run)
-        self.path = workerfile.worker_dir(self.run_dir, self.identity.host) / workerfile.worker_file_name(
-            self.identity.run_id, self.identity.pid, self.identity.uuid
+        self.path = layout.worker_path(
+            self.run_dir, self.identity.host, self.identity.run_id, self.identity.pid, self.identity.uuid
         )
         self._start_unix_ns = time.time_ns()
         self._start_mono_ns = time.monotonic_ns()
@@ -301,7 +308,7 @@ class Profiler:
         if self.path is not None:
             # The start file and any sample file this copy began: the process's own profiler
             # writes its own.
-            for path in (self.path, self.path.with_name(samplefile.sidecar_name(self.path.name))):
+            for path in (self.path, layout.sidecar_path(self.path)):
                 try:
                     path.unlink()
                 except OSError:
@@ -533,7 +540,7 @@ class Profiler:
         if self.backend is not None and self.backend_window is not None and self.window_phase is not None:
             try:
                 self.window = windows.Window(
-                    self.backend, self.run_dir, self.backend_window, self.window_phase, host=self._host()
+                    self.backend, self.run_dir, self.backend_window, self.window_phase, host=resolve_host()
                 )
             except Exception as error:
                 self._record_error(f"backend window: {type(error).__name__}: {error}")
@@ -556,18 +563,13 @@ class Profiler:
         except Exception as error:
             self._record_error(f"GPU attachment: {type(error).__name__}: {error}")
 
-    @staticmethod
-    def _host() -> str:
-        from .identity import resolve_host
-
-        return workerfile.sanitize_component(resolve_host(), "unknown-host")
 
     def metadata_path(self) -> Path | None:
         """This process's own metadata file, ``run_dir/metadata/<host>/m_<run>_<pid>_<uuid8>.json``
         (named after its worker file), or None when disabled."""
         if self.path is None or self.identity is None:
             return None
-        return self.run_dir / METADATA_DIR / self.path.parent.name / ("m" + self.path.name[1:])
+        return layout.metadata_path(self.run_dir, self.path)
 
     def _metadata_extra(self, final: bool) -> dict[str, Any]:
         from . import gpu
@@ -623,7 +625,7 @@ class Profiler:
             assert own is not None
             capabilities.write_metadata(self.run_dir, extra, relative=own.relative_to(self.run_dir).as_posix())
             if not final:
-                current = capabilities.read_metadata(self.run_dir / capabilities.METADATA_FILE)
+                current = capabilities.read_metadata(layout.run_metadata_path(self.run_dir))
                 if current is None or (current.get("run_id"), current.get("attempt")) != (
                     self.identity.run_id,
                     self.identity.attempt,

@@ -30,7 +30,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..runfiles import samplefile
+from ..runfiles import layout, samplefile
 from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, SampleWriter
 
 TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
@@ -406,16 +406,13 @@ class ResourceSampler:
 
     def _sidecar(self, document: dict[str, Any], path: str | os.PathLike[str] | None) -> Path | None:
         if path is not None:
-            path = Path(path)
-            return path.with_name(samplefile.sidecar_name(path.name))
+            return layout.sidecar_path(path)
         if self.run_dir is None:
             return None
-        from ..runfiles.workerfile import worker_dir, worker_file_name
-
         ident = document.get("identity") or {}
         try:
-            name = worker_file_name(ident["run_id"], ident["pid"], ident["uuid"])
-            return worker_dir(self.run_dir, ident["host"]) / samplefile.sidecar_name(name)
+            worker = layout.worker_path(self.run_dir, ident["host"], ident["run_id"], ident["pid"], ident["uuid"])
+            return layout.sidecar_path(worker)
         except (KeyError, TypeError, ValueError):
             return None
 

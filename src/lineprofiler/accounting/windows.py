@@ -38,11 +38,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..runfiles import layout
+from ..runfiles.layout import BACKEND_DIR
 from . import capabilities
 
 __all__ = ["BACKEND_DIR", "Backend", "Window", "annotate_hooks", "artifact_name"]
-
-BACKEND_DIR = "backend"
 
 
 class Backend(str, enum.Enum):
@@ -67,12 +67,12 @@ class Backend(str, enum.Enum):
         raise ValueError(f"backend must be one of {choices} or None, not {value!r}")
 
 
+_ARTIFACT_STEMS = {Backend.TORCH: "torch_trace", Backend.VIZTRACER: "viztracer"}
+
+
 def artifact_name(backend: Backend, host: str, pid: int) -> str:
     """The per-process file name of a window's artifact (host and pid: unique within a run)."""
-    from ..runfiles.workerfile import sanitize_component
-
-    stem = "torch_trace" if backend is Backend.TORCH else "viztracer"
-    return f"{stem}_{sanitize_component(host)}_{int(pid)}.json"
+    return layout.artifact_name(_ARTIFACT_STEMS[backend], host, pid)
 
 
 def _check_window(window: Any) -> tuple[int, int]:
@@ -159,7 +159,7 @@ class Window:
         return self._host
 
     def artifact_path(self) -> Path:
-        return self.run_dir / BACKEND_DIR / artifact_name(self.backend, self.host, os.getpid())
+        return layout.artifact_path(self.run_dir, _ARTIFACT_STEMS[self.backend], self.host, os.getpid())
 
     # ---- the watch callback ----
 

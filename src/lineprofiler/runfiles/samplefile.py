@@ -40,10 +40,13 @@ from operator import add, and_
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .layout import SAMPLES_SUFFIX
+from .layout import sidecar_name as sidecar_name  # still importable from here
+
 MAGIC = b"LPSAMPLE"
 VERSION = 1
 FORMAT = "lineprofiler-samples/1"
-SUFFIX = ".samples"
+SUFFIX = SAMPLES_SUFFIX
 _HEAD = struct.Struct("<8sIIII4q")
 
 # Row flags (the same values as _sampler.FLAG_*; repeated here because the report must not
@@ -61,12 +64,6 @@ _BIG_ENDIAN = sys.byteorder == "big"
 
 class SampleFileError(Exception):
     """A sample file that cannot be used; ``str()`` is a one-line reason with the path."""
-
-
-def sidecar_name(worker_file_name: str) -> str:
-    """``w_run_12_abcd1234.json`` -> ``w_run_12_abcd1234.samples``."""
-    stem = worker_file_name[:-5] if worker_file_name.endswith(".json") else worker_file_name
-    return stem + SUFFIX
 
 
 def _header(columns: Sequence[str], interval_ns: int, monotonic_ref_ns: int, unix_ref_ns: int, pid: int) -> bytes:

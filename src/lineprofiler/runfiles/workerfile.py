@@ -71,16 +71,20 @@ import json
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import histogram as _histogram
+from .layout import WORKERS_DIR, write_atomic
+
+# Names of the run directory's layout, still importable from here.
+from .layout import sanitize_component as sanitize_component
+from .layout import worker_dir as worker_dir
+from .layout import worker_file_name as worker_file_name
 
 SCHEMA_VERSION = 1
 KIND = "lineprofiler-worker"
-WORKERS_DIR = "workers"
 LAYOUT_SAMPLES_LAST = "samples-last"
 #: What ``document["samples"]`` holds after a read with ``skip_samples=True`` when the file has
 #: samples that were not parsed (compare with ``is``). Null samples stay None.
@@ -89,7 +93,6 @@ _SAMPLES_KEY = b',"samples":'
 #: How many nested ``"samples"`` keys the skipping reader steps over before parsing everything.
 _SKIP_ATTEMPTS = 8
 _FILE_RE = re.compile(r"^w_.+_\d+_[0-9a-f]{8}\.json$")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class WorkerFileError(Exception):
@@ -98,20 +101,6 @@ class WorkerFileError(Exception):
 
 class NewerSchemaError(WorkerFileError):
     """A worker file written by a newer lineprofiler than this one."""
-
-
-def sanitize_component(text: str, fallback: str = "unknown") -> str:
-    """Make ``text`` safe as one path component: no separators, no dots-only, bounded length."""
-    cleaned = _UNSAFE.sub("_", str(text)).strip("._")[:64]
-    return cleaned or fallback
-
-
-def worker_dir(run_dir: str | os.PathLike[str], host: str) -> Path:
-    return Path(run_dir) / WORKERS_DIR / sanitize_component(host)
-
-
-def worker_file_name(run_id: str, pid: int, uuid8: str) -> str:
-    return f"w_{sanitize_component(run_id)}_{int(pid)}_{uuid8}.json"
 
 
 def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *, fsync: bool = False) -> int:
@@ -128,26 +117,6 @@ def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *,
     data = json.dumps(ordered, separators=(",", ":"), allow_nan=False).encode("utf-8")
     write_atomic(path, data, fsync=fsync)
     return len(data)
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = False) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and a rename, so a
-    reader sees the old file or the new one, never half of one. Raises OSError."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if fsync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def scan_worker_files(run_dir: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
