@@ -25,7 +25,6 @@ import struct
 import sys
 import threading
 import time
-import weakref
 from collections import deque
 from pathlib import Path
 from typing import Any, Iterator
@@ -34,9 +33,10 @@ from ..runfiles import layout, samplefile
 from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, SampleWriter
 
 TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
-BACKENDS = ("auto", "proc", "psutil", "off")
+#: Where the samples come from (``source=``): the native reader of ``/proc``, psutil, or none.
+SOURCES = ("auto", "proc", "psutil", "off")
 DEFAULT_CAPACITY = 3600  # rows: an hour at 1 Hz between snapshots before the ring overwrites
-_PROC_SELF = "/proc/self"  # where the native backend reads; tests point it elsewhere to mimic macOS
+_PROC_SELF = "/proc/self"  # where the native sampler reads; tests point it elsewhere to mimic macOS
 
 
 def _import_native() -> Any:
@@ -232,11 +232,11 @@ class _PsutilSampler:
         }
 
 
-def _choose_backend(backend: str) -> tuple[str | None, str | None]:
-    """(backend, reason it is None)."""
-    if backend == "off":
+def _choose_source(source: str) -> tuple[str | None, str | None]:
+    """(source, reason it is None)."""
+    if source == "off":
         return None, "resource sampling was turned off"
-    if backend in ("auto", "proc"):
+    if source in ("auto", "proc"):
         try:
             _import_native()
         except ImportError as error:
@@ -244,9 +244,9 @@ def _choose_backend(backend: str) -> tuple[str | None, str | None]:
         else:
             native_error = None
         has_proc = os.path.isdir(_PROC_SELF)
-        if native_error is None and (has_proc or backend == "proc"):
+        if native_error is None and (has_proc or source == "proc"):
             return "proc", None
-        if backend == "proc":
+        if source == "proc":
             return None, native_error
     try:
         import psutil  # noqa: F401
@@ -264,8 +264,9 @@ class ResourceSampler:
     ``run_dir`` is where worker files go: the sample file of a worker ``w_<...>.json`` is
     ``w_<...>.samples`` in the same folder. ``contribute`` may instead be given the worker file's
     path. ``interval_s`` is the sampling period; ``capacity`` the rows held between snapshots
-    (older rows are overwritten, and counted, past it). ``backend``: ``"auto"`` (native where
-    ``/proc`` exists, else psutil), ``"proc"``, ``"psutil"`` or ``"off"``.
+    (older rows are overwritten, and counted, past it). ``source``: ``"auto"`` (native where
+    ``/proc`` exists, else psutil), ``"proc"``, ``"psutil"`` or ``"off"`` (``backend=`` is its
+    former name, still accepted); :attr:`source` is then the one in use, or None.
 
     Construction raises ValueError/TypeError for wrong arguments, never for the environment.
     """
@@ -276,14 +277,17 @@ class ResourceSampler:
         *,
         interval_s: float = 1.0,
         capacity: int = DEFAULT_CAPACITY,
-        backend: str = "auto",
+        source: str = "auto",
         nvml: bool = True,
         io_path: str | None = None,
         statm_path: str | None = None,
         stat_path: str | None = None,
+        backend: str | None = None,
     ) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if backend is not None:  # the keyword's former name
+            source = backend
+        if source not in SOURCES:
+            raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
         if isinstance(interval_s, bool) or not isinstance(interval_s, (int, float)) or not 0.001 <= interval_s <= 86400:
             raise ValueError("interval_s must be a number of seconds between 0.001 and 86400")
         if isinstance(capacity, bool) or not isinstance(capacity, int) or not 2 <= capacity <= 1 << 24:
@@ -296,17 +300,17 @@ class ResourceSampler:
             io_path = io_path or os.path.join(seam, "io")
             statm_path = statm_path or os.path.join(seam, "statm")
             stat_path = stat_path or os.path.join(seam, "stat")
-        self.backend, self.unavailable_reason = _choose_backend(backend)
+        self.source, self.unavailable_reason = _choose_source(source)
         self._impl: Any = None
         try:
-            if self.backend == "proc":
+            if self.source == "proc":
                 self._impl = _import_native().Sampler(
                     self.interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml
                 )
-            elif self.backend == "psutil":
+            elif self.source == "psutil":
                 self._impl = _PsutilSampler(self.interval_s, capacity)
         except Exception as error:  # an environment that refuses even the set-up: record, never raise
-            self.backend, self._impl = None, None
+            self.source, self._impl = None, None
             self.unavailable_reason = f"the sampler could not be set up: {error.__class__.__name__}: {error}"
         self._errors: list[str] = []
         self._reset_output()
@@ -372,11 +376,16 @@ class ResourceSampler:
             self._impl.close()
 
     @property
+    def backend(self) -> str | None:
+        """The former name of :attr:`source`."""
+        return self.source
+
+    @property
     def running(self) -> bool:
         return self._impl is not None and bool(self._impl.running)
 
     def stats(self) -> dict[str, Any]:
-        """The backend's counters (see _sampler.pyi), or {} with no backend."""
+        """The source's counters (see _sampler.pyi), or {} with no source."""
         return {} if self._impl is None else self._impl.stats()
 
     # -- own I/O --------------------------------------------------------------------------------
@@ -435,7 +444,7 @@ class ResourceSampler:
         impl = self._impl
         if impl is None:
             document["samples"] = samplefile.samples_document(
-                file=None, columns=(), rows=0, size=0, interval_s=self.interval_s, backend=None,
+                file=None, columns=(), rows=0, size=0, interval_s=self.interval_s, source=None,
                 counts=IntervalCounts(), clock=None, unavailable_reason=self.unavailable_reason,
             )
             return
@@ -481,7 +490,7 @@ class ResourceSampler:
             rows=0 if writer is None else writer.rows,
             size=0 if writer is None else writer.size,
             interval_s=self.interval_s,
-            backend=self.backend,
+            source=self.source,
             counts=self._counts,
             clock=None if writer is None else (writer.monotonic_ref_ns, writer.unix_ref_ns),
             unavailable_reason=reason,
@@ -518,25 +527,3 @@ class ResourceSampler:
     def _note(self, message: str) -> None:
         if len(self._errors) < 20:
             self._errors.append(message)
-
-
-# -- stand-alone use: fork hooks for samplers not attached to a profiler ---------------------------
-
-_standalone: "weakref.WeakSet[ResourceSampler]" = weakref.WeakSet()
-_hooks_installed = False
-
-
-def install_fork_hooks(sampler: ResourceSampler) -> None:
-    """Stop/restart ``sampler`` around ``os.fork()`` when no profiler does it (tests, scripts).
-
-    A profiler that attaches the sampler calls its fork methods itself: do not use both.
-    """
-    global _hooks_installed
-    _standalone.add(sampler)
-    if not _hooks_installed and hasattr(os, "register_at_fork"):
-        os.register_at_fork(
-            before=lambda: [s.before_fork() for s in list(_standalone)],
-            after_in_parent=lambda: [s.after_fork_parent() for s in list(_standalone)],
-            after_in_child=lambda: [s.after_fork_child() for s in list(_standalone)],
-        )
-        _hooks_installed = True

@@ -41,6 +41,7 @@ from typing import Any
 from ..runfiles import layout
 from ..runfiles.layout import BACKEND_DIR
 from . import capabilities
+from ._options import check_window, check_window_phase, parse_backend
 
 __all__ = ["BACKEND_DIR", "Backend", "Window", "annotate_hooks", "artifact_name"]
 
@@ -52,19 +53,11 @@ class Backend(str, enum.Enum):
     VIZTRACER = "viztracer"
 
     @classmethod
-    def parse(cls, value: Backend | str | None) -> Backend | None:
-        """``None``/``""`` -> None; a name or value, any case -> the member; else ValueError."""
-        if value is None or value == "":
-            return None
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            text = value.strip().lower()
-            for member in cls:
-                if text in (member.value, member.name.lower()):
-                    return member
-        choices = ", ".join(repr(m.value) for m in cls)
-        raise ValueError(f"backend must be one of {choices} or None, not {value!r}")
+    def parse(cls, value: object) -> Backend | None:
+        """``None``/``""`` -> None; a name or value, any case -> the member. Raises TypeError for
+        a value that is no str, ValueError for an unknown name (the profiler's own checks)."""
+        name = parse_backend(value)
+        return None if name is None else cls(name)
 
 
 _ARTIFACT_STEMS = {Backend.TORCH: "torch_trace", Backend.VIZTRACER: "viztracer"}
@@ -75,28 +68,16 @@ def artifact_name(backend: Backend, host: str, pid: int) -> str:
     return layout.artifact_name(_ARTIFACT_STEMS[backend], host, pid)
 
 
-def _check_window(window: Any) -> tuple[int, int]:
-    try:
-        start, stop = window
-    except (TypeError, ValueError):
-        raise ValueError(f"backend_window must be a pair (start, stop), not {window!r}") from None
-    for value in (start, stop):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"backend_window must hold two integers, not {window!r}")
-    if start < 1 or stop <= start:
-        raise ValueError(f"backend_window must satisfy 1 <= start < stop, not {window!r}")
-    return start, stop
-
-
 class Window:
     """One heavy-profiler window in this process.
 
     States: ``"unavailable"`` (package missing: never starts), ``"waiting"``, ``"active"``,
     ``"done"`` (artifact written), ``"failed"`` (start or save raised; ``error`` says what).
 
-    Construction raises ValueError only for bad arguments (an unknown backend, a window that is
-    not ``1 <= start < stop``, an empty phase name): those are the caller's mistakes, not a
-    missing package.
+    Construction raises only for bad arguments, with the profiler's own checks: TypeError for a
+    wrong type, ValueError for an unknown backend, a window that is not ``1 <= start < stop`` or
+    a phase name that is empty or holds a ``/``. Those are the caller's mistakes; a missing
+    package is a state, not an error.
     """
 
     def __init__(
@@ -113,11 +94,9 @@ class Window:
         parsed = Backend.parse(backend)
         if parsed is None:
             raise ValueError("a window needs a backend")
-        if not isinstance(phase, str) or not phase or "/" in phase:
-            raise ValueError(f"window_phase must be a phase's leaf name, not {phase!r}")
         self.backend = parsed
-        self.start_at, self.stop_at = _check_window(window)
-        self.watch_name = phase
+        self.start_at, self.stop_at = check_window(window)
+        self.watch_name = check_window_phase(phase)
         self.run_dir = Path(run_dir)
         self._host = host
         self.options = dict(options or {})

@@ -1,4 +1,4 @@
-"""The worker file: one schema, written and read only through this module.
+"""The worker file: one schema, built, written, validated and read in this module alone.
 
 Every process of a run writes ``<run_dir>/workers/<host>/w_<run_id>_<pid>_<uuid8>.json``
 by write-to-temp + rename, so a reader sees either the previous complete snapshot or the
@@ -71,6 +71,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,63 @@ class WorkerFileError(Exception):
 
 class NewerSchemaError(WorkerFileError):
     """A worker file written by a newer lineprofiler than this one."""
+
+
+def build_document(
+    *,
+    identity: Mapping[str, Any],
+    status: str,
+    start_unix_ns: int,
+    now_unix_ns: int,
+    elapsed_ns: int,
+    final: bool,
+    signal: str | None,
+    interval_s: float | None,
+    writes: int,
+    failures: int,
+    last_error: str | None,
+    config: Mapping[str, Any],
+    tree: Mapping[str, Any],
+    own_io_excluded: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """A worker document of this schema, as the profiler writes it at each snapshot.
+
+    ``identity`` is the process's identity object; ``writes`` counts this write (the document
+    is only ever read if it succeeds); ``tree`` is the recorder's snapshot (``phases``,
+    ``counters``, ``caps``, ``repairs``, ``own_io_subtracted``). ``samples`` and ``gpu`` start
+    null and ``errors`` empty: the profiler's attachments and the profiler fill them in.
+    """
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "identity": dict(identity),
+        "times": {
+            "start_unix_ns": start_unix_ns,
+            "last_flush_unix_ns": now_unix_ns,
+            "elapsed_ns": elapsed_ns,
+            "end_unix_ns": now_unix_ns if final else None,
+            "status": status,
+            "signal": signal,
+        },
+        "snapshot": {
+            "interval_s": interval_s,
+            "writes": writes,
+            "failures": failures,
+            "last_error": last_error,
+            "last_success_unix_ns": now_unix_ns,
+        },
+        "config": dict(config),
+        "histogram": {"scheme": _histogram.SCHEME, "n_buckets": _histogram.N_BUCKETS},
+        "phases": tree["phases"],
+        "counters": tree["counters"],
+        "caps": tree["caps"],
+        "repairs": tree["repairs"],
+        "samples": None,
+        "gpu": None,
+        "own_io_excluded": own_io_excluded,
+        "own_io_subtracted": tree.get("own_io_subtracted"),
+        "errors": [],
+    }
 
 
 def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *, fsync: bool = False) -> int:
