@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..runfiles import workerfile
+from ..runfiles import layout, workerfile
 from . import _phases
 from ._process import PROCESS
 
@@ -22,7 +22,8 @@ LOCK_TIMEOUT_S = 10.0
 
 
 class SnapshotWriter:
-    """Writes the documents ``build(status, final)`` makes to ``path``.
+    """Writes the documents ``build(status, final)`` makes to ``path``, inside ``root`` (the run
+    directory, below which nothing is followed).
 
     ``record_error`` receives each failure's line for the worker file's ``errors``. One lock
     keeps two writes (the thread's and a signal's or close()'s) from interleaving.
@@ -33,8 +34,10 @@ class SnapshotWriter:
         build: Callable[[str, bool], dict[str, Any]],
         record_error: Callable[[str], None],
         interval_s: float | None,
+        root: Path,
     ) -> None:
         self._build = build
+        self.root = root
         self._record_error = record_error
         self.interval_s = interval_s
         self.path: Path | None = None
@@ -57,7 +60,7 @@ class SnapshotWriter:
     def prepare_dir(self) -> None:
         assert self.path is not None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            layout.ensure_dir(self.path.parent, root=self.root)
         except OSError as error:
             self.note_failure(f"cannot create {self.path.parent}: {error.strerror or error}")
 
@@ -71,13 +74,14 @@ class SnapshotWriter:
         try:
             try:
                 document = self._build(status, final)
-                if not self.path.parent.is_dir():
-                    self.prepare_dir()
+                notes: list[str] = []
                 token = _phases.own_io_begin()
                 try:
-                    workerfile.write_worker_file(self.path, document, fsync=final)
+                    workerfile.write_worker_file(self.path, document, fsync=final, root=self.root, notes=notes)
                 finally:
                     _phases.own_io_end(token)
+                    for note in notes:  # in the next snapshot's errors
+                        self._record_error(f"snapshot: {note}")
             except Exception as error:
                 self.note_failure(f"{type(error).__name__}: {error}")
                 return False

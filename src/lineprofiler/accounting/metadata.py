@@ -29,6 +29,7 @@ __all__ = ["METADATA_FILE", "METADATA_KIND", "METADATA_VERSION", "metadata", "re
 METADATA_FILE = layout.METADATA_FILE
 METADATA_KIND = "lineprofiler-metadata"
 METADATA_VERSION = 1
+_READ_LIMIT = 1 << 20
 
 
 def metadata(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -56,14 +57,19 @@ def metadata(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
 
 
 def write_metadata(
-    run_dir: str | os.PathLike[str], extra: Mapping[str, Any] | None = None, *, relative: str | None = None
+    run_dir: str | os.PathLike[str],
+    extra: Mapping[str, Any] | None = None,
+    *,
+    relative: str | None = None,
+    notes: list[str] | None = None,
 ) -> Path:
     """Write ``<run_dir>/metadata.json`` (or ``<run_dir>/<relative>``) atomically; return its path.
 
     ``relative`` is a path inside ``run_dir`` (the profiler's per-process files,
     ``metadata/<host>/m_<run>_<pid>_<uuid8>.json``); one that would leave ``run_dir`` is refused
-    with ValueError. Raises OSError (or TypeError/ValueError for an ``extra`` that is not JSON):
-    the profiler records the failure instead of letting it reach user code.
+    with ValueError. Nothing below ``run_dir`` is followed; a link replaced at the file's name is
+    said in ``notes``. Raises OSError (or TypeError/ValueError for an ``extra`` that is not
+    JSON): the profiler records the failure instead of letting it reach user code.
     """
     run_dir = Path(run_dir)
     target = layout.run_metadata_path(run_dir) if relative is None else run_dir / relative
@@ -71,17 +77,16 @@ def write_metadata(
         parts = Path(relative).parts
         if not parts or Path(relative).is_absolute() or any(part in ("", ".", "..") for part in parts):
             raise ValueError(f"metadata path must stay inside the run directory, not {relative!r}")
-    target.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(metadata(extra), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
-    layout.write_atomic(target, data + b"\n")
+    layout.write_atomic(target, data + b"\n", root=run_dir, notes=notes)
     return target
 
 
-def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """A metadata file's content, or None when it is missing, unreadable or not ours."""
+def read_metadata(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
+    """A metadata file's content, or None when it is missing, unreadable or not ours (a symbolic
+    link, a FIFO or a file over 1 MiB among them: nothing below ``root`` is followed)."""
     try:
-        with open(path, "rb") as handle:
-            document = json.loads(handle.read())
+        document = json.loads(layout.read_small(path, root=root, limit=_READ_LIMIT))
     except (OSError, ValueError):
         return None
     if not isinstance(document, dict) or document.get("kind") != METADATA_KIND:
@@ -130,21 +135,21 @@ def describe(profiler: Profiler, final: bool) -> dict[str, Any]:
     }
 
 
-def write_for(profiler: Profiler, *, final: bool = False) -> None:
+def write_for(profiler: Profiler, *, final: bool = False, notes: list[str] | None = None) -> None:
     """The profiler's own ``metadata/<host>/m_….json``, and ``run_dir/metadata.json``.
 
     Every process writes its own file (a unique name: no two processes ever write the same
     one). ``metadata.json`` is written by the first process of a run to get there: a process
     rewrites it only when it does not already name this run and attempt (a rerun into the same
     directory replaces it); two processes of a new run racing on it each leave a complete file
-    of the run. Raises what writing raises; the profiler records it.
+    of the run. Raises what writing raises; the profiler records it, and ``notes``.
     """
     identity, own = profiler.identity, profiler.metadata_path()
     if identity is None or own is None:
         return
     extra = describe(profiler, final)
-    write_metadata(profiler.run_dir, extra, relative=own.relative_to(profiler.run_dir).as_posix())
+    write_metadata(profiler.run_dir, extra, relative=own.relative_to(profiler.run_dir).as_posix(), notes=notes)
     if not final:
-        current = read_metadata(layout.run_metadata_path(profiler.run_dir))
+        current = read_metadata(layout.run_metadata_path(profiler.run_dir), root=profiler.run_dir)
         if current is None or (current.get("run_id"), current.get("attempt")) != (identity.run_id, identity.attempt):
-            write_metadata(profiler.run_dir, extra)
+            write_metadata(profiler.run_dir, extra, notes=notes)

@@ -125,7 +125,7 @@ class Profiler:
         self._closed = False
         self._final_done = False
         self._signal_name: str | None = None
-        self._snapshots = SnapshotWriter(self._document, self._record_error, self.snapshot_interval_s)
+        self._snapshots = SnapshotWriter(self._document, self._record_error, self.snapshot_interval_s, self.run_dir)
         self._mp_registered = False
         self._inherited = False  # a copy made by fork: see ProcessHooks.register
         self._fork_parent_pid: int | None = None
@@ -206,7 +206,7 @@ class Profiler:
             # writes its own.
             for path in (self.path, layout.sidecar_path(self.path)):
                 try:
-                    path.unlink()
+                    layout.remove(path, root=self.run_dir)
                 except OSError:
                     pass
         PROCESS.unregister(self)
@@ -297,11 +297,14 @@ class Profiler:
     def _write_metadata(self, *, final: bool = False) -> None:
         """This process's metadata file and the run's ``metadata.json`` (see :mod:`.metadata`);
         a failure (an unwritable run dir) is recorded in the worker file's ``errors``."""
+        notes: list[str] = []
         try:
-            metadata.write_for(self, final=final)
+            metadata.write_for(self, final=final, notes=notes)
         except Exception as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else error
             self._record_error(f"metadata: {type(error).__name__}: {reason}")
+        for note in notes:
+            self._record_error(f"metadata: {note}")
 
     # ------------------------------------------------------------------ attachments and hooks
 

@@ -35,6 +35,7 @@ from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCoun
 TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
 #: Where the samples come from (``source=``): the native reader of ``/proc``, psutil, or none.
 SOURCES = ("auto", "proc", "psutil", "off")
+_MAX_REFUSED = 8
 DEFAULT_CAPACITY = 3600  # rows: an hour at 1 Hz between snapshots before the ring overwrites
 _PROC_SELF = "/proc/self"  # where the native sampler reads; tests point it elsewhere to mimic macOS
 
@@ -325,6 +326,7 @@ class ResourceSampler:
         self._last_write_error: str | None = None
         self._own_unmeasured = 0
         self._own_excluded = [0] * 5
+        self._refused: list[str] = []
         self._started = False
 
     # -- lifecycle (the profiler's attachment protocol) ----------------------------------------
@@ -413,15 +415,17 @@ class ResourceSampler:
 
     # -- snapshots ------------------------------------------------------------------------------
 
-    def _sidecar(self, document: dict[str, Any], path: str | os.PathLike[str] | None) -> Path | None:
+    def _sidecar(self, document: dict[str, Any], path: str | os.PathLike[str] | None) -> tuple[Path, Path] | None:
+        """(the sample file, the folder nothing below which is followed), or None."""
         if path is not None:
-            return layout.sidecar_path(path)
+            sidecar = layout.sidecar_path(path)
+            return sidecar, sidecar.parent
         if self.run_dir is None:
             return None
         ident = document.get("identity") or {}
         try:
             worker = layout.worker_path(self.run_dir, ident["host"], ident["run_id"], ident["pid"], ident["uuid"])
-            return layout.sidecar_path(worker)
+            return layout.sidecar_path(worker), self.run_dir
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -462,19 +466,27 @@ class ResourceSampler:
                 excess += -excess % row_bytes
                 del self._pending[:excess]
                 self._pending_lost += excess // row_bytes
-        sidecar = self._sidecar(document, path)
-        if sidecar is not None and self._pending:
+        located = self._sidecar(document, path)
+        sidecar = None if located is None else located[0]
+        if located is not None and self._pending:
+            sidecar, root = located
             if self._writer is None or self._writer.path != sidecar or self._writer.columns != columns:
-                self._writer = SampleWriter(sidecar, columns, int(self.interval_s * 1e9))
+                self._writer = SampleWriter(sidecar, columns, int(self.interval_s * 1e9), root=root)
             try:
                 with self.own_writes():
-                    # The profiler may describe a worker before its first file exists.
-                    sidecar.parent.mkdir(parents=True, exist_ok=True)
+                    # Made with its folders if missing: the profiler may describe a worker
+                    # before its first file exists.
                     self._writer.append(bytes(self._pending))
                 self._pending.clear()
             except OSError as error:
                 self._write_failures += 1
                 self._last_write_error = f"{sidecar}: {error.strerror or error}"
+                if isinstance(error, layout.UnsafePathError) and len(self._refused) < _MAX_REFUSED:
+                    self._refused.append(f"samples: {error.strerror}")
+        # What was refused under the run directory is the whole worker file's business too.
+        errors = document.get("errors")
+        if self._refused and isinstance(errors, list):
+            errors.extend(self._refused)
         stats = impl.stats()
         reason = self.unavailable_reason
         if not self._started:

@@ -18,7 +18,8 @@ Artifacts, one per process so that several processes never collide::
     <run_dir>/backend/torch_trace_<host>_<pid>.json     (Chrome trace: chrome://tracing, Perfetto)
     <run_dir>/backend/viztracer_<host>_<pid>.json       (open with vizviewer)
 
-Each is written to a temporary name and renamed, so a reader never sees half a trace. When the
+Each is written to a temporary name in a private folder and renamed (:func:`.layout.staged`), so
+a reader never sees half a trace and no link under the run directory is followed. When the
 package is missing the window is a no-op whose :attr:`Window.unavailable_reason` says why (the
 profiler records it in metadata.json); when starting or saving fails, the window records the
 error and stops trying. Nothing here raises into the user's code after construction.
@@ -219,26 +220,26 @@ class Window:
             self.stopped_entry = n
             self.truncated = truncated
             target = self.artifact_path()
-            tmp = target.with_name(f".tmp_{target.name}")
+            notes: list[str] = []
             try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if self.backend is Backend.TORCH:
-                    profiler.stop()
-                    profiler.export_chrome_trace(str(tmp))
-                else:
-                    profiler.stop()
-                    profiler.save(output_file=str(tmp))
-                    profiler.clear()
-                os.replace(tmp, target)
-            except Exception as error:
+                profiler.stop()
                 try:
-                    tmp.unlink()
-                except OSError:
-                    pass
+                    # Written under a private name reached through a folder descriptor, then
+                    # renamed: the tool never follows a link planted under the run directory.
+                    with layout.staged(target, root=self.run_dir, notes=notes) as where:
+                        if self.backend is Backend.TORCH:
+                            profiler.export_chrome_trace(where)
+                        else:
+                            profiler.save(output_file=where)
+                finally:
+                    if self.backend is Backend.VIZTRACER:
+                        profiler.clear()
+            except Exception as error:
                 self._fail(error)
                 return
             self.artifact = target
             self.state = "done"
+            self.error = "; ".join(notes) or None
 
     # ---- phase names inside the trace ----
 

@@ -12,17 +12,23 @@ A run directory holds::
 (:func:`sanitize_component`); ``<uuid8>`` is 8 hex digits, new for every process (a fork child
 gets its own). Every file is written whole to a temporary name and renamed into place
 (:func:`write_atomic`), so a reader sees a previous complete file or the new one, never half of
-one; the sidecar is the exception, appended to in place by its writer.
+one; the sidecar is the exception, appended to in place by its writer (:func:`open_owned`).
+Nothing below the run directory is ever followed: see "Writing inside a run directory" below.
 
 This module imports nothing of the profilers: the report reads with the same names.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
-import tempfile
+import secrets
+import stat
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 WORKERS_DIR = "workers"
 METADATA_DIR = "metadata"
@@ -102,21 +108,273 @@ def artifact_path(run_dir: str | os.PathLike[str], tool: str, host: str, pid: in
     return Path(run_dir) / BACKEND_DIR / artifact_name(tool, host, pid)
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = False) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and a rename, so a
-    reader sees the old file or the new one, never half of one. Raises OSError."""
+# ---------------------------------------------------------------------------------------------
+# Writing inside a run directory without ever leaving it
+# ---------------------------------------------------------------------------------------------
+#
+# Every file is reached from a descriptor of its root (the run directory): each folder below it
+# is opened with O_NOFOLLOW | O_DIRECTORY (and made with mkdirat where missing), and files are
+# created with O_NOFOLLOW | O_EXCL or written to a new temporary name and renamed over, so a
+# symbolic link planted anywhere under the root is never followed, whoever planted it. The
+# root's own path is the caller's and is taken as given (a run_dir that is itself a link to
+# scratch storage is fine).
+
+#: New files: readable by the colleagues who share a run directory, writable by their owner
+#: (the process's umask applies). New folders get 0o777 minus the umask.
+FILE_MODE = 0o644
+_DIR_MODE = 0o777
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class UnsafePathError(OSError):
+    """A path under the run directory that the profiler refuses to write through: a symbolic
+    link, or a file that is not the one it created. ``strerror`` says which and what was done."""
+
+
+def _locate(path: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> tuple[Path, tuple[str, ...], bool]:
+    """(root, the path's components below it, whether the root may be created)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=JSON_SUFFIX, dir=path.parent)
+    if root is None:
+        return path.parent, (path.name,), False
+    root = Path(root)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if fsync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        parts = path.relative_to(root).parts
+    except ValueError:
+        raise ValueError(f"{path} is not inside {root}") from None
+    if not parts or any(part in ("", ".", "..") or "\0" in part for part in parts):
+        raise ValueError(f"{path} is not a file inside {root}")
+    return root, parts, True
+
+
+def _shown(root: Path, parts: Sequence[str]) -> str:
+    return str(root.joinpath(*parts))
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _open_root(root: Path, create: bool) -> int:
+    if create:
+        os.makedirs(root, exist_ok=True)
+    return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def _open_dir(root: Path, parts: Sequence[str], *, create: bool, make_root: bool) -> int:
+    """A descriptor of ``root/parts...``, each part opened without following a link."""
+    fd = _open_root(root, make_root and create)
+    try:
+        for depth, name in enumerate(parts):
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, _DIR_MODE, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made by another process meanwhile: open what is there, as above
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, name):
+                    where = _shown(root, parts[: depth + 1])
+                    raise UnsafePathError(errno.ELOOP, f"{where} is a symbolic link: refused, never followed") from None
+                raise
+            os.close(fd)
+            fd = child
+        return fd
     except BaseException:
+        os.close(fd)
+        raise
+
+
+def ensure_dir(folder: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> None:
+    """Make ``folder`` (inside ``root``) and the folders between, refusing symbolic links."""
+    root_path, parts, _ = _locate(Path(folder) / "_", root)
+    os.close(_open_dir(root_path, parts[:-1], create=True, make_root=True))
+
+
+def _refuse(dir_fd: int, name: str, where: str, what: str | None = None) -> NoReturn:
+    """Refuse what is at a file's own name (a symbolic link, or ``what``): remove that name (a
+    link's target, or the file behind another hard link, is untouched), so the next write of
+    the file begins a new one, and raise UnsafePathError."""
+    if what is None:
+        what = "was a symbolic link" if _is_link(dir_fd, name) else "was not a file this process wrote"
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+        done = "removed"
+    except FileNotFoundError:
+        done = "gone"
+    except OSError as error:
+        done = f"could not be removed ({error.strerror or error})"
+    raise UnsafePathError(errno.ELOOP, f"{where} {what}: {done}, never written through")
+
+
+def _note_link(dir_fd: int, name: str, where: str, notes: list[str] | None) -> None:
+    if notes is not None and _is_link(dir_fd, name):
+        notes.append(f"{where} was a symbolic link: replaced, never followed")
+
+
+def write_atomic(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    fsync: bool = False,
+    notes: list[str] | None = None,
+) -> None:
+    """Write ``data`` to ``path`` through a new temporary file in the same folder and a rename,
+    so a reader sees the old file or the new one, never half of one.
+
+    ``root``: the folder nothing below which is followed (the run directory; made if missing,
+    and the folders between too). Without it, ``path``'s own folder, which must exist. A link
+    at ``path`` itself is replaced by the rename, never followed, and said in ``notes``. The
+    file is created with mode :data:`FILE_MODE` less the umask. Raises OSError
+    (UnsafePathError for a link among the folders).
+    """
+    root_path, parts, make_root = _locate(path, root)
+    dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
+    try:
+        name = parts[-1]
+        _note_link(dir_fd, name, _shown(root_path, parts), notes)
+        tmp = f"{TEMP_PREFIX}{secrets.token_hex(6)}{Path(name).suffix}"
+        fd = os.open(tmp, _NEW_FILE_FLAGS, FILE_MODE, dir_fd=dir_fd)
         try:
-            os.unlink(tmp)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            # rename() replaces whatever is at the name without following it.
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+def open_owned(
+    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, inode: tuple[int, int] | None = None
+) -> tuple[int, tuple[int, int]]:
+    """Open for writing the file this process made at ``path`` (its ``(st_dev, st_ino)`` is
+    ``inode``), or make it (``O_EXCL``) when ``inode`` is None or the file is gone.
+
+    Returns ``(fd, inode)``: an inode other than the one passed is a new, empty file. Anything
+    else at the name (a symbolic link, a FIFO, a file this process did not make: a hard link
+    to a file outside the run directory, say) is never written to: the name is removed, so the
+    next call begins a new file, and UnsafePathError raised. ``root`` as for :func:`write_atomic`.
+    """
+    root_path, parts, make_root = _locate(path, root)
+    where = _shown(root_path, parts)
+    dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
+    try:
+        name = parts[-1]
+        if inode is not None:
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+            except FileNotFoundError:
+                fd = -1
+            except OSError as error:  # ELOOP: a link; ENXIO: a FIFO nobody reads; EISDIR
+                if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) or _is_link(dir_fd, name):
+                    _refuse(dir_fd, name, where)
+                raise
+            if fd >= 0:
+                info = os.fstat(fd)
+                if stat.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) == inode:
+                    return fd, inode
+                os.close(fd)
+                _refuse(dir_fd, name, where, "was replaced by a file this process did not write")
+        try:
+            fd = os.open(name, _NEW_FILE_FLAGS, FILE_MODE, dir_fd=dir_fd)
+        except FileExistsError:
+            _refuse(dir_fd, name, where)
+        info = os.fstat(fd)
+        return fd, (info.st_dev, info.st_ino)
+    finally:
+        os.close(dir_fd)
+
+
+def remove(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> None:
+    """Remove the file at ``path`` (a link itself, never its target); folders are not made."""
+    root_path, parts, make_root = _locate(path, root)
+    dir_fd = _open_dir(root_path, parts[:-1], create=False, make_root=False)
+    try:
+        os.unlink(parts[-1], dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_small(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, opened without following a link
+    or blocking on a FIFO. Raises OSError (UnsafePathError for a link or a special file, or
+    one larger than ``limit``)."""
+    root_path, parts, _ = _locate(path, root)
+    where = _shown(root_path, parts)
+    dir_fd = _open_dir(root_path, parts[:-1], create=False, make_root=False)
+    try:
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise UnsafePathError(errno.ELOOP, f"{where} is a symbolic link: not read") from None
+            raise
+    finally:
+        os.close(dir_fd)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            raise UnsafePathError(errno.EINVAL, f"{where} is not a regular file of at most {limit} bytes: not read")
+        return handle.read(limit + 1)[:limit]
+
+
+@contextlib.contextmanager
+def staged(
+    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, notes: list[str] | None = None
+) -> Iterator[str]:
+    """A path to hand a writer that only takes a file name (torch's and VizTracer's exports).
+
+    The name lies in a fresh private folder (mode 0o700) beside ``path``, reached through that
+    folder's descriptor, so nothing swapped in under the run directory meanwhile can redirect
+    the writer; when the block ends without an exception, the file it wrote there is renamed to
+    ``path``. The folder is removed either way. ``root`` and ``notes`` as for :func:`write_atomic`.
+    """
+    root_path, parts, make_root = _locate(path, root)
+    dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
+    name = parts[-1]
+    stage = f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+    stage_fd = -1
+    try:
+        os.mkdir(stage, 0o700, dir_fd=dir_fd)
+        stage_fd = os.open(stage, _DIR_FLAGS, dir_fd=dir_fd)
+        via_fd = f"/proc/self/fd/{stage_fd}"
+        folder = via_fd if os.path.isdir(via_fd) else _shown(root_path, (*parts[:-1], stage))
+        yield os.path.join(folder, name)
+        info = os.stat(name, dir_fd=stage_fd, follow_symlinks=False)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafePathError(errno.EINVAL, f"{_shown(root_path, parts)}: the writer left no regular file")
+        _note_link(dir_fd, name, _shown(root_path, parts), notes)
+        os.rename(name, name, src_dir_fd=stage_fd, dst_dir_fd=dir_fd)
+    finally:
+        if stage_fd >= 0:
+            for entry in os.listdir(stage_fd):
+                try:
+                    os.unlink(entry, dir_fd=stage_fd)
+                except OSError:
+                    pass
+            os.close(stage_fd)
+        try:
+            os.rmdir(stage, dir_fd=dir_fd)
         except OSError:
             pass
-        raise
+        os.close(dir_fd)

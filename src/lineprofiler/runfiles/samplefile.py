@@ -38,6 +38,7 @@ from operator import and_
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from . import layout
 from .layout import SAMPLES_SUFFIX
 from .layout import sidecar_name as sidecar_name  # still importable from here
 
@@ -86,6 +87,10 @@ class SampleWriter:
     The file is reopened for each append (a snapshot every few seconds), so nothing is held open
     across ``fork()``. A failed append leaves the file as it was before it: the next append first
     cuts any partial row back off, so a row never straddles two appends.
+
+    ``root`` is the run directory: the file is reached from it without following a link
+    (:func:`.layout.open_owned`), and only ever written while it is the file this writer made.
+    Without ``root``, ``path``'s folder, which must exist.
     """
 
     def __init__(
@@ -97,8 +102,11 @@ class SampleWriter:
         monotonic_ref_ns: int | None = None,
         unix_ref_ns: int | None = None,
         pid: int | None = None,
+        root: str | os.PathLike[str] | None = None,
     ) -> None:
         self.path = Path(path)
+        self.root = None if root is None else Path(root)
+        self._inode: tuple[int, int] | None = None  # (st_dev, st_ino) of the file this writer made
         self.columns = tuple(columns)
         self.row_bytes = 8 * len(self.columns)
         if monotonic_ref_ns is None or unix_ref_ns is None:
@@ -122,8 +130,16 @@ class SampleWriter:
         """
         if len(data) % self.row_bytes:
             raise ValueError(f"{len(data)} bytes is not a whole number of {len(self.columns)}-column rows")
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd, inode = layout.open_owned(self.path, root=self.root, inode=self._inode)
         try:
+            if inode != self._inode:
+                # A new file: the first append, or ours was removed or replaced since (the
+                # replacement was removed, never written to).
+                if self._inode is not None:
+                    self.restarts += 1
+                self._inode = inode
+                self._size = 0
+                self.rows = 0
             actual = os.fstat(fd).st_size
             if actual < self._size:
                 # Deleted or truncated by someone else: what we wrote is gone; begin again.

@@ -161,9 +161,18 @@ def build_document(
     }
 
 
-def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *, fsync: bool = False) -> int:
+def write_worker_file(
+    path: str | os.PathLike[str],
+    document: dict[str, Any],
+    *,
+    fsync: bool = False,
+    root: str | os.PathLike[str] | None = None,
+    notes: list[str] | None = None,
+) -> int:
     """Write ``document`` to ``path`` atomically (temp file + rename); returns the bytes written.
 
+    ``root`` is the run directory: nothing below it is followed, and a link replaced at ``path``
+    is said in ``notes`` (see :func:`.layout.write_atomic`).
     Raises OSError on failure; the caller (the profiler) counts it and never lets it reach
     user code.
     """
@@ -173,7 +182,7 @@ def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *,
     ordered["layout"] = LAYOUT_SAMPLES_LAST
     ordered["samples"] = document.get("samples")
     data = json.dumps(ordered, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    write_atomic(path, data, fsync=fsync)
+    write_atomic(path, data, root=root, fsync=fsync, notes=notes)
     return len(data)
 
 
