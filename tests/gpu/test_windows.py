@@ -106,7 +106,7 @@ def test_window_phase_is_a_leaf_name(tmp_path, phase, error):
 
 def test_artifact_names_are_per_process():
     assert windows.artifact_name(Backend.TORCH, "node07", 4242) == "torch_trace_node07_4242.json"
-    assert windows.artifact_name(Backend.VIZTRACER, "gpu node/7", 1) == "viztracer_gpu_node_7_1.json"
+    assert windows.artifact_name(Backend.VIZTRACER, "gpu node/7", 1) == "viztracer_gpu%20node%2F7_1.json"
 
 
 # ---- viztracer ----

@@ -135,11 +135,12 @@ def _version(module: str, distribution: str, spec: Any) -> str | None:
     if origin:
         folder = Path(origin).parent
         try:
-            for entry in os.scandir(folder):
-                if entry.name.endswith(".dist-info"):
-                    name, _, found = entry.name[: -len(".dist-info")].rpartition("-")
-                    if found and _normalise(name) == wanted:
-                        return found
+            with os.scandir(folder) as entries:  # closed on the early return too
+                for entry in entries:
+                    if entry.name.endswith(".dist-info"):
+                        name, _, found = entry.name[: -len(".dist-info")].rpartition("-")
+                        if found and _normalise(name) == wanted:
+                            return found
         except OSError:
             pass
     try:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..runfiles import layout
+from ..runfiles import layout, workerfile
 from . import capabilities
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def write_metadata(
         parts = Path(relative).parts
         if not parts or Path(relative).is_absolute() or any(part in ("", ".", "..") for part in parts):
             raise ValueError(f"metadata path must stay inside the run directory, not {relative!r}")
-    data = json.dumps(metadata(extra), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
+    data = workerfile.encode_json(metadata(extra), indent=2, sort_keys=True)
     layout.write_atomic(target, data + b"\n", root=run_dir, notes=notes)
     return target
 

@@ -8,8 +8,9 @@ A run directory holds::
     <run_dir>/metadata.json                                  the same, for the run
     <run_dir>/backend/<tool>_<host>_<pid>.json               a heavy profiler window's artifact
 
-``<run>`` is the run id and ``<host>`` the host name, each made safe as one path component
-(:func:`sanitize_component`); ``<uuid8>`` is 8 hex digits, new for every process (a fork child
+``<run>`` is the run id, made safe as one path component (:func:`sanitize_component`), and
+``<host>`` the host name, escaped so that different hosts never share a folder
+(:func:`escape_component`); ``<uuid8>`` is 8 hex digits, new for every process (a fork child
 gets its own). Every file is written whole to a temporary name and renamed into place
 (:func:`write_atomic`), so a reader sees a previous complete file or the new one, never half of
 one; the sidecar is the exception, appended to in place by its writer (:func:`open_owned`).
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import secrets
@@ -54,9 +56,45 @@ def sanitize_component(text: str, fallback: str = "unknown") -> str:
     return cleaned or fallback
 
 
+#: Longest component :func:`escape_component` makes, in UTF-8 bytes (file systems allow 255).
+_MAX_COMPONENT_BYTES = 128
+
+
+def _escaped(char: str, first: bool) -> str:
+    if (char.isalnum() and char.isprintable()) or char in "-_" or (char == "." and not first):
+        return char
+    return "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+
+
+def escape_component(text: str, fallback: str = "unknown") -> str:
+    """``text`` as one path component that no other text maps to.
+
+    Every Unicode letter and digit is kept, and ``-``, ``_`` and ``.`` (but a leading one);
+    anything else (a separator, a space, ``%``, a control or an unpaired surrogate) is written
+    as ``%XX`` per UTF-8 byte, so two different texts never share a folder: ``gpu:0`` is
+    ``gpu%3A0`` and ``gpu/0`` is ``gpu%2F0``. A result longer than 128 bytes keeps its start and
+    ends in ``~`` and 16 hex digits of the text's SHA-256 (``~`` is escaped everywhere else).
+    ``""`` is ``fallback``.
+    """
+    if not text:
+        return fallback
+    name = "".join(_escaped(char, i == 0) for i, char in enumerate(text))
+    if len(name.encode("utf-8")) <= _MAX_COMPONENT_BYTES:
+        return name
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    kept, size = [], 0
+    for i, char in enumerate(text):
+        part = _escaped(char, i == 0)
+        size += len(part.encode("utf-8"))
+        if size > _MAX_COMPONENT_BYTES - 17:
+            break
+        kept.append(part)
+    return "".join(kept) + "~" + digest
+
+
 def host_component(host: str) -> str:
-    """The folder name of ``host`` under ``workers/`` and ``metadata/``."""
-    return sanitize_component(host, "unknown-host")
+    """The folder name of ``host`` under ``workers/`` and ``metadata/`` (:func:`escape_component`)."""
+    return escape_component(host, "unknown-host")
 
 
 def worker_file_name(run_id: str, pid: int, uuid8: str) -> str:
@@ -100,7 +138,7 @@ def run_metadata_path(run_dir: str | os.PathLike[str]) -> Path:
 
 def artifact_name(tool: str, host: str, pid: int) -> str:
     """``<tool>_<host>_<pid>.json``: one artifact per process, so processes never collide."""
-    return f"{tool}_{sanitize_component(host)}_{int(pid)}{JSON_SUFFIX}"
+    return f"{tool}_{host_component(host)}_{int(pid)}{JSON_SUFFIX}"
 
 
 def artifact_path(run_dir: str | os.PathLike[str], tool: str, host: str, pid: int) -> Path:

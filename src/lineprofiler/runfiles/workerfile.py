@@ -62,7 +62,18 @@ not know, so later versions may add keys without a schema break. A file whose
 ``samples`` last), so that a reader that does not want the samples can stop before them
 (:func:`read_worker_file` with ``skip_samples=True``) instead of parsing a 12-hour history.
 The writer adds it and the reader removes it: ``read_worker_file(p)`` after
-``write_worker_file(p, d)`` equals ``d``.
+``write_worker_file(p, d)`` equals ``d`` (when ``d`` holds no lone surrogate: below).
+
+What the writer accepts, the reader reads (:func:`encode_json`, :func:`build_document`):
+
+* Text is UTF-8. A lone surrogate cannot be: ``os.fsdecode`` makes one of every byte of a file
+  name that is not UTF-8, and ``os.environ`` of every such byte of a variable, so a phase named
+  after a file, or a ``SLURM_JOB_ID`` in Latin-1, carries them. The writer writes each as the
+  characters ``\\xNN`` (for U+DC80..U+DCFF, the byte ``NN`` it stands for) or ``\\uDNNN`` (any
+  other): the name ``data_\\udcff.bin`` is read back as ``data_\\xff.bin``. Every string of
+  the document gets the same treatment, keys included.
+* An integer of ``identity`` that does not fit 64 bits (a ``RANK`` of 2**63) is written as
+  null (``attempt``: clamped to 2**63 - 1), with a line in ``errors`` saying what it was.
 """
 
 from __future__ import annotations
@@ -104,6 +115,46 @@ class NewerSchemaError(WorkerFileError):
     """A worker file written by a newer lineprofiler than this one."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def escape_text(text: str) -> str:
+    """``text`` as the writer writes it: each lone surrogate as ``\\xNN`` or ``\\uDNNN``."""
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def encode_json(obj: Any, *, indent: int | None = None, sort_keys: bool = False) -> bytes:
+    """``obj`` as the UTF-8 JSON of a run directory's files, lone surrogates escaped
+    (:func:`escape_text`). NaN and infinities raise ValueError."""
+    separators = (",", ":") if indent is None else None
+    text = json.dumps(
+        obj, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates can only stand inside JSON strings: escape them there, where the
+        # backslash of the escape is itself written as two.
+        return _SURROGATE.sub(lambda m: "\\" + _escape_surrogate(m), text).encode("utf-8")
+
+
+def _bounded_identity(identity: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The identity with its integers within int64, and a line for each that was not."""
+    bounded, notes = dict(identity), []
+    for key, value in identity.items():
+        if isinstance(value, int) and not isinstance(value, bool) and not -_INT_LIMIT <= value < _INT_LIMIT:
+            bounded[key] = (_INT_LIMIT - 1 if value > 0 else 0) if key == "attempt" else None
+            digits = str(value)
+            shown = digits if len(digits) <= 24 else f"{digits[:20]}... ({len(digits)} digits)"
+            notes.append(f"identity.{key}: {shown} does not fit 64 bits; written as {bounded[key]}")
+    return bounded, notes
+
+
 def build_document(
     *,
     identity: Mapping[str, Any],
@@ -126,12 +177,14 @@ def build_document(
     ``identity`` is the process's identity object; ``writes`` counts this write (the document
     is only ever read if it succeeds); ``tree`` is the recorder's snapshot (``phases``,
     ``counters``, ``caps``, ``repairs``, ``own_io_subtracted``). ``samples`` and ``gpu`` start
-    null and ``errors`` empty: the profiler's attachments and the profiler fill them in.
+    null and ``errors`` holds what had to be bounded: the profiler's attachments and the
+    profiler fill them in.
     """
+    bounded, notes = _bounded_identity(identity)
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": KIND,
-        "identity": dict(identity),
+        "identity": bounded,
         "times": {
             "start_unix_ns": start_unix_ns,
             "last_flush_unix_ns": now_unix_ns,
@@ -157,7 +210,7 @@ def build_document(
         "gpu": None,
         "own_io_excluded": own_io_excluded,
         "own_io_subtracted": tree.get("own_io_subtracted"),
-        "errors": [],
+        "errors": notes,
     }
 
 
@@ -181,7 +234,7 @@ def write_worker_file(
     ordered = {k: v for k, v in document.items() if k not in ("samples", "layout")}
     ordered["layout"] = LAYOUT_SAMPLES_LAST
     ordered["samples"] = document.get("samples")
-    data = json.dumps(ordered, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    data = encode_json(ordered)
     write_atomic(path, data, root=root, fsync=fsync, notes=notes)
     return len(data)
 
