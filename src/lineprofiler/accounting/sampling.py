@@ -407,7 +407,7 @@ class ResourceSampler:
             if before is None or after is None or self._impl is None:
                 self._own_unmeasured += 1
             else:
-                delta = [a - b for a, b in zip(after[:5], before[:5])]
+                delta = [a - b for a, b in zip(after[:5], before[:5], strict=True)]
                 delta[0] += after[5]  # the closing read itself
                 self._impl.add_own_io(*delta)
                 for i, v in enumerate(delta):
@@ -506,7 +506,9 @@ class ResourceSampler:
             counts=self._counts,
             clock=None if writer is None else (writer.monotonic_ref_ns, writer.unix_ref_ns),
             unavailable_reason=reason,
-            failed_reads={"io": stats.get("failed_io", 0), "rss": stats.get("failed_rss", 0), "stat": stats.get("failed_stat", 0)},
+            failed_reads={
+                "io": stats.get("failed_io", 0), "rss": stats.get("failed_rss", 0), "stat": stats.get("failed_stat", 0)
+            },
             overwritten=stats.get("overwritten", 0) + self._pending_lost,
             pending_rows=len(self._pending) // row_bytes,
             write_failures=self._write_failures,
@@ -517,7 +519,7 @@ class ResourceSampler:
             reap_unavailable_reason=stats.get("stat_reason"),
             phase_unavailable_reason=stats.get("phase_reason"),
             gpu={"devices": stats.get("gpu_devices", 0), "unavailable_reason": stats.get("gpu_reason")},
-            own_io_excluded=dict(zip(samplefile.IO_FIELDS, self._own_excluded)),
+            own_io_excluded=dict(zip(samplefile.IO_FIELDS, self._own_excluded, strict=True)),
             own_io_unmeasured=self._own_unmeasured,
             thread_cpu_ns=stats.get("thread_cpu_ns"),
             errors=list(self._errors),

@@ -314,9 +314,8 @@ class Window:
             else:
                 _, tracer, name, start = event
                 if tracer is self._profiler:
-                    tracer.add_raw(
-                        {"ph": "X", "name": name, "ts": start, "dur": tracer.getts() - start, "cat": "lineprofiler.phase"}
-                    )
+                    duration = tracer.getts() - start
+                    tracer.add_raw({"ph": "X", "name": name, "ts": start, "dur": duration, "cat": "lineprofiler.phase"})
         except Exception:
             pass
 

@@ -170,23 +170,25 @@ class UnsafePathError(OSError):
     link, or a file that is not the one it created. ``strerror`` says which and what was done."""
 
 
-def _locate(path: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> tuple[Path, tuple[str, ...], bool]:
-    """(root, the path's components below it, whether the root may be created)."""
-    path = Path(path)
+def _locate(path: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> tuple[str, tuple[str, ...], bool]:
+    """(root, the path's components below it, whether the root may be created). String work
+    only: this runs at every snapshot."""
+    path_text = os.path.normpath(os.fspath(path))
     if root is None:
-        return path.parent, (path.name,), False
-    root = Path(root)
-    try:
-        parts = path.relative_to(root).parts
-    except ValueError:
-        raise ValueError(f"{path} is not inside {root}") from None
+        folder, name = os.path.split(path_text)
+        return folder or ".", (name,), False
+    root_text = os.path.normpath(os.fspath(root))
+    prefix = root_text if root_text.endswith(os.sep) else root_text + os.sep
+    if not path_text.startswith(prefix):
+        raise ValueError(f"{path_text} is not inside {root_text}")
+    parts = tuple(path_text[len(prefix) :].split(os.sep))
     if not parts or any(part in ("", ".", "..") or "\0" in part for part in parts):
-        raise ValueError(f"{path} is not a file inside {root}")
-    return root, parts, True
+        raise ValueError(f"{path_text} is not a file inside {root_text}")
+    return root_text, parts, True
 
 
-def _shown(root: Path, parts: Sequence[str]) -> str:
-    return str(root.joinpath(*parts))
+def _shown(root: str, parts: Sequence[str]) -> str:
+    return os.path.join(root, *parts)
 
 
 def _is_link(dir_fd: int, name: str) -> bool:
@@ -196,13 +198,13 @@ def _is_link(dir_fd: int, name: str) -> bool:
         return False
 
 
-def _open_root(root: Path, create: bool) -> int:
+def _open_root(root: str, create: bool) -> int:
     if create:
         os.makedirs(root, exist_ok=True)
     return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
-def _open_dir(root: Path, parts: Sequence[str], *, create: bool, make_root: bool) -> int:
+def _open_dir(root: str, parts: Sequence[str], *, create: bool, make_root: bool) -> int:
     """A descriptor of ``root/parts...``, each part opened without following a link."""
     fd = _open_root(root, make_root and create)
     try:
@@ -232,7 +234,7 @@ def _open_dir(root: Path, parts: Sequence[str], *, create: bool, make_root: bool
 
 def ensure_dir(folder: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> None:
     """Make ``folder`` (inside ``root``) and the folders between, refusing symbolic links."""
-    root_path, parts, _ = _locate(Path(folder) / "_", root)
+    root_path, parts, _ = _locate(os.path.join(folder, "_"), root)
     os.close(_open_dir(root_path, parts[:-1], create=True, make_root=True))
 
 
@@ -252,9 +254,9 @@ def _refuse(dir_fd: int, name: str, where: str, what: str | None = None) -> NoRe
     raise UnsafePathError(errno.ELOOP, f"{where} {what}: {done}, never written through")
 
 
-def _note_link(dir_fd: int, name: str, where: str, notes: list[str] | None) -> None:
-    if notes is not None and _is_link(dir_fd, name):
-        notes.append(f"{where} was a symbolic link: replaced, never followed")
+def _note_link(dir_fd: int, root: str, parts: Sequence[str], notes: list[str] | None) -> None:
+    if notes is not None and _is_link(dir_fd, parts[-1]):
+        notes.append(f"{_shown(root, parts)} was a symbolic link: replaced, never followed")
 
 
 def write_atomic(
@@ -278,7 +280,7 @@ def write_atomic(
     dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
     try:
         name = parts[-1]
-        _note_link(dir_fd, name, _shown(root_path, parts), notes)
+        _note_link(dir_fd, root_path, parts, notes)
         tmp = f"{TEMP_PREFIX}{secrets.token_hex(6)}{Path(name).suffix}"
         fd = os.open(tmp, _NEW_FILE_FLAGS, FILE_MODE, dir_fd=dir_fd)
         try:
@@ -314,7 +316,6 @@ def open_owned(
     next call begins a new file, and UnsafePathError raised. ``root`` as for :func:`write_atomic`.
     """
     root_path, parts, make_root = _locate(path, root)
-    where = _shown(root_path, parts)
     dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
     try:
         name = parts[-1]
@@ -325,18 +326,18 @@ def open_owned(
                 fd = -1
             except OSError as error:  # ELOOP: a link; ENXIO: a FIFO nobody reads; EISDIR
                 if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) or _is_link(dir_fd, name):
-                    _refuse(dir_fd, name, where)
+                    _refuse(dir_fd, name, _shown(root_path, parts))
                 raise
             if fd >= 0:
                 info = os.fstat(fd)
                 if stat.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) == inode:
                     return fd, inode
                 os.close(fd)
-                _refuse(dir_fd, name, where, "was replaced by a file this process did not write")
+                _refuse(dir_fd, name, _shown(root_path, parts), "was replaced by a file this process did not write")
         try:
             fd = os.open(name, _NEW_FILE_FLAGS, FILE_MODE, dir_fd=dir_fd)
         except FileExistsError:
-            _refuse(dir_fd, name, where)
+            _refuse(dir_fd, name, _shown(root_path, parts))
         info = os.fstat(fd)
         return fd, (info.st_dev, info.st_ino)
     finally:
@@ -401,7 +402,7 @@ def staged(
         info = os.stat(name, dir_fd=stage_fd, follow_symlinks=False)
         if not stat.S_ISREG(info.st_mode):
             raise UnsafePathError(errno.EINVAL, f"{_shown(root_path, parts)}: the writer left no regular file")
-        _note_link(dir_fd, name, _shown(root_path, parts), notes)
+        _note_link(dir_fd, root_path, parts, notes)
         os.rename(name, name, src_dir_fd=stage_fd, dst_dir_fd=dir_fd)
     finally:
         if stage_fd >= 0:
