@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runfiles import layout, workerfile
-from . import _phases, metadata
+from . import _phases
 from ._options import check_options
 from ._process import PROCESS
 from ._snapshots import SnapshotWriter
@@ -297,6 +297,8 @@ class Profiler:
     def _write_metadata(self, *, final: bool = False) -> None:
         """This process's metadata file and the run's ``metadata.json`` (see :mod:`.metadata`);
         a failure (an unwritable run dir) is recorded in the worker file's ``errors``."""
+        from . import metadata  # not at import: it loads the capability probes
+
         notes: list[str] = []
         try:
             metadata.write_for(self, final=final, notes=notes)
