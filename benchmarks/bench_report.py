@@ -9,7 +9,7 @@ peak RSS of the report process (``ru_maxrss`` of that child, from ``os.wait4``).
 Targets (issue 4): <= 300 MB and <= 10 s with samples; <= 100 MB and <= 3 s with --no-samples.
 
 Each worker's resource samples (one row a second) are written to its ``.samples`` file by the
-sampler's own writer (``samplefile.write_synthetic_history``), so ``report`` renders the I/O and
+sampler's own writer (``_synthetic.write_synthetic_history``), so ``report`` renders the I/O and
 MEMORY blocks from them and ``--no-samples`` skips them.
 
     python benchmarks/bench_report.py                 # 64 workers x 12 h, sidecar samples, 3 repeats
@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.runfiles import histogram, samplefile, workerfile
+from _synthetic import write_synthetic_history
+
+from lineprofiler.runfiles import histogram, layout, workerfile
 
 S = 1_000_000_000
 T0 = 1_786_660_860 * S
@@ -131,10 +133,10 @@ SAMPLE_COLUMNS = ("t_ns", "rss", "rchar", "wchar", "read_bytes", "write_bytes", 
 
 def make_samples(folder: Path, worker_file: str, hours: float, interval_s: float, seed: int, pid: int) -> Any:
     """The resource samples of one worker, written by the sampler's real writer
-    (``samplefile.write_synthetic_history``) to the sidecar beside the worker file; returns the
+    (``_synthetic.write_synthetic_history``) to the sidecar beside the worker file; returns the
     document's ``samples`` value naming it."""
-    return samplefile.write_synthetic_history(
-        folder / samplefile.sidecar_name(worker_file),
+    return write_synthetic_history(
+        folder / layout.sidecar_name(worker_file),
         start_unix_ns=T0, hours=hours, interval_s=interval_s, seed=seed, pid=pid,
     )
 
@@ -150,9 +152,9 @@ def generate(run_dir: Path, workers: int, hours: float, samples: str, seed: int 
         pid = 10_000 + index
         uuid8 = f"{index:08x}"
         run_id = "20260813T2241-471c94"
-        folder = workerfile.worker_dir(run_dir, host)
+        folder = layout.worker_dir(run_dir, host)
         folder.mkdir(parents=True, exist_ok=True)
-        name = workerfile.worker_file_name(run_id, pid, uuid8)
+        name = layout.worker_file_name(run_id, pid, uuid8)
         phases, counters = phase_records(rng, role, runtime)
         end = T0 + runtime - rng.randrange(0, 3 * S)
         document = {
@@ -177,7 +179,7 @@ def generate(run_dir: Path, workers: int, hours: float, samples: str, seed: int 
             "errors": [],
         }
         total_bytes += workerfile.write_worker_file(folder / name, document)
-        sidecar = folder / samplefile.sidecar_name(name)
+        sidecar = folder / layout.sidecar_name(name)
         if sidecar.exists():
             total_bytes += sidecar.stat().st_size
     return workers, total_bytes

@@ -18,9 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _synthetic import write_synthetic_history
+
 from lineprofiler.accounting import _sampler, sampling
 from lineprofiler.report.blocks.resources import reduce_io, reduce_memory
-from lineprofiler.runfiles.samplefile import read_samples, write_synthetic_history
+from lineprofiler.runfiles.samplefile import read_samples
 
 
 def schedstat_ns(tid: int) -> int | None:

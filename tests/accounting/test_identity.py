@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from lineprofiler.accounting import identity
+from lineprofiler.runfiles import layout
 
 
 def test_an_inherited_run_id_wins():
@@ -58,12 +59,15 @@ def test_ranks_come_from_the_innermost_launcher():
     assert identity.resolve_rank({}) == (None, None)
 
 
-def test_host_and_role_are_safe_path_components():
+def test_host_and_role_are_kept_exactly_and_only_the_folder_name_is_escaped():
     env = {"LINEPROFILER_HOST": "../../etc/node 07", "LINEPROFILER_ROLE": "../actor"}
     ident = identity.build_identity(None, identity.resolve_run_id({}), env)
-    assert "/" not in ident.host and not ident.host.startswith(".")
-    assert ident.role == "actor"
-    assert identity.clean_role("learner/1", {}) == "learner_1"
+    assert (ident.host, ident.role) == ("../../etc/node 07", "../actor")
+    folder = layout.host_component(ident.host)
+    assert "/" not in folder and not folder.startswith(".") and folder not in (".", "..")
+    assert identity.clean_role("learner/1", {}) == "learner/1"
+    assert identity.clean_role(None, {"LINEPROFILER_ROLE": " 学习者 "}) == "学习者"
+    assert identity.clean_role("", {}) == identity.clean_role("  ", {}) == identity.clean_role(None, {}) == "main"
     assert identity.resolve_host({"LINEPROFILER_HOST": "node07"}) == "node07"
     assert identity.resolve_host({}) != ""
     assert re.fullmatch(r"[0-9a-f]{8}", identity.new_uuid8())

@@ -10,6 +10,7 @@ import gc
 import math
 import random
 import threading
+import time
 
 import pytest
 
@@ -129,13 +130,17 @@ def test_cpu_time_is_measured_and_clamped_to_wall():
 
 def test_real_cpu_time_of_a_busy_phase_is_close_to_wall():
     rec = _phases.Recorder(measure_cpu=True)
+    before = time.thread_time_ns()
     with rec.phase("spin"):
         x = 0
         for i in range(300_000):
             x += i
+    used = time.thread_time_ns() - before
     spin = phases_by_path(rec)["spin"]
     assert 0 < spin["cpu_ns"] <= spin["wall_ns"]
-    assert spin["cpu_ns"] > 0.3 * spin["wall_ns"]  # a busy loop mostly runs (the box is shared)
+    # Against the thread's own CPU clock read around it, not against wall time: on a loaded
+    # machine the loop may get a small share of the wall, and its CPU time is still the loop's.
+    assert 0.5 * used < spin["cpu_ns"] <= used + 1_000_000
     assert _phases.thread_cpu_ns() > 0
 
 

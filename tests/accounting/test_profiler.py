@@ -152,9 +152,9 @@ def test_later_arguments_are_accepted_and_recorded(tmp_path):
 
 
 def test_an_unwritable_run_dir_warns_once_and_keeps_counting(tmp_path, monkeypatch):
-    from lineprofiler.accounting import profiler as profiler_module
+    from lineprofiler.accounting._process import PROCESS
 
-    monkeypatch.setattr(profiler_module._Process, "warned_unwritable", False)  # once per process
+    monkeypatch.setattr(PROCESS, "warned_unwritable", False)  # once per process
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     with pytest.warns(RuntimeWarning, match="cannot write"):

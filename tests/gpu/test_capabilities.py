@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from lineprofiler.accounting import capabilities
+from lineprofiler.accounting import capabilities, metadata
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
@@ -18,8 +18,8 @@ NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machin
 def test_probing_imports_none_of_the_heavy_packages(run_python):
     out = run_python(
         "import json, sys\n"
-        "from lineprofiler.accounting import capabilities\n"
-        "doc = capabilities.metadata()\n"
+        "from lineprofiler.accounting import capabilities, metadata\n"
+        "doc = metadata.metadata()\n"
         "print(json.dumps({'doc': doc, 'imported': [m for m in ('torch', 'viztracer', 'psutil', 'nvtx', 'pynvml')"
         " if m in sys.modules]}))\n"
     )
@@ -42,8 +42,8 @@ def test_blocked_packages_give_their_reasons(run_python):
         "import json, sys\n"
         "for name in ('torch', 'viztracer', 'psutil', 'nvtx', 'pynvml'):\n"
         "    sys.modules[name] = None\n"
-        "from lineprofiler.accounting import capabilities\n"
-        "print(json.dumps(capabilities.metadata()['capabilities']))\n"
+        "from lineprofiler.accounting import metadata\n"
+        "print(json.dumps(metadata.metadata()['capabilities']))\n"
     )
     caps = json.loads(out)
     for name in ("torch", "viztracer", "psutil"):
@@ -139,7 +139,7 @@ def test_torch_not_installed():
 def test_write_metadata(tmp_path, make_shim):
     make_shim().stub.lpstub_set_device_count(1)
     run_dir = tmp_path / "profile"
-    path = capabilities.write_metadata(run_dir, {"backend": {"backend": "torch", "state": "waiting"}, "kind": "nope"})
+    path = metadata.write_metadata(run_dir, {"backend": {"backend": "torch", "state": "waiting"}, "kind": "nope"})
     assert path == run_dir / "metadata.json"
     doc = json.loads(path.read_text())
     assert doc["kind"] == "lineprofiler-metadata"  # extra cannot replace it
@@ -155,7 +155,7 @@ def test_write_metadata_failure_raises_oserror_for_the_caller(tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
     with pytest.raises(OSError):
-        capabilities.write_metadata(blocker)
+        metadata.write_metadata(blocker)
     with pytest.raises(TypeError):
-        capabilities.write_metadata(tmp_path / "run", {"bad": object()})
-    assert [p.name for p in (tmp_path / "run").iterdir()] == []
+        metadata.write_metadata(tmp_path / "run", {"bad": object()})
+    assert not (tmp_path / "run").exists()  # refused before anything was made

@@ -268,7 +268,7 @@ class SimWorker:
             rows=writer.rows,
             size=writer.size,
             interval_s=interval_s,
-            backend="test",
+            source="test",
             counts=samplefile.IntervalCounts(),
             clock=(0, self.start_unix_ns),
             **extra,

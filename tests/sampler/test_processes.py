@@ -116,30 +116,37 @@ def _mp_worker(run_dir: str, payload: str) -> None:
     s.close()
 
 
+def _sampler_of(profiler) -> sampling.ResourceSampler:
+    (sampler,) = [a for a in profiler._attachments if isinstance(a, sampling.ResourceSampler)]
+    return sampler
+
+
 def _mp_forked_worker(payload: str) -> None:
-    # fork: the sampler came from the parent, restarted by the fork hooks; only report.
-    s = _FORKED["sampler"]
-    assert s.running
+    # fork: the profiler came from the parent, and its process hooks restarted its sampler here.
+    profiler = _FORKED["profiler"]
+    assert _sampler_of(profiler).running
     _write_fsync(payload)
-    s.stop()
-    s.contribute(_doc())
+    profiler.close()  # the final snapshot appends the child's rows to the child's own sample file
 
 
 _FORKED: dict = {}
 
 
 @pytest.mark.parametrize("method", ["spawn", "fork", "forkserver"])
-def test_multiprocessing_children_sample_themselves(disk_dir, method):
+def test_multiprocessing_children_sample_themselves(disk_dir, method, monkeypatch):
     run_dir = disk_dir / "run"
     ctx = multiprocessing.get_context(method)
     if method == "spawn" or method == "forkserver":
         procs = [ctx.Process(target=_mp_worker, args=(str(run_dir), str(disk_dir / f"p{i}.bin"))) for i in range(2)]
         parent = None
     else:
-        parent = sampling.ResourceSampler(run_dir, interval_s=0.02)
-        sampling.install_fork_hooks(parent)
-        parent.start()
-        _FORKED["sampler"] = parent
+        # The real path: a profiler attaches the sampler and carries it across fork.
+        from lineprofiler.accounting import Profiler
+
+        monkeypatch.setenv("LINEPROFILER_HOST", "h")
+        monkeypatch.setenv("LINEPROFILER_RUN_ID", "p")
+        parent = Profiler(run_dir, role="w", snapshot_interval_s=None, sample_interval_s=0.02)
+        _FORKED["profiler"] = parent
         procs = [ctx.Process(target=_mp_forked_worker, args=(str(disk_dir / f"p{i}.bin"),)) for i in range(2)]
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -154,7 +161,7 @@ def test_multiprocessing_children_sample_themselves(disk_dir, method):
             io = reduce_io(read_samples(_child_sample_file(run_dir, p.pid)))
             assert N <= io.totals["write_bytes"] <= N + SLACK
         if parent is not None:
-            assert parent.running
+            assert _sampler_of(parent).running
     finally:
         _FORKED.clear()
         if parent is not None:

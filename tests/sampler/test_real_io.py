@@ -22,10 +22,10 @@ SLACK = 64 << 10
 
 
 def own_read_slack(sampler):
-    """The psutil backend bills its own /proc reads to the row after the one they moved, so a
+    """The psutil source bills its own /proc reads to the row after the one they moved, so a
     measured window can come out short by about one tick's reads (a few hundred bytes) when the
     thread ticked inside it; the native sampler counts its reads exactly."""
-    return 1024 if sampler.backend == "psutil" else 0
+    return 1024 if sampler.source == "psutil" else 0
 
 
 def _measure(sampler, helpers, action):
@@ -54,8 +54,8 @@ def _read_all(path, *, cold=False):
 def sampler(request):
     if request.param == "psutil":
         pytest.importorskip("psutil")
-    s = sampling.ResourceSampler(backend=request.param, interval_s=0.02)
-    assert s.backend == request.param, s.unavailable_reason
+    s = sampling.ResourceSampler(source=request.param, interval_s=0.02)
+    assert s.source == request.param, s.unavailable_reason
     s.start()
     yield s
     s.close()

@@ -181,7 +181,7 @@ def test_missing_and_truncated_sample_files_are_caveats(run):
 
 
 def test_unavailable_samples_say_why(tmp_path):
-    s = sampling.ResourceSampler(tmp_path, backend="off")
+    s = sampling.ResourceSampler(tmp_path, source="off")
     worker = SimWorker("r")
     document = worker.document()
     s.contribute(document)
@@ -199,7 +199,7 @@ def test_no_proc_and_no_psutil_is_a_reason_not_an_error(tmp_path, monkeypatch):
     monkeypatch.setattr(sampling, "_PROC_SELF", str(tmp_path / "no-proc"))
     monkeypatch.setitem(sys.modules, "psutil", None)
     s = sampling.ResourceSampler(tmp_path)
-    assert s.backend is None and "psutil is not installed" in s.unavailable_reason
+    assert s.source is None and "psutil is not installed" in s.unavailable_reason
     s.start()
     s.stop()
     doc = {"identity": {"role": "r", "pid": 1, "host": "h", "run_id": "x", "uuid": "00000000"}}
@@ -212,7 +212,7 @@ def test_no_proc_with_psutil_falls_back_to_psutil(tmp_path, monkeypatch):
     pytest.importorskip("psutil")
     monkeypatch.setattr(sampling, "_PROC_SELF", str(tmp_path / "no-proc"))
     s = sampling.ResourceSampler(tmp_path, interval_s=0.02)
-    assert s.backend == "psutil"
+    assert s.source == "psutil"
     s.start()
     assert s.running
     s.stop()
@@ -220,7 +220,7 @@ def test_no_proc_with_psutil_falls_back_to_psutil(tmp_path, monkeypatch):
     s.contribute(doc)
     s.close()
     samples = doc["samples"]
-    assert samples["backend"] == "psutil" and samples["rows"] >= 2
+    assert samples["source"] == "psutil" and samples["rows"] >= 2
     assert samples["phase_unavailable_reason"]
 
 

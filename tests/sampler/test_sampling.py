@@ -83,9 +83,13 @@ def test_contribute_with_the_worker_file_path(tmp_path):
 
 
 def test_bad_arguments_raise_and_the_environment_never_does(tmp_path):
-    for kwargs in ({"backend": "gpu"}, {"interval_s": 0}, {"interval_s": True}, {"capacity": 1}, {"capacity": 2.5}):
+    wrong = ({"source": "gpu"}, {"backend": "gpu"}, {"interval_s": 0}, {"interval_s": True}, {"capacity": 1},
+             {"capacity": 2.5})
+    for kwargs in wrong:
         with pytest.raises(ValueError):
             sampling.ResourceSampler(tmp_path, **kwargs)
+    # The keyword's former name still chooses the source.
+    assert sampling.ResourceSampler(tmp_path, backend="off").source is None
     s = sampling.ResourceSampler(tmp_path / "does" / "not" / "exist" / "yet")
     s.start()
     s.stop()
@@ -93,9 +97,9 @@ def test_bad_arguments_raise_and_the_environment_never_does(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="psutil's Linux counters")
-def test_psutil_backend_across_fork(tmp_path, disk_dir, helpers):
+def test_psutil_source_across_fork(tmp_path, disk_dir, helpers):
     pytest.importorskip("psutil")
-    s = sampling.ResourceSampler(tmp_path, interval_s=0.02, backend="psutil")
+    s = sampling.ResourceSampler(tmp_path, interval_s=0.02, source="psutil")
     s.start()
     r, w = os.pipe()
     with warnings.catch_warnings(record=True) as caught:

@@ -22,26 +22,20 @@ and are cached; the torch answers that change when the user imports torch or ini
 (``torch_cuda``, ``nvtx``) are recomputed on each call from ``sys.modules``, which costs a
 dictionary lookup and a few attribute reads. Nothing here imports torch, viztracer or psutil.
 
-:func:`metadata` builds the content of ``<run_dir>/metadata.json`` and
-:func:`write_metadata` writes it (temp file + rename, inside ``run_dir`` only).
+What the answers are written to (``metadata.json``) is :mod:`.metadata`'s business.
 """
 
 from __future__ import annotations
 
 import ctypes
 import importlib.util
-import json
 import os
-import socket
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from ..runfiles.workerfile import write_atomic
 
 __all__ = [
     "NAMES",
@@ -49,24 +43,18 @@ __all__ = [
     "Capability",
     "all_capabilities",
     "get",
-    "metadata",
     "nvml",
     "nvtx",
     "psutil",
-    "read_metadata",
     "reset_cache",
     "torch",
     "torch_cuda",
     "viztracer",
-    "write_metadata",
 ]
 
 #: Test and diagnosis override of the NVML library path; the C sampler honours it too.
 NVML_LIBRARY_ENV = "LINEPROFILER_NVML_LIBRARY"
 NVML_LIBRARY = "libnvidia-ml.so.1"
-METADATA_FILE = "metadata.json"
-METADATA_KIND = "lineprofiler-metadata"
-METADATA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -147,11 +135,12 @@ def _version(module: str, distribution: str, spec: Any) -> str | None:
     if origin:
         folder = Path(origin).parent
         try:
-            for entry in os.scandir(folder):
-                if entry.name.endswith(".dist-info"):
-                    name, _, found = entry.name[: -len(".dist-info")].rpartition("-")
-                    if found and _normalise(name) == wanted:
-                        return found
+            with os.scandir(folder) as entries:  # closed on the early return too
+                for entry in entries:
+                    if entry.name.endswith(".dist-info"):
+                        name, _, found = entry.name[: -len(".dist-info")].rpartition("-")
+                        if found and _normalise(name) == wanted:
+                            return found
         except OSError:
             pass
     try:
@@ -242,7 +231,8 @@ def _probe_nvml() -> Capability:
     try:
         lib = ctypes.CDLL(path)
     except OSError as error:
-        return Capability("nvml", False, unavailable_reason=f"cannot load NVML (no NVIDIA driver?): {error}", details=details)
+        reason = f"cannot load NVML (no NVIDIA driver?): {error}"
+        return Capability("nvml", False, unavailable_reason=reason, details=details)
     init = getattr(lib, "nvmlInit_v2", None) or getattr(lib, "nvmlInit", None)
     count = getattr(lib, "nvmlDeviceGetCount_v2", None) or getattr(lib, "nvmlDeviceGetCount", None)
     handle = getattr(lib, "nvmlDeviceGetHandleByIndex_v2", None) or getattr(lib, "nvmlDeviceGetHandleByIndex", None)
@@ -269,7 +259,8 @@ def _probe_nvml() -> Capability:
         n = ctypes.c_uint(0)
         rc = count(ctypes.byref(n))
         if rc != 0:
-            return Capability("nvml", False, unavailable_reason=f"nvmlDeviceGetCount failed: {text(rc)}", details=details)
+            reason = f"nvmlDeviceGetCount failed: {text(rc)}"
+            return Capability("nvml", False, unavailable_reason=reason, details=details)
         devices = []
         get_name = getattr(lib, "nvmlDeviceGetName", None)
         for i in range(n.value):
@@ -319,7 +310,10 @@ def _probe_nvtx() -> Capability:
     package = _cached("nvtx_package", lambda: _package("nvtx_package", "nvtx", "nvtx"))
     if package.available:
         return Capability("nvtx", True, version=package.version, details={"source": "nvtx"})
-    torch_reason = "torch is not imported" if _torch_module() is None else "the imported torch has no NVTX (not a CUDA build)"
+    if _torch_module() is None:
+        torch_reason = "torch is not imported"
+    else:
+        torch_reason = "the imported torch has no NVTX (not a CUDA build)"
     return Capability("nvtx", False, unavailable_reason=f"{torch_reason}, and {package.unavailable_reason}")
 
 
@@ -344,61 +338,3 @@ def get(name: str) -> Capability:
 
 def all_capabilities() -> dict[str, Capability]:
     return {name: get(name) for name in NAMES}
-
-
-def metadata(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The content of ``metadata.json``: what was available to the writing process, and why not.
-
-    ``extra`` adds keys (the profiler puts its backend window's description under
-    ``"backend"``); it cannot replace ``kind``, ``schema_version`` or ``capabilities``.
-    """
-    document: dict[str, Any] = {}
-    for key, value in (extra or {}).items():
-        document[str(key)] = value
-    document.update(
-        {
-            "kind": METADATA_KIND,
-            "schema_version": METADATA_VERSION,
-            "written_unix_ns": time.time_ns(),
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "platform": sys.platform,
-            "capabilities": {name: cap.as_dict() for name, cap in all_capabilities().items()},
-        }
-    )
-    return document
-
-
-def write_metadata(
-    run_dir: str | os.PathLike[str], extra: Mapping[str, Any] | None = None, *, relative: str | None = None
-) -> Path:
-    """Write ``<run_dir>/metadata.json`` (or ``<run_dir>/<relative>``) atomically; return its path.
-
-    ``relative`` is a path inside ``run_dir`` (the profiler's per-process files,
-    ``metadata/<host>/m_<run>_<pid>_<uuid8>.json``); one that would leave ``run_dir`` is refused
-    with ValueError. Raises OSError (or TypeError/ValueError for an ``extra`` that is not JSON):
-    the profiler records the failure instead of letting it reach user code.
-    """
-    run_dir = Path(run_dir)
-    target = run_dir / (relative or METADATA_FILE)
-    if relative is not None:
-        parts = Path(relative).parts
-        if not parts or Path(relative).is_absolute() or any(part in ("", ".", "..") for part in parts):
-            raise ValueError(f"metadata path must stay inside the run directory, not {relative!r}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(metadata(extra), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
-    write_atomic(target, data + b"\n")
-    return target
-
-
-def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """A metadata file's content, or None when it is missing, unreadable or not ours."""
-    try:
-        with open(path, "rb") as handle:
-            document = json.loads(handle.read())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or document.get("kind") != METADATA_KIND:
-        return None
-    return document

@@ -43,6 +43,9 @@ from dataclasses import dataclass, field
 from ..runfiles import workerfile
 from ..runfiles.workerfile import sanitize_component
 
+#: The environment a profiler reads, and exports for its children (defined here only).
+ENV_PROFILE = "LINEPROFILER_PROFILE"
+ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
 ENV_RUN_ID = "LINEPROFILER_RUN_ID"
 ENV_ATTEMPT = "LINEPROFILER_ATTEMPT"
 ENV_HOST = "LINEPROFILER_HOST"
@@ -361,11 +364,15 @@ def resolve_host(env: Mapping[str, str] | None = None) -> str:
 
 
 def clean_role(role: str | None, env: Mapping[str, str] | None = None) -> str:
-    """The role as given, else ``LINEPROFILER_ROLE``, else ``"main"``; safe as a path part."""
+    """The role as given, else ``LINEPROFILER_ROLE``, else ``"main"`` (also for a blank one).
+
+    Kept exactly (``学习者`` and ``gpu:0`` are roles of their own): a role names no file, and
+    the worker file escapes what JSON text cannot hold.
+    """
     env = os.environ if env is None else env
     if role is None:
-        role = env.get(ENV_ROLE, "").strip() or "main"
-    return sanitize_component(role, "main")
+        role = env.get(ENV_ROLE, "").strip()
+    return role if role.strip() else "main"
 
 
 def new_uuid8() -> str:
@@ -390,7 +397,7 @@ def build_identity(
         attempt=run.attempt,
         run_id_source=run.source,
         role=clean_role(role, env),
-        host=sanitize_component(resolve_host(env), "unknown-host"),
+        host=resolve_host(env),  # as it is: only its folder name is escaped (layout.host_component)
         pid=os.getpid() if pid is None else pid,
         parent_pid=os.getppid(),
         uuid=uuid8 or new_uuid8(),

@@ -25,18 +25,19 @@ import struct
 import sys
 import threading
 import time
-import weakref
 from collections import deque
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..runfiles import samplefile
+from ..runfiles import layout, samplefile
 from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, SampleWriter
 
 TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
-BACKENDS = ("auto", "proc", "psutil", "off")
+#: Where the samples come from (``source=``): the native reader of ``/proc``, psutil, or none.
+SOURCES = ("auto", "proc", "psutil", "off")
+_MAX_REFUSED = 8
 DEFAULT_CAPACITY = 3600  # rows: an hour at 1 Hz between snapshots before the ring overwrites
-_PROC_SELF = "/proc/self"  # where the native backend reads; tests point it elsewhere to mimic macOS
+_PROC_SELF = "/proc/self"  # where the native sampler reads; tests point it elsewhere to mimic macOS
 
 
 def _import_native() -> Any:
@@ -232,11 +233,11 @@ class _PsutilSampler:
         }
 
 
-def _choose_backend(backend: str) -> tuple[str | None, str | None]:
-    """(backend, reason it is None)."""
-    if backend == "off":
+def _choose_source(source: str) -> tuple[str | None, str | None]:
+    """(source, reason it is None)."""
+    if source == "off":
         return None, "resource sampling was turned off"
-    if backend in ("auto", "proc"):
+    if source in ("auto", "proc"):
         try:
             _import_native()
         except ImportError as error:
@@ -244,9 +245,9 @@ def _choose_backend(backend: str) -> tuple[str | None, str | None]:
         else:
             native_error = None
         has_proc = os.path.isdir(_PROC_SELF)
-        if native_error is None and (has_proc or backend == "proc"):
+        if native_error is None and (has_proc or source == "proc"):
             return "proc", None
-        if backend == "proc":
+        if source == "proc":
             return None, native_error
     try:
         import psutil  # noqa: F401
@@ -264,8 +265,9 @@ class ResourceSampler:
     ``run_dir`` is where worker files go: the sample file of a worker ``w_<...>.json`` is
     ``w_<...>.samples`` in the same folder. ``contribute`` may instead be given the worker file's
     path. ``interval_s`` is the sampling period; ``capacity`` the rows held between snapshots
-    (older rows are overwritten, and counted, past it). ``backend``: ``"auto"`` (native where
-    ``/proc`` exists, else psutil), ``"proc"``, ``"psutil"`` or ``"off"``.
+    (older rows are overwritten, and counted, past it). ``source``: ``"auto"`` (native where
+    ``/proc`` exists, else psutil), ``"proc"``, ``"psutil"`` or ``"off"`` (``backend=`` is its
+    former name, still accepted); :attr:`source` is then the one in use, or None.
 
     Construction raises ValueError/TypeError for wrong arguments, never for the environment.
     """
@@ -276,14 +278,17 @@ class ResourceSampler:
         *,
         interval_s: float = 1.0,
         capacity: int = DEFAULT_CAPACITY,
-        backend: str = "auto",
+        source: str = "auto",
         nvml: bool = True,
         io_path: str | None = None,
         statm_path: str | None = None,
         stat_path: str | None = None,
+        backend: str | None = None,
     ) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if backend is not None:  # the keyword's former name
+            source = backend
+        if source not in SOURCES:
+            raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
         if isinstance(interval_s, bool) or not isinstance(interval_s, (int, float)) or not 0.001 <= interval_s <= 86400:
             raise ValueError("interval_s must be a number of seconds between 0.001 and 86400")
         if isinstance(capacity, bool) or not isinstance(capacity, int) or not 2 <= capacity <= 1 << 24:
@@ -296,17 +301,17 @@ class ResourceSampler:
             io_path = io_path or os.path.join(seam, "io")
             statm_path = statm_path or os.path.join(seam, "statm")
             stat_path = stat_path or os.path.join(seam, "stat")
-        self.backend, self.unavailable_reason = _choose_backend(backend)
+        self.source, self.unavailable_reason = _choose_source(source)
         self._impl: Any = None
         try:
-            if self.backend == "proc":
+            if self.source == "proc":
                 self._impl = _import_native().Sampler(
                     self.interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml
                 )
-            elif self.backend == "psutil":
+            elif self.source == "psutil":
                 self._impl = _PsutilSampler(self.interval_s, capacity)
         except Exception as error:  # an environment that refuses even the set-up: record, never raise
-            self.backend, self._impl = None, None
+            self.source, self._impl = None, None
             self.unavailable_reason = f"the sampler could not be set up: {error.__class__.__name__}: {error}"
         self._errors: list[str] = []
         self._reset_output()
@@ -321,6 +326,7 @@ class ResourceSampler:
         self._last_write_error: str | None = None
         self._own_unmeasured = 0
         self._own_excluded = [0] * 5
+        self._refused: list[str] = []
         self._started = False
 
     # -- lifecycle (the profiler's attachment protocol) ----------------------------------------
@@ -372,11 +378,16 @@ class ResourceSampler:
             self._impl.close()
 
     @property
+    def backend(self) -> str | None:
+        """The former name of :attr:`source`."""
+        return self.source
+
+    @property
     def running(self) -> bool:
         return self._impl is not None and bool(self._impl.running)
 
     def stats(self) -> dict[str, Any]:
-        """The backend's counters (see _sampler.pyi), or {} with no backend."""
+        """The source's counters (see _sampler.pyi), or {} with no source."""
         return {} if self._impl is None else self._impl.stats()
 
     # -- own I/O --------------------------------------------------------------------------------
@@ -396,7 +407,7 @@ class ResourceSampler:
             if before is None or after is None or self._impl is None:
                 self._own_unmeasured += 1
             else:
-                delta = [a - b for a, b in zip(after[:5], before[:5])]
+                delta = [a - b for a, b in zip(after[:5], before[:5], strict=True)]
                 delta[0] += after[5]  # the closing read itself
                 self._impl.add_own_io(*delta)
                 for i, v in enumerate(delta):
@@ -404,18 +415,17 @@ class ResourceSampler:
 
     # -- snapshots ------------------------------------------------------------------------------
 
-    def _sidecar(self, document: dict[str, Any], path: str | os.PathLike[str] | None) -> Path | None:
+    def _sidecar(self, document: dict[str, Any], path: str | os.PathLike[str] | None) -> tuple[Path, Path] | None:
+        """(the sample file, the folder nothing below which is followed), or None."""
         if path is not None:
-            path = Path(path)
-            return path.with_name(samplefile.sidecar_name(path.name))
+            sidecar = layout.sidecar_path(path)
+            return sidecar, sidecar.parent
         if self.run_dir is None:
             return None
-        from ..runfiles.workerfile import worker_dir, worker_file_name
-
         ident = document.get("identity") or {}
         try:
-            name = worker_file_name(ident["run_id"], ident["pid"], ident["uuid"])
-            return worker_dir(self.run_dir, ident["host"]) / samplefile.sidecar_name(name)
+            worker = layout.worker_path(self.run_dir, ident["host"], ident["run_id"], ident["pid"], ident["uuid"])
+            return layout.sidecar_path(worker), self.run_dir
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -438,7 +448,7 @@ class ResourceSampler:
         impl = self._impl
         if impl is None:
             document["samples"] = samplefile.samples_document(
-                file=None, columns=(), rows=0, size=0, interval_s=self.interval_s, backend=None,
+                file=None, columns=(), rows=0, size=0, interval_s=self.interval_s, source=None,
                 counts=IntervalCounts(), clock=None, unavailable_reason=self.unavailable_reason,
             )
             return
@@ -456,19 +466,27 @@ class ResourceSampler:
                 excess += -excess % row_bytes
                 del self._pending[:excess]
                 self._pending_lost += excess // row_bytes
-        sidecar = self._sidecar(document, path)
-        if sidecar is not None and self._pending:
+        located = self._sidecar(document, path)
+        sidecar = None if located is None else located[0]
+        if located is not None and self._pending:
+            sidecar, root = located
             if self._writer is None or self._writer.path != sidecar or self._writer.columns != columns:
-                self._writer = SampleWriter(sidecar, columns, int(self.interval_s * 1e9))
+                self._writer = SampleWriter(sidecar, columns, int(self.interval_s * 1e9), root=root)
             try:
                 with self.own_writes():
-                    # The profiler may describe a worker before its first file exists.
-                    sidecar.parent.mkdir(parents=True, exist_ok=True)
+                    # Made with its folders if missing: the profiler may describe a worker
+                    # before its first file exists.
                     self._writer.append(bytes(self._pending))
                 self._pending.clear()
             except OSError as error:
                 self._write_failures += 1
                 self._last_write_error = f"{sidecar}: {error.strerror or error}"
+                if isinstance(error, layout.UnsafePathError) and len(self._refused) < _MAX_REFUSED:
+                    self._refused.append(f"samples: {error.strerror}")
+        # What was refused under the run directory is the whole worker file's business too.
+        errors = document.get("errors")
+        if self._refused and isinstance(errors, list):
+            errors.extend(self._refused)
         stats = impl.stats()
         reason = self.unavailable_reason
         if not self._started:
@@ -484,11 +502,13 @@ class ResourceSampler:
             rows=0 if writer is None else writer.rows,
             size=0 if writer is None else writer.size,
             interval_s=self.interval_s,
-            backend=self.backend,
+            source=self.source,
             counts=self._counts,
             clock=None if writer is None else (writer.monotonic_ref_ns, writer.unix_ref_ns),
             unavailable_reason=reason,
-            failed_reads={"io": stats.get("failed_io", 0), "rss": stats.get("failed_rss", 0), "stat": stats.get("failed_stat", 0)},
+            failed_reads={
+                "io": stats.get("failed_io", 0), "rss": stats.get("failed_rss", 0), "stat": stats.get("failed_stat", 0)
+            },
             overwritten=stats.get("overwritten", 0) + self._pending_lost,
             pending_rows=len(self._pending) // row_bytes,
             write_failures=self._write_failures,
@@ -499,7 +519,7 @@ class ResourceSampler:
             reap_unavailable_reason=stats.get("stat_reason"),
             phase_unavailable_reason=stats.get("phase_reason"),
             gpu={"devices": stats.get("gpu_devices", 0), "unavailable_reason": stats.get("gpu_reason")},
-            own_io_excluded=dict(zip(samplefile.IO_FIELDS, self._own_excluded)),
+            own_io_excluded=dict(zip(samplefile.IO_FIELDS, self._own_excluded, strict=True)),
             own_io_unmeasured=self._own_unmeasured,
             thread_cpu_ns=stats.get("thread_cpu_ns"),
             errors=list(self._errors),
@@ -521,25 +541,3 @@ class ResourceSampler:
     def _note(self, message: str) -> None:
         if len(self._errors) < 20:
             self._errors.append(message)
-
-
-# -- stand-alone use: fork hooks for samplers not attached to a profiler ---------------------------
-
-_standalone: "weakref.WeakSet[ResourceSampler]" = weakref.WeakSet()
-_hooks_installed = False
-
-
-def install_fork_hooks(sampler: ResourceSampler) -> None:
-    """Stop/restart ``sampler`` around ``os.fork()`` when no profiler does it (tests, scripts).
-
-    A profiler that attaches the sampler calls its fork methods itself: do not use both.
-    """
-    global _hooks_installed
-    _standalone.add(sampler)
-    if not _hooks_installed and hasattr(os, "register_at_fork"):
-        os.register_at_fork(
-            before=lambda: [s.before_fork() for s in list(_standalone)],
-            after_in_parent=lambda: [s.after_fork_parent() for s in list(_standalone)],
-            after_in_child=lambda: [s.after_fork_child() for s in list(_standalone)],
-        )
-        _hooks_installed = True

@@ -18,7 +18,8 @@ Artifacts, one per process so that several processes never collide::
     <run_dir>/backend/torch_trace_<host>_<pid>.json     (Chrome trace: chrome://tracing, Perfetto)
     <run_dir>/backend/viztracer_<host>_<pid>.json       (open with vizviewer)
 
-Each is written to a temporary name and renamed, so a reader never sees half a trace. When the
+Each is written to a temporary name in a private folder and renamed (:func:`.layout.staged`), so
+a reader never sees half a trace and no link under the run directory is followed. When the
 package is missing the window is a no-op whose :attr:`Window.unavailable_reason` says why (the
 profiler records it in metadata.json); when starting or saving fails, the window records the
 error and stops trying. Nothing here raises into the user's code after construction.
@@ -38,11 +39,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..runfiles import layout
+from ..runfiles.layout import BACKEND_DIR
 from . import capabilities
+from ._options import check_window, check_window_phase, parse_backend
 
 __all__ = ["BACKEND_DIR", "Backend", "Window", "annotate_hooks", "artifact_name"]
-
-BACKEND_DIR = "backend"
 
 
 class Backend(str, enum.Enum):
@@ -52,40 +54,19 @@ class Backend(str, enum.Enum):
     VIZTRACER = "viztracer"
 
     @classmethod
-    def parse(cls, value: Backend | str | None) -> Backend | None:
-        """``None``/``""`` -> None; a name or value, any case -> the member; else ValueError."""
-        if value is None or value == "":
-            return None
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            text = value.strip().lower()
-            for member in cls:
-                if text in (member.value, member.name.lower()):
-                    return member
-        choices = ", ".join(repr(m.value) for m in cls)
-        raise ValueError(f"backend must be one of {choices} or None, not {value!r}")
+    def parse(cls, value: object) -> Backend | None:
+        """``None``/``""`` -> None; a name or value, any case -> the member. Raises TypeError for
+        a value that is no str, ValueError for an unknown name (the profiler's own checks)."""
+        name = parse_backend(value)
+        return None if name is None else cls(name)
+
+
+_ARTIFACT_STEMS = {Backend.TORCH: "torch_trace", Backend.VIZTRACER: "viztracer"}
 
 
 def artifact_name(backend: Backend, host: str, pid: int) -> str:
     """The per-process file name of a window's artifact (host and pid: unique within a run)."""
-    from ..runfiles.workerfile import sanitize_component
-
-    stem = "torch_trace" if backend is Backend.TORCH else "viztracer"
-    return f"{stem}_{sanitize_component(host)}_{int(pid)}.json"
-
-
-def _check_window(window: Any) -> tuple[int, int]:
-    try:
-        start, stop = window
-    except (TypeError, ValueError):
-        raise ValueError(f"backend_window must be a pair (start, stop), not {window!r}") from None
-    for value in (start, stop):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"backend_window must hold two integers, not {window!r}")
-    if start < 1 or stop <= start:
-        raise ValueError(f"backend_window must satisfy 1 <= start < stop, not {window!r}")
-    return start, stop
+    return layout.artifact_name(_ARTIFACT_STEMS[backend], host, pid)
 
 
 class Window:
@@ -94,9 +75,10 @@ class Window:
     States: ``"unavailable"`` (package missing: never starts), ``"waiting"``, ``"active"``,
     ``"done"`` (artifact written), ``"failed"`` (start or save raised; ``error`` says what).
 
-    Construction raises ValueError only for bad arguments (an unknown backend, a window that is
-    not ``1 <= start < stop``, an empty phase name): those are the caller's mistakes, not a
-    missing package.
+    Construction raises only for bad arguments, with the profiler's own checks: TypeError for a
+    wrong type, ValueError for an unknown backend, a window that is not ``1 <= start < stop`` or
+    a phase name that is empty or holds a ``/``. Those are the caller's mistakes; a missing
+    package is a state, not an error.
     """
 
     def __init__(
@@ -113,11 +95,9 @@ class Window:
         parsed = Backend.parse(backend)
         if parsed is None:
             raise ValueError("a window needs a backend")
-        if not isinstance(phase, str) or not phase or "/" in phase:
-            raise ValueError(f"window_phase must be a phase's leaf name, not {phase!r}")
         self.backend = parsed
-        self.start_at, self.stop_at = _check_window(window)
-        self.watch_name = phase
+        self.start_at, self.stop_at = check_window(window)
+        self.watch_name = check_window_phase(phase)
         self.run_dir = Path(run_dir)
         self._host = host
         self.options = dict(options or {})
@@ -159,7 +139,7 @@ class Window:
         return self._host
 
     def artifact_path(self) -> Path:
-        return self.run_dir / BACKEND_DIR / artifact_name(self.backend, self.host, os.getpid())
+        return layout.artifact_path(self.run_dir, _ARTIFACT_STEMS[self.backend], self.host, os.getpid())
 
     # ---- the watch callback ----
 
@@ -240,26 +220,26 @@ class Window:
             self.stopped_entry = n
             self.truncated = truncated
             target = self.artifact_path()
-            tmp = target.with_name(f".tmp_{target.name}")
+            notes: list[str] = []
             try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if self.backend is Backend.TORCH:
-                    profiler.stop()
-                    profiler.export_chrome_trace(str(tmp))
-                else:
-                    profiler.stop()
-                    profiler.save(output_file=str(tmp))
-                    profiler.clear()
-                os.replace(tmp, target)
-            except Exception as error:
+                profiler.stop()
                 try:
-                    tmp.unlink()
-                except OSError:
-                    pass
+                    # Written under a private name reached through a folder descriptor, then
+                    # renamed: the tool never follows a link planted under the run directory.
+                    with layout.staged(target, root=self.run_dir, notes=notes) as where:
+                        if self.backend is Backend.TORCH:
+                            profiler.export_chrome_trace(where)
+                        else:
+                            profiler.save(output_file=where)
+                finally:
+                    if self.backend is Backend.VIZTRACER:
+                        profiler.clear()
+            except Exception as error:
                 self._fail(error)
                 return
             self.artifact = target
             self.state = "done"
+            self.error = "; ".join(notes) or None
 
     # ---- phase names inside the trace ----
 
@@ -334,9 +314,8 @@ class Window:
             else:
                 _, tracer, name, start = event
                 if tracer is self._profiler:
-                    tracer.add_raw(
-                        {"ph": "X", "name": name, "ts": start, "dur": tracer.getts() - start, "cat": "lineprofiler.phase"}
-                    )
+                    duration = tracer.getts() - start
+                    tracer.add_raw({"ph": "X", "name": name, "ts": start, "dur": duration, "cat": "lineprofiler.phase"})
         except Exception:
             pass
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..runfiles.workerfile import sanitize_component
+from ..runfiles.layout import host_component
 from . import format as fmt
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def drop_duplicates(workers: list[Worker]) -> tuple[list[Worker], list[Duplicate
         group.sort(key=lambda w: str(w.path))
         best = max(
             group,
-            key=lambda w: (w.last_flush_ns, w.status in _FINAL, w.path.parent.name == sanitize_component(w.host)),
+            key=lambda w: (w.last_flush_ns, w.status in _FINAL, w.path.parent.name == host_component(w.host)),
         )
         kept.append(best)
         duplicates.append(DuplicateFiles(best, [w for w in group if w is not best]))

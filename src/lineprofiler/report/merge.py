@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..runfiles import histogram, workerfile
+from ..runfiles import histogram, layout, workerfile
 from . import attempts as attempts_mod
 from . import duplicates as duplicates_mod
 from . import format as fmt
@@ -568,9 +568,9 @@ def merge_workers(
 
     # Unreadable files whose name says they belong to another attempt are not this
     # attempt's loss: count them there instead of under CAVEATS.
-    own_components = {workerfile.sanitize_component(g.run_id) for g in chosen.members}
+    own_components = {layout.sanitize_component(g.run_id) for g in chosen.members}
     other_components = {
-        workerfile.sanitize_component(g.run_id) for a in attempts if a is not chosen for g in a.members
+        layout.sanitize_component(g.run_id) for a in attempts if a is not chosen for g in a.members
     }
     own_unreadable = []
     for bad in unreadable:

@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .workerfile import sanitize_component, write_atomic
+from .layout import sanitize_component, write_atomic
 
 __all__ = [
     "KIND",

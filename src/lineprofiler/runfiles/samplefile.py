@@ -34,18 +34,18 @@ import sys
 import time
 from array import array
 from dataclasses import dataclass, field
-from functools import lru_cache
-from itertools import accumulate
-from operator import add, and_
+from operator import and_
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from . import reading
+from . import layout, reading
+from .layout import SAMPLES_SUFFIX
+from .layout import sidecar_name as sidecar_name  # still importable from here
 
 MAGIC = b"LPSAMPLE"
 VERSION = 1
 FORMAT = "lineprofiler-samples/1"
-SUFFIX = ".samples"
+SUFFIX = SAMPLES_SUFFIX
 _HEAD = struct.Struct("<8sIIII4q")
 
 # Row flags (the same values as _sampler.FLAG_*; repeated here because the report must not
@@ -67,12 +67,6 @@ _BIG_ENDIAN = sys.byteorder == "big"
 
 class SampleFileError(Exception):
     """A sample file that cannot be used; ``str()`` is a one-line reason with the path."""
-
-
-def sidecar_name(worker_file_name: str) -> str:
-    """``w_run_12_abcd1234.json`` -> ``w_run_12_abcd1234.samples``."""
-    stem = worker_file_name[:-5] if worker_file_name.endswith(".json") else worker_file_name
-    return stem + SUFFIX
 
 
 def _header(columns: Sequence[str], interval_ns: int, monotonic_ref_ns: int, unix_ref_ns: int, pid: int) -> bytes:
@@ -97,6 +91,10 @@ class SampleWriter:
     The file is reopened for each append (a snapshot every few seconds), so nothing is held open
     across ``fork()``. A failed append leaves the file as it was before it: the next append first
     cuts any partial row back off, so a row never straddles two appends.
+
+    ``root`` is the run directory: the file is reached from it without following a link
+    (:func:`.layout.open_owned`), and only ever written while it is the file this writer made.
+    Without ``root``, ``path``'s folder, which must exist.
     """
 
     def __init__(
@@ -108,15 +106,19 @@ class SampleWriter:
         monotonic_ref_ns: int | None = None,
         unix_ref_ns: int | None = None,
         pid: int | None = None,
+        root: str | os.PathLike[str] | None = None,
     ) -> None:
         self.path = Path(path)
+        self.root = None if root is None else Path(root)
+        self._inode: tuple[int, int] | None = None  # (st_dev, st_ino) of the file this writer made
         self.columns = tuple(columns)
         self.row_bytes = 8 * len(self.columns)
         if monotonic_ref_ns is None or unix_ref_ns is None:
             monotonic_ref_ns, unix_ref_ns = time.monotonic_ns(), time.time_ns()
         self.monotonic_ref_ns = monotonic_ref_ns
         self.unix_ref_ns = unix_ref_ns
-        self._header = _header(self.columns, interval_ns, monotonic_ref_ns, unix_ref_ns, os.getpid() if pid is None else pid)
+        pid = os.getpid() if pid is None else pid
+        self._header = _header(self.columns, interval_ns, monotonic_ref_ns, unix_ref_ns, pid)
         self.rows = 0  # complete rows in the file
         self.restarts = 0  # times the file vanished or shrank under us and was begun again
         self._size = 0  # bytes of the file we know to be good; 0 before the header is written
@@ -132,8 +134,16 @@ class SampleWriter:
         """
         if len(data) % self.row_bytes:
             raise ValueError(f"{len(data)} bytes is not a whole number of {len(self.columns)}-column rows")
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd, inode = layout.open_owned(self.path, root=self.root, inode=self._inode)
         try:
+            if inode != self._inode:
+                # A new file: the first append, or ours was removed or replaced since (the
+                # replacement was removed, never written to).
+                if self._inode is not None:
+                    self.restarts += 1
+                self._inode = inode
+                self._size = 0
+                self.rows = 0
             actual = os.fstat(fd).st_size
             if actual < self._size:
                 # Deleted or truncated by someone else: what we wrote is gone; begin again.
@@ -412,103 +422,6 @@ def classify(rchar_signs: bytes, flags_low: bytes, previous_ok: bool | None = No
     return sorted(breaks), counts
 
 
-# ---------------------------------------------------------------------------------------------
-# A synthetic 12-hour history, written by the real writer (for the report's scale benchmark)
-# ---------------------------------------------------------------------------------------------
-
-
-def write_synthetic_history(
-    path: str | os.PathLike[str],
-    *,
-    start_unix_ns: int,
-    hours: float = 12.0,
-    interval_s: float = 1.0,
-    seed: int = 0,
-    phase_ids: Sequence[int] = (0, 1, 2),
-    chunk_rows: int = 3600,
-    failed_every: int = 0,
-    pid: int = 1,
-) -> dict[str, Any]:
-    """Write a synthetic sample history through :class:`SampleWriter` and return the ``samples``
-    object for the worker document that names it.
-
-    Rows are appended ``chunk_rows`` at a time, as a profiler's snapshots append them. They are
-    deterministic arithmetic, not measurements: reads trickle with a 50 MB burst every 5 minutes,
-    a 40 MB checkpoint is written every 10 minutes, the profiler's own writes (4 KB every 5 rows)
-    and /proc reads (450 B a row) are in the own columns, RSS grows slowly with a sawtooth,
-    phases cycle through ``phase_ids`` with a row under no phase now and then, and every
-    ``failed_every``-th row (0: none) could not be read. Used by ``benchmarks/bench_report.py``
-    to build a 64-worker x 12-hour run.
-    """
-    interval_ns = int(interval_s * 1e9)
-    n = int(hours * 3600 / interval_s)
-    mono0 = 10_000_000_000 + seed * 1_000
-    columns = dict(_synthetic_columns(n, tuple(phase_ids), failed_every))
-    columns["t_ns"] = array("q", range(mono0, mono0 + n * interval_ns, interval_ns))
-    rss0 = 200_000_000 + seed * 1_000_000
-    columns["rss_bytes"] = array("q", [rss0 + v for v in columns["rss_bytes"]])
-    writer = SampleWriter(path, BASE_COLUMNS, interval_ns, monotonic_ref_ns=mono0, unix_ref_ns=start_unix_ns, pid=pid)
-    ncols = len(BASE_COLUMNS)
-    counts = IntervalCounts()
-    previous_ok: bool | None = None
-    for first in range(0, n, chunk_rows):
-        last = min(n, first + chunk_rows)
-        rows = array("q", bytes(8 * ncols * (last - first)))
-        for k, name in enumerate(BASE_COLUMNS):
-            rows[k::ncols] = columns[name][first:last]
-        writer.append(rows.tobytes())
-        chunk_rchar = rows[BASE_COLUMNS.index("rchar") :: ncols]
-        flags = rows[BASE_COLUMNS.index("flags") :: ncols]
-        counts.add(classify(sign_bytes(chunk_rchar), low_bytes(flags), previous_ok)[1])
-        previous_ok = chunk_rchar[-1] >= 0
-    return samples_document(
-        file=writer.path.name,
-        columns=BASE_COLUMNS,
-        rows=writer.rows,
-        size=writer.size,
-        interval_s=interval_s,
-        backend="synthetic",
-        counts=counts,
-        clock=(mono0, start_unix_ns),
-    )
-
-
-@lru_cache(maxsize=4)
-def _synthetic_columns(n: int, phase_ids: tuple[int, ...], failed_every: int) -> dict[str, array]:
-    """The seed-independent columns of a synthetic history (cached: a benchmark writes 64)."""
-    rng = range(n)
-    # Per-row increments, then running sums: cumulative counters, as /proc reports them.
-    own_r = list(accumulate(450 for _ in rng))
-    own_w = list(accumulate(4096 if i % 5 == 0 else 0 for i in rng))
-    rb = list(accumulate(50_000_000 if i % 300 == 0 else 0 for i in rng))
-    wb_user = list(accumulate(40_000_000 if i % 600 == 599 else 0 for i in rng))
-    wb = list(map(add, wb_user, own_w))
-    rchar = list(map(add, accumulate(65_536 + (i % 7) * 4096 for i in rng), map(add, rb, own_r)))
-    nphase = len(phase_ids)
-    zeros = [0] * n
-    columns = {
-        "flags": [FLAG_SEGMENT_START] + zeros[1:],
-        "phase": [phase_ids[(i // 30) % nphase] if nphase and i % 97 else -1 for i in rng],
-        "rss_bytes": [i * 2_000 + (i % 60) * 100_000 for i in rng],  # plus the seed's base
-        "rchar": rchar,
-        "wchar": list(wb),
-        "read_bytes": rb,
-        "write_bytes": wb,
-        "cancelled_write_bytes": zeros,
-        "own_rchar": own_r,
-        "own_wchar": own_w,
-        "own_read_bytes": zeros,
-        "own_write_bytes": own_w,
-        "own_cancelled_write_bytes": zeros,
-    }
-    if failed_every:
-        failed = range(failed_every - 1, n, failed_every)
-        for name in IO_FIELDS:
-            columns[name] = list(columns[name])
-            columns[name][failed_every - 1 :: failed_every] = [-1] * len(failed)
-    return {name: array("q", values) for name, values in columns.items()}
-
-
 def samples_document(
     *,
     file: str | None,
@@ -516,7 +429,7 @@ def samples_document(
     rows: int,
     size: int,
     interval_s: float,
-    backend: str | None,
+    source: str | None,
     counts: IntervalCounts,
     clock: tuple[int, int] | None,
     unavailable_reason: str | None = None,
@@ -531,7 +444,7 @@ def samples_document(
         "rows": rows,
         "bytes": size,
         "interval_s": interval_s,
-        "backend": backend,
+        "source": source,
         "valid_intervals": counts.valid,
         "dropped_intervals": counts.dropped,
         "dropped": {"failed_read": counts.failed, "child_reaped": counts.reaped, "reap_unknown": counts.unknown},

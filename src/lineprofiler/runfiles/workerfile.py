@@ -1,4 +1,4 @@
-"""The worker file: one schema, written and read only through this module.
+"""The worker file: one schema, built, written, validated and read in this module alone.
 
 Every process of a run writes ``<run_dir>/workers/<host>/w_<run_id>_<pid>_<uuid8>.json``
 by write-to-temp + rename, so a reader sees either the previous complete snapshot or the
@@ -62,7 +62,18 @@ not know, so later versions may add keys without a schema break. A file whose
 ``samples`` last), so that a reader that does not want the samples can stop before them
 (:func:`read_worker_file` with ``skip_samples=True``) instead of parsing a 12-hour history.
 The writer adds it and the reader removes it: ``read_worker_file(p)`` after
-``write_worker_file(p, d)`` equals ``d``.
+``write_worker_file(p, d)`` equals ``d`` (when ``d`` holds no lone surrogate: below).
+
+What the writer accepts, the reader reads (:func:`encode_json`, :func:`build_document`):
+
+* Text is UTF-8. A lone surrogate cannot be: ``os.fsdecode`` makes one of every byte of a file
+  name that is not UTF-8, and ``os.environ`` of every such byte of a variable, so a phase named
+  after a file, or a ``SLURM_JOB_ID`` in Latin-1, carries them. The writer writes each as the
+  characters ``\\xNN`` (for U+DC80..U+DCFF, the byte ``NN`` it stands for) or ``\\uDNNN`` (any
+  other): the name ``data_\\udcff.bin`` is read back as ``data_\\xff.bin``. Every string of
+  the document gets the same treatment, keys included.
+* An integer of ``identity`` that does not fit 64 bits (a ``RANK`` of 2**63) is written as
+  null (``attempt``: clamped to 2**63 - 1), with a line in ``errors`` saying what it was.
 """
 
 from __future__ import annotations
@@ -71,17 +82,22 @@ import json
 import math
 import os
 import re
-import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import histogram as _histogram
 from . import reading
+from .layout import WORKERS_DIR, write_atomic
+
+# Names of the run directory's layout, still importable from here.
+from .layout import sanitize_component as sanitize_component
+from .layout import worker_dir as worker_dir
+from .layout import worker_file_name as worker_file_name
 
 SCHEMA_VERSION = 1
 KIND = "lineprofiler-worker"
-WORKERS_DIR = "workers"
 LAYOUT_SAMPLES_LAST = "samples-last"
 #: What ``document["samples"]`` holds after a read with ``skip_samples=True`` when the file has
 #: samples that were not parsed (compare with ``is``). Null samples stay None.
@@ -94,7 +110,6 @@ _FILE_RE = re.compile(r"^w_.+_\d+_[0-9a-f]{8}\.json$")
 #: (10,000 paths at about 2.3 kB each) is about 23 MB; a larger file is refused, named under
 #: CAVEATS, and the rest of the run is still reported.
 MAX_FILE_BYTES = 64 * 1024 * 1024
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class WorkerFileError(Exception):
@@ -105,23 +120,117 @@ class NewerSchemaError(WorkerFileError):
     """A worker file written by a newer lineprofiler than this one."""
 
 
-def sanitize_component(text: str, fallback: str = "unknown") -> str:
-    """Make ``text`` safe as one path component: no separators, no dots-only, bounded length."""
-    cleaned = _UNSAFE.sub("_", str(text)).strip("._")[:64]
-    return cleaned or fallback
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def worker_dir(run_dir: str | os.PathLike[str], host: str) -> Path:
-    return Path(run_dir) / WORKERS_DIR / sanitize_component(host)
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
-def worker_file_name(run_id: str, pid: int, uuid8: str) -> str:
-    return f"w_{sanitize_component(run_id)}_{int(pid)}_{uuid8}.json"
+def escape_text(text: str) -> str:
+    """``text`` as the writer writes it: each lone surrogate as ``\\xNN`` or ``\\uDNNN``."""
+    return _SURROGATE.sub(_escape_surrogate, text)
 
 
-def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *, fsync: bool = False) -> int:
+def encode_json(obj: Any, *, indent: int | None = None, sort_keys: bool = False) -> bytes:
+    """``obj`` as the UTF-8 JSON of a run directory's files, lone surrogates escaped
+    (:func:`escape_text`). NaN and infinities raise ValueError."""
+    separators = (",", ":") if indent is None else None
+    text = json.dumps(
+        obj, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates can only stand inside JSON strings: escape them there, where the
+        # backslash of the escape is itself written as two.
+        return _SURROGATE.sub(lambda m: "\\" + _escape_surrogate(m), text).encode("utf-8")
+
+
+def _bounded_identity(identity: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The identity with its integers within int64, and a line for each that was not."""
+    bounded, notes = dict(identity), []
+    for key, value in identity.items():
+        if isinstance(value, int) and not isinstance(value, bool) and not -_INT_LIMIT <= value < _INT_LIMIT:
+            bounded[key] = (_INT_LIMIT - 1 if value > 0 else 0) if key == "attempt" else None
+            digits = str(value)
+            shown = digits if len(digits) <= 24 else f"{digits[:20]}... ({len(digits)} digits)"
+            notes.append(f"identity.{key}: {shown} does not fit 64 bits; written as {bounded[key]}")
+    return bounded, notes
+
+
+def build_document(
+    *,
+    identity: Mapping[str, Any],
+    status: str,
+    start_unix_ns: int,
+    now_unix_ns: int,
+    elapsed_ns: int,
+    final: bool,
+    signal: str | None,
+    interval_s: float | None,
+    writes: int,
+    failures: int,
+    last_error: str | None,
+    config: Mapping[str, Any],
+    tree: Mapping[str, Any],
+    own_io_excluded: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """A worker document of this schema, as the profiler writes it at each snapshot.
+
+    ``identity`` is the process's identity object; ``writes`` counts this write (the document
+    is only ever read if it succeeds); ``tree`` is the recorder's snapshot (``phases``,
+    ``counters``, ``caps``, ``repairs``, ``own_io_subtracted``). ``samples`` and ``gpu`` start
+    null and ``errors`` holds what had to be bounded: the profiler's attachments and the
+    profiler fill them in.
+    """
+    bounded, notes = _bounded_identity(identity)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "identity": bounded,
+        "times": {
+            "start_unix_ns": start_unix_ns,
+            "last_flush_unix_ns": now_unix_ns,
+            "elapsed_ns": elapsed_ns,
+            "end_unix_ns": now_unix_ns if final else None,
+            "status": status,
+            "signal": signal,
+        },
+        "snapshot": {
+            "interval_s": interval_s,
+            "writes": writes,
+            "failures": failures,
+            "last_error": last_error,
+            "last_success_unix_ns": now_unix_ns,
+        },
+        "config": dict(config),
+        "histogram": {"scheme": _histogram.SCHEME, "n_buckets": _histogram.N_BUCKETS},
+        "phases": tree["phases"],
+        "counters": tree["counters"],
+        "caps": tree["caps"],
+        "repairs": tree["repairs"],
+        "samples": None,
+        "gpu": None,
+        "own_io_excluded": own_io_excluded,
+        "own_io_subtracted": tree.get("own_io_subtracted"),
+        "errors": notes,
+    }
+
+
+def write_worker_file(
+    path: str | os.PathLike[str],
+    document: dict[str, Any],
+    *,
+    fsync: bool = False,
+    root: str | os.PathLike[str] | None = None,
+    notes: list[str] | None = None,
+) -> int:
     """Write ``document`` to ``path`` atomically (temp file + rename); returns the bytes written.
 
+    ``root`` is the run directory: nothing below it is followed, and a link replaced at ``path``
+    is said in ``notes`` (see :func:`.layout.write_atomic`).
     Raises OSError on failure; the caller (the profiler) counts it and never lets it reach
     user code.
     """
@@ -130,29 +239,9 @@ def write_worker_file(path: str | os.PathLike[str], document: dict[str, Any], *,
     ordered = {k: v for k, v in document.items() if k not in ("samples", "layout")}
     ordered["layout"] = LAYOUT_SAMPLES_LAST
     ordered["samples"] = document.get("samples")
-    data = json.dumps(ordered, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    write_atomic(path, data, fsync=fsync)
+    data = encode_json(ordered)
+    write_atomic(path, data, root=root, fsync=fsync, notes=notes)
     return len(data)
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = False) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and a rename, so a
-    reader sees the old file or the new one, never half of one. Raises OSError."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if fsync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def scan_worker_files(run_dir: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:

@@ -1,0 +1,175 @@
+"""The profiler's arguments, checked once and here only, before anything is touched.
+
+A wrong type raises TypeError and a wrong value ValueError, with the argument's name first.
+:class:`~.windows.Window` uses the same checks for the backend, the window and its phase, so
+``Profiler(...)`` and ``Window(...)`` refuse the same things with the same exceptions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+#: The heavy profilers a window can run (``backend=``): the values of ``windows.Backend``.
+BACKENDS = ("torch", "viztracer")
+MAX_CAP = 1_000_000
+SAMPLE_INTERVAL_RANGE_S = (0.001, 86400.0)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def parse_backend(value: object) -> str | None:
+    """``None``, ``""`` or ``"none"`` -> None; a backend's name in any case, or an enum member
+    whose value is one (``windows.Backend.TORCH``) -> ``"torch"`` / ``"viztracer"``."""
+    if value is None:
+        return None
+    text = getattr(value, "value", value)  # an enum of str: its value is the name
+    if not isinstance(text, str):
+        raise TypeError(f"backend must be a str, a windows.Backend or None, not {type(value).__name__}")
+    name = text.strip().lower()
+    if name in ("", "none"):
+        return None
+    if name not in BACKENDS:
+        choices = ", ".join(repr(b) for b in BACKENDS)
+        raise ValueError(f"backend must be one of {choices} or None, not {text!r}")
+    return name
+
+
+def check_window(value: Any) -> tuple[int, int]:
+    """``backend_window``: a ``(start, stop)`` pair of ints with ``1 <= start < stop``."""
+    try:
+        start, stop = value
+    except (TypeError, ValueError):
+        raise TypeError(f"backend_window must be a (start, stop) pair of ints, not {value!r}") from None
+    if not (_is_int(start) and _is_int(stop)):
+        raise TypeError(f"backend_window must be a (start, stop) pair of ints, not {value!r}")
+    if not 1 <= start < stop:
+        raise ValueError(f"backend_window must satisfy 1 <= start < stop, not {value!r}")
+    return start, stop
+
+
+def check_window_phase(value: object) -> str:
+    """``window_phase``: a phase's own name (its last path part), which cannot hold a ``/``."""
+    if not isinstance(value, str):
+        raise TypeError(f"window_phase must be a str, not {type(value).__name__}")
+    if not value or "/" in value:
+        raise ValueError(f"window_phase must be a phase's own name (no '/'), not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a ``Profiler`` was asked for, checked (``run_dir`` and ``role`` as given)."""
+
+    run_dir: str | os.PathLike[str] | None
+    role: str | None
+    enabled: bool | None
+    measure_cpu: bool
+    backend: str | None
+    backend_window: tuple[int, int] | None
+    window_phase: str | None
+    annotate: bool
+    snapshot_interval_s: float | None
+    sample_interval_s: float | None
+    max_paths: int
+    max_counters: int
+
+    def config(self) -> dict[str, Any]:
+        """The worker file's ``config`` keys that come from the arguments."""
+        return {
+            "measure_cpu": self.measure_cpu,
+            "window_phase": self.window_phase,
+            "backend": self.backend,
+            "backend_window": list(self.backend_window) if self.backend_window else None,
+            "annotate": self.annotate,
+            "max_paths": self.max_paths,
+            "max_counters": self.max_counters,
+        }
+
+
+def check_options(
+    *,
+    run_dir: Any,
+    role: Any,
+    enabled: Any,
+    measure_cpu: Any,
+    backend: Any,
+    backend_window: Any,
+    window_phase: Any,
+    annotate: Any,
+    snapshot_interval_s: Any,
+    sample_interval_s: Any,
+    max_paths: Any,
+    max_counters: Any,
+) -> Options:
+    """Every ``Profiler`` argument at once; raises TypeError/ValueError for the first wrong one.
+
+    A backend needs its window and the phase that counts it; a window needs a backend.
+    ``window_phase`` alone is fine: the report also uses it to pick the ITERATIONS phase.
+    """
+    if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir must be a str, a path or None, not {type(run_dir).__name__}")
+    if role is not None and not isinstance(role, str):
+        raise TypeError(f"role must be a str or None, not {type(role).__name__}")
+    if enabled is not None:
+        check_bool("enabled", enabled)
+    check_bool("measure_cpu", measure_cpu)
+    check_bool("annotate", annotate)
+    backend_name = parse_backend(backend)
+    window = None if backend_window is None else check_window(backend_window)
+    if window_phase is not None and not isinstance(window_phase, str):
+        raise TypeError(f"window_phase must be a str or None, not {type(window_phase).__name__}")
+    if backend_name is None:
+        if window is not None:
+            raise ValueError("backend_window needs a backend ('torch' or 'viztracer')")
+    elif window is None:
+        raise ValueError(f"backend={backend_name!r} needs backend_window=(start, stop)")
+    elif window_phase is None:
+        raise ValueError(
+            f"backend={backend_name!r} needs window_phase: the phase whose entries open and close the window"
+        )
+    else:
+        check_window_phase(window_phase)
+    if snapshot_interval_s is not None:
+        if not _is_number(snapshot_interval_s):
+            raise TypeError("snapshot_interval_s must be a number or None")
+        if not snapshot_interval_s > 0:
+            raise ValueError(f"snapshot_interval_s must be positive, got {snapshot_interval_s!r}")
+    if sample_interval_s is not None:
+        if not _is_number(sample_interval_s):
+            raise TypeError("sample_interval_s must be a number or None")
+        low, high = SAMPLE_INTERVAL_RANGE_S
+        if not low <= sample_interval_s <= high:
+            raise ValueError(f"sample_interval_s must be within {low}..{high:g} seconds, got {sample_interval_s!r}")
+    for label, cap in (("max_paths", max_paths), ("max_counters", max_counters)):
+        if not _is_int(cap):
+            raise TypeError(f"{label} must be an int")
+        if not 1 <= cap <= MAX_CAP:
+            raise ValueError(f"{label} must be within 1..{MAX_CAP}, got {cap}")
+    return Options(
+        run_dir=run_dir,
+        role=role,
+        enabled=enabled,
+        measure_cpu=measure_cpu,
+        backend=backend_name,
+        backend_window=window,
+        window_phase=window_phase,
+        annotate=annotate,
+        snapshot_interval_s=None if snapshot_interval_s is None else float(snapshot_interval_s),
+        sample_interval_s=None if sample_interval_s is None else float(sample_interval_s),
+        max_paths=max_paths,
+        max_counters=max_counters,
+    )

@@ -1,0 +1,219 @@
+"""What is installed once per process for all live profilers: signal handlers, fork hooks, exit.
+
+One :class:`ProcessHooks` object, :data:`PROCESS`, holds the process-wide state: the live
+profilers, the handlers it replaced, whether the unwritable-run-dir warning was given. The
+first enabled profiler installs the hooks; they serve every live profiler of the process and
+stay installed (``os.register_at_fork`` and ``atexit`` cannot be undone), doing nothing once no
+profiler is live. Signal handlers are put back when the last profiler closes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import _phases
+
+if TYPE_CHECKING:
+    from .profiler import Profiler
+
+FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
+#: multiprocessing's exit finalizers at this priority run after it joins its children and
+#: before its os._exit.
+MP_EXIT_PRIORITY = -100
+_MAX_RESTART_DEFERRALS = 100_000
+
+
+class ProcessHooks:
+    """The process-wide wiring of the live profilers."""
+
+    def __init__(self) -> None:
+        self.active: list[Profiler] = []
+        self.installed = False
+        #: Whether the "cannot write the worker file" warning was given (once per process).
+        self.warned_unwritable = False
+        self.previous_handlers: dict[int, Any] = {}
+        #: The frame that called os.fork(), while its fork hooks run.
+        self.fork_caller: Any = None
+
+    def register(self, profiler: Profiler) -> None:
+        # A fork child that builds its own profiler (a multiprocessing worker constructing
+        # Profiler(role="actor")) is one process: the copy inherited from the parent steps aside
+        # if it has recorded nothing here, so the child is not counted twice.
+        for other in list(self.active):
+            if other._inherited and other.recorder is not None and other.recorder.empty:
+                other._retire()
+        self.active.append(profiler)
+        if not self.installed:
+            self.installed = True
+            atexit.register(self.at_exit)
+            os.register_at_fork(
+                before=self.before_fork, after_in_parent=self.after_fork_parent, after_in_child=self.after_fork_child
+            )
+        self.install_signals(profiler)
+        self.mp_register(profiler)
+
+    def unregister(self, profiler: Profiler) -> None:
+        if profiler in self.active:
+            self.active.remove(profiler)
+        if not self.active:
+            self.restore_signals()
+
+    # ------------------------------------------------------------------ signals
+
+    def install_signals(self, profiler: Profiler) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            profiler._record_error("signal handlers not installed: profiler constructed outside the main thread")
+            return
+        for name in FLUSH_SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is None or signum in self.previous_handlers:
+                continue
+            try:
+                previous = signal.getsignal(signum)
+                if previous is None:
+                    profiler._record_error(f"{name}: a handler installed outside Python is kept; no flush on {name}")
+                    continue
+                signal.signal(signum, self.on_signal)
+                self.previous_handlers[signum] = previous
+            except (ValueError, OSError) as error:
+                profiler._record_error(f"{name}: handler not installed: {error}")
+
+    def restore_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum, previous in list(self.previous_handlers.items()):
+            try:
+                if signal.getsignal(signum) == self.on_signal:
+                    signal.signal(signum, previous)
+                    del self.previous_handlers[signum]
+            except (ValueError, OSError):
+                pass
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = str(signum)
+        previous = self.previous_handlers.get(signum, signal.SIG_DFL)
+        ending = not callable(previous) and previous != signal.SIG_IGN
+        for profiler in list(self.active):
+            try:
+                profiler._flush_for_signal(name, ending=ending)
+            except Exception:
+                pass
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_IGN:
+            return
+        else:
+            # The default action (terminate, for all three): end the process exactly as it
+            # would have ended, by the signal itself, so the parent sees it in the exit status.
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+    # ------------------------------------------------------------------ exit
+
+    def at_exit(self) -> None:
+        for profiler in list(self.active):
+            try:
+                profiler.close()
+            except Exception:
+                pass
+
+    def mp_register(self, profiler: Profiler) -> None:
+        """multiprocessing's fork and forkserver children end with os._exit (no atexit):
+        flush from its exit finalizers instead, re-registered after its post-fork reset."""
+        util = sys.modules.get("multiprocessing.util")
+        if util is None or profiler._mp_registered:
+            return
+        profiler._mp_registered = True
+        try:
+            util.Finalize(None, profiler.close, exitpriority=MP_EXIT_PRIORITY)
+            util.register_after_fork(profiler, self._mp_after_fork)
+        except Exception as error:
+            profiler._record_error(f"multiprocessing exit hook: {error}")
+
+    def _mp_after_fork(self, profiler: Profiler) -> None:
+        util = sys.modules.get("multiprocessing.util")
+        if util is not None and profiler in self.active:
+            util.Finalize(None, profiler.close, exitpriority=MP_EXIT_PRIORITY)
+
+    # ------------------------------------------------------------------ fork
+
+    def before_fork(self) -> None:
+        try:
+            self.fork_caller = sys._getframe(1)  # the frame that called os.fork()
+        except ValueError:
+            self.fork_caller = None
+        for profiler in list(self.active):
+            try:
+                self.mp_register(profiler)  # multiprocessing may have been imported since
+                profiler._before_fork()
+            except Exception:
+                pass
+
+    def after_fork_parent(self) -> None:
+        for profiler in list(self.active):
+            try:
+                profiler._after_fork_parent()
+            except Exception:
+                pass
+
+    def after_fork_child(self) -> None:
+        self.fork_caller = None
+        try:
+            _phases.after_fork_child()
+        except Exception:
+            pass
+        for profiler in list(self.active):
+            try:
+                profiler._after_fork_child()
+            except Exception:
+                traceback.print_exc()
+
+    def after_fork_returns(self, fn: Callable[[], object]) -> None:
+        """Call ``fn`` in the parent once ``os.fork()`` has returned, not inside its hooks.
+
+        A thread started inside a fork hook is counted by 3.12+'s "multi-threaded fork" check
+        after the fact, so there ``fn`` runs from a pending call. On 3.11 it runs at once: there
+        a pending call that re-queues itself while a trace or profile function is set
+        (VizTracer, coverage, a debugger) spins forever, because the re-queued call keeps the
+        eval breaker set and 3.11's traced dispatch re-runs RESUME.
+        """
+        if sys.version_info < (3, 12):
+            fn()
+            return
+        attempts = 0
+
+        def when_out_of_fork() -> None:
+            # A pending call runs at the next bytecode boundary, which may still be inside
+            # another fork hook: defer again while the frame that called os.fork() is below.
+            nonlocal attempts
+            caller = self.fork_caller
+            frame = sys._getframe(1) if caller is not None else None
+            inside = False
+            f = frame
+            while f is not None:
+                if f is caller:
+                    inside = f is not frame
+                    break
+                f = f.f_back
+            attempts += 1
+            if inside and attempts < _MAX_RESTART_DEFERRALS and _phases.defer(when_out_of_fork):
+                return
+            self.fork_caller = None
+            fn()
+
+        if not _phases.defer(when_out_of_fork):
+            fn()
+
+
+#: The one instance of the process.
+PROCESS = ProcessHooks()

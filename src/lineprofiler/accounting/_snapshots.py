@@ -1,0 +1,149 @@
+"""When and how one profiler's worker file is written: on request, from a periodic thread, never
+raising. Writes are counted, failures too (with the last reason), and an unwritable run
+directory warns once per process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..runfiles import layout, workerfile
+from . import _phases
+from ._process import PROCESS
+
+#: How long a write waits for the one before it (a signal's flush racing the thread's).
+LOCK_TIMEOUT_S = 10.0
+
+
+class SnapshotWriter:
+    """Writes the documents ``build(status, final)`` makes to ``path``, inside ``root`` (the run
+    directory, below which nothing is followed).
+
+    ``record_error`` receives each failure's line for the worker file's ``errors``. One lock
+    keeps two writes (the thread's and a signal's or close()'s) from interleaving.
+    """
+
+    def __init__(
+        self,
+        build: Callable[[str, bool], dict[str, Any]],
+        record_error: Callable[[str], None],
+        interval_s: float | None,
+        root: Path,
+    ) -> None:
+        self._build = build
+        self.root = root
+        self._record_error = record_error
+        self.interval_s = interval_s
+        self.path: Path | None = None
+        self._thread: _Periodic | None = None
+        self._warned = False
+        self._reset()
+
+    def _reset(self) -> None:
+        # A fresh lock too: in a fork child the old one may have been copied while held by a
+        # thread that does not exist there.
+        self._lock = threading.RLock()
+        self._thread = None
+        self.writes = 0
+        self.failures = 0
+        self.last_error: str | None = None
+        self.last_success_ns: int | None = None
+
+    after_fork_child = _reset
+
+    def prepare_dir(self) -> None:
+        assert self.path is not None
+        try:
+            layout.ensure_dir(self.path.parent, root=self.root)
+        except OSError as error:
+            self.note_failure(f"cannot create {self.path.parent}: {error.strerror or error}")
+
+    def write(self, status: str, *, final: bool = False) -> bool:
+        """Build and write one snapshot; True when written. Never raises (bar KeyboardInterrupt)."""
+        if self.path is None:
+            return False
+        if not self._lock.acquire(timeout=LOCK_TIMEOUT_S):
+            self.note_failure(f"snapshot lock not acquired within {LOCK_TIMEOUT_S:g} s")
+            return False
+        try:
+            try:
+                document = self._build(status, final)
+                notes: list[str] = []
+                token = _phases.own_io_begin()
+                try:
+                    workerfile.write_worker_file(self.path, document, fsync=final, root=self.root, notes=notes)
+                finally:
+                    _phases.own_io_end(token)
+                    for note in notes:  # in the next snapshot's errors
+                        self._record_error(f"snapshot: {note}")
+            except Exception as error:
+                self.note_failure(f"{type(error).__name__}: {error}")
+                return False
+            self.writes += 1
+            self.last_success_ns = document["snapshot"]["last_success_unix_ns"]
+            return True
+        finally:
+            self._lock.release()
+
+    def note_failure(self, reason: str) -> None:
+        self.failures += 1
+        self.last_error = reason
+        self._record_error(f"snapshot: {reason}")
+        if not self._warned and not PROCESS.warned_unwritable:
+            self._warned = True
+            PROCESS.warned_unwritable = True
+            try:
+                warnings.warn(
+                    f"lineprofiler: cannot write the worker file ({reason}); counting in memory",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            except Exception:  # a warnings filter set to "error" must not break the caller
+                pass
+
+    # ------------------------------------------------------------------ the periodic thread
+
+    def start_thread(self) -> None:
+        if self.interval_s is None or self._thread is not None:
+            return
+        self._thread = _Periodic(self, self.interval_s)
+        self._thread.start()
+
+    def stop_thread(self, timeout: float = 10.0, *, wait_os_thread: bool = False) -> None:
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        thread.stop_event.set()
+        if thread is threading.current_thread():
+            return
+        thread.join(timeout)
+        if wait_os_thread and thread.native_id is not None:
+            # join() can return while the OS thread is still unwinding; fork would then copy a
+            # multi-threaded process (and 3.12+ warns): wait until it is gone.
+            task = f"/proc/self/task/{thread.native_id}"
+            deadline = time.monotonic() + 0.5
+            while os.path.exists(task) and time.monotonic() < deadline:
+                time.sleep(0.0005)
+
+
+class _Periodic(threading.Thread):
+    """Writes a snapshot every ``interval`` seconds until stopped."""
+
+    def __init__(self, writer: SnapshotWriter, interval: float) -> None:
+        super().__init__(name="lineprofiler-snapshot", daemon=True)
+        self.writer = writer
+        self.interval = interval
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.interval):
+            try:
+                self.writer.write("running")
+            except BaseException:  # the writer never raises; this is the last guard
+                return

@@ -1,0 +1,80 @@
+"""Connect a profiler's optional pieces to its core: GPU sync, annotation, a backend window,
+the GPU facts and the resource sampler. A failure is recorded in the worker file, never raised.
+
+Imported by an enabled profiler only: a disabled one never loads the GPU and window modules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import capabilities, gpu, windows
+from .identity import resolve_host
+from .sampling import ResourceSampler
+
+if TYPE_CHECKING:
+    from .profiler import Profiler
+
+
+def _failed(profiler: Profiler, what: str, error: Exception) -> None:
+    profiler._record_error(f"{what}: {type(error).__name__}: {error}")
+
+
+def wire(profiler: Profiler) -> None:
+    """Install the hooks the profiler's arguments ask for, before its start file is written.
+
+    * ``set_sync(gpu.make_sync())``: None (no cost at all) unless torch is installed; a
+      pending check when it is installed but not imported yet.
+    * ``annotate=True``: a :class:`gpu.Annotator`, combined with the window's hooks.
+    * ``backend=...``: a :class:`windows.Window` watching ``window_phase``, attached so that it
+      is cut and written at exit and restarted in a fork child.
+    * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
+    """
+    try:
+        profiler._sync_fn = gpu.make_sync()
+        profiler.set_sync(profiler._sync_fn)
+    except Exception as error:
+        _failed(profiler, "sync hook", error)
+    if profiler.annotate:
+        try:
+            profiler._annotator = gpu.Annotator()
+        except Exception as error:
+            _failed(profiler, "annotate", error)
+    if profiler.backend is not None and profiler.backend_window is not None and profiler.window_phase is not None:
+        try:
+            profiler.window = windows.Window(
+                profiler.backend, profiler.run_dir, profiler.backend_window, profiler.window_phase, host=resolve_host()
+            )
+        except Exception as error:
+            _failed(profiler, "backend window", error)
+        if profiler.window is not None:
+            if profiler.window.state != "unavailable":
+                profiler.set_watch(profiler.window_phase, profiler.window.on_entry)
+            profiler.add_attachment(profiler.window)  # also when unavailable: the worker file says why
+    annotator = profiler._annotator
+    if annotator is not None and annotator.nvtx_source is None and not capabilities.torch().available:
+        # Neither NVTX nor a torch that could ever be imported: hooks would only cost time.
+        annotator = None
+    try:
+        enter, exit_ = windows.annotate_hooks(annotator, profiler.window)
+        if enter is not None or exit_ is not None:
+            profiler.set_annotate(enter, exit_)
+    except Exception as error:
+        _failed(profiler, "annotate hooks", error)
+    try:
+        profiler.add_attachment(gpu.GpuAttachment())
+    except Exception as error:
+        _failed(profiler, "GPU attachment", error)
+
+
+def attach_sampler(profiler: Profiler) -> None:
+    """The resource sampler (RSS, /proc I/O, NVML): a native thread whose rows each snapshot
+    appends beside the worker file. ``sample_interval_s=None`` leaves it out."""
+    if profiler.sample_interval_s is None:
+        return
+    try:
+        sampler = ResourceSampler(profiler.run_dir, interval_s=profiler.sample_interval_s)
+    except Exception as error:  # the environment never makes construction raise
+        profiler._record_error(f"resource sampler not started: {type(error).__name__}: {error}")
+        return
+    profiler.add_attachment(sampler)
