@@ -1,0 +1,1 @@
+"""Integrations with the launchers and tools a run may live in: Ray, IPython."""
