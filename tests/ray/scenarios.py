@@ -145,12 +145,16 @@ def local(run_dir: Path, out: Path) -> None:
     before = ray.get(restartable.who.remote())
     ray.kill(restartable, no_restart=False)  # Ray starts it again, in a new process
     after = None
-    for _ in range(120):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the kill is asynchronous: the old process may answer first
         try:
-            after = ray.get(restartable.who.remote(), timeout=30)
+            answer = ray.get(restartable.who.remote(), timeout=30)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            answer = None
+        if answer is not None and answer["pid"] != before["pid"]:
+            after = answer
             break
-        except ray.exceptions.RayActorError:
-            time.sleep(0.5)
+        time.sleep(0.5)
     seen["restart"] = {"before": before, "after": after}
 
     seen["named"] = {

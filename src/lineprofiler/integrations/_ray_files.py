@@ -11,11 +11,13 @@ file inside the run directory's folders or nothing, and no step follows a symbol
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 #: ``run_dir/ray/``: collect's own files, never copied from a node nor written over from one.
@@ -284,3 +286,23 @@ def receive(
             current.abort()
         os.close(root_fd)
     return result
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; ``{}`` where there is none (missing, unreadable, not an object)."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def write_json(folder: Path, name: str, document: dict[str, Any]) -> None:
+    """``folder/name`` by temporary file and rename; ``folder`` is made, never written through a link."""
+    from ..runfiles.workerfile import write_atomic
+
+    if folder.is_symlink():
+        raise OSError(f"{folder} is a symbolic link: not written through")
+    folder.mkdir(exist_ok=True)
+    write_atomic(folder / name, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))

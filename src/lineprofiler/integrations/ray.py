@@ -2,55 +2,41 @@
 
 ::
 
-    from lineprofiler.accounting import Profiler
-    from lineprofiler.integrations import ray as lp_ray
-
     lp_ray.init(run_dir="profile")      # in the driver, instead of ray.init() (takes its arguments)
 
     @ray.remote
     class Actor:
         def __init__(self):
             self.profiler = Profiler()  # run dir, run id, host, role and rank come from Ray
-    ...
+
     lp_ray.collect("profile")           # every node's files, into the driver's run dir
 
-:func:`init` starts Ray (or checks the Ray already started) with ``LINEPROFILER_RUN_DIR`` and
-``LINEPROFILER_PROFILE`` in the job's runtime environment, so every worker process of the job, on
-every node, has them. A Ray job's runtime environment is fixed when ``ray.init`` connects: if you
-must call ``ray.init`` yourself, pass it ``runtime_env=lp_ray.runtime_env("profile")``.
+:func:`init` puts ``LINEPROFILER_RUN_DIR`` and ``LINEPROFILER_PROFILE`` in the job's runtime
+environment, so every worker process of the job, on every node, has them. Ray fixes a job's
+runtime environment when ``ray.init`` connects: to call ``ray.init`` yourself, pass it
+``runtime_env=lp_ray.runtime_env("profile")``.
 
-Inside a Ray process the profiler asks Ray (through the functions below, which
-``lineprofiler.accounting.identity`` calls only when Ray is imported) for what the environment
-does not say:
+Inside a connected Ray process, ``lineprofiler.accounting.identity`` asks the functions below
+(only where Ray is imported) for what the environment does not say: the run id
+``ray-<session>-<job>`` (job ids start again at 1 on every new cluster, the session does not);
+the host (the node's host name; its IP address where another live node has that name; the name
+and the node id where another has both, as several nodes on one machine do); the role (the
+actor's class name, the task's function name); an actor's rank (the order in which the job's
+actors first constructed a Profiler, kept in Ray's key-value store, so that a restarted actor
+keeps it). ``LINEPROFILER_RUN_ID``, ``LINEPROFILER_HOST``, ``LINEPROFILER_ROLE``, ``RANK`` and
+the like still win.
 
-* run id ``ray-<session>-<job>``: the session (the cluster's start) and the job id, since job
-  ids start again at 1 on every new cluster;
-* host: the node's host name, or its IP address where two live nodes share a host name, or
-  ``<hostname>-<node id>`` where they share both (several nodes on one machine);
-* role: the actor's class name, or the task's function name;
-* rank: for an actor, the order in which the job's actors first constructed a Profiler, kept in
-  Ray's internal key-value store (an actor that Ray restarts keeps its rank).
+One Profiler per actor: an actor owns its worker process. A task runs in a pooled process that
+runs many tasks: use :func:`task_profiler`, one Profiler per process and role.
 
-``LINEPROFILER_RUN_ID``, ``LINEPROFILER_HOST``, ``LINEPROFILER_ROLE``, ``RANK`` and the like still
-win where they are set. One Profiler per actor: an actor owns its worker process, so its Profiler
-is that process's. A task runs in a pooled worker process that runs many tasks over its life: use
-``with Profiler(role=...)`` inside the task (one worker file per task call), or
-:func:`task_profiler` (one per process and role, reused by the next tasks of that role in the
-process), never a Profiler left open by one task for another to record into.
-
-:func:`collect` runs a small task on every live node that reads that node's run directory and
-streams its files back through Ray's object store, in chunks, to the driver, which writes each
-under its own run directory by temporary file and rename. It copies only what changed since the
-last collect (by size, modification time and inode), removes copies of files the node removed,
-and never follows a symbolic link or writes outside the run directory. It is safe while the job
-runs and after actors died; nodes that left the cluster, and actors that died, are named in
-``run_dir/ray/collect.json`` (``caveats``: one line each, for the report).
+:func:`collect` streams each live node's run directory to the driver through Ray's object store
+(:mod:`._ray_files` does the files), and writes ``run_dir/ray/collect.json``: the nodes, the dead
+actors that left no final flush, and ``caveats``, one line each for the report.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import secrets
@@ -89,10 +75,10 @@ COLLECT_SCHEMA = 1
 CHUNK_BYTES = 4 << 20
 BACKPRESSURE_OBJECTS = 4
 _KV_NAMESPACE = "lineprofiler"
-_DEATHS_NAMED = {"RAY_KILL", "WORKER_DIED", "NODE_DIED", "OWNER_DIED", "UNSPECIFIED"}
 
 _forked = False
 _lock = threading.Lock()
+_collect_lock = threading.Lock()
 _cache: dict[Any, Any] = {}
 _task_profilers: dict[str, Any] = {}
 
@@ -416,6 +402,8 @@ class CollectResult:
     nodes: list[NodeResult]
     caveats: list[str]
     dead_actors: list[dict[str, Any]]
+    #: the driver's own problems: ray/state.json or ray/collect.json not written
+    errors: list[str] = field(default_factory=list)
 
     @property
     def files(self) -> int:
@@ -424,24 +412,6 @@ class CollectResult:
     @property
     def bytes(self) -> int:
         return sum(n.bytes for n in self.nodes)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            data = json.load(handle)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _write_json(folder: Path, name: str, document: dict[str, Any]) -> None:
-    from ..runfiles.workerfile import write_atomic
-
-    if folder.is_symlink():
-        raise OSError(f"{folder} is a symbolic link: not written through")
-    folder.mkdir(exist_ok=True)
-    write_atomic(folder / name, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
 
 
 def _utc(unix_ns: int | None) -> str:
@@ -457,7 +427,7 @@ def _node_name(node: NodeResult) -> str:
 
 
 def _dead_actors(job_id: str | None, labels: dict[str, str]) -> list[dict[str, Any]]:
-    """This job's actors that Ray reports dead for a reason other than their normal end."""
+    """This job's actors that Ray reports dead, with the reason it gives."""
     if not job_id:
         return []
     try:
@@ -476,8 +446,6 @@ def _dead_actors(job_id: str | None, labels: dict[str, str]) -> list[dict[str, A
             reason = common_pb2.ActorDiedErrorContext.Reason.Name(reason_number)  # type: ignore[attr-defined]
         except Exception:
             reason = "UNSPECIFIED"
-        if reason not in _DEATHS_NAMED:
-            continue
         node_id = str((row.get("Address") or {}).get("NodeID") or "")
         message = str(getattr(context, "error_message", "") or "").strip()
         dead.append({
@@ -486,6 +454,30 @@ def _dead_actors(job_id: str | None, labels: dict[str, str]) -> list[dict[str, A
             "message": message[:300], "end_unix_ms": row.get("EndTime") or None,
         })
     return dead
+
+
+def _unfinished(dest: Path, actor: dict[str, Any]) -> bool:
+    """True when the dead actor's process left a worker file here without a final flush (an
+    actor that ended normally wrote one at exit; one that never profiled left no file)."""
+    from ..runfiles import workerfile
+
+    host, pid = actor.get("host"), actor.get("pid")
+    if not host or not isinstance(pid, int):
+        return False
+    folder = workerfile.worker_dir(dest, host)
+    try:
+        paths = list(folder.glob(f"w_*_{pid}_*.json"))
+    except OSError:
+        return False
+    statuses = []
+    for path in paths:
+        try:
+            document = workerfile.read_worker_file(path, skip_samples=True)
+        except (workerfile.WorkerFileError, OSError):
+            continue
+        if document["identity"].get("pid") == pid:
+            statuses.append(document["times"].get("status"))
+    return bool(statuses) and not any(status in ("exited", "signalled") for status in statuses)
 
 
 def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float = 600.0) -> CollectResult:
@@ -507,8 +499,8 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
     deadline = time.monotonic() + timeout_s
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    with _lock:
-        state = _read_json(dest / RAY_DIR / STATE_FILE)
+    with _collect_lock:
+        state = _ray_files.read_json(dest / RAY_DIR / STATE_FILE)
         saved = state.get("nodes")
         known_nodes: dict[str, Any] = saved if isinstance(saved, dict) else {}
         try:
@@ -580,15 +572,26 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
                 host=result.host, ip=result.ip, files=files, last_collected_unix_ns=result.last_collected_unix_ns
             )
         ordered = sorted(results.values(), key=lambda r: (r.state != "same-dir", r.host or "", r.node_id))
+        hosts = {r.node_id: r.host for r in ordered if r.host}
+        for actor in dead_actors:
+            actor["host"] = hosts.get(actor["node_id"]) or actor["host"]
+        dead_actors = [a for a in dead_actors if _unfinished(dest, a)]
         caveats = _caveats(ordered, dead_actors)
         run = configured.get("run_id") or os.environ.get(ENV_RUN_ID) or (found[0] if found else None)
-        _write_json(dest / RAY_DIR, STATE_FILE, {"kind": COLLECT_KIND + "-state", "nodes": known_nodes})
-        _write_json(dest / RAY_DIR, COLLECT_FILE, {
-            "kind": COLLECT_KIND, "schema_version": COLLECT_SCHEMA, "run_id": run, "job_id": job_id,
-            "collected_unix_ns": time.time_ns(), "nodes": [r.to_json() for r in ordered],
-            "dead_actors": dead_actors, "caveats": caveats,
-        })
-    return CollectResult(dest, ordered, caveats, dead_actors)
+        errors = []
+        for name, document in (
+            (STATE_FILE, {"kind": COLLECT_KIND + "-state", "nodes": known_nodes}),
+            (COLLECT_FILE, {
+                "kind": COLLECT_KIND, "schema_version": COLLECT_SCHEMA, "run_id": run, "job_id": job_id,
+                "collected_unix_ns": time.time_ns(), "nodes": [r.to_json() for r in ordered],
+                "dead_actors": dead_actors, "caveats": caveats,
+            }),
+        ):
+            try:
+                _ray_files.write_json(dest / RAY_DIR, name, document)
+            except OSError as error:  # the copies are in place; the next collect copies them again
+                errors.append(f"{dest / RAY_DIR / name} not written: {error.strerror or error}")
+    return CollectResult(dest, ordered, caveats, dead_actors, errors)
 
 
 def _items(stream: Any, deadline: float) -> Iterator[dict[str, Any]]:
