@@ -5,11 +5,15 @@ that leaves, ``collect`` while the job runs and after (``scenarios.py cluster``)
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from lineprofiler.runfiles import workerfile
+
+from .conftest import clean_env
 
 pytestmark = pytest.mark.slow
 
@@ -101,3 +105,22 @@ def test_the_report_shows_every_host_and_actor_and_the_ones_that_stopped(cluster
     for name in ("killed_second", "actor_third"):
         identity = seen["identities"][name]
         assert f"Actor pid {identity['pid']} on {identity['host']} (rank {identity['rank']}) stopped writing" in caveats
+
+
+def test_the_ray_pipeline_example_on_two_nodes(tmp_path, needs_ray):
+    """examples/ray_pipeline.py, small: two nodes on this machine, a live collect, the report."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "ray_pipeline.py"
+    result = subprocess.run(
+        [sys.executable, str(example), "--actors", "2", "--games", "3", "--simulations", "16", "--nodes", "2",
+         "--collect-every", "2", "--backend", "python", "--shard-size", "8", "--checkpoint-every", "5"],
+        env=clean_env(), cwd=tmp_path, capture_output=True, text=True, timeout=420,
+    )
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    out = result.stdout
+    assert "driver: Ray with 2 node(s)" in out
+    assert out.count(": collected, ") == 2  # the final collect reached both nodes
+    header = out.split("Runtime ", 1)[1].split("\n\n", 1)[0]
+    assert "Processes 3" in header and "Actor x2" in header and "Learner x1" in header
+    assert "(2 nodes)" in header and "Job 01000000 (ray)" in header
+    for phase in ("mcts", "wait_for_data", "train_step", "checkpoint"):
+        assert phase in out
