@@ -217,6 +217,10 @@ def cluster(work: Path, out: Path) -> None:
     calls = {name: (h.step if name.startswith("learner") else h.play) for name, h in placed.items()}
     seen["identities"] = dict(zip(placed, ray.get([calls[n].remote() for n in placed]), strict=True))
 
+    # A file larger than collect's chunk (4 MiB) on the second node: it travels in pieces.
+    large = node_dirs["second"] / "backend" / "large_trace.json"
+    large.parent.mkdir(parents=True, exist_ok=True)
+    large.write_bytes(os.urandom(9 << 20))
     # While the job runs: every node's files so far, in the driver's run directory.
     seen["collect_running"] = _collect_summary(lp_ray.collect())
     ray.kill(placed["killed_second"])

@@ -91,6 +91,8 @@ def test_collect_is_incremental_and_idempotent(cluster):
                 assert copy.read_bytes() == path.read_bytes(), copy
     leftovers = [p for p in (work / "driver").rglob(".tmp*")]
     assert leftovers == []
+    # the 9 MiB file went through the object store in 4 MiB pieces, and arrived whole
+    assert (work / "driver" / "backend" / "large_trace.json").stat().st_size == 9 << 20
 
 
 def test_the_report_shows_every_host_and_actor_and_the_ones_that_stopped(cluster, report):

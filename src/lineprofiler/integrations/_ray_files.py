@@ -26,6 +26,9 @@ RAY_DIR = "ray"
 MAX_DEPTH = 6
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+#: What a piece costs beside its data, counted against ``chunk_bytes`` (so that thousands of
+#: small files do not make one huge object either).
+_PIECE_OVERHEAD = 128
 #: A piece's fourth field when its file could not be read to the end: drop what came of it.
 ABORT = "abort"
 
@@ -64,7 +67,7 @@ def signature(info: os.stat_result) -> list[int]:
 
 def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Iterator[dict[str, Any]]:
     """The node end: ``{"kind": "pieces", "pieces": [[path, signature, offset, data, last], ...]}``
-    holding about ``chunk_bytes`` of data each, then ``{"kind": "done", "present": [every path],
+    holding at most ``chunk_bytes`` of data each, then ``{"kind": "done", "present": [every path],
     "errors": [...]}``. Files whose signature equals ``known[path]`` are not sent.
 
     A file is read from one open descriptor up to the size it had when opened: a sample file
@@ -92,14 +95,14 @@ def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Itera
                 continue
             mark, size, offset = signature(opened), opened.st_size, 0
             while True:
-                data = os.read(fd, min(chunk_bytes, size - offset)) if offset < size else b""
-                last = len(data) == 0 or offset + len(data) >= size
-                pieces.append([rel, mark, offset, data, last])
-                offset += len(data)
-                pending += len(data) + 128
                 if pending >= chunk_bytes:
                     yield {"kind": "pieces", "pieces": pieces}
                     pieces, pending = [], 0
+                data = os.read(fd, min(chunk_bytes - pending, size - offset)) if offset < size else b""
+                last = len(data) == 0 or offset + len(data) >= size
+                pieces.append([rel, mark, offset, data, last])
+                offset += len(data)
+                pending += len(data) + _PIECE_OVERHEAD
                 if last:
                     break
         except OSError as error:
