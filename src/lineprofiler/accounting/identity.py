@@ -7,23 +7,25 @@ Run id, first match wins (``run_id_source`` in the worker file names the rule th
 
 1. ``env``: ``LINEPROFILER_RUN_ID`` (set by the first enabled profiler of a process tree, or
    by you); its attempt from ``LINEPROFILER_ATTEMPT``.
-2. ``slurm`` / ``torchrun`` / ``mpi`` / ``pmix``: a launcher's job id, so independent
+2. ``ray``: inside a connected Ray process, ``ray-<session>-<job>`` from Ray
+   (``lineprofiler.integrations.ray``, which also names the host, the role and an actor's rank).
+3. ``slurm`` / ``torchrun`` / ``mpi`` / ``pmix``: a launcher's job id, so independent
    processes of one job join one run with no parent profiler: Slurm ``SLURM_JOB_ID``
    (+ ``SLURM_STEP_ID``), torchrun ``TORCHELASTIC_RUN_ID``, Open MPI
    ``OMPI_MCA_ess_base_jobid`` or PMIx ``PMIX_NAMESPACE``. A requeued Slurm job
    (``SLURM_RESTART_COUNT``) or a restarted torchrun group (``TORCHELASTIC_RESTART_COUNT``)
    is a new attempt: the run id gets an ``-r<n>`` / ``-t<n>`` suffix and ``attempt`` counts up.
-3. ``parent``: a ``multiprocessing`` child (Process, Pool, ProcessPoolExecutor; any start
+4. ``parent``: a ``multiprocessing`` child (Process, Pool, ProcessPoolExecutor; any start
    method) joins the run its parent's worker file names, when the parent is profiled into
    the same run directory and its file was written by that very parent process.
-4. ``parent-process``: a ``multiprocessing`` child of a parent that wrote no such file takes
+5. ``parent-process``: a ``multiprocessing`` child of a parent that wrote no such file takes
    an id derived from the parent process alone, ``mp<pid>-<hex>`` (a hash of its pid, its
    start time in ``/proc/<pid>/stat`` and the boot id): every child of one parent lands in
    one run, attempt 0, and a rerun (a new parent process) is a new run. Only multiprocessing
    children use this rule (``multiprocessing.parent_process()`` is not None): a script
    started from a shell, a launcher or ``subprocess`` never shares an id with a sequential
    rerun by accident.
-5. ``generated``: a new id from the UTC time and 6 random hex digits
+6. ``generated``: a new id from the UTC time and 6 random hex digits
    (``20260813T2241-471c94``): a rerun into the same directory is then a new run, which the
    report shows as the newest attempt rather than merging it with the last one. Runs with
    ``generated`` or ``parent-process`` ids that overlap in time are merged by the report.
@@ -39,9 +41,10 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..runfiles import workerfile
-from ..runfiles.workerfile import sanitize_component
+from ..runfiles.layout import sanitize_component
 
 #: The environment a profiler reads, and exports for its children (defined here only).
 ENV_PROFILE = "LINEPROFILER_PROFILE"
@@ -73,7 +76,7 @@ class RunId:
 
     run_id: str
     attempt: int
-    #: Which rule decided: "env", "slurm", "torchrun", "mpi", "pmix", "parent",
+    #: Which rule decided: "env", "ray", "slurm", "torchrun", "mpi", "pmix", "parent",
     #: "parent-process" or "generated" (see the module docstring).
     source: str
     job_id: str | None = None
@@ -121,6 +124,18 @@ class Identity:
         }
 
 
+def _ray(env: Mapping[str, str]) -> Any:
+    """Ray's answers (lineprofiler.integrations.ray) for a connected Ray process, when ``env`` is
+    the real environment; None, at the cost of a dict lookup, where Ray was never imported."""
+    if "ray" not in sys.modules or env is not os.environ:
+        return None
+    try:
+        from ..integrations import ray as lp_ray
+    except ImportError:
+        return None
+    return lp_ray if lp_ray.connected() else None
+
+
 def _int_or_none(value: str | None) -> int | None:
     if value is None:
         return None
@@ -162,6 +177,9 @@ def resolve_run_id(env: Mapping[str, str] | None = None) -> RunId:
     if inherited is not None:
         attempt = _counter(env, ENV_ATTEMPT)
         return RunId(sanitize_component(inherited, "run"), attempt, "env", job_id=_job_id(env))
+    ray_run = (lp_ray := _ray(env)) and lp_ray.ray_run()
+    if ray_run:
+        return RunId(sanitize_component(ray_run[0], "run"), 0, "ray", job_id=ray_run[1])
     slurm_restart = _counter(env, "SLURM_RESTART_COUNT")
     torch_restart = _counter(env, "TORCHELASTIC_RESTART_COUNT")
     # Attempts order lexicographically by (Slurm requeue, torchrun restart): a requeue resets
@@ -348,13 +366,14 @@ def resolve_rank(env: Mapping[str, str] | None = None) -> tuple[int | None, str 
             ):
                 launcher = "env"  # RANK set by hand or by another launcher (torch.distributed env://)
             return value, launcher
-    return None, None
+    rank = (lp_ray := _ray(env)) and lp_ray.actor_rank()
+    return (rank, "ray") if isinstance(rank, int) else (None, None)
 
 
 def resolve_host(env: Mapping[str, str] | None = None) -> str:
     """``LINEPROFILER_HOST`` if set, else this machine's host name."""
     env = os.environ if env is None else env
-    host = env.get(ENV_HOST, "").strip()
+    host = env.get(ENV_HOST, "").strip() or ((lp_ray := _ray(env)) and lp_ray.node_host()) or ""
     if not host:
         try:
             host = socket.gethostname()
@@ -371,7 +390,7 @@ def clean_role(role: str | None, env: Mapping[str, str] | None = None) -> str:
     """
     env = os.environ if env is None else env
     if role is None:
-        role = env.get(ENV_ROLE, "").strip()
+        role = env.get(ENV_ROLE, "").strip() or ((lp_ray := _ray(env)) and lp_ray.task_role()) or ""
     return role if role.strip() else "main"
 
 
@@ -390,7 +409,7 @@ def build_identity(
     """The identity of this process, as of now (call again in a fork child)."""
     env = os.environ if env is None else env
     rank, launcher = resolve_rank(env)
-    if launcher is None and run.source in ("slurm", "torchrun", "mpi", "pmix"):
+    if launcher is None and run.source in ("slurm", "torchrun", "mpi", "pmix", "ray"):
         launcher = run.source
     return Identity(
         run_id=run.run_id,

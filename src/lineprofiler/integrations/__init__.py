@@ -1,1 +1,1 @@
-"""Adapters to other people's runtimes (IPython). Each is imported only when used."""
+"""Adapters to other people's runtimes: Ray and IPython. Each is imported only when used."""
