@@ -106,7 +106,7 @@ print(json.dumps(ref))
     window = file.window
     assert window is not None and not file.partial
     assert (window["phase"], window["start"], window["stop"]) == ("iteration", 3, 7)
-    assert (window["started_entry"], window["stopped_entry"]) == (3, 7)
+    assert (window["started_entry"], window["stopped_entry"], window["entries"]) == (3, 7, 4)
     assert file.profile["project_folder"] == str(tmp_path.resolve())
     described = worker["backend_window"]
     assert described["backend"] == "lines" and described["state"] == "done" and described["truncated"] is False
@@ -135,7 +135,7 @@ print(json.dumps(ref))
     )
     (file,) = lines_files(run_dir)
     assert file.partial and file.status == status
-    assert (file.window["started_entry"], file.window["stopped_entry"]) == (2, None)
+    assert (file.window["started_entry"], file.window["stopped_entry"], file.window["entries"]) == (2, None, 4)
     assert work_hits(file) == times(json.loads(out), 4)  # entries 2 to 5
     (worker,) = worker_documents(run_dir)
     assert worker["backend_window"]["state"] == "done" and worker["backend_window"]["truncated"] is True

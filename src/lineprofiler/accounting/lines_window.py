@@ -99,6 +99,8 @@ class LinesWindow:
         self.stopped_unix_ns: int | None = None
         self.started_entry: int | None = None
         self.stopped_entry: int | None = None
+        #: The last entry that began while the window was open (a partial window's extent).
+        self.last_entry: int | None = None
         self.artifact: Path | None = None
         self.project: Path | None = None
         self._profiler: LineProfiler | None = None
@@ -118,8 +120,11 @@ class LinesWindow:
         try:
             if n == self.start_at and self.state == "waiting":
                 self._start(n)
-            elif n >= self.stop_at and self.state == "active":
-                self._stop(n, partial=False)
+            elif self.state == "active":
+                if n >= self.stop_at:
+                    self._stop(n, partial=False)
+                else:
+                    self.last_entry = n
         except Exception as error:  # the last guard: _start and _stop catch their own
             self._fail(error)
 
@@ -141,7 +146,7 @@ class LinesWindow:
                 self._fail(error)
                 return
             self.state = "active"
-            self.started_entry = n
+            self.started_entry = self.last_entry = n
             self.started_unix_ns = time.time_ns()
 
     def _stop(self, n: int | None, *, partial: bool, status: str = "stopped", signal: str | None = None) -> None:
@@ -158,6 +163,16 @@ class LinesWindow:
                 self._fail(f"line stats not written: {type(error).__name__}: {error}")
                 return
             self.state = "done"
+
+    @property
+    def entries(self) -> int | None:
+        """Entries into the phase that ran with the window open (the last one cut short when
+        the window is partial); None before it opened."""
+        if self.started_entry is None or self.last_entry is None:
+            return None
+        if self.stopped_entry is not None:
+            return self.stopped_entry - self.started_entry
+        return self.last_entry - self.started_entry + 1
 
     # ---- the file ----
 
@@ -195,6 +210,7 @@ class LinesWindow:
             "partial": self.partial,
             "started_entry": self.started_entry,
             "stopped_entry": self.stopped_entry,
+            "entries": self.entries,
             "started_unix_ns": self.started_unix_ns,
             "stopped_unix_ns": self.stopped_unix_ns,
         }
@@ -258,7 +274,7 @@ class LinesWindow:
             self.error = None
         self.partial = False
         self.started_unix_ns = self.stopped_unix_ns = None
-        self.started_entry = self.stopped_entry = None
+        self.started_entry = self.stopped_entry = self.last_entry = None
         self.artifact = None
 
     def describe(self) -> dict[str, Any]:
@@ -281,6 +297,7 @@ class LinesWindow:
             "truncated": self.partial,
             "started_entry": self.started_entry,
             "stopped_entry": self.stopped_entry,
+            "entries": self.entries,
             "started_unix_ns": self.started_unix_ns,
             "stopped_unix_ns": self.stopped_unix_ns,
             "project_folder": None if self.project is None else str(self.project),

@@ -36,7 +36,8 @@ are integer nanoseconds.
     ``window``: object, present when an accounting ``backend="lines"`` window wrote the file:
     ``phase``\\* str (the phase whose entries open and close it), ``start``\\* and ``stop``\\*
     int (``backend_window``: entries ``start`` to ``stop - 1`` are profiled),
-    ``started_entry`` / ``stopped_entry``: int or null, ``started_unix_ns`` /
+    ``started_entry`` / ``stopped_entry``: int or null, ``entries``: int or null (entries
+    that ran with the window open, a partial window's last one cut short), ``started_unix_ns`` /
     ``stopped_unix_ns``: int or null, ``partial``\\* bool (the process ended, was signalled or
     closed its profiler while the window was open: fewer entries than asked for).
 
@@ -318,6 +319,7 @@ _WINDOW = (
     _Spec("partial", "bool"),
     _Spec("started_entry", "int?", False),
     _Spec("stopped_entry", "int?", False),
+    _Spec("entries", "int?", False),
     _Spec("started_unix_ns", "int?", False),
     _Spec("stopped_unix_ns", "int?", False),
 )
