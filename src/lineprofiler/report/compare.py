@@ -17,9 +17,9 @@ The ``--json`` document (``kind`` ``"lineprofiler-compare"``, ``version`` 1):
 ``bucket_relative_error`` (float): the per-side error bound. ``real_change_above`` /
 ``real_change_below`` (float): relative changes beyond these are real (e.g. 0.0905 / -0.0830).
 
-``a`` / ``b``: ``run_dir``, ``run`` (display name), ``run_id``, ``attempt``, ``runtime_ns``,
-``processes``, ``roles`` (role -> process count), ``superseded`` (names of attempts not merged),
-``caveats`` (the CAVEATS lines merge derived).
+``a`` / ``b``: the ``run`` object of ``report --json``: ``run_dir``, ``run`` (display name),
+``run_id``, ``attempt``, ``runtime_ns``, ``processes``, ``roles`` (role -> process count),
+``superseded`` (names of attempts not merged), ``caveats`` (the CAVEATS lines merge derived).
 
 ``roles``: a list, one per role present on either side, each with ``role``,
 ``a_processes`` / ``b_processes`` (0 when absent), ``a_imbalance`` / ``b_imbalance`` (float or
@@ -37,7 +37,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..runfiles import histogram
+from . import build
 from . import format as fmt
+from .blocks import RenderOptions
+from .json import run_object
 from .merge import PhaseStats, RoleStats, Run
 from .text import short_names
 
@@ -56,17 +59,8 @@ TEXT_ROWS = 20
 
 
 def _side(run: Run) -> dict[str, Any]:
-    return {
-        "run_dir": str(run.run_dir),
-        "run": run.name,
-        "run_id": run.run_id,
-        "attempt": run.attempt,
-        "runtime_ns": run.runtime_ns,
-        "processes": len(run.workers),
-        "roles": {name: len(role.workers) for name, role in run.roles.items()},
-        "superseded": [a.name for a in run.superseded],
-        "caveats": list(run.caveats),
-    }
+    """The same ``run`` object ``report --json`` carries."""
+    return run_object(build.header(run, RenderOptions()), run.caveats)
 
 
 def _phase_side(phase: PhaseStats | None, role: RoleStats | None) -> dict[str, Any] | None:

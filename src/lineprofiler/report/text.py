@@ -21,6 +21,7 @@ from .blocks import RenderOptions
 from .blocks.resources import SPARK_WIDTH, sparkline
 from .merge import Run, utc_time
 from .model import (
+    Attempt,
     Counter,
     Counters,
     Dominant,
@@ -73,13 +74,17 @@ def header_lines(header: Header | None) -> list[str]:
         extra.append(f"Job {jobs}" + (f" ({', '.join(launchers)})" if launchers else ""))
     extra.append(f"Started {utc_time(header.start_ns)}")
     lines.append("   ".join(extra))
-    for attempt in header.superseded:
-        roles_text = ", ".join(f"{fmt.printable(k)} x{v}" for k, v in sorted(attempt.roles.items()))
-        lines.append(
-            f"Superseded attempt {attempt.name} (not merged): {attempt.files} worker file(s), {roles_text}, "
-            f"started {utc_time(attempt.start_ns)}"
-        )
+    lines.extend(superseded_line(attempt) for attempt in header.superseded)
     return lines
+
+
+def superseded_line(attempt: Attempt) -> str:
+    """How the header names an attempt it did not merge (the HTML report says the same)."""
+    roles_text = ", ".join(f"{fmt.printable(k)} x{v}" for k, v in sorted(attempt.roles.items()))
+    return (
+        f"Superseded attempt {attempt.name} (not merged): {attempt.files} worker file(s), {roles_text}, "
+        f"started {utc_time(attempt.start_ns)}"
+    )
 
 
 # -- roles -------------------------------------------------------------------------------------
@@ -101,13 +106,35 @@ def short_names(paths: Sequence[str]) -> dict[str, str]:
     return names
 
 
-def role_lines(role: Role) -> list[str]:
+def role_title(role: Role) -> str:
+    """``ACTOR  (16 processes, imbalance 1.22)``."""
     n = role.processes
     parts = [f"{n} process{'es' if n != 1 else ''}"]
     if role.without_data:
         parts.append(f"{role.without_data} without data")
     parts.append(f"imbalance {fmt.ratio(role.imbalance)}")
-    lines = _section(f"{fmt.printable(role.name).upper()}  ({', '.join(parts)})")
+    return f"{fmt.printable(role.name).upper()}  ({', '.join(parts)})"
+
+
+def busiest_text(role: Role) -> str | None:
+    """The straggler sentence, when the role is imbalanced."""
+    straggler = role.straggler
+    if straggler is None:
+        return None
+    return (
+        f"busiest: {straggler.label}, {fmt.duration(straggler.busy_ns)} in phases vs a mean of "
+        f"{fmt.duration(role.mean_busy_ns)}"
+    )
+
+
+def time_in_phases_text(role: Role) -> str | None:
+    if role.busy_fraction is None:
+        return None
+    return f"time in phases: {fmt.percent(role.busy_fraction)} of the processes' lifetime"
+
+
+def role_lines(role: Role) -> list[str]:
+    lines = _section(role_title(role))
     if not role.phases:
         lines.append("(no time recorded in phases)")
         return lines
@@ -120,14 +147,7 @@ def role_lines(role: Role) -> list[str]:
     if more:
         label = f"({more} more phases)"
         lines.append(f"{label:<{NAME_WIDTH}}{fmt.percent(rest_share):>6}{fmt.duration(rest_ns):>13}")
-    straggler = role.straggler
-    if straggler is not None:
-        lines.append(
-            f"  busiest: {straggler.label}, {fmt.duration(straggler.busy_ns)} in phases vs a mean of "
-            f"{fmt.duration(role.mean_busy_ns)}"
-        )
-    if role.busy_fraction is not None:
-        lines.append(f"  time in phases: {fmt.percent(role.busy_fraction)} of the processes' lifetime")
+    lines.extend(f"  {sentence}" for sentence in (busiest_text(role), time_in_phases_text(role)) if sentence)
     return lines
 
 
@@ -252,10 +272,20 @@ def io_lines(io: SampledIo | None) -> list[str]:
             # A long run's grid is coarser than its samples: say over what the peak is a mean.
             peak += f" over {fmt.duration(timeline.slot_ns)}"
         lines.append(peak)
+    lines.extend(f"  {sentence}" for sentence in io_notes(io))
+    lines.extend(_reason_lines(io.reasons, io.processes))
+    lines.extend(problems)
+    return lines
+
+
+def io_notes(io: SampledIo) -> list[str]:
+    """The sampled I/O block's sentences: the share under no phase, dropped intervals, the
+    profiler's own I/O excluded."""
+    lines = []
     if not io.phase_tracked:
-        lines.append("  (no phase open) share unknown: the samples carry no phase")
+        lines.append("(no phase open) share unknown: the samples carry no phase")
     elif io.no_phase_share is not None:
-        lines.append(f"  (no phase open) {fmt.percent(io.no_phase_share)} of these bytes")
+        lines.append(f"(no phase open) {fmt.percent(io.no_phase_share)} of these bytes")
     considered = fmt.count(io.valid_intervals + io.dropped_intervals)
     if io.dropped_intervals:
         why = []
@@ -266,17 +296,15 @@ def io_lines(io: SampledIo | None) -> list[str]:
         if io.dropped_unknown:
             why.append(f"{fmt.count(io.dropped_unknown)} where reaping could not be checked")
         lines.append(
-            f"  dropped intervals {fmt.count(io.dropped_intervals)} of {considered} ({', '.join(why)}); "
+            f"dropped intervals {fmt.count(io.dropped_intervals)} of {considered} ({', '.join(why)}); "
             "their bytes are not counted"
         )
     else:
-        lines.append(f"  dropped intervals 0 of {considered}")
+        lines.append(f"dropped intervals 0 of {considered}")
     lines.append(
-        f"  excluded: the profiler's own I/O, {fmt.size(io.own_write_bytes)} written to disk, "
+        f"excluded: the profiler's own I/O, {fmt.size(io.own_write_bytes)} written to disk, "
         f"{fmt.size(io.own_write_chars)} through write(), {fmt.size(io.own_read_chars)} read"
     )
-    lines.extend(_reason_lines(io.reasons, io.processes))
-    lines.extend(problems)
     return lines
 
 
@@ -294,12 +322,22 @@ def memory_lines(memory: Memory | None) -> list[str]:
     if memory.total_bins:
         spark = sparkline(memory.total_bins, level=True)
         lines.append(f"{'all processes':<26}{fmt.size(max(memory.total_bins)):>16}  {spark}")
-    top = memory.largest
-    if top is not None:
-        at = f" at {fmt.moment(top.peak_at_ns)}" if top.peak_at_ns is not None else ""
-        lines.append(f"  largest: {top.label}, {fmt.size(top.peak_bytes)}{at}")
-    lines.append("  trend: the steepest per-process RSS slope in each role (least squares over its run)")
+    largest = largest_text(memory)
+    if largest is not None:
+        lines.append(f"  {largest}")
+    lines.append(f"  {MEMORY_TREND_NOTE}")
     return lines
+
+
+MEMORY_TREND_NOTE = "trend: the steepest per-process RSS slope in each role (least squares over its run)"
+
+
+def largest_text(memory: Memory) -> str | None:
+    top = memory.largest
+    if top is None:
+        return None
+    at = f" at {fmt.moment(top.peak_at_ns)}" if top.peak_at_ns is not None else ""
+    return f"largest: {top.label}, {fmt.size(top.peak_bytes)}{at}"
 
 
 # -- GPU ---------------------------------------------------------------------------------------
