@@ -189,6 +189,12 @@ class Browser:
         self.call("Page.navigate", url=url)
         self.wait_for("Page.loadEventFired")
 
+    def reload(self) -> None:
+        """Load the page again; errors() then covers the new load only."""
+        self.events.clear()
+        self.call("Page.reload", ignoreCache=True)
+        self.wait_for("Page.loadEventFired")
+
     def evaluate(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in result:

@@ -291,7 +291,7 @@ BLOCKS: tuple[tuple[str, str, str, Compute], ...] = (
     ("resources", "render_io", "io", resources.sampled_io),
     ("resources", "render_memory", "memory", resources.memory),
     ("gpu", "render", "gpu", gpu.gpu_block),
-    ("timeline", "lanes", "lanes", timeline.lanes),
+    ("timeline", "lanes", "lanes", lambda run, options: timeline.lanes(run, options)),
 )
 
 

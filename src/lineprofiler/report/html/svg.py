@@ -186,11 +186,10 @@ class Band:
 
 
 def _axis_time(left: float, plot_w: float, y: float, runtime_ns: int) -> list[str]:
-    out = []
-    for k in range(5):
-        x = left + plot_w * k / 4
-        out.append(text(x, y, fmt.moment(runtime_ns * k / 4), anchor="middle"))
-    return out
+    """Five ticks from the run's start; under a minute in the report's durations, since whole
+    seconds would repeat."""
+    label = fmt.duration if runtime_ns < 60 * 10**9 else fmt.moment
+    return [text(left + plot_w * k / 4, y, label(runtime_ns * k / 4), anchor="middle") for k in range(5)]
 
 
 def over_time(kind: str, bands: Sequence[Band], label: str, *, start_ns: int, runtime_ns: int,
@@ -261,9 +260,9 @@ def stacked_rows(kind: str, rows: Sequence[tuple[str, Sequence[Segment]]], label
         body.append(text(left - 6, y + row - 5, fmt.clip_left(name, 38), anchor="end", cls="label"))
         x = left
         for s in segs:
-            w = plot * max(0.0, s.value) / top if top > 0 else 0.0
-            if w <= 0:
+            if s.value <= 0 or top <= 0:
                 continue
+            w = max(0.5, plot * s.value / top)  # a few bytes beside gigabytes still show
             body.append(mark("rect", s.tip, x=x, y=y + 2, width=w, height=row - 5, fill=s.colour))
             x += w
     return chart(kind, width, row * len(rows) + 4, body, label)
