@@ -295,3 +295,31 @@ def test_formatting_is_the_text_reports(demo):
             assert re.fullmatch(r"(n/a|[\d,.]+(ns|us|ms|s)|\d+m \d\ds|\d+m|\d+h \d\dm|\d+%|[\d,.]+/s|[\d,.]+|"
                                 r"[\d,.]+(ns|us|ms|s)/ea|)", cell), cell
     assert fmt.NA == "n/a"
+
+
+BLOCKED = """
+import sys
+for name in ("lineprofiler.accounting", "lineprofiler.lines", "lineprofiler.lines._tracer",
+             "lineprofiler.accounting._phases", "lineprofiler.accounting._sampler"):
+    sys.modules[name] = None  # importing any of these now raises ImportError
+from lineprofiler.cli import main
+run_dir, out = sys.argv[1], sys.argv[2]
+codes = [main(["report", run_dir, "--html", out + "/r.html"]), main(["report", run_dir, "--json"]),
+         main(["compare", run_dir, run_dir, "--html", out + "/c.html"]),
+         main(["export", run_dir, "--perfetto", out + "/t.json"])]
+loaded = sorted(m for m, v in sys.modules.items()
+                if v is not None and m.startswith(("lineprofiler.accounting", "lineprofiler.lines")))
+print(codes, loaded, file=sys.stderr)
+"""
+
+
+def test_the_new_outputs_need_no_profiler_and_no_c_module(tmp_path):
+    import subprocess
+
+    run_dir = html_runs.write_run(tmp_path / "profile")
+    result = subprocess.run([sys.executable, "-c", BLOCKED, str(run_dir), str(tmp_path)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[0, 0, 0, 0] []"
+    for name in ("r.html", "c.html", "t.json"):
+        assert (tmp_path / name).stat().st_size > 0
