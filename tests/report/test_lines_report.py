@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,53 @@ def test_a_bad_lines_top_is_one_line_and_exit_2(pipeline):
         result = report(run_dir, "--lines", "--lines-top", value)
         assert result.returncode == 2 and result.stdout == ""
         assert len(result.stderr.strip().splitlines()) == 1 and "--lines-top" in result.stderr
+
+
+class _LinesTables(HTMLParser):
+    """The rows of every ``data-block="lines"`` table: ``(role, [data-v of each cell], share)``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.rows: list[tuple[str, list[str | None], float | None]] = []
+        self._role: str | None = None
+        self._row: list[str | None] | None = None
+        self._share: float | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table" and a.get("data-block") == "lines":
+            self._role = a.get("data-role")
+        elif tag == "tr" and self._role is not None and "data-line" in a:
+            self._row, self._share = [], None
+        elif tag == "td" and self._row is not None:
+            self._row.append(a.get("data-v"))
+            if "data-share" in a:
+                self._share = float(a["data-share"])
+
+    def handle_endtag(self, tag):
+        if tag == "tr" and self._row is not None:
+            self.rows.append((self._role, self._row, self._share))
+            self._row = None
+        elif tag == "table":
+            self._role = None
+
+
+def test_the_html_and_json_carry_the_same_lines(pipeline, tmp_path):
+    run_dir, _ = pipeline
+    out = tmp_path / "report.html"
+    result = report(run_dir, "--lines", "--html", str(out))
+    assert result.returncode == 0 and result.stdout.strip() == str(out), result.stderr
+    page = out.read_text()
+    assert '<section id="lines">' in page and '<a href="#lines">Lines</a>' in page
+    (actor,) = lines_json(run_dir)["lines"]["roles"]
+    rows = _LinesTables(page).rows
+    assert [role for role, _, _ in rows] == ["actor"] * len(actor["rows"])
+    top = actor["rows"][0]["time_ns"]
+    for (_, cells, share), row in zip(rows, actor["rows"], strict=True):
+        assert int(cells[0]) == row["rank"] and int(cells[1]) == row["time_ns"] and int(cells[3]) == row["hits"]
+        assert share == pytest.approx(row["time_ns"] / top, abs=1e-4)  # the heat bar's width
+    # Without --lines the page has no such section.
+    plain = tmp_path / "plain.html"
+    assert report(run_dir, "--html", str(plain)).returncode == 0
+    assert 'id="lines"' not in plain.read_text()

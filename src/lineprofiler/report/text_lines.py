@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import format as fmt
-from .lines_model import LineRow, LinesBlock, LinesRole
+from .model import LineRow, LinesBlock, LinesRole
 
 #: Widths past which a location, a function name or a source line is clipped.
 LOCATION_WIDTH = 40
@@ -42,7 +42,8 @@ def _location(row: LineRow, folder: str = "") -> str:
     return fmt.clip_left(fmt.printable(where), LOCATION_WIDTH)
 
 
-def _spread(row: LineRow) -> str:
+def spread_text(row: LineRow) -> str:
+    """``81.7ms–314.7ms``: the least and the most one process spent on the line ("" for one)."""
     if row.min_ns is None or row.max_ns is None:
         return ""
     return f"{fmt.duration(row.min_ns)}\u2013{fmt.duration(row.max_ns)}"
@@ -52,7 +53,7 @@ def row_line(row: LineRow, folder: str = "", where: int = LOCATION_WIDTH, functi
     source = "<source unavailable>" if row.source is None else _clip(row.source.strip(), SOURCE_WIDTH)
     return (
         f"{row.rank:>4} {fmt.duration(row.time_ns):>8} {fmt.percent(row.window_share):>8} {fmt.count(row.hits):>11} "
-        f"{fmt.duration(row.per_hit_ns):>8}  {_spread(row):<17}  {_location(row, folder):<{where}}  "
+        f"{fmt.duration(row.per_hit_ns):>8}  {spread_text(row):<17}  {_location(row, folder):<{where}}  "
         f"{_clip(row.function, function):<{function}}  {source}"
     )
 
@@ -78,8 +79,8 @@ def role_lines(role: LinesRole) -> list[str]:
     lines = [role_title(role)]
     folder = common_folder(role.rows)
     if role.project:
-        where = f"   files in {fmt.printable(folder)}" if folder else ""
-        lines.append(f"  project {fmt.printable(role.project)}{where}")
+        within = f"   files in {fmt.printable(folder)}" if folder else ""
+        lines.append(f"  project {fmt.printable(role.project)}{within}")
     if role.rows:
         shown = f"top {len(role.rows)} of {fmt.count(role.lines)} lines by time"
         lines.append(f"  {shown}, hits and time summed over the role's processes")
@@ -89,6 +90,13 @@ def role_lines(role: LinesRole) -> list[str]:
         lines.extend(row_line(row, folder, where, function) for row in role.rows)
     elif role.files:
         lines.append("  no line of the project ran inside the windows")
+    lines.extend(role_notes(role))
+    return lines
+
+
+def role_notes(role: LinesRole) -> list[str]:
+    """What the role's table does not show: processes without a file, windows cut short."""
+    lines = []
     for reason in role.missing:
         noun = "process" if reason.processes == 1 else "processes"
         lines.append(f"  {reason.processes} {noun} left no line stats: {fmt.printable(reason.reason)}")
@@ -96,6 +104,13 @@ def role_lines(role: LinesRole) -> list[str]:
         noun = "window was" if role.partial == 1 else "windows were"
         lines.append(f"  {role.partial} {noun} cut short (the process ended while it was open): fewer entries")
     return lines
+
+
+def block_notes(block: LinesBlock) -> list[str]:
+    if not block.other_attempts:
+        return []
+    noun = "file" if block.other_attempts == 1 else "files"
+    return [f"  {block.other_attempts} line-stats {noun} of other attempts under lines/ not shown"]
 
 
 def lines_lines(block: LinesBlock | None) -> list[str]:
@@ -109,10 +124,18 @@ def lines_lines(block: LinesBlock | None) -> list[str]:
         lines.extend(role_lines(role))
     if not block.roles:
         lines.append("no process of this attempt ran a lines window")
-    if block.other_attempts:
-        noun = "file" if block.other_attempts == 1 else "files"
-        lines.append(f"  {block.other_attempts} line-stats {noun} of other attempts under lines/ not shown")
+    lines.extend(block_notes(block))
     return lines
 
 
-__all__ = ["lines_lines", "role_lines", "row_line", "window_text"]
+__all__ = [
+    "block_notes",
+    "common_folder",
+    "lines_lines",
+    "role_lines",
+    "role_notes",
+    "role_title",
+    "row_line",
+    "spread_text",
+    "window_text",
+]

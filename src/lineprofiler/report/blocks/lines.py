@@ -23,8 +23,8 @@ from typing import Any
 
 from ...runfiles import layout, linesfile, reading
 from ...runfiles.linesfile import LinesFile, LinesFileError, MergedLines
-from ..lines_model import LineRow, LinesBlock, LinesRole, Reason
 from ..merge import Run, Worker
+from ..model import LineRow, LinesBlock, LinesRole, Reason
 from . import RenderOptions
 
 #: Line-stats files larger than this are refused (as worker files are).
@@ -116,8 +116,10 @@ def _span(
         if window is None:
             continue
         phase, span = window.get("phase"), window.get("window")
-        ok = isinstance(span, list) and len(span) == 2 and all(type(v) is int for v in span)
-        return (phase if isinstance(phase, str) else None), (span[0] if ok else None), (span[1] if ok else None)
+        name = phase if isinstance(phase, str) else None
+        if isinstance(span, list) and len(span) == 2 and all(type(v) is int for v in span):
+            return name, span[0], span[1]
+        return name, None, None
     return None, None, None
 
 
