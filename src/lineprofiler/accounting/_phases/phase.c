@@ -1,0 +1,508 @@
+/* The Phase type and the hot path: each thread's stack of open frames, enter, exit and the
+ * repairs of misuse. Everything `with profiler.phase(...)` runs per entry is in this file or
+ * inline in phases.h, so the compiler sees it whole. */
+#include "phases.h"
+
+#include <stdlib.h>
+
+/* ===================================================================== thread stacks */
+
+static lp_StackObject *lp_stack_create(lp_state *st)
+{
+    PyObject *dict = PyThreadState_GetDict();
+    if (dict == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no thread state dict");
+        return NULL;
+    }
+    lp_StackObject *ts = PyObject_New(lp_StackObject, st->stack_type);
+    if (ts == NULL) {
+        return NULL;
+    }
+    ts->st = st;
+    ts->frames = NULL;
+    ts->depth = ts->cap = 0;
+    ts->dropped = 0;
+    ts->is_main = PyThread_get_thread_ident() == st->main_ident;
+    /* Linked before anything can fail: the dealloc below unlinks in every case. */
+    ts->prev = NULL;
+    ts->next = st->stacks;
+    if (st->stacks != NULL) {
+        st->stacks->prev = ts;
+    }
+    st->stacks = ts;
+    if (PyDict_SetItem(dict, st->tdict_key, (PyObject *)ts) < 0) {
+        Py_DECREF(ts);
+        return NULL;
+    }
+    /* The thread dict owns it; the TSS slot is a borrowed shortcut, cleared by dealloc. */
+    Py_DECREF(ts);
+    if (PyThread_tss_set(st->tss, ts) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot set thread-specific storage");
+        return NULL;
+    }
+    return ts;
+}
+
+LP_INLINE lp_StackObject *lp_stack_get(lp_state *st)
+{
+    lp_StackObject *ts = (lp_StackObject *)PyThread_tss_get(st->tss);
+    if (LP_LIKELY(ts != NULL)) {
+        return ts;
+    }
+    return lp_stack_create(st);
+}
+
+static void lp_stack_dealloc(lp_StackObject *ts)
+{
+    PyTypeObject *tp = Py_TYPE(ts);
+    lp_state *st = ts->st;
+    if (PyThread_tss_get(st->tss) == (void *)ts) {
+        (void)PyThread_tss_set(st->tss, NULL);
+    }
+    if (ts->prev != NULL) {
+        ts->prev->next = ts->next;
+    } else if (st->stacks == ts) {
+        st->stacks = ts->next;
+    }
+    if (ts->next != NULL) {
+        ts->next->prev = ts->prev;
+    }
+    ts->prev = ts->next = NULL;
+    lp_frame *frames = ts->frames;
+    int32_t depth = ts->depth;
+    ts->frames = NULL;
+    ts->depth = 0;
+    for (int32_t i = 0; i < depth; i++) {
+        Py_DECREF(frames[i].phase);
+    }
+    free(frames);
+    PyObject_Free(ts);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot lp_stack_slots[] = {
+    {Py_tp_dealloc, lp_stack_dealloc},
+    {Py_tp_doc, "A thread's stack of open phases (internal)."},
+    {0, NULL},
+};
+
+PyType_Spec lp_stack_spec = {
+    .name = "lineprofiler.accounting._phases._ThreadStack",
+    .basicsize = sizeof(lp_StackObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = lp_stack_slots,
+};
+
+/* ===================================================================== phases: enter */
+
+static void lp_publish_main(lp_RecorderObject *rec, lp_StackObject *ts, int32_t node_id)
+{
+    if (rec->st->primary == rec && ts->is_main) {
+        atomic_store_explicit(&rec->st->main_thread_phase, node_id, memory_order_relaxed);
+    }
+}
+
+static int lp_grow_frames(lp_StackObject *ts)
+{
+    int32_t cap = ts->cap ? ts->cap * 2 : 32;
+    if (cap > LP_MAX_FRAMES) {
+        cap = LP_MAX_FRAMES;
+    }
+    if (cap <= ts->cap) {
+        return -1;
+    }
+    lp_frame *frames = realloc(ts->frames, (size_t)cap * sizeof *frames);
+    if (frames == NULL) {
+        return -1;
+    }
+    ts->frames = frames;
+    ts->cap = cap;
+    return 0;
+}
+
+static void lp_enter_hooks(lp_PhaseObject *self, lp_RecorderObject *rec)
+{
+    if (self->watched && rec->watch_fn != NULL) {
+        PyObject *fn = Py_NewRef(rec->watch_fn);
+        PyObject *n = PyLong_FromLongLong(++rec->watch_count);
+        if (n == NULL) {
+            lp_record_error(rec, "watch");
+        } else {
+            lp_call_hook(rec, fn, n, "watch");
+            Py_DECREF(n);
+        }
+        Py_DECREF(fn);
+    }
+    if (rec->annotate_enter != NULL) {
+        PyObject *fn = Py_NewRef(rec->annotate_enter);
+        lp_call_hook(rec, fn, self->canon, "annotate enter");
+        Py_DECREF(fn);
+    }
+    if (self->sync && rec->sync_fn != NULL) {
+        PyObject *fn = Py_NewRef(rec->sync_fn);
+        lp_call_hook(rec, fn, NULL, "sync");
+        Py_DECREF(fn);
+    }
+}
+
+static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignored))
+{
+    lp_RecorderObject *rec = self->rec;
+    if (LP_UNLIKELY(!rec->active)) {
+        return Py_NewRef(self);
+    }
+    if (LP_UNLIKELY(self->slow)) {
+        /* Hooks run Python code, before anything is pushed or timed, so their cost is not
+         * billed to the phase and whatever they do to the stack is seen below. */
+        lp_enter_hooks(self, rec);
+        if (!rec->active) {
+            return Py_NewRef(self);
+        }
+    }
+    lp_state *st = rec->st;
+    lp_StackObject *ts = lp_stack_get(st);
+    if (LP_UNLIKELY(ts == NULL)) {
+        lp_record_error(rec, "thread stack");
+        rec->dropped_entries++;
+        return Py_NewRef(self);
+    }
+    if (LP_UNLIKELY(ts->depth == ts->cap) && lp_grow_frames(ts) < 0) {
+        rec->dropped_entries++;
+        ts->dropped++;
+        return Py_NewRef(self);
+    }
+    int32_t top = ts->depth - 1;
+    int32_t parent_idx;
+    if (LP_LIKELY(top >= 0 && ts->frames[top].phase->rec == rec && ts->frames[top].gen == rec->gen)) {
+        parent_idx = top;
+    } else {
+        parent_idx = top >= 0 ? lp_find_live(ts, rec, top) : -1;
+    }
+    int32_t parent_id = parent_idx >= 0 ? ts->frames[parent_idx].node_id : LP_ROOT;
+    lp_node *node;
+    if (LP_LIKELY(self->cache_gen == rec->gen && self->cache_parent == parent_id)) {
+        node = self->cache_node;
+    } else {
+        node = self->overflow ? lp_node_at(rec, LP_OVERFLOW) : lp_child_lookup(rec, parent_id, self->canon);
+        self->cache_gen = rec->gen;
+        self->cache_parent = parent_id;
+        self->cache_node = node;
+    }
+    if (LP_UNLIKELY(node->overflow)) {
+        rec->paths_overflowed++;
+    }
+    lp_frame *f = &ts->frames[ts->depth++];
+    f->phase = (lp_PhaseObject *)Py_NewRef(self);
+    f->node = node;
+    f->node_id = node->id;
+    f->gen = rec->gen;
+    f->parent = parent_idx;
+    f->child_ns = 0;
+    f->t0 = LP_T0_PENDING;
+    f->io_ok = 0;
+    if (LP_UNLIKELY(self->io)) {
+        /* Read before the clock, so the read's own cost is not part of the phase's time. */
+        lp_io_counters c;
+        lp_own_io_load(st, f->own0); /* before the read: see lp_io_now */
+        if (lp_io_now(st, &c, 1) > 0) {
+            f->io_ok = 1;
+            f->io0 = c;
+        }
+    }
+    /* Wall first, CPU second (and the reverse at exit): the CPU window lies inside the wall
+     * window, so wait = wall - cpu never goes negative from the clock reads themselves. */
+    f->t0 = lp_wall(rec);
+    f->cpu0 = rec->measure_cpu ? lp_cpu(rec) : 0;
+    lp_publish_main(rec, ts, node->id);
+    return Py_NewRef(self);
+}
+
+/* ===================================================================== phases: exit */
+
+/* Adds the entry in frame `idx` (ending at t1/cpu1) to its node and its parent frame. */
+static void lp_close_frame(lp_RecorderObject *rec, lp_StackObject *ts, int32_t idx, int64_t t1, int64_t cpu1,
+                           int io1_ok, const lp_io_counters *io1, const int64_t *own1)
+{
+    lp_frame *f = &ts->frames[idx];
+    lp_node *node = f->node;
+    int64_t d = t1 - f->t0;
+    if (d < 0) {
+        d = 0;
+    }
+    int64_t self_ns = d - f->child_ns;
+    node->entries++;
+    node->wall_ns += d;
+    node->self_ns += self_ns > 0 ? self_ns : 0;
+    if (d < node->min_ns) {
+        node->min_ns = d;
+    }
+    if (d > node->max_ns) {
+        node->max_ns = d;
+    }
+    node->hist[lp_bucket(rec->st, d)]++;
+    if (rec->measure_cpu) {
+        if (f->cpu0 >= 0 && cpu1 >= 0) {
+            int64_t c = cpu1 - f->cpu0;
+            /* a thread cannot run longer than the wall time; clamp clock-granularity noise */
+            node->cpu_ns += c < 0 ? 0 : (c > d ? d : c);
+        } else {
+            node->cpu_missing++;
+        }
+    }
+    if (LP_UNLIKELY(f->phase->io)) {
+        node->io = 1;
+        if (f->io_ok && io1_ok) {
+            int64_t a0[LP_IO_FIELDS], a1[LP_IO_FIELDS];
+            lp_io_to_array(&f->io0, a0);
+            lp_io_to_array(io1, a1);
+            for (int i = 0; i < LP_IO_FIELDS; i++) {
+                int64_t raw = a1[i] - a0[i];
+                int64_t own = own1[i] - f->own0[i];
+                if (raw < 0) {
+                    raw = 0;
+                }
+                if (own < 0) {
+                    own = 0;
+                }
+                /* Subtract the profiler's own writes that happened while this phase was open;
+                 * never below zero (another thread's own write can straddle the boundary). */
+                int64_t sub = own < raw ? own : raw;
+                node->io_delta[i] += raw - sub;
+                rec->own_subtracted[i] += sub;
+            }
+            node->io_measured++;
+        } else {
+            node->io_failed++;
+        }
+    }
+    if (f->phase->sync) {
+        node->sync = 1;
+    }
+    if (f->parent >= 0) {
+        ts->frames[f->parent].child_ns += d;
+    }
+}
+
+static void lp_exit_hooks(lp_PhaseObject *self, lp_RecorderObject *rec)
+{
+    if (rec->annotate_exit != NULL) {
+        PyObject *fn = Py_NewRef(rec->annotate_exit);
+        lp_call_hook(rec, fn, self->canon, "annotate exit");
+        Py_DECREF(fn);
+    }
+}
+
+/* The rare exits: out of order, another thread's, stale (before a stop/reset), or with io. */
+static void lp_exit_slow(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackObject *ts, int64_t t1,
+                         int64_t cpu1)
+{
+    int32_t idx = -1;
+    /* stale frames of this recorder on top are dropped silently: they belong to an older
+     * generation (the profiler was stopped or this is a fork child) */
+    while (ts->depth > 0) {
+        lp_frame *top = &ts->frames[ts->depth - 1];
+        if (top->phase->rec == rec && top->gen != rec->gen) {
+            int is_self = top->phase == self;
+            lp_PhaseObject *p = top->phase;
+            ts->depth--;
+            rec->stale_exits++;
+            Py_DECREF(p);
+            if (is_self) {
+                return;
+            }
+            continue;
+        }
+        break;
+    }
+    if (!rec->active) {
+        return;
+    }
+    for (int32_t i = ts->depth - 1; i >= 0; i--) {
+        lp_frame *f = &ts->frames[i];
+        if (f->phase == self && f->gen == rec->gen) {
+            idx = i;
+            break;
+        }
+    }
+    if (idx < 0) {
+        if (ts->dropped > 0) {
+            ts->dropped--; /* the exit of an entry that was refused */
+        } else {
+            rec->mismatched_exits++; /* exited in another thread, or twice */
+        }
+        return;
+    }
+    int need_io = 0;
+    for (int32_t i = idx; i < ts->depth; i++) {
+        if (ts->frames[i].gen == rec->gen && ts->frames[i].phase->rec == rec && ts->frames[i].phase->io) {
+            need_io = 1;
+        }
+    }
+    lp_io_counters io1;
+    int64_t own1[LP_IO_FIELDS] = {0};
+    int io1_ok = 0;
+    if (need_io) {
+        lp_own_io_load(rec->st, own1);
+        io1_ok = lp_io_now(rec->st, &io1, 1) > 0;
+    }
+    /* Frames opened above this one and never closed (a suspended generator, a manual
+     * __enter__): closed here at the same time, each counted as a repaired exit. */
+    int32_t old_depth = ts->depth;
+    for (int32_t i = old_depth - 1; i >= idx; i--) {
+        lp_frame *f = &ts->frames[i];
+        if (f->phase->rec == rec && f->gen == rec->gen) {
+            if (i != idx) {
+                rec->mismatched_exits++;
+            }
+            lp_close_frame(rec, ts, i, t1, cpu1, io1_ok, &io1, own1);
+        }
+    }
+    /* Frames of other recorders above idx stay open: they move down over the closed ones.
+     * Their parent indexes (always a frame of their own recorder) are remapped first, while
+     * the array is intact, then the frames are moved. */
+    int32_t w = idx;
+    for (int32_t i = idx; i < old_depth; i++) {
+        ts->frames[i].scratch = ts->frames[i].phase->rec == rec ? -1 : w++;
+    }
+    for (int32_t i = idx; i < old_depth; i++) {
+        lp_frame *f = &ts->frames[i];
+        if (f->scratch >= 0 && f->parent >= idx) {
+            f->parent = ts->frames[f->parent].scratch;
+        }
+    }
+    lp_PhaseObject *to_release[64];
+    int n_release = 0;
+    for (int32_t i = idx; i < old_depth; i++) {
+        lp_frame *f = &ts->frames[i];
+        if (f->scratch < 0) {
+            if (n_release < 64) {
+                to_release[n_release++] = f->phase;
+            } else {
+                Py_DECREF(f->phase); /* `self` is also held by the caller: never its last ref */
+            }
+        } else {
+            ts->frames[f->scratch] = *f;
+        }
+    }
+    ts->depth = w;
+    int32_t live = lp_find_live(ts, rec, ts->depth - 1);
+    lp_publish_main(rec, ts, live >= 0 ? ts->frames[live].node_id : -1);
+    for (int i = 0; i < n_release; i++) {
+        Py_DECREF(to_release[i]);
+    }
+}
+
+static PyObject *lp_phase_exit(lp_PhaseObject *self, PyObject *const *Py_UNUSED(args),
+                               Py_ssize_t Py_UNUSED(nargs))
+{
+    lp_RecorderObject *rec = self->rec;
+    lp_state *st = rec->st;
+    if (LP_UNLIKELY(self->slow) && self->sync && rec->sync_fn != NULL && rec->active) {
+        /* Drain the device before reading the clock, so the phase's time includes its work. */
+        PyObject *fn = Py_NewRef(rec->sync_fn);
+        lp_call_hook(rec, fn, NULL, "sync");
+        Py_DECREF(fn);
+    }
+    lp_StackObject *ts = (lp_StackObject *)PyThread_tss_get(st->tss);
+    if (LP_UNLIKELY(ts == NULL || ts->depth == 0)) {
+        if (rec->active) {
+            rec->mismatched_exits++;
+        }
+        Py_RETURN_FALSE;
+    }
+    int64_t cpu1 = (rec->measure_cpu && rec->active) ? lp_cpu(rec) : 0;
+    int64_t t1 = lp_wall(rec);
+    int32_t top = ts->depth - 1;
+    lp_frame *f = &ts->frames[top];
+    if (LP_LIKELY(f->phase == self && f->gen == rec->gen && !self->io)) {
+        lp_close_frame(rec, ts, top, t1, cpu1, 0, NULL, NULL);
+        ts->depth = top;
+        int32_t parent = f->parent;
+        lp_publish_main(rec, ts, parent >= 0 ? ts->frames[parent].node_id : -1);
+        Py_DECREF(self); /* the frame's reference; the caller still holds one */
+    } else {
+        lp_exit_slow(self, rec, ts, t1, cpu1);
+    }
+    if (LP_UNLIKELY(self->slow) && rec->active) {
+        lp_exit_hooks(self, rec);
+    }
+    Py_RETURN_FALSE;
+}
+
+/* ===================================================================== the Phase type */
+
+static int lp_phase_traverse(lp_PhaseObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->rec);
+    return 0;
+}
+
+static int lp_phase_clear(lp_PhaseObject *self)
+{
+    Py_CLEAR(self->rec);
+    return 0;
+}
+
+static void lp_phase_dealloc(lp_PhaseObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    (void)lp_phase_clear(self);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->canon);
+    PyObject_GC_Del(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *lp_phase_repr(lp_PhaseObject *self)
+{
+    return PyUnicode_FromFormat("<Phase %R io=%d sync=%d>", self->name, self->io, self->sync);
+}
+
+static PyObject *lp_phase_get_name(lp_PhaseObject *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->name);
+}
+
+static PyObject *lp_phase_get_io(lp_PhaseObject *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(self->io);
+}
+
+static PyObject *lp_phase_get_sync(lp_PhaseObject *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(self->sync);
+}
+
+static PyMethodDef lp_phase_methods[] = {
+    {"__enter__", (PyCFunction)lp_phase_enter, METH_NOARGS, "Open the phase in this thread."},
+    {"__exit__", (PyCFunction)(void (*)(void))lp_phase_exit, METH_FASTCALL,
+     "Close the phase; never suppresses an exception."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef lp_phase_getset[] = {
+    {"name", (getter)lp_phase_get_name, NULL, "The name given to phase().", NULL},
+    {"io", (getter)lp_phase_get_io, NULL, "Whether entries measure /proc/self/io.", NULL},
+    {"sync", (getter)lp_phase_get_sync, NULL, "Whether entries call the sync hook.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot lp_phase_slots[] = {
+    {Py_tp_dealloc, lp_phase_dealloc},
+    {Py_tp_traverse, lp_phase_traverse},
+    {Py_tp_clear, lp_phase_clear},
+    {Py_tp_repr, lp_phase_repr},
+    {Py_tp_methods, lp_phase_methods},
+    {Py_tp_getset, lp_phase_getset},
+    {Py_tp_doc, "A named phase: a reusable context manager returned by Recorder.phase()."},
+    {0, NULL},
+};
+
+PyType_Spec lp_phase_spec = {
+    .name = "lineprofiler.accounting._phases.Phase",
+    .basicsize = sizeof(lp_PhaseObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = lp_phase_slots,
+};
