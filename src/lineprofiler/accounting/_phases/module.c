@@ -188,7 +188,8 @@ static int lp_module_exec(PyObject *module)
         PyModule_AddIntConstant(module, "LAST_EDGE", LP_LAST_EDGE) < 0 ||
         PyModule_AddIntConstant(module, "CAPI_VERSION", LP_PHASES_CAPI_VERSION) < 0 ||
         PyModule_AddIntConstant(module, "DEFAULT_MAX_PATHS", LP_DEFAULT_MAX_PATHS) < 0 ||
-        PyModule_AddIntConstant(module, "DEFAULT_MAX_COUNTERS", LP_DEFAULT_MAX_COUNTERS) < 0) {
+        PyModule_AddIntConstant(module, "DEFAULT_MAX_COUNTERS", LP_DEFAULT_MAX_COUNTERS) < 0 ||
+        PyModule_AddIntConstant(module, "DEFAULT_MAX_DEPTH", LP_DEFAULT_MAX_DEPTH) < 0) {
         return -1;
     }
     return 0;

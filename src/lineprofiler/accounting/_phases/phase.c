@@ -120,6 +120,21 @@ static int lp_grow_frames(lp_StackObject *ts)
     return 0;
 }
 
+/* Which cap sent an entry to the overflow node: an entry below a frame already there is
+ * counted with that frame's cap; otherwise the depth cap when its parent is as deep as allowed,
+ * else the path cap (or the phase-name cap, or no memory). */
+static uint8_t lp_overflow_reason(lp_RecorderObject *rec, lp_StackObject *ts, int32_t parent_idx,
+                                  int32_t parent_id)
+{
+    if (parent_idx >= 0 && ts->frames[parent_idx].node->overflow) {
+        return ts->frames[parent_idx].over;
+    }
+    if (parent_id != LP_OVERFLOW && lp_node_at(rec, parent_id)->depth >= rec->max_depth) {
+        return LP_OVER_DEPTH;
+    }
+    return LP_OVER_PATHS;
+}
+
 static void lp_enter_hooks(lp_PhaseObject *self, lp_RecorderObject *rec)
 {
     if (self->watched && rec->watch_fn != NULL) {
@@ -188,10 +203,15 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
         self->cache_parent = parent_id;
         self->cache_node = node;
     }
-    if (LP_UNLIKELY(node->overflow)) {
-        rec->paths_overflowed++;
-    }
     lp_frame *f = &ts->frames[ts->depth++];
+    if (LP_UNLIKELY(node->overflow)) {
+        f->over = lp_overflow_reason(rec, ts, parent_idx, parent_id);
+        if (f->over == LP_OVER_DEPTH) {
+            rec->depth_overflowed++;
+        } else {
+            rec->paths_overflowed++;
+        }
+    }
     f->phase = (lp_PhaseObject *)Py_NewRef(self);
     f->node = node;
     f->node_id = node->id;

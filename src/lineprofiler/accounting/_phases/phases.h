@@ -42,6 +42,8 @@
 
 #define LP_DEFAULT_MAX_PATHS    10000
 #define LP_DEFAULT_MAX_COUNTERS 10000
+#define LP_DEFAULT_MAX_DEPTH    256 /* path components; deeper entries go to the overflow node */
+#define LP_MAX_MAX_DEPTH        100000
 #define LP_MAX_ERRORS           32     /* error strings kept; the rest are only counted */
 #define LP_MAX_FRAMES           100000 /* frames per thread stack before entries are dropped */
 #define LP_NODE_CHUNK           64     /* nodes per allocation: node pointers never move */
@@ -56,6 +58,11 @@
 
 #define LP_FLAG_IO   1
 #define LP_FLAG_SYNC 2
+
+/* Why a frame's entry went to the overflow node (lp_frame.over), so entries below it are
+ * counted with the same cap. */
+#define LP_OVER_PATHS 1
+#define LP_OVER_DEPTH 2
 
 /* ===================================================================== compatibility */
 
@@ -111,6 +118,7 @@ typedef struct lp_node {
     uint8_t io;
     uint8_t sync;
     uint8_t overflow;
+    int32_t depth; /* path components: 0 for the root, 1 for a top-level phase */
     int64_t io_delta[LP_IO_FIELDS];
     int64_t io_measured;
     int64_t io_failed;
@@ -199,6 +207,7 @@ typedef struct lp_RecorderObject {
     int measure_cpu;
     int32_t max_paths;
     int32_t max_counters;
+    int32_t max_depth;
     /* the tree */
     lp_node **chunks;
     int32_t n_chunks;
@@ -234,6 +243,7 @@ typedef struct lp_RecorderObject {
     int64_t mismatched_exits;
     int64_t stale_exits;
     int64_t paths_overflowed;
+    int64_t depth_overflowed;
     int64_t counters_overflowed;
     int64_t dropped_entries;
     int64_t callback_errors;
@@ -254,6 +264,7 @@ typedef struct {
     int64_t child_ns;
     int64_t snap_child; /* a snapshot's scratch: open time of the direct child frames */
     int io_ok;
+    uint8_t over; /* LP_OVER_*; set only when node is the overflow node */
     lp_io_counters io0;
     int64_t own0[LP_IO_FIELDS];
 } lp_frame;

@@ -296,7 +296,7 @@ static PyObject *lp_recorder_phase(lp_RecorderObject *self, PyObject *const *arg
 
 static void lp_clear_health(lp_RecorderObject *self)
 {
-    self->mismatched_exits = self->stale_exits = self->paths_overflowed = 0;
+    self->mismatched_exits = self->stale_exits = self->paths_overflowed = self->depth_overflowed = 0;
     self->counters_overflowed = self->dropped_entries = self->callback_errors = self->errors_dropped = 0;
     self->watch_count = 0;
     memset(self->own_subtracted, 0, sizeof self->own_subtracted);
@@ -444,15 +444,21 @@ static PyObject *lp_recorder_get_generation(lp_RecorderObject *self, void *Py_UN
 
 static PyObject *lp_recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"measure_cpu", "max_paths", "max_counters", "clock", "cpu_clock", NULL};
+    static char *kwlist[] = {"measure_cpu", "max_paths", "max_counters", "max_depth", "clock",
+                             "cpu_clock",   NULL};
     int measure_cpu = 1, max_paths = LP_DEFAULT_MAX_PATHS, max_counters = LP_DEFAULT_MAX_COUNTERS;
+    int max_depth = LP_DEFAULT_MAX_DEPTH;
     PyObject *clock = Py_None, *cpu_clock = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$piiOO:Recorder", kwlist, &measure_cpu, &max_paths,
-                                     &max_counters, &clock, &cpu_clock)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$piiiOO:Recorder", kwlist, &measure_cpu, &max_paths,
+                                     &max_counters, &max_depth, &clock, &cpu_clock)) {
         return NULL;
     }
     if (max_paths < 1 || max_counters < 1 || max_paths > 1000000 || max_counters > 1000000) {
         PyErr_SetString(PyExc_ValueError, "max_paths and max_counters must be within 1..1000000");
+        return NULL;
+    }
+    if (max_depth < 1 || max_depth > LP_MAX_MAX_DEPTH) {
+        PyErr_Format(PyExc_ValueError, "max_depth must be within 1..%d", LP_MAX_MAX_DEPTH);
         return NULL;
     }
     if (lp_check_callable(clock, "clock") < 0 || lp_check_callable(cpu_clock, "cpu_clock") < 0) {
@@ -474,6 +480,7 @@ static PyObject *lp_recorder_new(PyTypeObject *type, PyObject *args, PyObject *k
     self->measure_cpu = measure_cpu;
     self->max_paths = max_paths;
     self->max_counters = max_counters;
+    self->max_depth = max_depth;
     self->clock_fn = clock == Py_None ? NULL : Py_NewRef(clock);
     self->cpu_clock_fn = cpu_clock == Py_None ? NULL : Py_NewRef(cpu_clock);
     self->names = PyDict_New();
@@ -610,7 +617,8 @@ static PyType_Slot lp_recorder_slots[] = {
     {Py_tp_methods, lp_recorder_methods},
     {Py_tp_getset, lp_recorder_getset},
     {Py_tp_doc,
-     "Recorder(*, measure_cpu=True, max_paths=10000, max_counters=10000, clock=None, cpu_clock=None)\n\n"
+     "Recorder(*, measure_cpu=True, max_paths=10000, max_counters=10000, max_depth=256, clock=None, "
+     "cpu_clock=None)\n\n"
      "One process's phase tree and counters."},
     {0, NULL},
 };

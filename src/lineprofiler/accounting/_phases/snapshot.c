@@ -179,15 +179,23 @@ PyObject *lp_recorder_snapshot(lp_RecorderObject *self, PyObject *Py_UNUSED(igno
         Py_DECREF(own);
         goto done;
     }
-    result = Py_BuildValue(
-        "{s:O,s:O,s:{s:i,s:L,s:i,s:L},s:{s:L,s:L,s:L},s:O,s:L,s:L,s:O,s:i}", "phases", phases, "counters",
-        counters, "caps", "max_paths", (int)self->max_paths, "paths_overflowed",
-        (long long)self->paths_overflowed, "max_counters", (int)self->max_counters, "counters_overflowed",
-        (long long)self->counters_overflowed, "repairs", "mismatched_exits",
-        (long long)self->mismatched_exits, "stale_exits", (long long)self->stale_exits, "dropped_entries",
-        (long long)self->dropped_entries, "errors", errors, "errors_dropped", (long long)self->errors_dropped,
-        "callback_errors", (long long)self->callback_errors, "own_io_subtracted", own, "n_nodes",
-        (int)self->n_nodes);
+    PyObject *caps =
+        Py_BuildValue("{s:i,s:L,s:i,s:L,s:i,s:L}", "max_paths", (int)self->max_paths, "paths_overflowed",
+                      (long long)self->paths_overflowed, "max_counters", (int)self->max_counters,
+                      "counters_overflowed", (long long)self->counters_overflowed, "max_depth",
+                      (int)self->max_depth, "depth_overflowed", (long long)self->depth_overflowed);
+    PyObject *repairs =
+        Py_BuildValue("{s:L,s:L,s:L}", "mismatched_exits", (long long)self->mismatched_exits, "stale_exits",
+                      (long long)self->stale_exits, "dropped_entries", (long long)self->dropped_entries);
+    if (caps != NULL && repairs != NULL) {
+        result = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:L,s:L,s:O,s:i}", "phases", phases, "counters",
+                               counters, "caps", caps, "repairs", repairs, "errors", errors, "errors_dropped",
+                               (long long)self->errors_dropped, "callback_errors",
+                               (long long)self->callback_errors, "own_io_subtracted", own, "n_nodes",
+                               (int)self->n_nodes);
+    }
+    Py_XDECREF(caps);
+    Py_XDECREF(repairs);
     Py_DECREF(own);
     Py_DECREF(errors);
 done:

@@ -32,6 +32,7 @@ static lp_node *lp_node_new(lp_RecorderObject *rec, int32_t parent, PyObject *na
     node->id = id;
     node->parent = parent;
     node->name = name;
+    node->depth = parent >= 0 ? lp_node_at(rec, parent)->depth + 1 : 0;
     node->min_ns = INT64_MAX;
     rec->n_nodes++;
     return node;
@@ -66,8 +67,8 @@ static int lp_child_grow(lp_RecorderObject *rec)
     return 0;
 }
 
-/* The node for `canon` under `parent`, created if new; the overflow node once the cap is hit
- * (or memory runs out). Never NULL. */
+/* The node for `canon` under `parent`, created if new; the overflow node once a cap is hit
+ * (max_depth components, or max_paths paths) or memory runs out. Never NULL. */
 lp_node *lp_child_lookup(lp_RecorderObject *rec, int32_t parent, PyObject *canon)
 {
     if (parent == LP_OVERFLOW) {
@@ -84,6 +85,11 @@ lp_node *lp_child_lookup(lp_RecorderObject *rec, int32_t parent, PyObject *canon
             return lp_node_at(rec, rec->child[j].node);
         }
         j = (j + 1) & rec->child_mask;
+    }
+    /* A recursion inside a phase would otherwise make one path per level, each as long as its
+     * depth: quadratic in size. */
+    if (lp_node_at(rec, parent)->depth >= rec->max_depth) {
+        return lp_node_at(rec, LP_OVERFLOW);
     }
     /* the cap counts real paths: root and overflow are not paths */
     if (rec->n_nodes - 2 >= rec->max_paths || (uint32_t)(rec->child_used + 1) * 2 > rec->child_mask + 1) {
