@@ -119,7 +119,7 @@ PyObject *lp_recorder_count(lp_RecorderObject *self, PyObject *const *args, Py_s
         Py_RETURN_NONE;
     }
     int32_t node = LP_ROOT;
-    lp_StackObject *ts = (lp_StackObject *)PyThread_tss_get(self->st->tss);
+    lp_StackObject *ts = lp_stack_view(self->st);
     if (ts != NULL && ts->depth > 0) {
         lp_frame *top = &ts->frames[ts->depth - 1];
         if (LP_LIKELY(top->phase->rec == self && top->gen == self->gen)) {

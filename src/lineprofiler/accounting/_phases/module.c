@@ -26,10 +26,8 @@ static PyObject *lp_mod_after_fork_child(PyObject *module, PyObject *Py_UNUSED(i
     lp_state *st = lp_get_state(module);
     /* The thread that forked is the child's main thread; the others do not exist here. */
     st->main_ident = PyThread_get_thread_ident();
-    lp_StackObject *ts = (lp_StackObject *)PyThread_tss_get(st->tss);
-    if (ts != NULL) {
-        ts->is_main = 1;
-    }
+    st->main_tstate = PyThreadState_Get();
+    st->main_stack = NULL;
     for (int i = 0; i < LP_IO_FIELDS; i++) {
         /* the child's /proc/self/io starts from zero, and so do its own writes */
         atomic_store_explicit(&st->own_io[i], 0, memory_order_relaxed);
@@ -111,22 +109,15 @@ static int lp_module_exec(PyObject *module)
     lp_io_init(st);
     atomic_init(&st->main_thread_phase, -1);
     st->primary = NULL;
+    st->cache_tsid = 0;
+    st->cache_stack = st->main_stack = NULL;
     lp_init_edges(st);
 
-    st->tss = PyThread_tss_alloc();
-    if (st->tss == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (PyThread_tss_create(st->tss) != 0) {
-        PyErr_SetString(PyExc_RuntimeError, "cannot create thread-specific storage");
-        return -1;
-    }
-    st->tdict_key = PyUnicode_FromFormat("lineprofiler.accounting._phases.stack.%p", (void *)st);
+    st->stack_var = PyContextVar_New("lineprofiler.accounting._phases.stack", NULL);
     st->overflow_name = PyUnicode_InternFromString("(overflow)");
     st->slash = PyUnicode_FromString("/");
     st->underscore = PyUnicode_FromString("_");
-    if (st->tdict_key == NULL || st->overflow_name == NULL || st->slash == NULL || st->underscore == NULL) {
+    if (st->stack_var == NULL || st->overflow_name == NULL || st->slash == NULL || st->underscore == NULL) {
         return -1;
     }
 
@@ -149,6 +140,8 @@ static int lp_module_exec(PyObject *module)
     if (PyErr_Occurred()) {
         return -1;
     }
+    /* else learnt when the main thread makes its first stack */
+    st->main_tstate = PyThread_get_thread_ident() == st->main_ident ? PyThreadState_Get() : NULL;
 
 #define LP_ADD_TYPE(field, spec)                                                                             \
     do {                                                                                                     \
@@ -207,6 +200,7 @@ static int lp_module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->noop_phase_type);
     Py_VISIT(st->stack_type);
     Py_VISIT(st->noop_phase);
+    Py_VISIT(st->stack_var);
     return 0;
 }
 
@@ -222,7 +216,7 @@ static int lp_module_clear(PyObject *module)
     Py_CLEAR(st->noop_type);
     Py_CLEAR(st->noop_phase_type);
     Py_CLEAR(st->stack_type);
-    Py_CLEAR(st->tdict_key);
+    Py_CLEAR(st->stack_var);
     Py_CLEAR(st->overflow_name);
     Py_CLEAR(st->slash);
     Py_CLEAR(st->underscore);
@@ -237,11 +231,6 @@ static void lp_module_free(void *module)
     }
     (void)lp_module_clear((PyObject *)module);
     lp_io_close(st);
-    if (st->tss != NULL) {
-        PyThread_tss_delete(st->tss);
-        PyThread_tss_free(st->tss);
-        st->tss = NULL;
-    }
 }
 
 static PyModuleDef_Slot lp_module_slots[] = {

@@ -1,124 +1,34 @@
-/* The Phase type and the hot path: each thread's stack of open frames, enter, exit and the
- * repairs of misuse. Everything `with profiler.phase(...)` runs per entry is in this file or
- * inline in phases.h, so the compiler sees it whole. */
+/* The Phase type and the hot path: enter, exit and the repairs of misuse. Everything
+ * `with profiler.phase(...)` runs per entry is in this file or inline in phases.h, so the
+ * compiler sees it whole. */
 #include "phases.h"
 
-#include <stdlib.h>
+/* ===================================================================== publishing */
 
-/* ===================================================================== thread stacks */
-
-static lp_StackObject *lp_stack_create(lp_state *st)
+/* The sampler reads the innermost phase of the main thread's current flow: that of the stack
+ * the main thread entered or left a phase on last. */
+LP_INLINE void lp_publish_main(lp_RecorderObject *rec, PyThreadState *tstate, lp_StackObject *ts,
+                               int32_t node_id)
 {
-    PyObject *dict = PyThreadState_GetDict();
-    if (dict == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "no thread state dict");
-        return NULL;
+    lp_state *st = rec->st;
+    if (st->primary == rec && tstate == st->main_tstate) {
+        st->main_stack = ts;
+        atomic_store_explicit(&st->main_thread_phase, node_id, memory_order_relaxed);
     }
-    lp_StackObject *ts = PyObject_New(lp_StackObject, st->stack_type);
-    if (ts == NULL) {
-        return NULL;
-    }
-    ts->st = st;
-    ts->frames = NULL;
-    ts->depth = ts->cap = 0;
-    ts->dropped = 0;
-    ts->is_main = PyThread_get_thread_ident() == st->main_ident;
-    /* Linked before anything can fail: the dealloc below unlinks in every case. */
-    ts->prev = NULL;
-    ts->next = st->stacks;
-    if (st->stacks != NULL) {
-        st->stacks->prev = ts;
-    }
-    st->stacks = ts;
-    if (PyDict_SetItem(dict, st->tdict_key, (PyObject *)ts) < 0) {
-        Py_DECREF(ts);
-        return NULL;
-    }
-    /* The thread dict owns it; the TSS slot is a borrowed shortcut, cleared by dealloc. */
-    Py_DECREF(ts);
-    if (PyThread_tss_set(st->tss, ts) != 0) {
-        PyErr_SetString(PyExc_RuntimeError, "cannot set thread-specific storage");
-        return NULL;
-    }
-    return ts;
 }
 
-LP_INLINE lp_StackObject *lp_stack_get(lp_state *st)
+/* After another thread changed a stack: published again when it is the main thread's. */
+static void lp_publish_stack(lp_RecorderObject *rec, lp_StackObject *ts)
 {
-    lp_StackObject *ts = (lp_StackObject *)PyThread_tss_get(st->tss);
-    if (LP_LIKELY(ts != NULL)) {
-        return ts;
+    lp_state *st = rec->st;
+    if (st->primary == rec && st->main_stack == ts) {
+        int32_t live = lp_find_live(ts, rec, ts->depth - 1);
+        atomic_store_explicit(&st->main_thread_phase, live >= 0 ? ts->frames[live].node_id : -1,
+                              memory_order_relaxed);
     }
-    return lp_stack_create(st);
 }
-
-static void lp_stack_dealloc(lp_StackObject *ts)
-{
-    PyTypeObject *tp = Py_TYPE(ts);
-    lp_state *st = ts->st;
-    if (PyThread_tss_get(st->tss) == (void *)ts) {
-        (void)PyThread_tss_set(st->tss, NULL);
-    }
-    if (ts->prev != NULL) {
-        ts->prev->next = ts->next;
-    } else if (st->stacks == ts) {
-        st->stacks = ts->next;
-    }
-    if (ts->next != NULL) {
-        ts->next->prev = ts->prev;
-    }
-    ts->prev = ts->next = NULL;
-    lp_frame *frames = ts->frames;
-    int32_t depth = ts->depth;
-    ts->frames = NULL;
-    ts->depth = 0;
-    for (int32_t i = 0; i < depth; i++) {
-        Py_DECREF(frames[i].phase);
-    }
-    free(frames);
-    PyObject_Free(ts);
-    Py_DECREF(tp);
-}
-
-static PyType_Slot lp_stack_slots[] = {
-    {Py_tp_dealloc, lp_stack_dealloc},
-    {Py_tp_doc, "A thread's stack of open phases (internal)."},
-    {0, NULL},
-};
-
-PyType_Spec lp_stack_spec = {
-    .name = "lineprofiler.accounting._phases._ThreadStack",
-    .basicsize = sizeof(lp_StackObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .slots = lp_stack_slots,
-};
 
 /* ===================================================================== phases: enter */
-
-static void lp_publish_main(lp_RecorderObject *rec, lp_StackObject *ts, int32_t node_id)
-{
-    if (rec->st->primary == rec && ts->is_main) {
-        atomic_store_explicit(&rec->st->main_thread_phase, node_id, memory_order_relaxed);
-    }
-}
-
-static int lp_grow_frames(lp_StackObject *ts)
-{
-    int32_t cap = ts->cap ? ts->cap * 2 : 32;
-    if (cap > LP_MAX_FRAMES) {
-        cap = LP_MAX_FRAMES;
-    }
-    if (cap <= ts->cap) {
-        return -1;
-    }
-    lp_frame *frames = realloc(ts->frames, (size_t)cap * sizeof *frames);
-    if (frames == NULL) {
-        return -1;
-    }
-    ts->frames = frames;
-    ts->cap = cap;
-    return 0;
-}
 
 /* Which cap sent an entry to the overflow node: an entry below a frame already there is
  * counted with that frame's cap; otherwise the depth cap when its parent is as deep as allowed,
@@ -175,11 +85,16 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
         }
     }
     lp_state *st = rec->st;
-    lp_StackObject *ts = lp_stack_get(st);
+    PyThreadState *tstate = PyThreadState_Get();
+    lp_StackObject *inherited = NULL;
+    lp_StackObject *ts = lp_stack_own(st, tstate, &inherited);
     if (LP_UNLIKELY(ts == NULL)) {
-        lp_record_error(rec, "thread stack");
-        rec->dropped_entries++;
-        return Py_NewRef(self);
+        ts = lp_stack_create(st, tstate, inherited);
+        if (ts == NULL) {
+            lp_record_error(rec, "phase stack");
+            rec->dropped_entries++;
+            return Py_NewRef(self);
+        }
     }
     if (LP_UNLIKELY(ts->depth == ts->cap) && lp_grow_frames(ts) < 0) {
         rec->dropped_entries++;
@@ -220,6 +135,9 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
     f->child_ns = 0;
     f->t0 = LP_T0_PENDING;
     f->io_ok = 0;
+    if (LP_UNLIKELY(!ts->owner_held)) {
+        lp_stack_settle(ts);
+    }
     if (LP_UNLIKELY(self->io)) {
         /* Read before the clock, so the read's own cost is not part of the phase's time. */
         lp_io_counters c;
@@ -233,15 +151,16 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
      * window, so wait = wall - cpu never goes negative from the clock reads themselves. */
     f->t0 = lp_wall(rec);
     f->cpu0 = rec->measure_cpu ? lp_cpu(rec) : 0;
-    lp_publish_main(rec, ts, node->id);
+    lp_publish_main(rec, tstate, ts, node->id);
     return Py_NewRef(self);
 }
 
 /* ===================================================================== phases: exit */
 
-/* Adds the entry in frame `idx` (ending at t1/cpu1) to its node and its parent frame. */
-static void lp_close_frame(lp_RecorderObject *rec, lp_StackObject *ts, int32_t idx, int64_t t1, int64_t cpu1,
-                           int io1_ok, const lp_io_counters *io1, const int64_t *own1)
+/* Adds the entry in frame `idx` (ending at t1/cpu1) to its node and its parent frame. A cpu1
+ * of -1 says the CPU clock of the entry's thread could not be read at the exit. */
+LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts, int32_t idx, int64_t t1,
+                                     int64_t cpu1, int io1_ok, const lp_io_counters *io1, const int64_t *own1)
 {
     lp_frame *f = &ts->frames[idx];
     lp_node *node = f->node;
@@ -300,7 +219,17 @@ static void lp_close_frame(lp_RecorderObject *rec, lp_StackObject *ts, int32_t i
     }
     if (f->parent >= 0) {
         ts->frames[f->parent].child_ns += d;
+        if (LP_UNLIKELY(f->parent < ts->n_base)) {
+            lp_credit_origin(&ts->frames[f->parent], d);
+        }
     }
+}
+
+/* The same, out of line, for the rare exits. */
+static void lp_close_frame(lp_RecorderObject *rec, lp_StackObject *ts, int32_t idx, int64_t t1, int64_t cpu1,
+                           int io1_ok, const lp_io_counters *io1, const int64_t *own1)
+{
+    lp_close_frame_inline(rec, ts, idx, t1, cpu1, io1_ok, io1, own1);
 }
 
 static void lp_exit_hooks(lp_PhaseObject *self, lp_RecorderObject *rec)
@@ -312,14 +241,72 @@ static void lp_exit_hooks(lp_PhaseObject *self, lp_RecorderObject *rec)
     }
 }
 
-/* The rare exits: out of order, another thread's, stale (before a stop/reset), or with io. */
-static void lp_exit_slow(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackObject *ts, int64_t t1,
-                         int64_t cpu1)
+/* Closes frame `idx` of `ts` alone and takes it out of the stack: the frames above it, opened
+ * by the flow that owns `ts` and still open there, stay open; those whose parent it was become
+ * children of its parent. */
+static void lp_remove_frame(lp_RecorderObject *rec, lp_StackObject *ts, int32_t idx, int64_t t1, int64_t cpu1)
+{
+    lp_frame *f = &ts->frames[idx];
+    lp_PhaseObject *phase = f->phase;
+    lp_io_counters io1;
+    int64_t own1[LP_IO_FIELDS] = {0};
+    int io1_ok = 0;
+    if (phase->io) {
+        lp_own_io_load(rec->st, own1);
+        io1_ok = lp_io_now(rec->st, &io1, 1) > 0;
+    }
+    lp_close_frame(rec, ts, idx, t1, cpu1, io1_ok, &io1, own1);
+    int32_t up = f->parent;
+    for (int32_t i = idx + 1; i < ts->depth; i++) {
+        lp_frame *g = &ts->frames[i];
+        if (g->parent == idx) {
+            g->parent = up;
+        } else if (g->parent > idx) {
+            g->parent--;
+        }
+        ts->frames[i - 1] = *g;
+    }
+    ts->depth--;
+    Py_DECREF(phase); /* the frame's reference; the caller still holds one */
+}
+
+/* An exit with no frame for it on this flow's stack: a generator resumed on another thread, or
+ * a manual __exit__ from another task, leaves a phase that another stack still has open. It is
+ * closed there, alone, and counted (cross_stack_exits); its CPU time cannot be measured (the
+ * entry's thread CPU clock is not this thread's). With no such frame anywhere, the exit is a
+ * mismatch (a second exit), or the exit of an entry this stack refused. `own` may be NULL.
+ * Returns 1 when a frame was closed. */
+static int lp_exit_elsewhere(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackObject *own)
+{
+    if (own != NULL && own->dropped > 0) {
+        own->dropped--; /* the exit of an entry that was refused */
+        return 0;
+    }
+    /* The clock first: a test clock runs Python code, which may free stacks. */
+    int64_t t1 = lp_wall(rec);
+    int32_t idx;
+    lp_StackObject *o = lp_stack_find_open(rec->st, self, own, &idx);
+    if (o == NULL) {
+        rec->mismatched_exits++; /* exited twice, or never entered */
+        return 0;
+    }
+    Py_INCREF(o); /* letting go of its owner below may free the context that holds it */
+    lp_remove_frame(rec, o, idx, t1, rec->measure_cpu ? -1 : 0);
+    rec->cross_stack_exits++;
+    lp_publish_stack(rec, o);
+    lp_stack_settle(o);
+    Py_DECREF(o);
+    return 1;
+}
+
+/* The rare exits: out of order, another flow's, stale (before a stop/reset), or with io. */
+static int lp_exit_slow(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackObject *ts,
+                        PyThreadState *tstate, int64_t t1, int64_t cpu1)
 {
     int32_t idx = -1;
     /* stale frames of this recorder on top are dropped silently: they belong to an older
      * generation (the profiler was stopped or this is a fork child) */
-    while (ts->depth > 0) {
+    while (ts->depth > ts->n_base) {
         lp_frame *top = &ts->frames[ts->depth - 1];
         if (top->phase->rec == rec && top->gen != rec->gen) {
             int is_self = top->phase == self;
@@ -328,16 +315,18 @@ static void lp_exit_slow(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackO
             rec->stale_exits++;
             Py_DECREF(p);
             if (is_self) {
-                return;
+                lp_stack_settle(ts);
+                return 0;
             }
             continue;
         }
         break;
     }
+    lp_stack_settle(ts);
     if (!rec->active) {
-        return;
+        return 0;
     }
-    for (int32_t i = ts->depth - 1; i >= 0; i--) {
+    for (int32_t i = ts->depth - 1; i >= ts->n_base; i--) {
         lp_frame *f = &ts->frames[i];
         if (f->phase == self && f->gen == rec->gen) {
             idx = i;
@@ -345,12 +334,7 @@ static void lp_exit_slow(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackO
         }
     }
     if (idx < 0) {
-        if (ts->dropped > 0) {
-            ts->dropped--; /* the exit of an entry that was refused */
-        } else {
-            rec->mismatched_exits++; /* exited in another thread, or twice */
-        }
-        return;
+        return lp_exit_elsewhere(self, rec, ts);
     }
     int need_io = 0;
     for (int32_t i = idx; i < ts->depth; i++) {
@@ -405,11 +389,13 @@ static void lp_exit_slow(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackO
         }
     }
     ts->depth = w;
+    lp_stack_settle(ts); /* this flow's own context is current: letting it go frees nothing */
     int32_t live = lp_find_live(ts, rec, ts->depth - 1);
-    lp_publish_main(rec, ts, live >= 0 ? ts->frames[live].node_id : -1);
+    lp_publish_main(rec, tstate, ts, live >= 0 ? ts->frames[live].node_id : -1);
     for (int i = 0; i < n_release; i++) {
         Py_DECREF(to_release[i]);
     }
+    return 1;
 }
 
 static PyObject *lp_phase_exit(lp_PhaseObject *self, PyObject *const *Py_UNUSED(args),
@@ -423,27 +409,32 @@ static PyObject *lp_phase_exit(lp_PhaseObject *self, PyObject *const *Py_UNUSED(
         lp_call_hook(rec, fn, NULL, "sync");
         Py_DECREF(fn);
     }
-    lp_StackObject *ts = (lp_StackObject *)PyThread_tss_get(st->tss);
-    if (LP_UNLIKELY(ts == NULL || ts->depth == 0)) {
-        if (rec->active) {
-            rec->mismatched_exits++;
-        }
-        Py_RETURN_FALSE;
-    }
-    int64_t cpu1 = (rec->measure_cpu && rec->active) ? lp_cpu(rec) : 0;
-    int64_t t1 = lp_wall(rec);
-    int32_t top = ts->depth - 1;
-    lp_frame *f = &ts->frames[top];
-    if (LP_LIKELY(f->phase == self && f->gen == rec->gen && !self->io)) {
-        lp_close_frame(rec, ts, top, t1, cpu1, 0, NULL, NULL);
-        ts->depth = top;
-        int32_t parent = f->parent;
-        lp_publish_main(rec, ts, parent >= 0 ? ts->frames[parent].node_id : -1);
-        Py_DECREF(self); /* the frame's reference; the caller still holds one */
+    PyThreadState *tstate = PyThreadState_Get();
+    lp_StackObject *inherited = NULL;
+    lp_StackObject *ts = lp_stack_own(st, tstate, &inherited);
+    int closed;
+    if (LP_UNLIKELY(ts == NULL || ts->depth == ts->n_base)) {
+        closed = rec->active && lp_exit_elsewhere(self, rec, ts);
     } else {
-        lp_exit_slow(self, rec, ts, t1, cpu1);
+        int64_t cpu1 = (rec->measure_cpu && rec->active) ? lp_cpu(rec) : 0;
+        int64_t t1 = lp_wall(rec);
+        int32_t top = ts->depth - 1;
+        lp_frame *f = &ts->frames[top];
+        if (LP_LIKELY(f->phase == self && f->gen == rec->gen && !self->io)) {
+            lp_close_frame_inline(rec, ts, top, t1, cpu1, 0, NULL, NULL);
+            ts->depth = top;
+            if (LP_UNLIKELY(top == ts->n_base)) {
+                lp_stack_settle(ts); /* the owner is the current context: never freed here */
+            }
+            int32_t parent = f->parent;
+            lp_publish_main(rec, tstate, ts, parent >= 0 ? ts->frames[parent].node_id : -1);
+            Py_DECREF(self); /* the frame's reference; the caller still holds one */
+            closed = 1;
+        } else {
+            closed = lp_exit_slow(self, rec, ts, tstate, t1, cpu1);
+        }
     }
-    if (LP_UNLIKELY(self->slow) && rec->active) {
+    if (LP_UNLIKELY(self->slow) && closed && rec->active) {
         lp_exit_hooks(self, rec);
     }
     Py_RETURN_FALSE;

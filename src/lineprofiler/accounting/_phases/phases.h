@@ -3,10 +3,13 @@
  *
  * A Recorder owns one phase tree (per process: a fork child resets it). A Phase is a cached
  * C context manager, one per (name, io, sync), so steady state allocates nothing per `with`.
- * Each thread has one stack of open frames (a stack object kept in the thread-state dict and
- * cached in a TSS slot); frames of several recorders may interleave on it. Every mutation
- * happens with the GIL held, so the tree needs no lock; the sampler thread reads only the
- * atomics published through the capsule (see _phases_capi.h).
+ * Open frames live on a stack per flow of control: one per contextvars.Context (a thread's own
+ * context, each asyncio task's), kept as the value of a ContextVar; frames of several recorders
+ * may interleave on it. A context's first phase makes its stack, which starts from the phases
+ * open in the context it was copied from (its base frames), so a task nests under the phase that
+ * was open where it started. Every mutation happens with the GIL held, so the tree needs no
+ * lock; the sampler thread reads only the atomics published through the capsule (see
+ * _phases_capi.h).
  *
  * Generations: a recorder's `gen` changes at stop, start and reset (the fork child). A frame
  * remembers the generation it was pushed in; a frame of an older generation is stale and is
@@ -14,7 +17,8 @@
  * touching the (copied) stacks of threads that no longer exist.
  *
  * Files, by idea: module.c (the module, its functions and state), recorder.c (the Recorder
- * type, names, hooks, errors), phase.c (the Phase type, thread stacks, enter and exit),
+ * type, names, hooks, errors), phase.c (the Phase type, enter and exit), stack.c (the stacks:
+ * making, inheriting, the search for a frame another flow left open),
  * tree.c (nodes and paths), counters.c (count()), histogram.c (the bucket table),
  * snapshot.c (the tree as Python objects), own_io.c (/proc/self/io and the profiler's own
  * I/O), noop.c (the disabled profiler). */
@@ -45,7 +49,8 @@
 #define LP_DEFAULT_MAX_DEPTH    256 /* path components; deeper entries go to the overflow node */
 #define LP_MAX_MAX_DEPTH        100000
 #define LP_MAX_ERRORS           32     /* error strings kept; the rest are only counted */
-#define LP_MAX_FRAMES           100000 /* frames per thread stack before entries are dropped */
+#define LP_MAX_FRAMES           100000 /* frames per stack before entries are dropped */
+#define LP_MAX_INHERITED        8      /* recorders whose open frame a new stack inherits */
 #define LP_NODE_CHUNK           64     /* nodes per allocation: node pointers never move */
 #define LP_NAME_CACHE           64     /* direct-mapped name -> canonical name cache */
 #define LP_PHASE_CACHE          128    /* direct-mapped (name, flags) -> Phase cache */
@@ -163,8 +168,7 @@ typedef struct lp_state {
     PyTypeObject *noop_phase_type;
     PyTypeObject *stack_type;
     PyObject *noop_phase; /* the one disabled phase object */
-    PyObject *tdict_key;
-    Py_tss_t *tss;
+    PyObject *stack_var;  /* ContextVar: the current context's stack (or the one it inherited) */
     int64_t edges[LP_LAST_EDGE + 1];
     int16_t bucket_start[64 * 8]; /* first candidate bucket per (log2, 3 mantissa bits) cell */
     _Atomic int32_t main_thread_phase;
@@ -174,9 +178,22 @@ typedef struct lp_state {
     unsigned io_fork_generation;
     char io_path[256];
     unsigned long main_ident;
+    PyThreadState *main_tstate; /* borrowed; NULL until seen; the main thread's, as main_ident says */
+    /* The stack the main thread entered or left a phase on last (borrowed; cleared by its
+     * dealloc): the one whose innermost phase main_thread_phase shows. */
+    struct lp_StackObject *main_stack;
+    /* The last stack lookup (cache_stack borrowed, maybe NULL; cache_own: it is the context's
+     * own), valid while the thread of that id (never reused; 0 is none: ids start at 1) has not
+     * switched context since: CPython bumps context_ver at every switch, and this ContextVar
+     * changes only in lp_stack_create, which refills it. The check CPython's own ContextVar
+     * cache makes, without the call. */
+    int cache_own;
+    struct lp_StackObject *cache_stack;
+    uint64_t cache_tsid;
+    uint64_t cache_ver;
     struct lp_RecorderObject *primary; /* borrowed; cleared by the recorder's dealloc */
-    /* Every live thread stack (borrowed; each unlinks itself in its dealloc), so a snapshot
-     * taken from another thread can see the entries still open. Changed only under the GIL. */
+    /* Every live stack (borrowed; each unlinks itself in its dealloc), so a snapshot taken
+     * from another thread can see the entries still open. Changed only under the GIL. */
     struct lp_StackObject *stacks;
     PyObject *overflow_name; /* "(overflow)": the node and counter past the caps */
     PyObject *slash;
@@ -246,6 +263,7 @@ typedef struct lp_RecorderObject {
     int64_t depth_overflowed;
     int64_t counters_overflowed;
     int64_t dropped_entries;
+    int64_t cross_stack_exits;
     int64_t callback_errors;
     int64_t errors_dropped;
     PyObject *errors; /* list of str, at most LP_MAX_ERRORS */
@@ -267,15 +285,25 @@ typedef struct {
     uint8_t over; /* LP_OVER_*; set only when node is the overflow node */
     lp_io_counters io0;
     int64_t own0[LP_IO_FIELDS];
+    /* Base frames only: the frame of another stack this one copies (strong), and its index there
+     * when copied; child time is added to it while it is still open (see lp_credit_origin). */
+    struct lp_StackObject *origin;
+    int32_t origin_idx;
 } lp_frame;
 
 typedef struct lp_StackObject {
     PyObject_HEAD
     lp_state *st;
+    /* The context this stack belongs to, compared by identity. Strong while a frame above the
+     * base is open (owner_held), so a context that dies with an entry open cannot be mistaken
+     * for a new one at the same address; borrowed otherwise, so the stack never keeps a context
+     * and its variables alive after the flow has left its phases. */
+    PyObject *owner;
+    int owner_held;
     lp_frame *frames;
     int32_t depth;
+    int32_t n_base; /* frames[0, n_base): inherited from another stack, read-only here */
     int32_t cap;
-    int is_main;
     int64_t dropped;             /* entries refused (frame cap, no memory); their exits are not mismatches */
     struct lp_StackObject *prev; /* the module state's list of live stacks */
     struct lp_StackObject *next;
@@ -334,6 +362,13 @@ PyObject *lp_mod_own_io_begin(PyObject *module, PyObject *ignored);
 PyObject *lp_mod_own_io_end(PyObject *module, PyObject *token);
 PyObject *lp_mod_own_io(PyObject *module, PyObject *ignored);
 PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg);
+
+/* stack.c */
+lp_StackObject *lp_stack_create(lp_state *st, PyThreadState *tstate, lp_StackObject *parent);
+int lp_grow_frames(lp_StackObject *ts);
+lp_StackObject *lp_stack_find_open(lp_state *st, lp_PhaseObject *phase, lp_StackObject *skip, int32_t *idx);
+lp_frame *lp_origin_frame(lp_frame *base);
+void lp_credit_origin(lp_frame *base, int64_t d);
 
 /* noop.c */
 int lp_noop_init(PyObject *module, lp_state *st);
@@ -411,6 +446,68 @@ static inline uint32_t lp_hash2(int32_t a, const void *p)
     uint64_t h = ((uint64_t)(uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull;
     h ^= (uint64_t)(uint32_t)a * 0xC2B2AE3D27D4EB4Full;
     return (uint32_t)(h >> 32);
+}
+
+/* This context's own stack, or NULL when it has none (no exception set); then *inherited is
+ * the stack it sees through the ContextVar (another context's, copied into it) or NULL. The
+ * ContextVar read is CPython's cached path while the context does not change; the stack is
+ * borrowed: the current context holds it. */
+static inline void lp_stack_cache(lp_state *st, PyThreadState *tstate, lp_StackObject *ts, int own)
+{
+    st->cache_own = own;
+    st->cache_stack = ts;
+    st->cache_tsid = tstate->id;
+    st->cache_ver = tstate->context_ver;
+}
+
+LP_INLINE lp_StackObject *lp_stack_own(lp_state *st, PyThreadState *tstate, lp_StackObject **inherited)
+{
+    lp_StackObject *ts;
+    int own;
+    if (LP_LIKELY(tstate->id == st->cache_tsid && tstate->context_ver == st->cache_ver)) {
+        ts = st->cache_stack;
+        own = st->cache_own;
+    } else {
+        PyObject *v;
+        if (LP_UNLIKELY(PyContextVar_Get(st->stack_var, NULL, &v) < 0)) {
+            PyErr_Clear();
+            v = NULL;
+        }
+        Py_XDECREF(v); /* the current context holds it */
+        ts = (lp_StackObject *)v;
+        own = ts != NULL && ts->owner == tstate->context;
+        lp_stack_cache(st, tstate, ts, own);
+    }
+    if (LP_LIKELY(own)) {
+        return ts;
+    }
+    *inherited = ts;
+    return NULL;
+}
+
+/* The stack whose frames say what is open for the current flow: its own, else the one it
+ * inherited (read only), else NULL. For count(), current_path(), make_primary(). */
+LP_INLINE lp_StackObject *lp_stack_view(lp_state *st)
+{
+    lp_StackObject *inherited = NULL;
+    lp_StackObject *ts = lp_stack_own(st, PyThreadState_Get(), &inherited);
+    return ts != NULL ? ts : inherited;
+}
+
+/* The first frame pushed above the base holds the owner; the last one popped lets it go. The
+ * caller keeps the stack alive: letting go of a context that is not the current one can free
+ * it, and with it the stack. */
+static inline void lp_stack_settle(lp_StackObject *ts)
+{
+    if (ts->depth > ts->n_base) {
+        if (!ts->owner_held) {
+            Py_INCREF(ts->owner);
+            ts->owner_held = 1;
+        }
+    } else if (ts->owner_held) {
+        ts->owner_held = 0;
+        Py_DECREF(ts->owner);
+    }
 }
 
 /* Index of the innermost live frame of `rec` at or below `from`, or -1. */

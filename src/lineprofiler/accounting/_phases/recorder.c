@@ -298,6 +298,7 @@ static void lp_clear_health(lp_RecorderObject *self)
 {
     self->mismatched_exits = self->stale_exits = self->paths_overflowed = self->depth_overflowed = 0;
     self->counters_overflowed = self->dropped_entries = self->callback_errors = self->errors_dropped = 0;
+    self->cross_stack_exits = 0;
     self->watch_count = 0;
     memset(self->own_subtracted, 0, sizeof self->own_subtracted);
 }
@@ -345,8 +346,9 @@ static PyObject *lp_recorder_make_primary(lp_RecorderObject *self, PyObject *Py_
 {
     self->st->primary = self;
     int32_t node = -1;
-    lp_StackObject *ts = (lp_StackObject *)PyThread_tss_get(self->st->tss);
-    if (ts != NULL && ts->is_main) {
+    lp_StackObject *ts = lp_stack_view(self->st);
+    if (ts != NULL && PyThreadState_Get() == self->st->main_tstate) {
+        self->st->main_stack = ts;
         int32_t i = ts->depth > 0 ? lp_find_live(ts, self, ts->depth - 1) : -1;
         node = i >= 0 ? ts->frames[i].node_id : -1;
     }

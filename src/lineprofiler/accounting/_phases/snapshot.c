@@ -1,5 +1,5 @@
 /* The tree, counters, caps and health as plain Python objects, with the entries still open on
- * every thread's stack; and the paths of node ids. */
+ * every stack; and the paths of node ids. */
 
 #include "phases.h"
 
@@ -20,7 +20,7 @@ PyObject *lp_recorder_path_of(lp_RecorderObject *self, PyObject *arg)
 
 PyObject *lp_recorder_current_path(lp_RecorderObject *self, PyObject *Py_UNUSED(ignored))
 {
-    lp_StackObject *ts = (lp_StackObject *)PyThread_tss_get(self->st->tss);
+    lp_StackObject *ts = lp_stack_view(self->st);
     if (ts == NULL || ts->depth == 0) {
         Py_RETURN_NONE;
     }
@@ -88,11 +88,12 @@ static PyObject *lp_node_dict(lp_RecorderObject *rec, lp_node *node)
     return d;
 }
 
-/* Fills each node's open_* from the frames of this recorder still open on every thread's
- * stack, as of `now`. Pure C, no Python call: the stacks cannot change under it. Per open
- * entry: open_ns is its time so far, open_self_ns that minus its closed children's wall
- * (child_ns) and its open children's time so far, so that adding open_self_ns to self_ns over
- * all nodes never counts a nanosecond twice. Nothing here touches the totals. */
+/* Fills each node's open_* from the frames of this recorder still open on every stack, as of
+ * `now`. Pure C, no Python call: the stacks cannot change under it. Per open entry: open_ns is
+ * its time so far, open_self_ns that minus its closed children's wall (child_ns) and its open
+ * children's time so far (on its own stack, or on a stack that inherited it as a base frame),
+ * so that adding open_self_ns to self_ns over all nodes never counts a nanosecond twice.
+ * Nothing here touches the totals. */
 static void lp_open_pass(lp_RecorderObject *self, int64_t now)
 {
     for (int32_t id = 0; id < self->n_nodes; id++) {
@@ -106,8 +107,24 @@ static void lp_open_pass(lp_RecorderObject *self, int64_t now)
         for (int32_t i = 0; i < ts->depth; i++) {
             ts->frames[i].snap_child = 0;
         }
+    }
+    /* Open children on another stack first, so their parents have them all below. */
+    for (lp_StackObject *ts = self->st->stacks; ts != NULL; ts = ts->next) {
+        for (int32_t i = ts->n_base; i < ts->depth; i++) {
+            lp_frame *f = &ts->frames[i];
+            if (f->parent < 0 || f->parent >= ts->n_base || f->phase->rec != self || f->gen != self->gen ||
+                f->t0 == LP_T0_PENDING) {
+                continue;
+            }
+            lp_frame *origin = lp_origin_frame(&ts->frames[f->parent]);
+            if (origin != NULL) {
+                origin->snap_child += now - f->t0 > 0 ? now - f->t0 : 0;
+            }
+        }
+    }
+    for (lp_StackObject *ts = self->st->stacks; ts != NULL; ts = ts->next) {
         /* Top down: a child frame always lies above its parent, so it is done first. */
-        for (int32_t i = ts->depth - 1; i >= 0; i--) {
+        for (int32_t i = ts->depth - 1; i >= ts->n_base; i--) {
             lp_frame *f = &ts->frames[i];
             if (f->phase->rec != self || f->gen != self->gen || f->t0 == LP_T0_PENDING) {
                 continue;
@@ -184,9 +201,10 @@ PyObject *lp_recorder_snapshot(lp_RecorderObject *self, PyObject *Py_UNUSED(igno
                       (long long)self->paths_overflowed, "max_counters", (int)self->max_counters,
                       "counters_overflowed", (long long)self->counters_overflowed, "max_depth",
                       (int)self->max_depth, "depth_overflowed", (long long)self->depth_overflowed);
-    PyObject *repairs =
-        Py_BuildValue("{s:L,s:L,s:L}", "mismatched_exits", (long long)self->mismatched_exits, "stale_exits",
-                      (long long)self->stale_exits, "dropped_entries", (long long)self->dropped_entries);
+    PyObject *repairs = Py_BuildValue(
+        "{s:L,s:L,s:L,s:L}", "mismatched_exits", (long long)self->mismatched_exits, "stale_exits",
+        (long long)self->stale_exits, "dropped_entries", (long long)self->dropped_entries,
+        "cross_stack_exits", (long long)self->cross_stack_exits);
     if (caps != NULL && repairs != NULL) {
         result = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:L,s:L,s:O,s:i}", "phases", phases, "counters",
                                counters, "caps", caps, "repairs", repairs, "errors", errors, "errors_dropped",
