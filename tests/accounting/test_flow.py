@@ -158,6 +158,28 @@ def test_the_main_thread_phase_follows_the_task_that_entered_or_left_last():
     assert main_thread_phase() == -1
 
 
+def test_a_new_threads_context_made_lazily_inside_a_phase_does_not_change_its_stack():
+    rec = _phases.Recorder(measure_cpu=False)
+    var = contextvars.ContextVar("user")
+    out = []
+
+    def body():  # a fresh thread has no context until something needs one
+        with rec.phase("outer"):
+            contextvars.copy_context()
+            var.set(1)
+            with rec.phase("inner"):
+                out.append(rec.current_path())
+        with rec.phase("after"):
+            out.append(rec.current_path())
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    assert out == ["outer/inner", "after"]
+    assert set(phases_by_path(rec)) == {"outer", "outer/inner", "after"}
+    assert repairs_of(rec)["mismatched_exits"] == repairs_of(rec)["cross_stack_exits"] == 0
+
+
 # ----------------------------------------------------------------------------- generators and threads
 
 
