@@ -10,6 +10,7 @@ import gc
 import math
 import random
 import threading
+import time
 
 import pytest
 
@@ -127,15 +128,19 @@ def test_cpu_time_is_measured_and_clamped_to_wall():
     assert a["cpu_missing"] == 0
 
 
-def test_real_cpu_time_of_a_busy_phase_is_close_to_wall():
+def test_real_cpu_time_of_a_busy_phase_is_the_threads_cpu_time():
     rec = _phases.Recorder(measure_cpu=True)
+    before = time.thread_time_ns()
     with rec.phase("spin"):
         x = 0
         for i in range(300_000):
             x += i
+    used = time.thread_time_ns() - before
     spin = phases_by_path(rec)["spin"]
     assert 0 < spin["cpu_ns"] <= spin["wall_ns"]
-    assert spin["cpu_ns"] > 0.3 * spin["wall_ns"]  # a busy loop mostly runs (the box is shared)
+    # the phase's CPU window lies inside the one read here, which only adds the with statement:
+    # equal within 2 ms however busy the machine (a shared box gives the loop less of the wall)
+    assert used - 2_000_000 < spin["cpu_ns"] <= used
     assert _phases.thread_cpu_ns() > 0
 
 
