@@ -220,6 +220,21 @@ def test_only_the_reported_attempts_files_are_read(pipeline, tmp_path):
     assert (actor["processes"], actor["files"]) == (ACTORS, ACTORS)
 
 
+def test_a_run_without_lines_windows_says_so(tmp_path):
+    run_dir = tmp_path / "run"
+    code = (
+        "import sys\nfrom lineprofiler.accounting import Profiler\n"
+        "with Profiler(run_dir=sys.argv[1], snapshot_interval_s=None) as p:\n"
+        "    with p.phase('iteration'):\n        pass\n"
+    )
+    made = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, env=_env())
+    assert made.returncode == 0, made.stderr
+    result = report(run_dir, "--lines")
+    assert result.returncode == 0, result.stderr
+    assert 'no process of this attempt ran a lines window (Profiler(backend="lines", ...))' in result.stdout
+    assert lines_json(run_dir)["lines"]["roles"] == []
+
+
 def test_a_bad_lines_top_is_one_line_and_exit_2(pipeline):
     run_dir, _ = pipeline
     for value in ("0", "x"):

@@ -123,7 +123,7 @@ def lines_lines(block: LinesBlock | None) -> list[str]:
             lines.append("")
         lines.extend(role_lines(role))
     if not block.roles:
-        lines.append("no process of this attempt ran a lines window")
+        lines.append('no process of this attempt ran a lines window (Profiler(backend="lines", ...))')
     lines.extend(block_notes(block))
     return lines
 

@@ -173,8 +173,8 @@ def _stray_files(run: Run, expected: set[str]) -> int:
 
 
 def lines_block(run: Run, options: RenderOptions) -> LinesBlock | None:
-    """The LINES model, or None when ``--lines`` was not asked for or no process of the
-    attempt ran a lines window nor left a file."""
+    """The LINES model, or None when ``--lines`` was not asked for (with it, a block without
+    roles says that no process of the attempt ran a lines window)."""
     if not options.lines:
         return None
     by_role: dict[str, list[Worker]] = {}
@@ -209,8 +209,6 @@ def lines_block(run: Run, options: RenderOptions) -> LinesBlock | None:
     for line in unreadable:
         options.add_caveat(f"line stats not shown: {line}")
     others = _stray_files(run, expected)
-    if not by_role and not others:
-        return None
     order = list(run.roles)
     roles = [
         _role(name, by_role[name], files.get(name, []), options.lines_top, unusable)
