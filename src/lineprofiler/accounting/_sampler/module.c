@@ -1,62 +1,14 @@
-/* _sampler: the resource sampler of the accounting layer.
- *
- * A native thread that, once per interval, reads /proc/self/statm (RSS), /proc/self/io (five
- * byte counters) and /proc/self/stat (a fingerprint of reaped children) through descriptors kept
- * open (pread at offset 0), stamps the row with CLOCK_MONOTONIC, the phase open in the main
- * thread (from _phases' capsule) and the profiler's own I/O so far, adds NVML's per-device
- * columns, and stores it in a fixed-size ring. Python drains the ring as little-endian int64 rows
- * (the sample file's format) at each snapshot. The thread never takes the GIL.
- *
- * Rows hold -1 for a value that could not be read: "could not measure", never zero.
- *
- * Concurrency: every method runs with the GIL held and never releases it, so methods never run
- * concurrently with each other; the only other party is the sampler thread, which takes
- * tick_lock for a whole tick (reads and ring write, so rows stay in time order) and ring_lock
- * for the ring write. stop() joins the thread with the GIL held: the thread needs no GIL, so this
- * cannot deadlock, and keeping the GIL means no other method can run while the join is under way.
- */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+/* lineprofiler.accounting._sampler: the Sampler type and the module. What the sampler does and
+ * its concurrency rules are described in sampler.h. */
+#include "sampler.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#if defined(__linux__)
-#include <sys/syscall.h>
-#endif
 
-#include "_clock.h"
-#include "_common.h"
-#include "_procio.h"
-#include "accounting/_nvml.h"
 #include "accounting/_phases_capi.h"
-
-/* ------------------------------------------------------------------------------------------ */
-/* Row layout                                                                                   */
-/* ------------------------------------------------------------------------------------------ */
-
-enum {
-    LP_COL_T = 0,                          /* CLOCK_MONOTONIC ns */
-    LP_COL_FLAGS = 1,                      /* LP_ROW_* bits */
-    LP_COL_PHASE = 2,                      /* main thread's innermost phase node id; -1 none or unknown */
-    LP_COL_RSS = 3,                        /* bytes; -1 not measured */
-    LP_COL_IO = 4,                         /* LP_IO_FIELDS cumulative counters; all -1 when the read failed */
-    LP_COL_OWN = LP_COL_IO + LP_IO_FIELDS, /* the profiler's own I/O so far, same order */
-    LP_BASE_COLS = LP_COL_OWN + LP_IO_FIELDS,
-    LP_MAX_COLS = LP_BASE_COLS + 2 * LP_NVML_MAX_DEVICES,
-};
-
-/* Row flags. An interval ends at a row; the reader drops it when the row carries any of these. */
-#define LP_ROW_SEGMENT_START 1 /* first row after a (re)start: nothing to difference against */
-#define LP_ROW_CHILD_REAPED  2 /* a child was reaped: its I/O was folded into ours */
-#define LP_ROW_REAP_UNKNOWN  4 /* /proc/self/stat unreadable here or in the row before */
 
 static const char *const lp_base_names[LP_BASE_COLS] = {
     "t_ns",
@@ -75,467 +27,13 @@ static const char *const lp_base_names[LP_BASE_COLS] = {
     "own_cancelled_write_bytes",
 };
 
-#define LP_DEFAULT_IO_PATH    "/proc/self/io"
-#define LP_DEFAULT_STATM_PATH "/proc/self/statm"
-#define LP_DEFAULT_STAT_PATH  "/proc/self/stat"
-#define LP_REASON_LEN         256
-#define LP_MAX_CAPACITY       (1 << 24)
-
-/* ------------------------------------------------------------------------------------------ */
-/* The core: everything the thread touches, in one malloc'd block owned by the Python object    */
-/* ------------------------------------------------------------------------------------------ */
-
-typedef struct {
-    /* Configuration, fixed at construction. */
-    int64_t interval_ns;
-    Py_ssize_t capacity;
-    char *io_path;
-    char *statm_path;
-    char *stat_path;
-    int want_nvml;
-
-    /* Opened at start (again in a forked child). */
-    int opened;
-    int closed;
-    pid_t pid;
-    int io_fd, statm_fd, stat_fd;
-    char io_reason[LP_REASON_LEN];
-    char statm_reason[LP_REASON_LEN];
-    char stat_reason[LP_REASON_LEN];
-    int64_t page_size;
-    int ncols;
-    lp_nvml nvml;
-    int nvml_tried;
-    int nvml_open;
-    int n_gpu;
-    char nvml_reason[LP_REASON_LEN];
-    _Atomic int32_t *phase; /* NULL without the capsule */
-    char phase_reason[LP_REASON_LEN];
-    /* The profiler's own I/O: _phases' counters when the capsule exists, else local_own. */
-    _Atomic int64_t *own_io;
-    _Atomic int64_t local_own[LP_IO_FIELDS];
-
-    /* A whole tick: the reads, the fingerprint state and the ring write. */
-    pthread_mutex_t tick_lock;
-    int segment_start;
-    int prev_fp_ok;
-    int64_t prev_fp;
-    int64_t ticks;
-    int64_t failed_io, failed_rss, failed_stat;
-
-    /* The ring. */
-    pthread_mutex_t ring_lock;
-    int64_t *ring; /* capacity * ncols */
-    Py_ssize_t head;
-    Py_ssize_t count;
-    int64_t rows_total;
-    int64_t overwritten;
-
-    /* The thread. */
-    pthread_mutex_t state_lock;
-    pthread_cond_t wake;
-    pthread_t thread;
-    int thread_running;
-    int stop_requested;
-    int thread_started; /* set by the thread once it runs; start() waits for it */
-    int paused_for_fork;
-    int restart_pending; /* 3.13+: the parent's restart after fork, left to the next method call */
-    int fork_locks_held; /* before_fork() holds tick_lock and ring_lock until after_fork_*() */
-    clockid_t thread_clock;
-    int have_thread_clock;
-    _Atomic int64_t thread_tid;
-    int64_t cpu_ns_done; /* CPU time of threads that have exited, written by each before it exits */
-    int64_t restarts;
-} lp_core;
-
-static void lp_reason(char *dst, const char *what, int err)
-{
-    snprintf(dst, LP_REASON_LEN, "%s: %s", what, strerror(err));
-}
-
-static int lp_locks_init(lp_core *c)
-{
-    pthread_condattr_t attr;
-    if (pthread_mutex_init(&c->tick_lock, NULL) != 0) {
-        return -1;
-    }
-    if (pthread_mutex_init(&c->ring_lock, NULL) != 0) {
-        return -1;
-    }
-    if (pthread_mutex_init(&c->state_lock, NULL) != 0) {
-        return -1;
-    }
-    if (pthread_condattr_init(&attr) != 0) {
-        return -1;
-    }
-#if defined(__linux__)
-    /* Sleep on the monotonic clock, so a wall-clock step never stalls or rushes sampling. */
-    if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0) {
-        pthread_condattr_destroy(&attr);
-        return -1;
-    }
-#endif
-    if (pthread_cond_init(&c->wake, &attr) != 0) {
-        pthread_condattr_destroy(&attr);
-        return -1;
-    }
-    pthread_condattr_destroy(&attr);
-    return 0;
-}
-
-static void lp_locks_destroy(lp_core *c)
-{
-    pthread_mutex_destroy(&c->tick_lock);
-    pthread_mutex_destroy(&c->ring_lock);
-    pthread_mutex_destroy(&c->state_lock);
-    pthread_cond_destroy(&c->wake);
-}
-
-static void lp_close_fd(int *fd)
-{
-    if (*fd >= 0) {
-        close(*fd);
-        *fd = -1;
-    }
-}
-
-static void lp_open_one(const char *path, int *fd, char *reason)
-{
-    *fd = lp_procio_open(path);
-    if (*fd < 0) {
-        char what[LP_REASON_LEN / 2];
-        snprintf(what, sizeof what, "cannot open %s", path);
-        lp_reason(reason, what, errno);
-    } else {
-        reason[0] = '\0';
-    }
-}
-
-/* Opens this process's /proc descriptors and NVML, and sizes the ring. Called at the first
- * start and again in a forked child, whose inherited descriptors name the parent. */
-static int lp_core_open(lp_core *c)
-{
-    lp_close_fd(&c->io_fd);
-    lp_close_fd(&c->statm_fd);
-    lp_close_fd(&c->stat_fd);
-    lp_open_one(c->io_path, &c->io_fd, c->io_reason);
-    lp_open_one(c->statm_path, &c->statm_fd, c->statm_reason);
-    lp_open_one(c->stat_path, &c->stat_fd, c->stat_reason);
-    c->pid = getpid();
-
-    if (!c->nvml_tried) {
-        c->nvml_tried = 1;
-        c->n_gpu = 0;
-        if (!c->want_nvml) {
-            snprintf(c->nvml_reason, LP_REASON_LEN, "NVML sampling was turned off");
-        } else if (lp_nvml_open(&c->nvml, c->nvml_reason, LP_REASON_LEN) == 0) {
-            int n = lp_nvml_device_count(&c->nvml);
-            c->nvml_open = 1;
-            c->n_gpu = n < 0 ? 0 : (n > LP_NVML_MAX_DEVICES ? LP_NVML_MAX_DEVICES : n);
-            c->nvml_reason[0] = '\0';
-        }
-    }
-
-    int ncols = LP_BASE_COLS + 2 * c->n_gpu;
-    if (c->ring == NULL || ncols != c->ncols) {
-        int64_t *ring = calloc((size_t)c->capacity * (size_t)ncols, sizeof(int64_t));
-        if (ring == NULL) {
-            return -1;
-        }
-        free(c->ring);
-        c->ring = ring;
-        c->ncols = ncols;
-    }
-    c->head = 0;
-    c->count = 0;
-    c->opened = 1;
-    return 0;
-}
-
-static void lp_core_release(lp_core *c)
-{
-    lp_close_fd(&c->io_fd);
-    lp_close_fd(&c->statm_fd);
-    lp_close_fd(&c->stat_fd);
-    if (c->nvml_open) {
-        lp_nvml_close(&c->nvml);
-        c->nvml_open = 0;
-    }
-    free(c->ring);
-    c->ring = NULL;
-    c->opened = 0;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* One tick                                                                                     */
-/* ------------------------------------------------------------------------------------------ */
-
-/* Sum of cminflt, cmajflt, cutime and cstime from /proc/self/stat. These grow only when this
- * process reaps a child, which is also when the kernel folds the child's I/O counters into
- * ours: an interval in which it changed holds someone else's bytes. */
-static int lp_stat_fingerprint(const char *text, int64_t *out)
-{
-    const char *p = strrchr(text, ')'); /* comm may hold spaces and parentheses */
-    int64_t sum = 0;
-    int field = 2;
-    if (p == NULL) {
-        return -1;
-    }
-    p++;
-    while (*p && field < 17) {
-        int64_t value = 0;
-        int digits = 0;
-        while (*p == ' ') {
-            p++;
-        }
-        field++;
-        while (*p >= '0' && *p <= '9') {
-            value = value * 10 + (*p - '0');
-            p++;
-            digits++;
-        }
-        if (field == 11 || field == 13 || field == 16 || field == 17) {
-            if (digits == 0) {
-                return -1;
-            }
-            sum += value;
-        }
-        while (*p && *p != ' ') {
-            p++;
-        }
-    }
-    if (field < 17) {
-        return -1;
-    }
-    *out = sum;
-    return 0;
-}
-
-/* Takes one row. Called by the thread and by sample(); never takes the GIL. */
-static void lp_tick(lp_core *c)
-{
-    int64_t row[LP_MAX_COLS];
-    char buf[1024];
-    int64_t own_bytes = 0;
-    int64_t flags = 0;
-    int64_t fp = 0;
-    int fp_ok = 0;
-    ssize_t n;
-
-    pthread_mutex_lock(&c->tick_lock);
-    row[LP_COL_T] = lp_monotonic_ns();
-    row[LP_COL_PHASE] = c->phase ? (int64_t)atomic_load_explicit(c->phase, memory_order_relaxed) : -1;
-
-    lp_io_counters io;
-    n = lp_proc_pread(c->io_fd, buf, sizeof buf);
-    own_bytes += n > 0 ? n : 0;
-    if (n > 0 && lp_procio_parse(buf, &io) == 0) {
-        row[LP_COL_IO + 0] = io.rchar;
-        row[LP_COL_IO + 1] = io.wchar;
-        row[LP_COL_IO + 2] = io.read_bytes;
-        row[LP_COL_IO + 3] = io.write_bytes;
-        row[LP_COL_IO + 4] = io.cancelled_write_bytes;
-    } else {
-        for (int i = 0; i < LP_IO_FIELDS; i++) {
-            row[LP_COL_IO + i] = -1;
-        }
-        c->failed_io++;
-    }
-
-    int64_t rss;
-    n = lp_proc_pread(c->statm_fd, buf, sizeof buf);
-    own_bytes += n > 0 ? n : 0;
-    if (n > 0 && lp_statm_parse(buf, c->page_size, &rss) == 0) {
-        row[LP_COL_RSS] = rss;
-    } else {
-        row[LP_COL_RSS] = -1;
-        c->failed_rss++;
-    }
-
-    n = lp_proc_pread(c->stat_fd, buf, sizeof buf);
-    own_bytes += n > 0 ? n : 0;
-    if (n > 0 && lp_stat_fingerprint(buf, &fp) == 0) {
-        fp_ok = 1;
-    } else {
-        c->failed_stat++;
-    }
-    if (c->segment_start) {
-        flags |= LP_ROW_SEGMENT_START;
-        c->segment_start = 0;
-    } else if (!fp_ok || !c->prev_fp_ok) {
-        flags |= LP_ROW_REAP_UNKNOWN;
-    } else if (fp != c->prev_fp) {
-        flags |= LP_ROW_CHILD_REAPED;
-    }
-    c->prev_fp_ok = fp_ok;
-    c->prev_fp = fp;
-    row[LP_COL_FLAGS] = flags;
-
-    /* The own counters as they stand include every earlier tick's reads, which is exactly what
-     * this row's rchar includes: the kernel counts a read once it has completed. */
-    for (int i = 0; i < LP_IO_FIELDS; i++) {
-        row[LP_COL_OWN + i] = atomic_load_explicit(&c->own_io[i], memory_order_relaxed);
-    }
-    atomic_fetch_add_explicit(&c->own_io[0], own_bytes, memory_order_relaxed);
-
-    if (c->n_gpu > 0) {
-        int32_t busy[LP_NVML_MAX_DEVICES], mine[LP_NVML_MAX_DEVICES];
-        lp_nvml_sample(&c->nvml, (unsigned)c->pid, busy, mine, c->n_gpu);
-        for (int i = 0; i < c->n_gpu; i++) {
-            row[LP_BASE_COLS + 2 * i] = busy[i];
-            row[LP_BASE_COLS + 2 * i + 1] = mine[i];
-        }
-    }
-
-    pthread_mutex_lock(&c->ring_lock);
-    Py_ssize_t slot;
-    if (c->count == c->capacity) {
-        slot = c->head;
-        c->head = (c->head + 1) % c->capacity;
-        c->overwritten++;
-    } else {
-        slot = (c->head + c->count) % c->capacity;
-        c->count++;
-    }
-    memcpy(c->ring + (size_t)slot * (size_t)c->ncols, row, (size_t)c->ncols * sizeof(int64_t));
-    c->rows_total++;
-    pthread_mutex_unlock(&c->ring_lock);
-
-    c->ticks++;
-    pthread_mutex_unlock(&c->tick_lock);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* The thread                                                                                   */
-/* ------------------------------------------------------------------------------------------ */
-
-static void lp_abs_monotonic(int64_t ns, struct timespec *ts)
-{
-#if defined(__linux__)
-    ts->tv_sec = (time_t)(ns / 1000000000);
-    ts->tv_nsec = (long)(ns % 1000000000);
-#else
-    /* Without pthread_condattr_setclock the wait is on the wall clock. */
-    int64_t wall = lp_realtime_ns() + (ns - lp_monotonic_ns());
-    ts->tv_sec = (time_t)(wall / 1000000000);
-    ts->tv_nsec = (long)(wall % 1000000000);
-#endif
-}
-
-static void *lp_thread_main(void *arg)
-{
-    lp_core *c = arg;
-    int64_t next = lp_monotonic_ns() + c->interval_ns;
-    pthread_mutex_lock(&c->state_lock);
-#if defined(__linux__)
-    atomic_store(&c->thread_tid, (int64_t)syscall(SYS_gettid));
-#endif
-    c->thread_started = 1;
-    pthread_cond_broadcast(&c->wake);
-    for (;;) {
-        while (!c->stop_requested && lp_monotonic_ns() < next) {
-            struct timespec ts;
-            lp_abs_monotonic(next, &ts);
-            pthread_cond_timedwait(&c->wake, &c->state_lock, &ts);
-        }
-        if (c->stop_requested) {
-            break;
-        }
-        pthread_mutex_unlock(&c->state_lock);
-        lp_tick(c);
-        /* Keep to the grid start + k * interval; after a stall, skip the missed ticks rather
-         * than bunching them up. */
-        int64_t now = lp_monotonic_ns();
-        next += c->interval_ns;
-        if (next <= now) {
-            next = now + c->interval_ns - (now - next) % c->interval_ns;
-        }
-        pthread_mutex_lock(&c->state_lock);
-    }
-    int64_t cpu = lp_thread_cpu_ns();
-    if (cpu > 0) {
-        c->cpu_ns_done += cpu;
-    }
-    pthread_mutex_unlock(&c->state_lock);
-    return NULL;
-}
-
-/* Starts the thread with every signal blocked, so signals go to the threads that expect them
- * and our reads never see EINTR. Returns 0 or an errno. */
-static int lp_thread_start(lp_core *c)
-{
-    sigset_t all, old;
-    int err;
-    c->stop_requested = 0;
-    c->thread_started = 0;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    err = pthread_create(&c->thread, NULL, lp_thread_main, c);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err != 0) {
-        return err;
-    }
-    c->thread_running = 1;
-    c->have_thread_clock = pthread_getcpuclockid(c->thread, &c->thread_clock) == 0;
-    /* Wait until it runs, so stats() right after start() names a live thread. */
-    pthread_mutex_lock(&c->state_lock);
-    while (!c->thread_started) {
-        pthread_cond_wait(&c->wake, &c->state_lock);
-    }
-    pthread_mutex_unlock(&c->state_lock);
-    return 0;
-}
-
-static void lp_thread_stop(lp_core *c)
-{
-    if (!c->thread_running) {
-        return;
-    }
-    pthread_mutex_lock(&c->state_lock);
-    c->stop_requested = 1;
-    pthread_cond_broadcast(&c->wake);
-    pthread_mutex_unlock(&c->state_lock);
-    pthread_join(c->thread, NULL);
-#if defined(__linux__)
-    /* pthread_join returns once the kernel clears the thread's tid, a moment before the task
-     * leaves the thread group; a fork in that moment would still count it as a thread (3.12's
-     * "multi-threaded fork" warning reads the count). Wait for it to go, briefly. */
-    int64_t tid = atomic_load(&c->thread_tid);
-    if (tid > 0) {
-        char path[64];
-        struct timespec pause = {0, 100000};
-        snprintf(path, sizeof path, "/proc/self/task/%lld", (long long)tid);
-        for (int i = 0; i < 1000 && access(path, F_OK) == 0; i++) {
-            nanosleep(&pause, NULL);
-        }
-    }
-#endif
-    c->thread_running = 0;
-    c->have_thread_clock = 0;
-    atomic_store(&c->thread_tid, 0);
-}
-
-static int64_t lp_thread_cpu_total(lp_core *c)
-{
-    int64_t total = c->cpu_ns_done;
-    if (c->thread_running && c->have_thread_clock) {
-        struct timespec ts;
-        if (clock_gettime(c->thread_clock, &ts) == 0) {
-            total += (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-        }
-    }
-    return total;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* The Python type                                                                              */
-/* ------------------------------------------------------------------------------------------ */
+/* ===================================================================== the Sampler type */
 
 typedef struct {
     PyObject_HEAD
     lp_core *core;
     PyObject *phases_module; /* keeps the capsule's memory alive while the thread reads it */
-} lp_sampler_object;
+} lp_SamplerObject;
 
 static char *lp_strdup_or(PyObject *path, const char *fallback)
 {
@@ -577,7 +75,7 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
     Py_ssize_t capacity = 3600;
     PyObject *io_path = NULL, *statm_path = NULL, *stat_path = NULL;
     int nvml = 1;
-    lp_sampler_object *self;
+    lp_SamplerObject *self;
     lp_core *c;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|dn$OOOp:Sampler", kwlist, &interval_s, &capacity, &io_path,
@@ -622,7 +120,7 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
         lp_core_free(c);
         return NULL;
     }
-    self = (lp_sampler_object *)type->tp_alloc(type, 0);
+    self = (lp_SamplerObject *)type->tp_alloc(type, 0);
     if (self == NULL) {
         lp_core_free(c);
         return NULL;
@@ -632,7 +130,7 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
     return (PyObject *)self;
 }
 
-static void lp_sampler_dealloc(lp_sampler_object *self)
+static void lp_sampler_dealloc(lp_SamplerObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
     /* Join the thread before its core is freed; it never needs the GIL, so this cannot hang. */
@@ -643,7 +141,7 @@ static void lp_sampler_dealloc(lp_sampler_object *self)
     Py_DECREF(type);
 }
 
-static int lp_check_open(lp_sampler_object *self)
+static int lp_check_open(lp_SamplerObject *self)
 {
     if (self->core->closed) {
         PyErr_SetString(PyExc_ValueError, "the sampler is closed");
@@ -674,7 +172,7 @@ static int lp_begin_sampling(lp_core *c)
 
 /* Restarts a thread that after_fork_parent() left to restart later (see there). Every method
  * that reads or adds rows calls it first. */
-static int lp_resume(lp_sampler_object *self)
+static int lp_resume(lp_SamplerObject *self)
 {
     lp_core *c = self->core;
     if (!c->restart_pending) {
@@ -693,7 +191,7 @@ static int lp_resume(lp_sampler_object *self)
 
 /* Finds _phases' capsule. Imports the module first: PyCapsule_Import on 3.11 only walks
  * attributes, which exist only once the submodule has been imported. */
-static void lp_attach_phases(lp_sampler_object *self)
+static void lp_attach_phases(lp_SamplerObject *self)
 {
     lp_core *c = self->core;
     PyObject *module, *capsule;
@@ -738,7 +236,7 @@ static void lp_attach_phases(lp_sampler_object *self)
 PyDoc_STRVAR(lp_start_doc, "start()\n--\n\nOpen the /proc descriptors (first time), take a row now, "
                            "and start the thread. No-op when running.");
 
-static PyObject *lp_sampler_start(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_sampler_start(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
     if (lp_check_open(self) < 0 || lp_resume(self) < 0) {
@@ -760,7 +258,7 @@ static PyObject *lp_sampler_start(lp_sampler_object *self, PyObject *Py_UNUSED(i
 
 PyDoc_STRVAR(lp_stop_doc, "stop()\n--\n\nStop the thread (joined before returning). Rows stay in the ring.");
 
-static PyObject *lp_sampler_stop(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_sampler_stop(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_thread_stop(self->core);
     self->core->paused_for_fork = 0;
@@ -771,7 +269,7 @@ static PyObject *lp_sampler_stop(lp_sampler_object *self, PyObject *Py_UNUSED(ig
 PyDoc_STRVAR(lp_sample_doc, "sample() -> bool\n--\n\nTake one row now, on the calling thread. "
                             "False when the sampler has never started or is closed.");
 
-static PyObject *lp_sampler_sample(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_sampler_sample(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (!self->core->opened || self->core->closed) {
         Py_RETURN_FALSE;
@@ -786,7 +284,7 @@ static PyObject *lp_sampler_sample(lp_sampler_object *self, PyObject *Py_UNUSED(
 PyDoc_STRVAR(lp_drain_doc, "drain() -> bytes\n--\n\nRemove every row from the ring and return them, oldest "
                            "first, as native-endian int64 rows of len(columns) values.");
 
-static PyObject *lp_sampler_drain(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_sampler_drain(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
     PyObject *out;
@@ -816,7 +314,7 @@ static PyObject *lp_sampler_drain(lp_sampler_object *self, PyObject *Py_UNUSED(i
 
 PyDoc_STRVAR(lp_before_fork_doc, "before_fork()\n--\n\nStop the thread and hold the locks across fork().");
 
-static PyObject *lp_sampler_before_fork(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_sampler_before_fork(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
     if (c->thread_running) {
@@ -840,7 +338,7 @@ static PyObject *lp_sampler_before_fork(lp_sampler_object *self, PyObject *Py_UN
 PyDoc_STRVAR(lp_after_fork_parent_doc,
              "after_fork_parent()\n--\n\nRelease the locks and restart the thread.");
 
-static PyObject *lp_sampler_after_fork_parent(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_sampler_after_fork_parent(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
     if (c->fork_locks_held) {
@@ -871,7 +369,7 @@ PyDoc_STRVAR(lp_after_fork_child_doc,
              "after_fork_child()\n--\n\nIn the child: reopen this process's /proc descriptors, start an "
              "empty ring and, if the parent was sampling, start sampling here.");
 
-static PyObject *lp_sampler_after_fork_child(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_sampler_after_fork_child(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
     /* The thread does not exist here. If before_fork() did not run (a fork from C), a lock may
@@ -915,7 +413,7 @@ static PyObject *lp_sampler_after_fork_child(lp_sampler_object *self, PyObject *
 
 PyDoc_STRVAR(lp_close_doc, "close()\n--\n\nStop, close the descriptors and NVML, free the ring. Idempotent.");
 
-static PyObject *lp_sampler_close(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_sampler_close(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
     lp_thread_stop(c);
@@ -930,7 +428,7 @@ PyDoc_STRVAR(lp_add_own_io_doc,
              "add_own_io(rchar, wchar, read_bytes, write_bytes, cancelled_write_bytes)\n--\n\n"
              "Add bytes moved by the profiler itself, so the rows' own_* columns exclude them.");
 
-static PyObject *lp_sampler_add_own_io(lp_sampler_object *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *lp_sampler_add_own_io(lp_SamplerObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t values[LP_IO_FIELDS];
     if (nargs != LP_IO_FIELDS) {
@@ -971,7 +469,7 @@ static PyObject *lp_reason_or_none(const char *reason)
 
 PyDoc_STRVAR(lp_stats_doc, "stats() -> dict\n--\n\nCounters and reasons; see _sampler.pyi.");
 
-static PyObject *lp_sampler_stats(lp_sampler_object *self, PyObject *Py_UNUSED(ignored))
+static PyObject *lp_sampler_stats(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
     PyObject *d = PyDict_New();
@@ -1020,7 +518,7 @@ static PyObject *lp_sampler_stats(lp_sampler_object *self, PyObject *Py_UNUSED(i
     return d;
 }
 
-static PyObject *lp_sampler_get_columns(lp_sampler_object *self, void *Py_UNUSED(closure))
+static PyObject *lp_sampler_get_columns(lp_SamplerObject *self, void *Py_UNUSED(closure))
 {
     lp_core *c = self->core;
     int ncols = c->opened ? c->ncols : LP_BASE_COLS;
@@ -1045,17 +543,17 @@ static PyObject *lp_sampler_get_columns(lp_sampler_object *self, void *Py_UNUSED
     return t;
 }
 
-static PyObject *lp_sampler_get_interval_s(lp_sampler_object *self, void *Py_UNUSED(closure))
+static PyObject *lp_sampler_get_interval_s(lp_SamplerObject *self, void *Py_UNUSED(closure))
 {
     return PyFloat_FromDouble((double)self->core->interval_ns / 1e9);
 }
 
-static PyObject *lp_sampler_get_capacity(lp_sampler_object *self, void *Py_UNUSED(closure))
+static PyObject *lp_sampler_get_capacity(lp_SamplerObject *self, void *Py_UNUSED(closure))
 {
     return PyLong_FromSsize_t(self->core->capacity);
 }
 
-static PyObject *lp_sampler_get_running(lp_sampler_object *self, void *Py_UNUSED(closure))
+static PyObject *lp_sampler_get_running(lp_SamplerObject *self, void *Py_UNUSED(closure))
 {
     /* A restart deferred past fork counts as running: it will be by the next call. */
     return PyBool_FromLong(self->core->thread_running || self->core->restart_pending);
@@ -1097,14 +595,12 @@ static PyType_Slot lp_sampler_slots[] = {
 
 static PyType_Spec lp_sampler_spec = {
     .name = "lineprofiler.accounting._sampler.Sampler",
-    .basicsize = sizeof(lp_sampler_object),
+    .basicsize = sizeof(lp_SamplerObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
     .slots = lp_sampler_slots,
 };
 
-/* ------------------------------------------------------------------------------------------ */
-/* Module                                                                                       */
-/* ------------------------------------------------------------------------------------------ */
+/* ===================================================================== module */
 
 PyDoc_STRVAR(lp_thread_io_doc,
              "thread_io() -> tuple[int, int, int, int, int, int] | None\n--\n\n"
@@ -1113,39 +609,22 @@ PyDoc_STRVAR(lp_thread_io_doc,
 
 static PyObject *lp_thread_io(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 {
-#if defined(__linux__)
-    char buf[512];
     lp_io_counters io;
-    int fd = lp_procio_open("/proc/thread-self/io");
-    ssize_t n;
-    if (fd < 0) {
-        /* Linux before 3.17 has no thread-self. */
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/task/%ld/io", (long)syscall(SYS_gettid));
-        fd = lp_procio_open(path);
-    }
-    if (fd < 0) {
-        Py_RETURN_NONE;
-    }
-    n = lp_proc_pread(fd, buf, sizeof buf);
-    close(fd);
-    if (n <= 0 || lp_procio_parse(buf, &io) < 0) {
+    ssize_t n = lp_read_thread_io(&io);
+    if (n < 0) {
         Py_RETURN_NONE;
     }
     return Py_BuildValue("(LLLLLn)", (long long)io.rchar, (long long)io.wchar, (long long)io.read_bytes,
                          (long long)io.write_bytes, (long long)io.cancelled_write_bytes, (Py_ssize_t)n);
-#else
-    Py_RETURN_NONE;
-#endif
 }
 
 typedef struct {
     PyTypeObject *sampler_type;
-} lp_module_state;
+} lp_state;
 
 static int lp_module_exec(PyObject *module)
 {
-    lp_module_state *st = PyModule_GetState(module);
+    lp_state *st = PyModule_GetState(module);
     st->sampler_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &lp_sampler_spec, NULL);
     if (st->sampler_type == NULL) {
         return -1;
@@ -1164,14 +643,14 @@ static int lp_module_exec(PyObject *module)
 
 static int lp_module_traverse(PyObject *module, visitproc visit, void *arg)
 {
-    lp_module_state *st = PyModule_GetState(module);
+    lp_state *st = PyModule_GetState(module);
     Py_VISIT(st->sampler_type);
     return 0;
 }
 
 static int lp_module_clear(PyObject *module)
 {
-    lp_module_state *st = PyModule_GetState(module);
+    lp_state *st = PyModule_GetState(module);
     Py_CLEAR(st->sampler_type);
     return 0;
 }
@@ -1196,9 +675,9 @@ static PyModuleDef_Slot lp_slots[] = {
 
 static struct PyModuleDef lp_module = {
     .m_base = PyModuleDef_HEAD_INIT,
-    .m_name = "_sampler",
+    .m_name = "lineprofiler.accounting._sampler",
     .m_doc = "The resource sampler: a native thread sampling /proc and NVML into a ring of int64 rows.",
-    .m_size = sizeof(lp_module_state),
+    .m_size = sizeof(lp_state),
     .m_methods = lp_module_methods,
     .m_slots = lp_slots,
     .m_traverse = lp_module_traverse,
