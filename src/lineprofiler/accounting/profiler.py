@@ -655,6 +655,11 @@ class Profiler:
     def _restart_after_fork(self) -> None:
         # A pending call runs at the next bytecode boundary, which may still be inside another
         # fork hook: defer again while the frame that called os.fork() is below the running one.
+        if self.identity is None or self.identity.pid != os.getpid():
+            # Queued in the parent and inherited by a child forked (from another thread) before
+            # it ran: it may fire inside threading's own after-fork reset, and a thread started
+            # there is lost to it. The child's own fork hook starts the child's thread.
+            return
         caller = _Process.fork_caller
         frame = sys._getframe(1) if caller is not None else None
         inside = False
@@ -690,7 +695,7 @@ class Profiler:
             self.recorder.make_primary()
         # Attachments first: the child's start file below asks them to contribute, so they must
         # have forgotten the parent's state (a window's progress, VRAM peaks), and a sampler
-        # still holds the locks it took across the fork until its own hook has run.
+        # must have reopened this process's /proc descriptors and emptied its ring.
         self._call_attachments("after_fork_child")
         self._begin_process()
         self._mp_registered = False

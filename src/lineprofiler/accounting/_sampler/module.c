@@ -312,8 +312,15 @@ static PyObject *lp_sampler_drain(lp_SamplerObject *self, PyObject *Py_UNUSED(ig
     return out;
 }
 
-PyDoc_STRVAR(lp_before_fork_doc, "before_fork()\n--\n\nStop the thread and hold the locks across fork().");
+PyDoc_STRVAR(lp_before_fork_doc, "before_fork()\n--\n\nStop the thread (joined before returning), to restart "
+                                 "it after fork(). Holds no lock across fork().");
 
+/* Stopping the thread is all it takes for no sampler lock to be held at fork(): the thread is the
+ * only holder that runs without the GIL, and fork() runs with the GIL held, so no method can be
+ * inside a critical section then. No lock is held from here to the after-fork hooks either: other
+ * threads run Python (and call these methods, holding the GIL) in between, and one waiting on a
+ * lock held across that window would wait forever for the forking thread, which waits for the
+ * GIL. The child initialises the locks afresh all the same (see after_fork_child). */
 static PyObject *lp_sampler_before_fork(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
@@ -325,27 +332,16 @@ static PyObject *lp_sampler_before_fork(lp_SamplerObject *self, PyObject *Py_UNU
         c->restart_pending = 0;
         c->paused_for_fork = 1;
     }
-    /* Held across fork() so that no other thread (one inside sample(), say) can leave either
-     * locked in the child. Twice in a row must not lock twice: the mutexes are not recursive. */
-    if (!c->fork_locks_held) {
-        pthread_mutex_lock(&c->tick_lock);
-        pthread_mutex_lock(&c->ring_lock);
-        c->fork_locks_held = 1;
-    }
     Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(lp_after_fork_parent_doc,
-             "after_fork_parent()\n--\n\nRelease the locks and restart the thread.");
+             "after_fork_parent()\n--\n\nRestart the thread that before_fork() stopped (3.13+: at the next "
+             "method call).");
 
 static PyObject *lp_sampler_after_fork_parent(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
-    if (c->fork_locks_held) {
-        c->fork_locks_held = 0;
-        pthread_mutex_unlock(&c->ring_lock);
-        pthread_mutex_unlock(&c->tick_lock);
-    }
     if (c->paused_for_fork) {
         c->paused_for_fork = 0;
         c->restart_pending = 1;
@@ -373,13 +369,13 @@ static PyObject *lp_sampler_after_fork_child(lp_SamplerObject *self, PyObject *P
 {
     lp_core *c = self->core;
     /* The thread does not exist here. If before_fork() did not run (a fork from C), a lock may
-     * be held by that vanished thread: initialise them afresh either way. */
+     * be held by that vanished thread: initialise them afresh either way. No other thread of
+     * this process exists yet, so nothing can be waiting on them. */
     int was_sampling = c->thread_running || c->paused_for_fork || c->restart_pending;
     c->thread_running = 0;
     c->paused_for_fork = 0;
     c->restart_pending = 0;
     c->have_thread_clock = 0;
-    c->fork_locks_held = 0;
     atomic_store(&c->thread_tid, 0);
     if (lp_locks_init(c) != 0) {
         PyErr_SetString(PyExc_OSError, "cannot initialise the sampler's locks in the child");

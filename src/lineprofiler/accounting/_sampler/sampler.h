@@ -17,6 +17,12 @@
  * tick_lock for a whole tick (reads and ring write, so rows stay in time order) and ring_lock
  * for the ring write. stop() joins the thread with the GIL held: the thread needs no GIL, so this
  * cannot deadlock, and keeping the GIL means no other method can run while the join is under way.
+ *
+ * Fork: a sampler lock is only ever held by the sampler thread for one tick (it waits on nothing
+ * but these locks and never on the GIL) or by a method, from start to end, under the GIL. So a
+ * method holding the GIL waits on a lock for at most one tick, and never on a thread that waits
+ * for the GIL. before_fork() stops the thread and takes no lock: at fork(), which runs with the
+ * GIL held, no lock is held, and none is held across the Python code the fork hooks run.
  */
 #ifndef LP_SAMPLER_H
 #define LP_SAMPLER_H
@@ -116,7 +122,6 @@ typedef struct {
     int thread_started; /* set by the thread once it runs; start() waits for it */
     int paused_for_fork;
     int restart_pending; /* 3.13+: the parent's restart after fork, left to the next method call */
-    int fork_locks_held; /* before_fork() holds tick_lock and ring_lock until after_fork_*() */
     clockid_t thread_clock;
     int have_thread_clock;
     _Atomic int64_t thread_tid;
