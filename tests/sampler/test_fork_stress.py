@@ -2,15 +2,16 @@
 
 Each test runs fork_stress_child.py in its own interpreter and watches its progress file: a fork
 that deadlocks the parent (or a child that never gets as far as exiting) stops the progress, and
-the test kills the process with SIGKILL (a deadlocked interpreter never runs a SIGTERM handler)
-and fails with every thread's stack, instead of hanging the suite. Only a lack of progress for
-STALL_S seconds counts as a hang; a slow machine only makes the test take longer.
+the test kills its process group with SIGKILL (a deadlocked interpreter never runs a SIGTERM
+handler) and fails with every thread's stack, instead of hanging the suite. Only a lack of
+progress for STALL_S seconds counts as a hang; a slow machine only makes the test take longer.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -40,7 +41,8 @@ def run_stress(tmp_path: Path, mode: str, forks: int, **options: float | str) ->
         cmd += [f"--{key}", str(value)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
     with open(tmp_path / "stdout", "w+") as out, open(tmp_path / "stderr", "w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=tmp_path)
+        # Its own process group, so a hung fork child is killed with it and never outlives the test.
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=tmp_path, start_new_session=True)
         started = last_change = time.monotonic()
         seen = 0
         hung = None
@@ -52,7 +54,7 @@ def run_stress(tmp_path: Path, mode: str, forks: int, **options: float | str) ->
                 seen, last_change = size, now
             elif now - last_change > STALL_S or now - started > LIMIT_S:
                 hung = f"no progress for {now - last_change:.0f} s after {seen // 2} of {forks} forks"
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         out.seek(0)
         err.seek(0)
