@@ -385,7 +385,7 @@ class Profiler:
             self.recorder.make_primary()
         # Attachments first: the child's start file below asks them to contribute, so they must
         # have forgotten the parent's state (a window's progress, VRAM peaks), and a sampler
-        # still holds the locks it took across the fork until its own hook has run.
+        # must have reopened this process's /proc descriptors and emptied its ring.
         self._call_attachments("after_fork_child")
         self._begin_process()
         self._mp_registered = False
