@@ -75,10 +75,15 @@ if args.mode == "sampler":
     from lineprofiler.accounting import sampling
 
     sampler = sampling.ResourceSampler(
-        args.run_dir, interval_s=args.sample or 0.002, capacity=64, backend=args.backend
+        args.run_dir, interval_s=args.sample or 0.002, capacity=64, source=args.backend
     )
-    assert sampler.backend == args.backend or args.backend == "auto", sampler.unavailable_reason
-    sampling.install_fork_hooks(sampler)
+    assert sampler.source == args.backend or args.backend == "auto", sampler.unavailable_reason
+    # The hooks a Profiler installs for its sampler, without the rest of the Profiler.
+    os.register_at_fork(
+        before=sampler.before_fork,
+        after_in_parent=sampler.after_fork_parent,
+        after_in_child=sampler.after_fork_child,
+    )
     sampler.start()
     impl = sampler._impl
     document = {"identity": {"run_id": "stress", "pid": os.getpid(), "uuid": "00000000", "host": "h"}}
