@@ -822,7 +822,7 @@ def derive_caveats(run: Run) -> list[str]:
             f"{_names(signalled)}"
         )
 
-    unfinished = [w for w in run.workers if w.status == "running" and not is_stale(w, end)]
+    unfinished = [w for w in run.workers if w.status == "running" and w.numbers_from != "live" and not is_stale(w, end)]
     if unfinished:
         lines.append(
             f"{len(unfinished)} worker(s) never wrote a final flush (the run is still going, or they were "
