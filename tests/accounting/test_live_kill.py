@@ -83,7 +83,7 @@ def _drain(conn) -> list[bytes]:  # type: ignore[no-untyped-def]
 def _round(method: str, run_dir: Path, n: int, rng: random.Random) -> int:
     ctx = mp.get_context(method)
     procs = []
-    for i in range(n):
+    for _i in range(n):
         reader, writer = ctx.Pipe(duplex=False)
         snapshot_s = rng.choice([0.05, 5.0])
         proc = ctx.Process(target=_worker, args=(str(run_dir), writer, rng.randrange(2**31), snapshot_s))
@@ -143,12 +143,16 @@ def _round(method: str, run_dir: Path, n: int, rng: random.Random) -> int:
         if pending is not None and pending[0] == "C" and got_counts != counts:
             path, n = pending[1].rsplit(" ", 1)
             counts[path] += int(n)
-        assert got == entries, f"{method} pid {pid}: {sorted((got - entries).items())[:5]} / {sorted((entries - got).items())[:5]}"
+        assert got == entries, (
+            f"{method} pid {pid}: {sorted((got - entries).items())[:5]} / {sorted((entries - got).items())[:5]}"
+        )
         assert got_counts == counts, f"{method} pid {pid}: counters differ"
         checked += 1
     for line in run.caveats:
-        assert "killed before any data" not in line or "pid" not in line or all(
-            f"pid {pid} " not in line for pid, w in workers.items() if w.numbers_from == "live"
+        assert (
+            "killed before any data" not in line
+            or "pid" not in line
+            or all(f"pid {pid} " not in line for pid, w in workers.items() if w.numbers_from == "live")
         )
     return checked
 

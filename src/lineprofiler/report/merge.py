@@ -491,7 +491,9 @@ def prefer_live_numbers(path: Path, document: dict[str, Any]) -> tuple[dict[str,
     notes = [f"live file: {problem}" for problem in live.problems]
     if live.in_flight:
         shown = ", ".join(fmt.printable(p) for p in live.in_flight[:3])
-        notes.append(f"live file: an entry was being added to {shown} when the process stopped; it may be partly counted")
+        notes.append(
+            f"live file: an entry was being added to {shown} when the process stopped; it may be partly counted"
+        )
     if not live.usable:
         return dict(document, errors=list(document.get("errors", [])) + notes), "json: " + "; ".join(live.problems)
     closed = sum(_count(p, "entries") for p in document["phases"])
@@ -734,7 +736,10 @@ def derive_caveats(run: Run) -> list[str]:
     not_live = [w for w in run.workers if w.numbers_from.startswith("json: ")]
     _per_worker(
         lines,
-        [(w, f"{w.label}: numbers from its last snapshot ({fmt.printable(w.numbers_from[6:])[:200]})") for w in not_live],
+        [
+            (w, f"{w.label}: numbers from its last snapshot ({fmt.printable(w.numbers_from[6:])[:200]})")
+            for w in not_live
+        ],
         "are reported from their last snapshots, their live files not used",
     )
     stale = [w for w in run.workers if w.status != "started" and w.numbers_from != "live" and is_stale(w, end)]

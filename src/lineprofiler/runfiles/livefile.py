@@ -270,7 +270,9 @@ def _read_counters(
             continue
         (node,) = struct.unpack_from("<i", data, base + off["node"])
         (total,) = struct.unpack_from("<q", data, base + off["total"])
-        live.counters.append({"phase": paths.get(node, "") if node > 0 else "", "name": _name(data, base, off), "total": total})
+        live.counters.append(
+            {"phase": paths.get(node, "") if node > 0 else "", "name": _name(data, base, off), "total": total}
+        )
     if missing:
         live.problems.append(f"live file cut short: {missing} of {n_counters} counters missing")
 
