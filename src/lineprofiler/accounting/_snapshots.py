@@ -32,6 +32,7 @@ def attach_live(recorder: Any, path: Path, root: Path, identity: dict[str, Any])
         fd = layout.create_live(path, root=root)
     except (OSError, ValueError) as error:
         return f"cannot create {path.name}: {getattr(error, 'strerror', None) or error}"
+    token = _phases.own_io_begin()  # the chunks copied into the file are the profiler's own writes
     try:
         recorder.live_attach(fd, blob)
     except OSError as error:
@@ -41,6 +42,7 @@ def attach_live(recorder: Any, path: Path, root: Path, identity: dict[str, Any])
             pass
         return f"cannot map {path.name}: {error.strerror or error}"
     finally:
+        _phases.own_io_end(token)
         os.close(fd)
     return None
 

@@ -499,8 +499,20 @@ def prefer_live_numbers(path: Path, document: dict[str, Any]) -> tuple[dict[str,
     closed = sum(_count(p, "entries") for p in document["phases"])
     if live.total_entries < closed:
         return document, "json: live file older than the last snapshot"
+    snapshot_counters = {(c.get("phase"), c.get("name")): c.get("total") for c in document["counters"]}
+    live_counters = {(c["phase"], c["name"]): c["total"] for c in live.counters}
+    if live.total_entries == closed and live_counters == snapshot_counters:
+        return dict(document, errors=list(document.get("errors", [])) + notes), "json"
+    # Closed totals from the live file; what was still open, as of the last snapshot, from it.
+    phases = {p["path"]: dict(p) for p in live.phases}
+    for old in document["phases"]:
+        if _count(old, "open_entries") == 0:
+            continue
+        new = phases.setdefault(old["path"], {**old, "entries": 0, "wall_ns": 0, "self_ns": 0, "hist": []})
+        for key in ("open_entries", "open_ns", "open_self_ns"):
+            new[key] = old.get(key, 0)
     updated = dict(document)
-    updated["phases"] = live.phases
+    updated["phases"] = list(phases.values())
     updated["counters"] = live.counters
     updated["errors"] = list(document.get("errors", [])) + notes
     if document["times"]["status"] == "started":
