@@ -20,7 +20,7 @@ from ..runfiles import layout, workerfile
 from . import _phases
 from ._options import check_options
 from ._process import PROCESS
-from ._snapshots import SnapshotWriter
+from ._snapshots import SnapshotWriter, attach_live
 from .identity import (
     ENV_ATTEMPT,
     ENV_PROFILE,
@@ -126,6 +126,7 @@ class Profiler:
         self.recorder: _phases.Recorder | None = None
         self.identity: Identity | None = None
         self.path: Path | None = None
+        self.live_path: Path | None = None
         self.window: Any = None  # windows.Window or lines_window.LinesWindow, with backend=...
         self._attachments: list[Any] = []
         self._errors: list[str] = []
@@ -176,8 +177,21 @@ class Profiler:
         self._start_unix_ns = time.time_ns()
         self._start_mono_ns = time.monotonic_ns()
         self._snapshots.prepare_dir()
+        self._attach_live()
         self._snapshots.write("started")
         self._start_thread()
+
+    def _attach_live(self) -> None:
+        """The live file beside the worker file: everything recorded survives a SIGKILL."""
+        self.live_path = None
+        if self.recorder is None or self.path is None or self.identity is None:
+            return
+        path = layout.live_path(self.path)
+        error = attach_live(self.recorder, path, self.run_dir, self.identity.to_json())
+        if error is None:
+            self.live_path = path
+        else:
+            self._record_error(f"live file: {error}; the numbers are in the snapshots only")
 
     def _start_thread(self) -> None:
         if not self._closed:
@@ -212,7 +226,9 @@ class Profiler:
         if self.path is not None:
             # The start file and any sample file this copy began: the process's own profiler
             # writes its own.
-            for path in (self.path, layout.sidecar_path(self.path)):
+            if self.recorder is not None:
+                self.recorder.live_detach()
+            for path in (self.path, layout.sidecar_path(self.path), layout.live_path(self.path)):
                 try:
                     layout.remove(path, root=self.run_dir)
                 except OSError:
@@ -300,6 +316,7 @@ class Profiler:
         if dropped:
             errors.append(f"{dropped} more errors not kept")
         document["errors"] = errors + document["errors"]
+        document["live_file"] = self.live_path.name if self.live_path is not None else None
         return document
 
     def _write_metadata(self, *, final: bool = False) -> None:
