@@ -7,7 +7,12 @@ import pytest
 
 @pytest.mark.parametrize(
     "name",
-    ["lineprofiler", "lineprofiler.lines._tracer", "lineprofiler.accounting._phases", "lineprofiler.accounting._sampler"],
+    [
+        "lineprofiler",
+        "lineprofiler.lines._tracer",
+        "lineprofiler.accounting._phases",
+        "lineprofiler.accounting._sampler",
+    ],
 )
 def test_module_imports(name):
     assert importlib.import_module(name) is not None

@@ -221,7 +221,9 @@ def test_missing_viztracer_is_a_no_op_with_a_reason(run_python, tmp_path):
     )
     described, no_hooks, in_metadata = json.loads(out)
     assert described["state"] == "unavailable"
-    assert described["unavailable_reason"] == "import of viztracer is blocked in this process (sys.modules['viztracer'] is None)"
+    assert described["unavailable_reason"] == (
+        "import of viztracer is blocked in this process (sys.modules['viztracer'] is None)"
+    )
     assert described["available"] is False
     assert no_hooks
     assert in_metadata == described

@@ -11,8 +11,8 @@ import pytest
 from lp_integration_helpers import HAS_VIZTRACER, phases_by_path, worker_documents
 
 from lineprofiler.accounting import Profiler
-from lineprofiler.runfiles import workerfile
 from lineprofiler.accounting.windows import Backend
+from lineprofiler.runfiles import workerfile
 
 CAPABILITIES = {"torch", "torch_cuda", "nvml", "viztracer", "nvtx", "psutil"}
 

@@ -221,7 +221,8 @@ def test_reaped_child_fingerprint_marks_the_interval(tmp_path, helpers):
     s.sample()  # +2
     t = helpers.table_of(s.columns, s.drain())
     s.close()
-    assert t.column("flags").tolist() == [FLAG_SEGMENT_START, 0, FLAG_CHILD_REAPED, FLAG_REAP_UNKNOWN, FLAG_REAP_UNKNOWN, 0]
+    unknown = FLAG_REAP_UNKNOWN
+    assert t.column("flags").tolist() == [FLAG_SEGMENT_START, 0, FLAG_CHILD_REAPED, unknown, unknown, 0]
     res = reduce_io(t)
     assert res.counts.reaped == 1 and res.counts.unknown == 2 and res.counts.valid == 2
     assert res.totals["write_bytes"] == 0

@@ -348,11 +348,11 @@ def interval_mask(
     elif previous_ok is None:
         counts.gaps -= 1  # the file's first row is not a restart
     read = list(map(and_, ok, before))
-    mask = [e and r and not f & _DROP_FLAGS for e, r, f in zip(ends, read, flags)]
+    mask = [e and r and not f & _DROP_FLAGS for e, r, f in zip(ends, read, flags, strict=True)]
     counts.valid = mask.count(True)
     if counts.valid < n - ends.count(False):
-        counts.failed = sum(1 for e, r in zip(ends, read) if e and not r)
-        counts.reaped = sum(1 for e, r, f in zip(ends, read, flags) if e and r and f & FLAG_CHILD_REAPED)
+        counts.failed = sum(1 for e, r in zip(ends, read, strict=True) if e and not r)
+        counts.reaped = sum(1 for e, r, f in zip(ends, read, flags, strict=True) if e and r and f & FLAG_CHILD_REAPED)
         counts.unknown = n - ends.count(False) - counts.valid - counts.failed - counts.reaped
     return mask, counts
 
