@@ -1,7 +1,9 @@
 """The GPU block: numbers from NVML sample columns and VRAM peaks, n/a versus 0.0%.
 
 Every run here is written by the real writers (worker file and sample file) and read back with
-``load_run``, as ``lineprofiler report`` reads it.
+``load_run``, as ``lineprofiler report`` reads it; the column values are chosen per test, to
+reach each rule of the arithmetic. test_gpu_end_to_end.py has the sampler itself write them from
+NVML (the test stub) in a real run.
 """
 
 from __future__ import annotations
