@@ -1,6 +1,6 @@
 """The text report: the seed's shape, with the numbers that matter asserted from the durations."""
 
-from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, learner_loop
+from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, gpu_document, learner_loop
 
 from lineprofiler.report import format as fmt
 from lineprofiler.report import text
@@ -202,7 +202,7 @@ def test_the_resource_and_gpu_blocks_follow_iterations_in_order():
 
 def test_the_gpu_block_renders_after_iterations_and_before_caveats(tmp_path):
     worker = seed_actor()
-    worker.write(tmp_path, gpu={"nvml": {"available": False, "unavailable_reason": "no NVIDIA driver"}})
+    worker.write(tmp_path, gpu=gpu_document(nvml_reason="no NVIDIA driver"))
     SimWorker("actor").write(tmp_path, status="started", flush_at_ns=0)
     report = render(load_run(tmp_path))
     order = [report.index(s) for s in ("ITERATIONS", "GPU\n", "absent: no NVIDIA driver", "CAVEATS")]
