@@ -227,9 +227,11 @@ class SimWorker:
         tree = {
             "phases": [] if started_only else self._phase_entries(elapsed),
             "counters": counters,
-            "caps": caps
-            or {"max_paths": 10_000, "paths_overflowed": 0, "max_counters": 10_000, "counters_overflowed": 0},
-            "repairs": {"mismatched_exits": mismatched_exits, "stale_exits": 0, "dropped_entries": 0},
+            # The recorder's defaults; ``caps`` changes some of them.
+            "caps": {"max_paths": 10_000, "paths_overflowed": 0, "max_counters": 10_000, "counters_overflowed": 0,
+                     "max_depth": 256, "depth_overflowed": 0, **(caps or {})},
+            "repairs": {"mismatched_exits": mismatched_exits, "stale_exits": 0, "dropped_entries": 0,
+                        "cross_stack_exits": 0},
             "own_io_subtracted": dict(io_zero),
         }
         document = workerfile.build_document(

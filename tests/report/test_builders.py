@@ -32,8 +32,9 @@ def simulated_file(tmp_path):
 def test_simworker_documents_have_every_key_a_real_worker_file_has(tmp_path, real_document):
     _, simulated = simulated_file(tmp_path)
     real, sim = key_paths(key_shape(real_document)), key_paths(key_shape(simulated))
-    assert sorted(real - sim) == [], "keys real files have and SimWorker's lack"
-    assert sorted(sim - real) == [], "keys SimWorker writes that real files do not have"
+    lacking, extra = sorted(real - sim), sorted(sim - real)
+    assert not lacking, f"keys real files have and SimWorker's lack: {lacking}"
+    assert not extra, f"keys SimWorker writes that real files do not have: {extra}"
     # The same columns too, in the same order: the sampler's and then NVML's.
     assert simulated["samples"]["columns"] == real_document["samples"]["columns"]
 

@@ -160,7 +160,8 @@ def test_the_structure_damage_reaches_every_key_of_a_real_worker_file(tmp_path, 
     _, source = baseline_documents(tmp_path)
     mutated = {key_path(path) for path in first_of_each_key(list(all_paths(source)))}
     real = key_paths(key_shape(real_document))
-    assert sorted(real - mutated) == []
+    unmutated = sorted(real - mutated)
+    assert not unmutated, f"keys of real files the fuzz test never damages: {unmutated}"
     for key in ("phases[].id", "phases[].open_ns", "phases[].cpu_missing", "own_io_excluded.wchar",
                 "own_io_subtracted", "identity.run_id_source", "identity.fork_parent_pid", "repairs.stale_exits",
                 "repairs.dropped_entries", "config.cpu_clock", "config.max_paths", "samples.gpu.devices"):
