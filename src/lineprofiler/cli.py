@@ -66,6 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="report this attempt instead of the newest: a run id (RUN_ID or RUN_ID#N) the header names "
         "as superseded, concurrent or newest",
     )
+    report.add_argument(
+        "--lines",
+        action="store_true",
+        help="add LINES: the top lines of each role from its backend=\"lines\" windows (RUN_DIR/lines/), "
+        "hits and time summed over the role's processes",
+    )
+    report.add_argument(
+        "--lines-top", type=_int_at_least(1), default=10, metavar="N", help="with --lines: N lines per role (10)"
+    )
     report_output = report.add_mutually_exclusive_group()
     report_output.add_argument(
         "--html",
@@ -272,7 +281,8 @@ def _report(args: argparse.Namespace) -> int:
     from .report.text import RenderOptions, render_report
 
     run = load_run(args.run_dir, no_samples=args.no_samples, attempt=args.attempt)
-    report = build_report(run, RenderOptions(no_samples=args.no_samples))
+    options = RenderOptions(no_samples=args.no_samples, lines=args.lines, lines_top=args.lines_top)
+    report = build_report(run, options)
     if args.json:
         from .report import json as report_json
 

@@ -20,7 +20,7 @@ from ..runfiles import layout, workerfile
 from . import _phases
 from ._options import check_options
 from ._process import PROCESS
-from ._snapshots import SnapshotWriter
+from ._snapshots import SnapshotWriter, attach_live
 from .identity import (
     ENV_ATTEMPT,
     ENV_PROFILE,
@@ -54,7 +54,13 @@ class Profiler:
 
     ``Profiler(run_dir=None, role=None, enabled=None, measure_cpu=True, *, backend=None,
     backend_window=None, window_phase=None, annotate=False, snapshot_interval_s=5.0,
-    sample_interval_s=1.0, max_paths=10000, max_counters=10000)``
+    sample_interval_s=1.0, max_paths=10000, max_counters=10000, lines_project=None)``
+
+    ``backend="torch" | "viztracer" | "lines"`` with ``backend_window=(start, stop)`` and
+    ``window_phase``: that profiler runs from the start-th entry into the phase to the stop-th.
+    ``"lines"`` line-profiles the code of ``lines_project`` (default
+    ``LINEPROFILER_LINES_PROJECT``, else the git root of the main script, else of the working
+    directory) and writes ``run_dir/lines/<host>/l_<run>_<pid>_<uuid8>.json``.
 
     An enabled profiler records from construction: ``profiler.phase(name)`` and
     ``profiler.count(name, n)`` work with or without ``with profiler:`` around them. Its
@@ -93,13 +99,14 @@ class Profiler:
         sample_interval_s: float | None = DEFAULT_SAMPLE_INTERVAL_S,
         max_paths: int = _phases.DEFAULT_MAX_PATHS,
         max_counters: int = _phases.DEFAULT_MAX_COUNTERS,
+        lines_project: str | os.PathLike[str] | None = None,
     ) -> None:
         # Wrong arguments raise here, before anything is touched.
         options = check_options(
             run_dir=run_dir, role=role, enabled=enabled, measure_cpu=measure_cpu, backend=backend,
             backend_window=backend_window, window_phase=window_phase, annotate=annotate,
             snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
-            max_paths=max_paths, max_counters=max_counters,
+            max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
         )
         self._options = options
         self._noop = _phases.Noop()
@@ -108,6 +115,7 @@ class Profiler:
         self.backend = options.backend
         self.backend_window = options.backend_window
         self.window_phase = window_phase
+        self.lines_project = options.lines_project
         self.annotate = annotate
         self.snapshot_interval_s = options.snapshot_interval_s
         self.sample_interval_s = options.sample_interval_s
@@ -118,7 +126,8 @@ class Profiler:
         self.recorder: _phases.Recorder | None = None
         self.identity: Identity | None = None
         self.path: Path | None = None
-        self.window: Any = None  # windows.Window, with backend=...
+        self.live_path: Path | None = None
+        self.window: Any = None  # windows.Window or lines_window.LinesWindow, with backend=...
         self._attachments: list[Any] = []
         self._errors: list[str] = []
         self._errors_dropped = 0
@@ -168,8 +177,21 @@ class Profiler:
         self._start_unix_ns = time.time_ns()
         self._start_mono_ns = time.monotonic_ns()
         self._snapshots.prepare_dir()
+        self._attach_live()
         self._snapshots.write("started")
         self._start_thread()
+
+    def _attach_live(self) -> None:
+        """The live file beside the worker file: everything recorded survives a SIGKILL."""
+        self.live_path = None
+        if self.recorder is None or self.path is None or self.identity is None:
+            return
+        path = layout.live_path(self.path)
+        error = attach_live(self.recorder, path, self.run_dir, self.identity.to_json())
+        if error is None:
+            self.live_path = path
+        else:
+            self._record_error(f"live file: {error}; the numbers are in the snapshots only")
 
     def _start_thread(self) -> None:
         if not self._closed:
@@ -204,7 +226,9 @@ class Profiler:
         if self.path is not None:
             # The start file and any sample file this copy began: the process's own profiler
             # writes its own.
-            for path in (self.path, layout.sidecar_path(self.path)):
+            if self.recorder is not None:
+                self.recorder.live_detach()
+            for path in (self.path, layout.sidecar_path(self.path), layout.live_path(self.path)):
                 try:
                     layout.remove(path, root=self.run_dir)
                 except OSError:
@@ -292,6 +316,7 @@ class Profiler:
         if dropped:
             errors.append(f"{dropped} more errors not kept")
         document["errors"] = errors + document["errors"]
+        document["live_file"] = self.live_path.name if self.live_path is not None else None
         return document
 
     def _write_metadata(self, *, final: bool = False) -> None:
@@ -377,7 +402,7 @@ class Profiler:
             self.recorder.make_primary()
         # Attachments first: the child's start file below asks them to contribute, so they must
         # have forgotten the parent's state (a window's progress, VRAM peaks), and a sampler
-        # still holds the locks it took across the fork until its own hook has run.
+        # must have reopened this process's /proc descriptors and emptied its ring.
         self._call_attachments("after_fork_child")
         self._begin_process()
         self._mp_registered = False

@@ -18,7 +18,7 @@ from ..runfiles import histogram
 from . import format as fmt
 from . import timeline
 from .attempts import AttemptSummary
-from .blocks import RenderOptions, gpu, resources
+from .blocks import RenderOptions, gpu, lines, resources
 from .merge import PhaseStats, RoleStats, Run, Worker
 from .model import (
     Attempt,
@@ -306,6 +306,7 @@ BLOCKS: tuple[tuple[str, str, str, Compute], ...] = (
     ("core", "render_dominant", "dominant", dominant),
     ("core", "render_counters", "counters", counters),
     ("core", "render_iterations", "iterations", iterations),
+    ("lines", "lines_block", "lines", lines.lines_block),
     ("resources", "render_io_by_phase", "io_by_phase", resources.io_by_phase),
     ("resources", "render_io", "io", resources.sampled_io),
     ("resources", "render_memory", "memory", resources.memory),

@@ -5,7 +5,8 @@ prints a model already computed. Each ``*_lines(model)`` function prints one blo
 whose model is absent prints nothing. Blocks are separated by one blank line.
 
 The order: header, one block per role, DOMINANT PHASES (with counters under their phase),
-COUNTERS not shown there, ITERATIONS, I/O BY PHASE, I/O, MEMORY, GPU, then CAVEATS. A block
+COUNTERS not shown there, ITERATIONS, LINES (``--lines``, printed by :mod:`.text_lines`), I/O BY
+PHASE, I/O, MEMORY, GPU, then CAVEATS. A block
 that fails to compute or to print costs that block only: it is named under CAVEATS and the rest
 is printed.
 """
@@ -37,6 +38,7 @@ from .model import (
     Role,
     SampledIo,
 )
+from .text_lines import lines_lines
 
 #: How many rows a role block prints before summarising the rest.
 ROLE_ROWS = 8
@@ -499,6 +501,7 @@ PRINTERS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
     ("core", "render_dominant", "dominant", dominant_lines),
     ("core", "render_counters", "counters", counters_lines),
     ("core", "render_iterations", "iterations", iterations_lines),
+    ("lines", "render_lines", "lines", lines_lines),
     ("resources", "render_io_by_phase", "io_by_phase", io_by_phase_lines),
     ("resources", "render_io", "io", io_lines),
     ("resources", "render_memory", "memory", memory_lines),

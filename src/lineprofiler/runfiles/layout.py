@@ -4,9 +4,11 @@ A run directory holds::
 
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.json      one worker file per process
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.samples   its resource samples (the sidecar)
+    <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.live      its live numbers (a shared mapping)
     <run_dir>/metadata/<host>/m_<run>_<pid>_<uuid8>.json     what that process had available
     <run_dir>/metadata.json                                  the same, for the run
     <run_dir>/backend/<tool>_<host>_<pid>.json               a heavy profiler window's artifact
+    <run_dir>/lines/<host>/l_<run>_<pid>_<uuid8>.json         a ``backend="lines"`` window's line stats
 
 ``<run>`` is the run id, made safe as one path component (:func:`sanitize_component`), and
 ``<host>`` the host name, escaped so that different hosts never share a folder
@@ -36,10 +38,13 @@ WORKERS_DIR = "workers"
 METADATA_DIR = "metadata"
 METADATA_FILE = "metadata.json"
 BACKEND_DIR = "backend"
+LINES_DIR = "lines"
 WORKER_PREFIX = "w_"
 METADATA_PREFIX = "m_"
+LINES_PREFIX = "l_"
 JSON_SUFFIX = ".json"
 SAMPLES_SUFFIX = ".samples"
+LIVE_SUFFIX = ".live"
 #: A temporary file of an atomic write in progress; readers skip these names.
 TEMP_PREFIX = ".tmp_"
 
@@ -124,6 +129,27 @@ def sidecar_path(worker_file: str | os.PathLike[str]) -> Path:
     return worker_file.with_name(sidecar_name(worker_file.name))
 
 
+def live_path(worker_file: str | os.PathLike[str]) -> Path:
+    """The live file beside a worker file: ``w_run_12_abcd1234.live``."""
+    worker_file = Path(worker_file)
+    return worker_file.with_name(worker_file.name.removesuffix(JSON_SUFFIX) + LIVE_SUFFIX)
+
+
+def create_live(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> int:
+    """A new file at ``path`` opened for reading and writing (a shared mapping needs both),
+    made with ``O_EXCL | O_NOFOLLOW`` below ``root`` as :func:`open_owned` makes files; anything
+    already at the name is refused (removed, UnsafePathError)."""
+    root_path, parts, make_root = _locate(path, root)
+    dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
+    try:
+        try:
+            return os.open(parts[-1], (_NEW_FILE_FLAGS & ~os.O_WRONLY) | os.O_RDWR, FILE_MODE, dir_fd=dir_fd)
+        except FileExistsError:
+            _refuse(dir_fd, parts[-1], _shown(root_path, parts))
+    finally:
+        os.close(dir_fd)
+
+
 def metadata_path(run_dir: str | os.PathLike[str], worker_file: str | os.PathLike[str]) -> Path:
     """``<run_dir>/metadata/<host>/m_<run>_<pid>_<uuid8>.json``, named after the worker file."""
     worker_file = Path(worker_file)
@@ -134,6 +160,15 @@ def metadata_path(run_dir: str | os.PathLike[str], worker_file: str | os.PathLik
 def run_metadata_path(run_dir: str | os.PathLike[str]) -> Path:
     """``<run_dir>/metadata.json``."""
     return Path(run_dir) / METADATA_FILE
+
+
+def lines_path(run_dir: str | os.PathLike[str], worker_file: str | os.PathLike[str]) -> Path:
+    """``<run_dir>/lines/<host>/l_<run>_<pid>_<uuid8>.json``: the line stats of a
+    ``backend="lines"`` window, named after the worker file of the same process (same run,
+    pid and uuid), so the report pairs the two by name."""
+    worker_file = Path(worker_file)
+    name = LINES_PREFIX + worker_file.name.removeprefix(WORKER_PREFIX)
+    return Path(run_dir) / LINES_DIR / worker_file.parent.name / name
 
 
 def artifact_name(tool: str, host: str, pid: int) -> str:

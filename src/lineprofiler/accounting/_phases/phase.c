@@ -169,6 +169,11 @@ LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts,
         d = 0;
     }
     int64_t self_ns = d - f->child_ns;
+    /* Odd while the entry is added, so a reader of the live file never takes half of it. On
+     * x86 both fences are compiler barriers only. */
+    uint32_t seq = node->seq;
+    __atomic_store_n(&node->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
     node->entries++;
     node->wall_ns += d;
     node->self_ns += self_ns > 0 ? self_ns : 0;
@@ -217,6 +222,7 @@ LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts,
     if (f->phase->sync) {
         node->sync = 1;
     }
+    __atomic_store_n(&node->seq, seq + 2, __ATOMIC_RELEASE);
     if (f->parent >= 0) {
         ts->frames[f->parent].child_ns += d;
         if (LP_UNLIKELY(f->parent < ts->n_base)) {

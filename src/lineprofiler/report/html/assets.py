@@ -34,6 +34,9 @@ th,td{padding:3px 10px;text-align:right;border-bottom:1px solid var(--line);whit
 th{font-size:12px;color:var(--muted);font-weight:600;background:var(--soft)}
 th:first-child,td:first-child{text-align:left}
 td.name{text-align:left;max-width:420px;overflow:hidden;text-overflow:ellipsis}
+td.src code{font-size:12px}
+table[data-block=lines] th:nth-child(n+7){text-align:left}
+div.wide{overflow-x:auto}
 tr.sub td{color:var(--muted);border-bottom:0;font-size:13px}
 tr.sub td:first-child{padding-left:28px}
 .js th[data-sort]{cursor:pointer}

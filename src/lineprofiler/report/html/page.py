@@ -482,6 +482,11 @@ def render_html(report: Report) -> str:
     add("counters", "Counters", lambda: counters_html(report.dominant, report.counters))
     if report.iterations is not None and report.iterations.roles:
         add("iterations", "Iterations", lambda: iterations_html(report.iterations))
+    if report.lines is not None:
+        from .lines import lines_html  # imports this module: not at its top
+
+        lines_block = report.lines
+        add("lines", "Lines", lambda: lines_html(lines_block))
     if report.io_by_phase is not None and report.io_by_phase.phases:
         add("io-by-phase", "I/O by phase", lambda: io_by_phase_html(report.io_by_phase))
     if report.io is not None:
