@@ -269,6 +269,7 @@ class SimWorker:
                 "window_phase": self.window_phase,
                 "backend": None,
                 "backend_window": None,
+                "lines_project": None,
                 "annotate": False,
                 "max_paths": 10_000,
                 "max_counters": 10_000,
@@ -279,6 +280,9 @@ class SimWorker:
         )
         document["samples"] = samples
         document["gpu"] = gpu
+        # No live file beside it (the profiler writes null when it could not make one): the
+        # report reads the document's own numbers.
+        document["live_file"] = None
         document["errors"] = list(errors or []) + document["errors"]
         return document
 
