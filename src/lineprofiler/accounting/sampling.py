@@ -609,7 +609,9 @@ class ResourceSampler:
             "hz": self.timeline_hz,
             "rows": 0 if writer is None else writer.rows,
             "bytes": 0 if writer is None else writer.size,
-            "clock": None if writer is None else {"monotonic_ns": writer.monotonic_ref_ns, "unix_ns": writer.unix_ref_ns},
+            "clock": (
+                None if writer is None else {"monotonic_ns": writer.monotonic_ref_ns, "unix_ns": writer.unix_ref_ns}
+            ),
             "write_failures": self._tl_failures,
             "pending_rows": len(self._tl_pending) // row_bytes,
             "unavailable_reason": reason,
