@@ -191,6 +191,7 @@ def test_the_resource_and_gpu_blocks_follow_iterations_in_order():
         ("resources", "render_io"),
         ("resources", "render_memory"),
         ("gpu", "render"),
+        ("timeline", "render_timeline"),
     ]
 
 

@@ -54,7 +54,10 @@ class Profiler:
 
     ``Profiler(run_dir=None, role=None, enabled=None, measure_cpu=True, *, backend=None,
     backend_window=None, window_phase=None, annotate=False, snapshot_interval_s=5.0,
-    sample_interval_s=1.0, max_paths=10000, max_counters=10000, lines_project=None)``
+    sample_interval_s=1.0, timeline_hz=10.0, max_paths=10000, max_counters=10000, lines_project=None)``
+
+    ``timeline_hz``: how often the resource sampler's thread notes which phase every thread is
+    in, for the report's TIMELINE (0 turns it off; it needs ``sample_interval_s``).
 
     ``backend="torch" | "viztracer" | "lines"`` with ``backend_window=(start, stop)`` and
     ``window_phase``: that profiler runs from the start-th entry into the phase to the stop-th.
@@ -100,6 +103,7 @@ class Profiler:
         max_paths: int = _phases.DEFAULT_MAX_PATHS,
         max_counters: int = _phases.DEFAULT_MAX_COUNTERS,
         lines_project: str | os.PathLike[str] | None = None,
+        timeline_hz: float = 10.0,
     ) -> None:
         # Wrong arguments raise here, before anything is touched.
         options = check_options(
@@ -107,6 +111,7 @@ class Profiler:
             backend_window=backend_window, window_phase=window_phase, annotate=annotate,
             snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
             max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
+            timeline_hz=timeline_hz,
         )
         self._options = options
         self._noop = _phases.Noop()
@@ -119,6 +124,7 @@ class Profiler:
         self.annotate = annotate
         self.snapshot_interval_s = options.snapshot_interval_s
         self.sample_interval_s = options.sample_interval_s
+        self.timeline_hz = options.timeline_hz
         self.max_paths = max_paths
         self.max_counters = max_counters
         self.run_dir = Path(os.path.abspath(os.fspath(run_dir or os.environ.get(ENV_RUN_DIR) or DEFAULT_RUN_DIR)))
@@ -228,7 +234,8 @@ class Profiler:
             # writes its own.
             if self.recorder is not None:
                 self.recorder.live_detach()
-            for path in (self.path, layout.sidecar_path(self.path), layout.live_path(self.path)):
+            own = (layout.sidecar_path(self.path), layout.live_path(self.path), layout.timeline_path(self.path))
+            for path in (self.path, *own):
                 try:
                     layout.remove(path, root=self.run_dir)
                 except OSError:

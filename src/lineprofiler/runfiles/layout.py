@@ -5,6 +5,7 @@ A run directory holds::
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.json      one worker file per process
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.samples   its resource samples (the sidecar)
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.live      its live numbers (a shared mapping)
+    <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.timeline  its phase occupancy (same format)
     <run_dir>/metadata/<host>/m_<run>_<pid>_<uuid8>.json     what that process had available
     <run_dir>/metadata.json                                  the same, for the run
     <run_dir>/backend/<tool>_<host>_<pid>.json               a heavy profiler window's artifact
@@ -45,6 +46,7 @@ LINES_PREFIX = "l_"
 JSON_SUFFIX = ".json"
 SAMPLES_SUFFIX = ".samples"
 LIVE_SUFFIX = ".live"
+TIMELINE_SUFFIX = ".timeline"
 #: A temporary file of an atomic write in progress; readers skip these names.
 TEMP_PREFIX = ".tmp_"
 
@@ -121,6 +123,12 @@ def sidecar_name(worker_file_name: str) -> str:
     """``w_run_12_abcd1234.json`` -> ``w_run_12_abcd1234.samples``."""
     stem = worker_file_name.removesuffix(JSON_SUFFIX)
     return stem + SAMPLES_SUFFIX
+
+
+def timeline_path(worker_file: str | os.PathLike[str]) -> Path:
+    """The phase-occupancy file beside a worker file: ``w_run_12_abcd1234.timeline``."""
+    worker_file = Path(worker_file)
+    return worker_file.with_name(worker_file.name.removesuffix(JSON_SUFFIX) + TIMELINE_SUFFIX)
 
 
 def sidecar_path(worker_file: str | os.PathLike[str]) -> Path:

@@ -11,7 +11,11 @@ LP_INLINE void lp_publish_main(lp_RecorderObject *rec, PyThreadState *tstate, lp
                                int32_t node_id)
 {
     lp_state *st = rec->st;
-    if (st->primary == rec && tstate == st->main_tstate) {
+    if (st->primary != rec) {
+        return;
+    }
+    lp_thread_publish(st, tstate, ts, node_id);
+    if (tstate == st->main_tstate) {
         st->main_stack = ts;
         atomic_store_explicit(&st->main_thread_phase, node_id, memory_order_relaxed);
     }
@@ -21,10 +25,14 @@ LP_INLINE void lp_publish_main(lp_RecorderObject *rec, PyThreadState *tstate, lp
 static void lp_publish_stack(lp_RecorderObject *rec, lp_StackObject *ts)
 {
     lp_state *st = rec->st;
-    if (st->primary == rec && st->main_stack == ts) {
-        int32_t live = lp_find_live(ts, rec, ts->depth - 1);
-        atomic_store_explicit(&st->main_thread_phase, live >= 0 ? ts->frames[live].node_id : -1,
-                              memory_order_relaxed);
+    if (st->primary != rec) {
+        return;
+    }
+    int32_t live = lp_find_live(ts, rec, ts->depth - 1);
+    int32_t node_id = live >= 0 ? ts->frames[live].node_id : -1;
+    lp_threads_stack_changed(st, ts, node_id);
+    if (st->main_stack == ts) {
+        atomic_store_explicit(&st->main_thread_phase, node_id, memory_order_relaxed);
     }
 }
 

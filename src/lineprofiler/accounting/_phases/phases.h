@@ -243,6 +243,14 @@ typedef struct lp_state {
     /* Every live stack (borrowed; each unlinks itself in its dealloc), so a snapshot taken
      * from another thread can see the entries still open. Changed only under the GIL. */
     struct lp_StackObject *stacks;
+    /* Every thread's innermost phase, for the sampler's timeline (threads.c): the slots the
+     * capsule shares, the stack each slot last published from (borrowed, GIL only), and the
+     * last thread's slot (pub_key: its thread state's id + 1; 0 none). */
+    lp_thread_slot threads[LP_THREAD_SLOTS];
+    struct lp_StackObject *slot_stack[LP_THREAD_SLOTS];
+    _Atomic int64_t threads_unpublished;
+    uint64_t pub_key;
+    int32_t pub_slot;
     PyObject *overflow_name; /* "(overflow)": the node and counter past the caps */
     PyObject *slash;
     PyObject *underscore;
@@ -435,6 +443,13 @@ lp_StackObject *lp_stack_find_open(lp_state *st, lp_PhaseObject *phase, lp_Stack
 lp_frame *lp_origin_frame(lp_frame *base);
 void lp_credit_origin(lp_frame *base, int64_t d);
 
+/* threads.c */
+void lp_threads_init(lp_state *st);
+void lp_thread_publish_slow(lp_state *st, PyThreadState *tstate, struct lp_StackObject *ts, int32_t node_id);
+void lp_threads_stack_changed(lp_state *st, struct lp_StackObject *ts, int32_t node_id);
+void lp_threads_stack_gone(lp_state *st, struct lp_StackObject *ts);
+void lp_threads_clear(lp_state *st);
+
 /* noop.c */
 int lp_noop_init(PyObject *module, lp_state *st);
 
@@ -571,6 +586,22 @@ LP_INLINE lp_StackObject *lp_stack_view(lp_state *st)
     lp_StackObject *inherited = NULL;
     lp_StackObject *ts = lp_stack_own(st, PyThreadState_Get(), &inherited);
     return ts != NULL ? ts : inherited;
+}
+
+/* Publishes the calling thread's innermost phase for the sampler: one compare and two stores
+ * while the same thread keeps its slot. */
+LP_INLINE void lp_thread_publish(lp_state *st, PyThreadState *tstate, lp_StackObject *ts, int32_t node_id)
+{
+    uint64_t key = (uint64_t)tstate->id + 1;
+    if (LP_LIKELY(st->pub_key == key)) {
+        lp_thread_slot *slot = &st->threads[st->pub_slot];
+        if (LP_LIKELY(atomic_load_explicit(&slot->owner, memory_order_relaxed) == key)) {
+            st->slot_stack[st->pub_slot] = ts;
+            atomic_store_explicit(&slot->phase, node_id, memory_order_relaxed);
+            return;
+        }
+    }
+    lp_thread_publish_slow(st, tstate, ts, node_id);
 }
 
 /* The first frame pushed above the base holds the owner; the last one popped lets it go. The

@@ -318,6 +318,7 @@ static PyObject *lp_recorder_reset(lp_RecorderObject *self, PyObject *Py_UNUSED(
     }
     if (self->st->primary == self) {
         atomic_store_explicit(&self->st->main_thread_phase, -1, memory_order_relaxed);
+        lp_threads_clear(self->st);
     }
     Py_RETURN_NONE;
 }
@@ -339,6 +340,7 @@ static PyObject *lp_recorder_stop(lp_RecorderObject *self, PyObject *Py_UNUSED(i
         self->active = 0;
         if (self->st->primary == self) {
             atomic_store_explicit(&self->st->main_thread_phase, -1, memory_order_relaxed);
+            lp_threads_clear(self->st);
         }
     }
     Py_RETURN_NONE;
@@ -347,14 +349,21 @@ static PyObject *lp_recorder_stop(lp_RecorderObject *self, PyObject *Py_UNUSED(i
 static PyObject *lp_recorder_make_primary(lp_RecorderObject *self, PyObject *Py_UNUSED(ignored))
 {
     self->st->primary = self;
-    int32_t node = -1;
+    int32_t node = -1, here = -1;
     lp_StackObject *ts = lp_stack_view(self->st);
-    if (ts != NULL && PyThreadState_Get() == self->st->main_tstate) {
-        self->st->main_stack = ts;
+    if (ts != NULL) {
         int32_t i = ts->depth > 0 ? lp_find_live(ts, self, ts->depth - 1) : -1;
-        node = i >= 0 ? ts->frames[i].node_id : -1;
+        here = i >= 0 ? ts->frames[i].node_id : -1;
+        if (PyThreadState_Get() == self->st->main_tstate) {
+            self->st->main_stack = ts;
+            node = here;
+        }
     }
     atomic_store_explicit(&self->st->main_thread_phase, node, memory_order_relaxed);
+    lp_threads_clear(self->st);
+    if (here >= 0) {
+        lp_thread_publish(self->st, PyThreadState_Get(), ts, here);
+    }
     Py_RETURN_NONE;
 }
 
@@ -568,6 +577,7 @@ static void lp_recorder_dealloc(lp_RecorderObject *self)
     if (self->st != NULL && self->st->primary == self) {
         self->st->primary = NULL;
         atomic_store_explicit(&self->st->main_thread_phase, -1, memory_order_relaxed);
+        lp_threads_clear(self->st);
     }
     (void)lp_recorder_clear(self);
     lp_tree_free(self);
