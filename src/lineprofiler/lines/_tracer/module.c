@@ -629,6 +629,35 @@ static PyObject *lp_set_presize(PyObject *module, PyObject *arg)
     return PyBool_FromLong(prev);
 }
 
+/* A trace function that does nothing: what any C trace function costs at least. */
+static int lp_noop_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    LP_UNUSED(obj);
+    LP_UNUSED(frame);
+    LP_UNUSED(what);
+    LP_UNUSED(arg);
+    return 0;
+}
+
+PyDoc_STRVAR(lp_set_noop_trace_doc,
+             "_set_noop_trace(enabled)\n--\n\n"
+             "BENCHMARK ONLY. Installs (or removes) a C trace function that returns at once on\n"
+             "the calling thread: the floor under any trace-function profiler.");
+
+static PyObject *lp_set_noop_trace(PyObject *module, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+    if (on && lp_get_state(module)->active != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_set_noop_trace: a tracer is recording");
+        return NULL;
+    }
+    PyEval_SetTrace(on ? lp_noop_trace : NULL, NULL);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(lp_default_clock_doc, "default_clock()\n--\n\n"
                                    "The clock new tracers use: 'tsc' (an invariant cycle counter, scaled to\n"
                                    "ns against CLOCK_MONOTONIC at report time) or 'monotonic'.");
@@ -644,6 +673,7 @@ static PyMethodDef lp_module_methods[] = {
     {"_advance_test_clock", (PyCFunction)lp_advance_test_clock, METH_O, lp_advance_test_clock_doc},
     {"_set_foreign_limit", (PyCFunction)lp_set_foreign_limit, METH_O, lp_set_foreign_limit_doc},
     {"_set_presize", (PyCFunction)lp_set_presize, METH_O, lp_set_presize_doc},
+    {"_set_noop_trace", (PyCFunction)lp_set_noop_trace, METH_O, lp_set_noop_trace_doc},
     {"default_clock", (PyCFunction)lp_default_clock, METH_NOARGS, lp_default_clock_doc},
     {NULL, NULL, 0, NULL},
 };
