@@ -549,9 +549,11 @@ PyDoc_STRVAR(lp_set_test_clock_doc,
              "_set_test_clock(enabled, callback_cost=0, now=0)\n--\n\n"
              "TEST ONLY. While enabled, tracers that start recording from empty read a\n"
              "fake clock instead of the real one: it stands still except when\n"
-             "_advance_test_clock() moves it, and every callback of the tracer advances\n"
-             "it by callback_cost between its first and its last clock read, as if the\n"
-             "callback had spent that long. One tick is one nanosecond.");
+             "_advance_test_clock() moves it, and every timed slow path of a callback\n"
+             "(deciding whether code is ours, growing a table) advances it by\n"
+             "callback_cost between its two clock reads, as if it had spent that long.\n"
+             "The common path of a callback reads the clock once and does not advance\n"
+             "it. One tick is one nanosecond.");
 
 static PyObject *lp_set_test_clock(PyObject *module, PyObject *args, PyObject *kwds)
 {

@@ -303,14 +303,14 @@ lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts)
 
 /* lp_thread_get() for callbacks: failures are deferred. Refreshes the
  * one-entry cache. */
-lp_thread *lp_thread_slow(lp_TracerObject *tr, pthread_t self)
+lp_thread *lp_thread_slow(lp_TracerObject *tr, uintptr_t key)
 {
     lp_thread *th = lp_thread_get(tr, PyThreadState_Get());
     if (th == NULL) {
         lp_fail(tr);
         return NULL;
     }
-    tr->last_pthread = self;
+    tr->last_key = key;
     tr->has_last = 1;
     tr->last_thread = th;
     return th;
@@ -334,26 +334,31 @@ lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th)
 
 /* Grows rec's lines[] to cover `line` and re-points every open frame of
  * every thread that pointed into the old array. Rare: arrays are sized from
- * co_lines() when the record is made. Returns 0, or -1 (tracer broken). */
-int lp_grow_and_fix(lp_TracerObject *tr, lp_code *rec, int line)
+ * co_lines() when the record is made. Its time is taken out of thread th's
+ * virtual clock. Returns 0, or -1 (tracer broken). */
+int lp_grow_timed(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line)
 {
+    int64_t t0 = lp_clock(tr, 0);
+    int rc = 0;
     int old_base = rec->base;
     lp_line *old;
     if (lp_code_grow(rec, line, &old) < 0) {
         lp_fail(tr);
-        return -1;
+        rc = -1;
+        old = NULL;
     }
     for (size_t j = 0; old != NULL && tr->threads.slots && j <= tr->threads.mask; j++) {
-        lp_thread *th = (lp_thread *)tr->threads.slots[j].val;
-        for (Py_ssize_t i = 0; th != NULL && i < th->depth; i++) {
-            lp_frame *f = &th->stack[i];
+        lp_thread *other = (lp_thread *)tr->threads.slots[j].val;
+        for (Py_ssize_t i = 0; other != NULL && i < other->depth; i++) {
+            lp_frame *f = &other->stack[i];
             if (f->rec == rec && f->open != NULL) {
                 f->open = &rec->lines[old_base + (f->open - old) - rec->base];
             }
         }
     }
     PyMem_Free(old);
-    return 0;
+    lp_leave(tr, th, t0);
+    return rc;
 }
 
 /* Closes every open line of every thread at "now" and empties the stacks. */
