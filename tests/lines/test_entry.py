@@ -63,3 +63,55 @@ def test_threads_one_after_another(tmp_path):
     assert _hits(stats, "one") == {1: 63}
     assert _hits(stats, "rec") == {2: 126}
     assert _hits(stats, "main")[13] == 21
+
+
+SHAPES = """\
+def one(x): return x + 1
+lam = lambda x: x * 2  # noqa: E731
+def multi(x):
+    y = x + 1
+    return y
+def outer():
+    z = 1
+    def clos(x): return x + z
+    return clos
+def gen1(n): yield n
+async def co1(): return 1
+def docfn():
+    "doc"
+def semi(x): y = x; return y  # noqa: E702
+
+def run(restart):
+    clos = outer()
+    for i in range(3):
+        one(i); lam(i); multi(i); clos(i)  # noqa: E702
+        list(gen1(i)); list(x for x in range(2))  # noqa: E702
+        try:
+            co1().send(None)
+        except StopIteration:
+            pass
+        docfn(); semi(i)  # noqa: E702
+        restart()
+"""
+
+
+def test_every_shape_of_frame_is_entered(tmp_path):
+    import sys
+
+    mod = write_module(tmp_path, "lp_entry_shapes", SHAPES)
+    # Another tool re-arming every DISABLE mid-run (3.12+) must not change a count.
+    restart = getattr(getattr(sys, "monitoring", None), "restart_events", lambda: None)
+    p = LineProfiler(project_folder=tmp_path)
+    with p:
+        mod.run(restart)
+    stats = p.get_stats()
+    assert _hits(stats, "one") == {1: 3}
+    assert _hits(stats, "<lambda>") == {2: 3}
+    assert _hits(stats, "multi") == {4: 3, 5: 3}
+    assert _hits(stats, "outer.<locals>.clos") == {8: 3}
+    assert _hits(stats, "gen1")[10] >= 3
+    assert _hits(stats, "co1") == {11: 3}
+    assert _hits(stats, "docfn") == {12: 3}  # a docstring-only body runs on its def line
+    assert _hits(stats, "semi") == {14: 3}
+    assert _hits(stats, "run.<locals>.<genexpr>")[20] >= 3
+    assert _hits(stats, "run")[19] == 3

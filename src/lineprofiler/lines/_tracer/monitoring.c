@@ -221,6 +221,11 @@ LP_INLINE PyObject *lp_on_enter(PyObject *self, PyObject *const *args, size_t na
     if (rec == NULL) {
         Py_RETURN_NONE;
     }
+#if PY_VERSION_HEX >= 0x030D0000
+    if (how == LP_ENTER_START && !rec->needs_start) {
+        return lp_disable(tr); /* its first LINE pushes it, as on 3.12 */
+    }
+#endif
     lp_frame *f = lp_push(tr, th, code, lp_current_frame(th), rec, 0);
     if (f != NULL && how != LP_ENTER_START) {
         lp_line *slot = lp_slot_of(tr, th, rec, lp_line_at(rec, args[1]));

@@ -3,6 +3,9 @@
 #include "tracer.h"
 
 #include <string.h>
+#if PY_VERSION_HEX >= 0x030D0000
+#include <opcode.h> /* RESUME */
+#endif
 
 /* ===================================================================== pointer map */
 
@@ -171,6 +174,35 @@ static void lp_code_presize(lp_code *rec)
     rec->n = (int)(hi - lo + 1);
 }
 
+#if PY_VERSION_HEX >= 0x030D0000
+/* Whether frames of `co` need PY_START to be seen. CPython 3.13 does not emit LINE for a frame's
+ * first line when the instruction after the frame's RESUME is on the same line as RESUME (one-line
+ * functions, lambdas, generator expressions) unless PY_START is on for the code; when the lines
+ * differ, it does. RESUME is found among the first instructions (the prologue before it has no
+ * inline caches); anything unexpected answers yes, which costs an event per call, never a line. */
+static int lp_needs_start(PyCodeObject *co)
+{
+    PyObject *bytes = PyCode_GetCode(co);
+    if (bytes == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    int needs = 1;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    Py_ssize_t n = PyBytes_GET_SIZE(bytes);
+    for (Py_ssize_t i = 0; i + 3 < n && i < 32; i += 2) {
+        if (b[i] == RESUME) {
+            int here = PyCode_Addr2Line(co, (int)i);
+            int next = PyCode_Addr2Line(co, (int)i + 2);
+            needs = here < 0 || next < 0 || here == next;
+            break;
+        }
+    }
+    Py_DECREF(bytes);
+    return needs;
+}
+#endif
+
 /* Decides whether `code` belongs to the project, records the answer, and
  * returns the project record, LP_FOREIGN, or NULL (tracer broken). Runs once
  * per code object: it calls the Python filter, which is not traced (CPython
@@ -255,6 +287,9 @@ lp_code *lp_decide(lp_TracerObject *tr, PyObject *code)
     rec->code = code;
     rec->first_lineno = co->co_firstlineno;
     rec->is_gen = (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    rec->needs_start = lp_needs_start(co);
+#endif
     rec->resume_key = -1;
     rec->base = co->co_firstlineno;
     tr->recs[tr->n_recs++] = rec;

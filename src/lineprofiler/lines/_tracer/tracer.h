@@ -116,10 +116,14 @@ typedef struct {
     PyObject *code; /* strong: the address cannot be reused while we hold it */
     int first_lineno;
     int is_gen; /* generator, coroutine or async generator */
-    int base;   /* line number of lines[0] */
-    int n;      /* slots in lines[] */
+    /* 3.13+: 1 when LINE may not be emitted for the frame's first line unless
+     * PY_START is listened to (see lp_needs_start()); else PY_START is
+     * disabled for the code and its frames are pushed at their first LINE. */
+    int needs_start;
+    int base; /* line number of lines[0] */
+    int n;    /* slots in lines[] */
     lp_line *lines;
-    int resume_key; /* one-entry cache: resume offset (3.12) -> line */
+    int resume_key; /* one-entry cache: resume offset (3.12+) -> line */
     int resume_line;
 } lp_code;
 
