@@ -319,6 +319,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
             PyObject *et, *ev, *etb;
             PyErr_Fetch(&et, &ev, &etb);
             lp_uninstall_all(self);
+            lp_eval_uninstall();
             self->on = 0;
             self->started = 0;
             Py_CLEAR(st->active);
@@ -326,6 +327,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
             return NULL;
         }
     }
+    lp_eval_install();
 #endif
     Py_RETURN_NONE;
 }
@@ -340,6 +342,7 @@ static PyObject *lp_tracer_stop(lp_TracerObject *self, PyObject *Py_UNUSED(ignor
         Py_RETURN_NONE;
     }
 #if !LP_MONITORING
+    lp_eval_uninstall();
     lp_uninstall_all(self);
 #endif
     lp_close_all(self);

@@ -5,6 +5,10 @@
 
 #if !LP_MONITORING
 
+/* _PyInterpreterFrame, the frame a PEP 523 frame-evaluation function receives: 3.11 declares it
+ * only in its internal headers, which it installs. Only its f_code is read here. */
+#include <internal/pycore_frame.h>
+
 /* ===================================================================== the trace function */
 
 /* The line a resumed generator/coroutine frame stands on; LP_NO_LINE for a
@@ -125,6 +129,63 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         return 0;
     default: /* exception, opcode */
         return 0;
+    }
+}
+
+/* ===================================================================== the frame-evaluation hook */
+
+/* A frame of code known to be foreign runs with tracing off: no call, line or return events, and
+ * none of the per-instruction work CPython's trace machinery does in a traced frame. Tracing is a
+ * flag of the C-level evaluation loop (_PyCFrame.use_tracing), which a new loop copies from its
+ * caller's; this hook, which CPython calls for every frame while it is installed (Python calls
+ * are then not inlined), sets the caller's flag to what the new frame needs and puts it back
+ * when the frame returns. Code not decided yet is traced, so that the trace function decides it
+ * (the hook never runs Python code); project code is traced. Frames stay traced as CPython would
+ * trace them when the thread is not ours, when a profile function is set (it needs every
+ * frame's events) or while a trace or profile function runs. */
+static PyObject *lp_eval_frame(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
+{
+    if (ts->c_tracefunc != lp_trace || ts->c_profilefunc != NULL || ts->tracing) {
+        return _PyEval_EvalFrameDefault(ts, f, throwflag);
+    }
+    lp_HookObject *h = (lp_HookObject *)ts->c_traceobj;
+    lp_TracerObject *tr = h->tracer;
+    lp_thread *th = h->thread;
+    PyObject *code = (PyObject *)f->f_code;
+    int traced = 1;
+    if (tr != NULL && code != th->last_code) { /* last_code is a project record's */
+        traced = lp_code_find(tr, code) != LP_FOREIGN;
+    }
+    _PyCFrame *caller = ts->cframe;
+    uint8_t saved = caller->use_tracing;
+    caller->use_tracing = traced ? 255 : 0;
+    PyObject *res = _PyEval_EvalFrameDefault(ts, f, throwflag);
+    /* Put back the caller's flag; if our trace function is gone meanwhile (recording stopped,
+     * or sys.settrace), the flag CPython would set for what is installed now. */
+    if (ts->c_tracefunc == lp_trace) {
+        caller->use_tracing = saved;
+    } else {
+        caller->use_tracing = (ts->c_tracefunc != NULL || ts->c_profilefunc != NULL) ? 255 : 0;
+    }
+    return res;
+}
+
+/* Installs the hook unless another frame-evaluation function (a JIT, a debugger) is in place:
+ * then frames are traced as CPython traces them, foreign ones included. */
+void lp_eval_install(void)
+{
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) == _PyEval_EvalFrameDefault) {
+        _PyInterpreterState_SetEvalFrameFunc(interp, lp_eval_frame);
+    }
+}
+
+/* Takes the hook out if it is still ours. */
+void lp_eval_uninstall(void)
+{
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) == lp_eval_frame) {
+        _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
     }
 }
 

@@ -19,7 +19,8 @@
  *    location.
  *  - 3.11: a C trace function (settrace.c), installed per thread. Each thread
  *    gets its own Hook as the trace object, which carries that thread's
- *    state, so the hot path needs no thread lookup.
+ *    state, so the hot path needs no thread lookup. A PEP 523 frame-evaluation
+ *    function runs frames of code known to be foreign with tracing off.
  *
  * Data layout (tables.c): one lp_code per project code object with a flat
  * array of {hits, ticks} indexed by line - base; a pointer-keyed
@@ -247,6 +248,8 @@ vectorcallfunc lp_path_callback(int kind);
 /* settrace.c */
 int lp_install(lp_TracerObject *tr, PyThreadState *ts);
 void lp_uninstall_all(lp_TracerObject *tr);
+void lp_eval_install(void);
+void lp_eval_uninstall(void);
 #endif
 
 /* module.c */
