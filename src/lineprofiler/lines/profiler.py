@@ -356,7 +356,7 @@ class LineProfiler:
                         mon.register_callback(tool, value, None)
                     except ValueError:  # an event a later CPython takes no callback for
                         pass
-            hooks = [self._tracer.hook(kind) for kind, _ in _HOOK_EVENTS]  # type: ignore[arg-type]
+            hooks = [self._tracer.hook(kind) for kind, _ in _HOOK_EVENTS]
             for event, hook in zip(events, hooks, strict=True):
                 mon.register_callback(tool, event, hook)
             mask = 0
