@@ -26,8 +26,8 @@ not know, so later versions may add keys without a schema break. A file whose
     ``"signalled"`` (flushed from SIGTERM/SIGUSR1/SIGHUP), ``signal``: str or null.
 
 ``snapshot``\\* object:
-    ``interval_s`` float or null (no periodic snapshots), ``writes`` int (successful), ``failures`` int, ``last_error`` str or
-    null, ``last_success_unix_ns`` int or null.
+    ``interval_s`` float or null (no periodic snapshots), ``writes`` int (successful),
+    ``failures`` int, ``last_error`` str or null, ``last_success_unix_ns`` int or null.
 
 ``config`` object: ``measure_cpu`` bool, ``window_phase`` str or null, ``backend`` str or
     null, ``annotate`` bool, anything else the profiler was given.
@@ -82,10 +82,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import histogram as _histogram
 from . import reading
@@ -95,6 +92,11 @@ from .layout import WORKERS_DIR, write_atomic
 from .layout import sanitize_component as sanitize_component
 from .layout import worker_dir as worker_dir
 from .layout import worker_file_name as worker_file_name
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 SCHEMA_VERSION = 1
 KIND = "lineprofiler-worker"
@@ -290,13 +292,17 @@ _INT_LIMIT = 2**63
 _NONE = type(None)
 
 
-@dataclass(frozen=True)
 class _Field:
-    key: str
-    types: tuple[type, ...]
-    required: bool = True
-    #: For ints: refuse negative values (counts, durations, timestamps).
-    non_negative: bool = False
+    """One key of an object of the schema: its types, whether it must be there, and (for ints)
+    whether negative values are refused (counts, durations, timestamps)."""
+
+    __slots__ = ("key", "types", "required", "non_negative")
+
+    def __init__(self, key: str, types: tuple[type, ...], required: bool = True, non_negative: bool = False) -> None:
+        self.key = key
+        self.types = types
+        self.required = required
+        self.non_negative = non_negative
 
 
 def _text_ok(value: str) -> bool:
