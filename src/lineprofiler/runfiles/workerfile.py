@@ -105,6 +105,9 @@ LAYOUT_SAMPLES_LAST = "samples-last"
 #: samples that were not parsed (compare with ``is``). Null samples stay None.
 SAMPLES_SKIPPED: dict[str, Any] = {"skipped": True}
 _SAMPLES_KEY = b',"samples":'
+#: Samples up to this size are parsed by a reader that skips samples (see
+#: :func:`parse_worker_bytes`): the object that names a sample file is about 1.5 kB.
+SMALL_SAMPLES_BYTES = 64 * 1024
 #: How many nested ``"samples"`` keys the skipping reader steps over before parsing everything.
 _SKIP_ATTEMPTS = 8
 _FILE_RE = re.compile(r"^w_.+_\d+_[0-9a-f]{8}\.json$")
@@ -487,9 +490,10 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a worker file may hold")
 
 
-def _parse_head(raw: bytes) -> tuple[dict[str, Any], bool] | None:
-    """The document without its ``samples`` value, parsed from the bytes before it, and whether
-    the samples were non-null; None when the file does not have the samples-last layout.
+def _parse_head(raw: bytes) -> tuple[dict[str, Any], bytes] | None:
+    """The document without its ``samples`` value, parsed from the bytes before it, and the bytes
+    after the key (the value and the closing brace); None when the file does not have the
+    samples-last layout.
 
     Cutting at a nested ``"samples"`` key leaves brackets open, so ``head + "}"`` fails to parse
     and the next occurrence is tried: a parse succeeds only at the top-level key. The head must
@@ -507,9 +511,26 @@ def _parse_head(raw: bytes) -> tuple[dict[str, Any], bool] | None:
             continue
         if not isinstance(head, dict) or head.get("layout") != LAYOUT_SAMPLES_LAST or "samples" in head:
             return None
-        value = raw[at + len(_SAMPLES_KEY):at + len(_SAMPLES_KEY) + 5]
-        return head, not (value.startswith(b"null") and value[4:5] in (b"}", b""))
+        return head, raw[at + len(_SAMPLES_KEY) :]
     return None
+
+
+def _small_samples(tail: bytes) -> Any:
+    """The ``samples`` value from the bytes after its key, when they are few (an object that
+    names a sample file, or null); :data:`SAMPLES_SKIPPED` for inline rows, or bytes that do not
+    parse (a full read judges them)."""
+    if tail.startswith(b"null") and tail[4:].strip() in (b"}", b""):
+        return None
+    if len(tail) > SMALL_SAMPLES_BYTES:
+        return SAMPLES_SKIPPED
+    value = tail.rstrip()
+    if not value.endswith(b"}"):
+        return SAMPLES_SKIPPED
+    try:
+        samples = json.loads(value[:-1], parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return SAMPLES_SKIPPED
+    return samples if isinstance(samples, dict) else SAMPLES_SKIPPED
 
 
 def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples: bool = False) -> dict[str, Any]:
@@ -517,7 +538,9 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
 
     With ``skip_samples``, a file written samples-last is parsed only up to its samples, and
     ``samples`` is :data:`SAMPLES_SKIPPED` (or None when it was null); damage inside the
-    samples then goes unnoticed until they are read. Other files are parsed whole.
+    samples then goes unnoticed until they are read. Samples of at most
+    :data:`SMALL_SAMPLES_BYTES` (an object naming the sample file, as the profiler writes) are
+    parsed too, so that a reader need not come back for them. Other files are parsed whole.
     """
     path = Path(path)
     if not raw:
@@ -525,14 +548,14 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
     if skip_samples:
         parsed = _parse_head(raw)
         if parsed is not None:
-            head, has_samples = parsed
+            head, tail = parsed
             try:
                 document = validate(head, path)
             except WorkerFileError:
                 document = None  # judge the whole file, not a head that may have been cut wrongly
             if document is not None:
                 document.pop("layout", None)
-                document["samples"] = SAMPLES_SKIPPED if has_samples else None
+                document["samples"] = _small_samples(tail)
                 return document
     try:
         document = json.loads(raw, parse_constant=_refuse_constant)

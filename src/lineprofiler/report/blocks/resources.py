@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from pathlib import Path
@@ -29,8 +29,9 @@ from ...runfiles.samplefile import (
     read_samples,
 )
 from .. import format as fmt
+from .. import parallel
 from ..merge import Run
-from . import RenderOptions, sample_infos
+from . import RenderOptions, SampleInfo, sample_infos
 
 RULE = fmt.RULE
 SPARK = " ▁▂▃▄▅▆▇█"
@@ -235,12 +236,39 @@ def reduce_io(table: SampleTable, grid: "Timeline | None" = None) -> WorkerIo:
         net = cumulative[name] = _Cumulative(runs, col, own)
         out.totals[name] = net.total
         out.own[name] = _Cumulative(runs, own, None).total
-    # Intervals starting at a row under no phase, i.e. ending at rows a+1 .. b for a run [a, b).
-    for a, b in negative_runs(table.byte_of("phase", 7)[:-1]):
+    # Intervals starting at a row under no phase, i.e. ending at rows a+1 .. b for a run [a, b):
+    # the bytes up to each b less those up to each a, every boundary looked up in one pass.
+    unphased = negative_runs(table.byte_of("phase", 7)[:-1])
+    if unphased:
+        starts = [a for a, _ in unphased]
+        ends = [b for _, b in unphased]
         for name in IO_FIELDS:
-            out.no_phase[name] += cumulative[name].at(b) - cumulative[name].at(a)
+            net = cumulative[name]
+            out.no_phase[name] += sum(net.at_many(ends)) - sum(net.at_many(starts))
     if grid is not None:
         grid.add(table, cumulative)
+    return out
+
+
+def _first_rows(t: memoryview, targets: list[int]) -> list[int]:
+    """``[bisect_left(t, x) for x in targets]`` for sorted row times ``t``. Rows come once per
+    sampling interval, so each answer is guessed from the rows' mean spacing and checked against
+    its neighbours (two reads, no list of the column); a guess that misses (a gap where the
+    sampler was stopped) is bisected."""
+    n = len(t)
+    if n < 2 or t[n - 1] <= t[0]:
+        return [bisect_left(t, x) for x in targets]
+    t0 = t[0]
+    scale = (n - 1) / (t[n - 1] - t0)
+    out = []
+    for x in targets:
+        g = int((x - t0) * scale + 0.999)
+        if 0 < g < n and t[g - 1] < x <= t[g]:
+            out.append(g)
+        elif 1 < g <= n and t[g - 2] < x <= t[g - 1]:
+            out.append(g - 1)
+        else:
+            out.append(bisect_left(t, x))
     return out
 
 
@@ -261,7 +289,7 @@ class Timeline:
         self.layers = {name: array("d", bytes(8 * self.n)) for name in self.LAYERS}
 
     def add(self, table: SampleTable, cumulative: dict[str, _Cumulative]) -> None:
-        t = table.column("t_ns").tolist()  # bisect compares list items without making ints
+        t = table.view("t_ns")
         to_mono = table.monotonic_ref_ns - table.unix_ref_ns
         slot_ns, last = self.slot_ns, self.n - 1
         first_slot = min(last, max(0, (table.to_unix_ns(t[0]) - self.start_ns) // slot_ns))
@@ -269,7 +297,7 @@ class Timeline:
         # Rows [idx[j], idx[j+1]) end their intervals in slot first_slot + j; rows before the
         # run's start or after its end go to the first or last slot.
         idx = [0]
-        idx += [bisect_left(t, self.start_ns + j * slot_ns + to_mono) for j in range(first_slot + 1, last_slot + 1)]
+        idx += _first_rows(t, [self.start_ns + j * slot_ns + to_mono for j in range(first_slot + 1, last_slot + 1)])
         idx.append(len(t))
         before = [i - 1 for i in idx]
         at = {name: cumulative[name].at_many(before) for name in self.FIELDS}
@@ -328,7 +356,7 @@ def reduce_memory(
     out = WorkerMemory()
     rss = table.column("rss_bytes")
     t = table.column("t_ns")
-    if rss and min(rss) < 0:
+    if negative_runs(table.byte_of("rss_bytes", 7)):  # rows whose RSS could not be read: a C-speed scan
         keep = [v >= 0 for v in rss]
         rss, t = array("q", compress(rss, keep)), array("q", compress(t, keep))
     out.rows = len(rss)
@@ -391,16 +419,89 @@ def _shown(path: Path, run: Run) -> str:
         return str(path)
 
 
+@dataclass
+class FileSummary:
+    """What one sample file contributes, computed by :func:`summarise_sample_file` (in a pool's
+    process or this one): small, whatever the file's length. ``error``: why the file was not
+    used (then nothing else is set); ``grid`` and ``memory_bins``: this file's share of the
+    run's timeline and RSS bins, summed into the run's in file order."""
+
+    error: str | None = None
+    missing: list[str] = field(default_factory=list)
+    truncated_bytes: int = 0
+    io: WorkerIo | None = None
+    grid: dict[str, array] | None = None
+    memory: WorkerMemory | None = None
+    memory_bins: list[float] | None = None
+
+
+#: A timeline's ``(start_ns, end_ns, slot_ns)``: what a process needs to build the same grid.
+GridSpec = tuple[int, int, int]
+
+
+def summarise_sample_file(task: tuple[Path, GridSpec | None, tuple[int, int] | None]) -> FileSummary:
+    """Read one sample file and reduce it: ``task`` is ``(path, grid, span)``, the run's timeline
+    (None: none) and its span (None: no memory bins). One file's rows are held, then dropped."""
+    path, spec, span = task
+    try:
+        table = read_samples(path)
+    except SampleFileError as error:
+        return FileSummary(error=str(error).removeprefix(f"{path}: "))
+    out = FileSummary(truncated_bytes=table.truncated_bytes)
+    out.missing = [c for c in _NEEDED if c not in table.columns]
+    if out.missing:
+        return out
+    grid = None if spec is None else Timeline(*spec)
+    out.io = reduce_io(table, grid)
+    out.grid = None if grid is None else grid.layers
+    out.memory_bins = [0.0] * MEMORY_BINS if span is not None else None
+    out.memory = reduce_memory(table, out.memory_bins, span)
+    return out
+
+
+#: Bytes of sample files per extra process when they are reduced in parallel: a day of one
+#: worker's rows at 1 Hz is 9 MB and takes tens of milliseconds; starting a process about as long.
+SAMPLE_BYTES_PER_JOB = 32 * 1024 * 1024
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _summaries(infos: list[SampleInfo], spec: GridSpec | None, span: tuple[int, int] | None) -> Iterator[FileSummary]:
+    """The summary of every info's sample file, in order, over the usable cores when the files
+    are many and large enough (:mod:`..parallel`); the same summaries either way."""
+    paths = [info.sidecar for info in infos if info.sidecar is not None]
+    jobs = parallel.jobs_for(len(paths), sum(map(_size, paths)), SAMPLE_BYTES_PER_JOB)
+    tasks = [(path, spec, span) for path in paths]
+    return parallel.ordered_map(summarise_sample_file, tasks, jobs)
+
+
+def _add_into(total: array | list[float], part: array | list[float]) -> None:
+    """``total[i] += part[i]`` where ``part[i]`` is not zero: adding a file's share slot by slot,
+    in file order, gives the same floats however the shares were computed."""
+    for i, value in enumerate(part):
+        if value:
+            total[i] += value
+
+
 def reduce_run(run: Run, options: RenderOptions) -> RunResources:
-    """Read each worker's sample file in turn and fold it into run-wide aggregates."""
+    """Reduce each worker's sample file (:func:`summarise_sample_file`) and fold the summaries,
+    in worker order, into run-wide aggregates."""
     infos = sample_infos(run, options)
     res = RunResources()
     res.span = _span(run)
     res.memory_bins = [0.0] * MEMORY_BINS
     intervals = [info.interval_s for info in infos if info.interval_s is not None]
+    spec: GridSpec | None = None
     if res.span is not None and intervals:
         res.interval_ns = int(max(intervals) * 1e9)
-        res.timeline = Timeline(res.span[0], res.span[1], res.interval_ns)
+        spec = (res.span[0], res.span[1], res.interval_ns)
+        res.timeline = Timeline(*spec)
+    summaries = _summaries(infos, spec, res.span)
     for info in infos:
         res.workers += 1
         if info.sidecar is None:
@@ -408,23 +509,24 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
             res.reasons[reason] = res.reasons.get(reason, 0) + 1
             continue
         name = _shown(info.sidecar, run)
-        try:
-            table = read_samples(info.sidecar)
-        except SampleFileError as error:
-            reason = str(error).removeprefix(f"{info.sidecar}: ")
-            res.caveats.append(f"{name}: {reason}; {info.worker.label} is left out of I/O and MEMORY")
+        summary = next(summaries)
+        if summary.error is not None:
+            res.caveats.append(f"{name}: {summary.error}; {info.worker.label} is left out of I/O and MEMORY")
             continue
-        if table.truncated_bytes:
-            res.caveats.append(f"{name}: partial last row ignored ({fmt.count(table.truncated_bytes)} bytes)")
-        missing = [c for c in _NEEDED if c not in table.columns]
-        if missing:
+        if summary.truncated_bytes:
+            res.caveats.append(f"{name}: partial last row ignored ({fmt.count(summary.truncated_bytes)} bytes)")
+        if summary.missing:
             res.caveats.append(
-                f"{name}: sample file lacks columns {', '.join(missing)}; {info.worker.label} is left out of I/O "
-                "and MEMORY"
+                f"{name}: sample file lacks columns {', '.join(summary.missing)}; {info.worker.label} is left out of "
+                "I/O and MEMORY"
             )
             continue
         res.sampled += 1
-        wio = reduce_io(table, res.timeline)
+        wio = summary.io
+        assert wio is not None and summary.memory is not None
+        if res.timeline is not None and summary.grid is not None:
+            for layer, values in summary.grid.items():
+                _add_into(res.timeline.layers[layer], values)
         if wio.io_rows:
             res.io_measured += 1
             for name in IO_FIELDS:
@@ -437,11 +539,12 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
         else:
             why = info.io_unavailable_reason or "the I/O counters could not be read"
             res.io_reasons[why] = res.io_reasons.get(why, 0) + 1
-        wmem = reduce_memory(table, res.memory_bins if res.span else None, res.span)
+        if summary.memory_bins is not None:
+            _add_into(res.memory_bins, summary.memory_bins)
+        wmem = summary.memory
         if wmem.rows:
             worker = info.worker
             res.memory_by_role.setdefault(worker.role, []).append((wmem, worker.label))
-        del table
     return res
 
 
