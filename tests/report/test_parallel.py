@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import random
+import shutil
 import subprocess
 import sys
 from array import array
@@ -144,3 +145,18 @@ def test_slot_rows_are_found_as_bisect_finds_them():
         view = memoryview(array("q", t))
         targets = sorted(rng.randint(-2000, (t[-1] if t else 0) + 2000) + 10**6 for _ in range(rng.randint(0, 40)))
         assert resources._first_rows(view, targets) == [bisect_left(t, x) for x in targets]
+
+
+def test_a_sample_file_of_a_gigabyte_is_refused_in_one_line_and_the_rest_reported(run_dir, tmp_path):
+    big_run = tmp_path / "profile"
+    shutil.copytree(run_dir, big_run)
+    sidecar = sorted(big_run.glob("workers/*/*.samples"))[0]
+    with open(sidecar, "r+b") as handle:
+        handle.truncate(1 << 30)  # sparse: a gigabyte on paper, nothing on the disk
+    for jobs in (1, 2):
+        text = report(big_run, jobs).decode()
+        refused = [line for line in text.splitlines() if sidecar.name in line]
+        assert len(refused) == 1 and "larger than the 268,435,456-byte limit for this file (1,073,741,824 bytes)" in (
+            refused[0]
+        ), refused
+        assert "Processes 12" in text and "MEMORY (RSS, sampled)" in text

@@ -405,6 +405,8 @@ class Run:
 def _count(phase: Mapping[str, Any], key: str) -> int:
     """A non-negative int field a writer may leave out (older files: 0); anything else is 0."""
     value = phase.get(key, 0)
+    if type(value) is int:  # what a parsed file holds: one type test (this runs per phase and key)
+        return value if 0 <= value < 2**63 else 0
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
         return 0
     return value
