@@ -5,8 +5,8 @@ through a multiprocessing queue; the learner (this process) writes them to shard
 loads batches back from the shards, trains a small model (torch on the CPU, else numpy,
 else pure Python) and checkpoints it.
 
-    python examples/rl_pipeline/pipeline.py --actors 4 --run-dir profile
-    lineprofiler report profile/
+    python examples/rl_pipeline/pipeline.py --actors 4 --run-dir profile [--lines-window 100 110]
+    lineprofiler report profile/ [--lines]
 
 Every process constructs one Profiler, tagged with its role. The learner uses phases without
 `with profiler:` around them (the layer records from construction; its worker file is
@@ -67,10 +67,15 @@ def play_game(profiler, rng: random.Random, simulations: int) -> list:
     return trajectory
 
 
-def actor_main(actor_id: int, games: int, simulations: int, queue, seed: int, crash: bool = False) -> None:
+def actor_main(
+    actor_id: int, games: int, simulations: int, queue, seed: int, crash: bool = False, lines_window=None
+) -> None:
     from lineprofiler.accounting import Profiler
 
-    profiler = Profiler(role="actor")  # joins the learner's run through the environment
+    # Joins the learner's run through the environment. With a lines window, games start..stop-1
+    # of this actor are line-profiled as well: its MCTS lines land in run_dir/lines/.
+    window = dict(backend="lines", backend_window=lines_window, window_phase="iteration") if lines_window else {}
+    profiler = Profiler(role="actor", **window)
     rng = random.Random(seed)
     with profiler:
         for game in range(games):
@@ -148,7 +153,7 @@ def learner_main(args: argparse.Namespace) -> int:
         # daemon: if the learner dies, its actors do not outlive it blocked on a full queue
         context.Process(
             target=actor_main,
-            args=(i, args.games, args.simulations, queue, args.seed + 1 + i, i == args.crash_actor),
+            args=(i, args.games, args.simulations, queue, args.seed + 1 + i, i == args.crash_actor, args.lines_window),
             name=f"actor-{i}",
             daemon=True,
         )
@@ -272,6 +277,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-dir", default=None, help="where shards and checkpoints go (a temporary folder)")
     parser.add_argument("--summary", default=None, help="write what the pipeline did as JSON to this file")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--lines-window", type=positive_int, nargs=2, default=None, metavar=("START", "STOP"),
+        help="line-profile each actor's games START..STOP-1 (backend=\"lines\"; lineprofiler report --lines)",
+    )
     parser.add_argument(
         "--crash-actor", type=int, default=None, metavar="ID",
         help="actor ID raises after its first game (to see what the report keeps of a failed worker)",

@@ -1,5 +1,5 @@
-"""The ``lineprofiler`` command: ``report`` and ``compare`` over run directories; ``run`` (a script
-or module, line-profiled) and ``view`` (saved line profiles).
+"""The ``lineprofiler`` command: ``report``, ``compare`` and ``export`` over run directories; ``run``
+(a script or module, line-profiled) and ``view`` (saved line profiles).
 
 Exit status: 0 when a report was printed (even with CAVEATS), 2 when nothing could be reported
 or the command line was wrong, 1 for an internal error. Errors are one line on stderr, never a
@@ -66,6 +66,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="report this attempt instead of the newest: a run id (RUN_ID or RUN_ID#N) the header names "
         "as superseded, concurrent or newest",
     )
+    report.add_argument(
+        "--lines",
+        action="store_true",
+        help="add LINES: the top lines of each role from its backend=\"lines\" windows (RUN_DIR/lines/), "
+        "hits and time summed over the role's processes",
+    )
+    report.add_argument(
+        "--lines-top", type=_int_at_least(1), default=10, metavar="N", help="with --lines: N lines per role (10)"
+    )
+    report_output = report.add_mutually_exclusive_group()
+    report_output.add_argument(
+        "--html",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="write the report as one self-contained HTML file (default RUN_DIR/report.html) and print its path",
+    )
+    report_output.add_argument(
+        "--json", action="store_true", help="print the whole report as one JSON document (schema in docs/report.md)"
+    )
 
     compare = commands.add_parser(
         "compare",
@@ -77,9 +97,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("run_a", metavar="A", help="the first (baseline) run directory")
     compare.add_argument("run_b", metavar="B", help="the second run directory")
-    compare.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
     compare.add_argument("--attempt-a", metavar="ID", help="the attempt of A to compare (default: A's newest)")
     compare.add_argument("--attempt-b", metavar="ID", help="the attempt of B to compare (default: B's newest)")
+    compare_output = compare.add_mutually_exclusive_group()
+    compare_output.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+    compare_output.add_argument(
+        "--html", metavar="PATH", help="write the comparison as one self-contained HTML file and print its path"
+    )
+
+    export = commands.add_parser(
+        "export",
+        help="export a run for other viewers: a Chrome trace-event file for Perfetto",
+        description=(
+            "Export the newest attempt under RUN_DIR for another viewer. --perfetto writes Chrome trace-event "
+            "JSON (open it in ui.perfetto.dev or chrome://tracing): one process track per worker, counter "
+            "tracks for RSS, read/write rates and GPU columns from the resource samples."
+        ),
+    )
+    export.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (the Profiler's run_dir)")
+    export.add_argument("--perfetto", metavar="PATH", required=True, help="write Chrome trace-event JSON here")
     _add_run_parser(commands)
     _add_view_parser(commands)
     return parser
@@ -216,12 +252,48 @@ def _view(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _write(path: str, text: str) -> str:
+    """Write ``text`` to ``path`` whole (a temporary file renamed over it); returns the path.
+    An unwritable path is the user's to fix: one line, exit status 2."""
+    from .report.merge import ReportError
+
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    temporary = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.tmp")
+    try:
+        if os.path.isdir(target):
+            raise IsADirectoryError(21, "Is a directory")
+        with open(temporary, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, target)
+    except OSError as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
+    return path
+
+
 def _report(args: argparse.Namespace) -> int:
+    from .report.build import build_report
     from .report.merge import load_run
-    from .report.text import RenderOptions, render
+    from .report.text import RenderOptions, render_report
 
     run = load_run(args.run_dir, no_samples=args.no_samples, attempt=args.attempt)
-    print(render(run, RenderOptions(no_samples=args.no_samples)))
+    options = RenderOptions(no_samples=args.no_samples, lines=args.lines, lines_top=args.lines_top)
+    report = build_report(run, options)
+    if args.json:
+        from .report import json as report_json
+
+        print(report_json.dumps(report_json.document(report, run.caveats)))
+    elif args.html is not None:
+        from .report.html import render_html
+
+        path = args.html or os.path.join(args.run_dir, "report.html")
+        print(_write(path, render_html(report)))
+    else:
+        print(render_report(report))
     return EXIT_OK
 
 
@@ -238,8 +310,21 @@ def _compare(args: argparse.Namespace) -> int:
     document = compare_runs(*runs)
     if args.json:
         print(json.dumps(document, indent=2, allow_nan=False))
+    elif args.html is not None:
+        from .report.html import render_compare_html
+
+        print(_write(args.html, render_compare_html(document)))
     else:
         print(render_compare(document))
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .report.merge import load_run
+    from .report.perfetto import trace_json
+
+    run = load_run(args.run_dir)
+    print(_write(args.perfetto, trace_json(run)))
     return EXIT_OK
 
 
@@ -263,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _view(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "export":
+            return _export(args)
         return _compare(args)
     except _UsageError as error:
         print(error, file=sys.stderr)

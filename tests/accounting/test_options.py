@@ -51,3 +51,49 @@ def test_good_backends_agree(tmp_path, backend):
                         backend_window=None if Backend.parse(backend) is None else (1, 2), window_phase="it")
     expected = Backend.parse(backend)
     assert profiler.backend == (None if expected is None else expected.value)
+
+
+# ---- backend="lines"
+
+
+@pytest.mark.parametrize("window, error", BAD_WINDOWS)
+def test_a_bad_lines_window(tmp_path, window, error):
+    assert _raised(lambda: Profiler(tmp_path, backend="lines", backend_window=window, window_phase="it")) is error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_lines_needs_its_window_and_phase(tmp_path):
+    with pytest.raises(ValueError, match="backend='lines' needs backend_window"):
+        Profiler(tmp_path, backend="lines")
+    with pytest.raises(ValueError, match="backend='lines' needs window_phase"):
+        Profiler(tmp_path, backend="lines", backend_window=(1, 2))
+    with pytest.raises(ValueError, match="backend='lines' runs in a lines_window.LinesWindow"):
+        Window("lines", tmp_path, (1, 2), "it")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "backend, project, error, message",
+    [
+        ("lines", 3, TypeError, "lines_project must be a str, a path or None"),
+        ("lines", b"/tmp", TypeError, "lines_project must be a str, a path or None"),
+        ("lines", "", ValueError, "lines_project must name a folder"),
+        ("lines", "does/not/exist", ValueError, "lines_project must be an existing folder"),
+        ("viztracer", ".", ValueError, "lines_project needs backend='lines'"),
+        (None, ".", ValueError, "lines_project needs backend='lines'"),
+    ],
+)
+def test_a_bad_lines_project(tmp_path, backend, project, error, message):
+    run_dir = tmp_path / "run"
+    window = None if backend is None else (1, 2)
+    with pytest.raises(error, match=message):
+        Profiler(run_dir, backend=backend, backend_window=window, window_phase="it", lines_project=project)
+    assert not run_dir.exists()
+
+
+def test_a_good_lines_project_is_resolved(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    profiler = Profiler(tmp_path / "run", enabled=False, backend="lines", backend_window=(1, 2), window_phase="it",
+                        lines_project=tmp_path / "link")
+    assert profiler.backend == "lines" and profiler.lines_project == str((tmp_path / "real").resolve())

@@ -128,7 +128,7 @@ def test_cpu_time_is_measured_and_clamped_to_wall():
     assert a["cpu_missing"] == 0
 
 
-def test_real_cpu_time_of_a_busy_phase_is_close_to_wall():
+def test_real_cpu_time_of_a_busy_phase_is_the_threads_cpu_time():
     rec = _phases.Recorder(measure_cpu=True)
     before = time.thread_time_ns()
     with rec.phase("spin"):
@@ -138,9 +138,9 @@ def test_real_cpu_time_of_a_busy_phase_is_close_to_wall():
     used = time.thread_time_ns() - before
     spin = phases_by_path(rec)["spin"]
     assert 0 < spin["cpu_ns"] <= spin["wall_ns"]
-    # Against the thread's own CPU clock read around it, not against wall time: on a loaded
-    # machine the loop may get a small share of the wall, and its CPU time is still the loop's.
-    assert 0.5 * used < spin["cpu_ns"] <= used + 1_000_000
+    # the phase's CPU window lies inside the one read here, which only adds the with statement:
+    # equal within 2 ms however busy the machine (a shared box gives the loop less of the wall)
+    assert used - 2_000_000 < spin["cpu_ns"] <= used
     assert _phases.thread_cpu_ns() > 0
 
 
@@ -241,21 +241,23 @@ def test_out_of_order_exit_is_repaired_and_counted():
     assert rec.snapshot()["repairs"]["mismatched_exits"] == 2
 
 
-def test_exit_in_another_thread_is_counted_and_repaired_later():
+def test_exit_in_another_thread_closes_the_frame_where_it_was_opened():
     rec = _phases.Recorder(measure_cpu=False)
     outer, inner = rec.phase("outer"), rec.phase("inner")
     outer.__enter__()
     inner.__enter__()
     t = threading.Thread(target=inner.__exit__, args=(None, None, None))
     t.start()
-    t.join()
-    outer.__exit__(None, None, None)  # inner is still open in this thread: closed as a repair
+    t.join()  # inner is closed on this thread's stack, counted
+    assert rec.current_path() == "outer"
+    outer.__exit__(None, None, None)
     with rec.phase("next"):
         pass
     got = phases_by_path(rec)
     assert got["outer"]["entries"] == 1 and got["outer/inner"]["entries"] == 1
     assert "next" in got
-    assert rec.snapshot()["repairs"]["mismatched_exits"] == 2
+    repairs = rec.snapshot()["repairs"]
+    assert repairs["cross_stack_exits"] == 1 and repairs["mismatched_exits"] == 0
 
 
 def test_a_suspended_generator_does_not_corrupt_the_stack():
@@ -535,7 +537,12 @@ def test_capsule_publishes_the_main_thread_phase_and_own_io():
     assert rec.path_of(0) is None and rec.path_of(10**6) is None
 
     seen = []
-    t = threading.Thread(target=lambda: rec.phase("worker").__enter__() and seen.append(api.main_thread_phase[0]))
+
+    def enter_in_thread(phase):
+        phase.__enter__()
+        seen.append(api.main_thread_phase[0])
+
+    t = threading.Thread(target=enter_in_thread, args=(rec.phase("worker"),))
     t.start()
     t.join()
     assert seen == [-1]  # another thread's phase is not the main thread's

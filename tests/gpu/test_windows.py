@@ -81,8 +81,9 @@ def test_backend_parse():
     assert Backend.parse("torch") is Backend.TORCH
     assert Backend.parse("VizTracer") is Backend.VIZTRACER
     assert Backend.parse(Backend.TORCH) is Backend.TORCH
+    assert Backend.parse("Lines") is Backend.LINES
     assert Backend.parse(None) is None and Backend.parse("") is None
-    with pytest.raises(ValueError, match="backend must be one of 'torch', 'viztracer' or None, not 'nsys'"):
+    with pytest.raises(ValueError, match="backend must be one of 'torch', 'viztracer', 'lines' or None, not 'nsys'"):
         Backend.parse("nsys")
     with pytest.raises(TypeError):  # the profiler's checks: a wrong type is a TypeError
         Backend.parse(3)

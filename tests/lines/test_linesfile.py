@@ -85,6 +85,11 @@ def test_text_that_is_not_utf8_is_escaped():
         (lambda d: d["functions"][0]["lines"].append([1, 2, 3.0, None]), "malformed row"),
         (lambda d: d.update(files={"/proj/a.py": {"sha256": 5}}), "'files' holds a malformed entry"),
         (lambda d: d.update(errors="oops"), "'errors'"),
+        (lambda d: d["process"].update(attempt="0"), "'process.attempt'"),
+        (lambda d: d["process"].update(run_id=3), "'process.run_id'"),
+        (lambda d: d["profile"].update(window=[2, 5]), "'profile.window' is missing or not an object"),
+        (lambda d: d["profile"].update(window={"phase": "it", "start": 2, "stop": 5}), "'profile.window.partial'"),
+        (lambda d: d["profile"].update(window=dict(WINDOW, stopped_entry="5")), "'profile.window.stopped_entry'"),
     ],
 )
 def test_validator_refuses_with_one_line(tmp_path, mutate, reason):
@@ -95,6 +100,20 @@ def test_validator_refuses_with_one_line(tmp_path, mutate, reason):
         linesfile.read_lines_file(path)
     message = str(info.value)
     assert reason in message and str(path) in message and "\n" not in message
+
+
+WINDOW = {"phase": "iteration", "start": 2, "stop": 5, "partial": True, "started_entry": 2, "stopped_entry": None}
+
+
+def test_an_accounting_windows_keys_are_read(tmp_path):
+    doc = document(role="actor")
+    doc["process"].update(run_id="r1", attempt=0, uuid="0123abcd", rank=None)
+    doc["profile"]["window"] = dict(WINDOW)
+    read = linesfile.read_lines_file(write(tmp_path / "l_r1_100_0123abcd.json", doc))
+    assert read.window == WINDOW and read.partial and read.role == "actor"
+    assert (read.process["run_id"], read.process["attempt"]) == ("r1", 0)
+    plain = linesfile.read_lines_file(write(tmp_path / "l_nodeA_100_0123abcd.json", document()))
+    assert plain.window is None and not plain.partial
 
 
 def test_future_schema_is_refused_clearly(tmp_path):

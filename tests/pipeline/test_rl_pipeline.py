@@ -166,10 +166,10 @@ def test_an_actor_that_raises_fails_the_pipeline_and_keeps_its_data(tmp_path):
     assert all(d["times"]["status"] == "exited" for d in docs)
 
 
-def test_demo_runs_the_pipeline_the_report_and_the_line_profiler(tmp_path):
+def test_demo_runs_the_pipeline_the_report_and_the_actors_lines_from_that_run(tmp_path):
     result = h.run(
-        [sys.executable, h.EXAMPLES / "demo.py", "--pipeline-args", "--games 2 --simulations 8 --backend python",
-         "--line-games", "1"],
+        [sys.executable, h.EXAMPLES / "demo.py", "--pipeline-args", "--games 3 --simulations 8 --backend python",
+         "--lines-window", "2", "3"],
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -179,4 +179,9 @@ def test_demo_runs_the_pipeline_the_report_and_the_line_profiler(tmp_path):
     assert "Processes 5   Roles " in out and "ACTOR  (4 processes" in out
     assert (tmp_path / "profile" / "workers").is_dir()  # the demo's run directory is ./profile
     step3 = out.split(banners[2], 1)[1]
-    assert "mcts.py" in step3, step3  # the top lines are the MCTS's own
+    assert "report profile/ --lines" in banners[2]
+    # The LINES block of the pipeline's own run: the four actors' windows, their MCTS lines.
+    assert step3.lstrip().startswith("LINES  (") and "CAVEATS" not in step3 and "I/O" not in step3, step3
+    assert "ACTOR  (4 of 4 processes left line stats; entries 2..2 of iteration" in step3, step3
+    assert "mcts.py" in step3, step3
+    assert len(list((tmp_path / "profile" / "lines").rglob("l_*.json"))) == 4

@@ -6,14 +6,17 @@ group's lifetime runs from its earliest start to its newest flush or exit.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 from lp_report_builders import MS, T0, S, SimWorker
 
+from lineprofiler.cli import main
 from lineprofiler.report import attempts, merge
 from lineprofiler.report.merge import ReportError, load_run
 from lineprofiler.report.text import ATTEMPT_ROWS, render
@@ -233,3 +236,56 @@ def test_the_cli_shows_any_attempt_and_refuses_an_unknown_one_in_one_line(tmp_pa
     assert document["a"]["superseded"] == [] and document["b"]["superseded"] == ["first"]
     text = cli("compare", tmp_path, tmp_path, "--attempt-a", "first").stdout
     assert "B: superseded attempt first not merged" in text
+
+
+def test_every_renderer_names_the_same_attempts(tmp_path, capsys):
+    # One job with generated ids merged into it, another job overlapping it, an earlier rerun.
+    worker(tmp_path, run_id="old-job", source="env", start_s=-500, run_s=100)
+    worker(tmp_path, run_id="job-a", source="env", start_s=0, run_s=30)
+    worker(tmp_path, run_id="slurm-7.0", source="slurm", start_s=10, run_s=30, job_id="7", launcher="slurm")
+    worker(tmp_path, run_id="mp300-cccccc", source="parent-process", start_s=12, run_s=5)
+    worker(tmp_path, run_id="mp301-dddddd", source="parent-process", start_s=13, run_s=5, role="learner")
+
+    def cli(*args):
+        assert main([str(a) for a in args]) == 0
+        out, err = capsys.readouterr()
+        assert err == ""
+        return out
+
+    lines = header(load_run(tmp_path))
+    attempt_lines = lines[3:]
+    assert [line.split(" ", 2)[:2] for line in attempt_lines[:3]] == [
+        ["Merged", "by"], ["Concurrent", "run"], ["Superseded", "attempt"]
+    ]
+    doc = json.loads(cli("report", tmp_path, "--json"))
+    head = doc["header"]
+    assert (head["run"], head["status"], head["newest"]) == ("slurm-7.0", "newest", None)
+    assert [a["name"] for a in head["merged"]] == ["mp301-dddddd", "mp300-cccccc"]
+    (concurrent,) = head["concurrent"]
+    assert (concurrent["name"], concurrent["files"], concurrent["status"]) == ("job-a", 1, "concurrent")
+    assert (concurrent["span_ns"], concurrent["roles"], concurrent["merged"]) == (30 * S, {"actor": 1}, [])
+    (old,) = head["superseded"]
+    assert (old["name"], old["start_ns"], old["end_ns"], old["status"]) == ("old-job", T0 - 500 * S, T0 - 400 * S,
+                                                                           "superseded")
+    run = doc["run"]
+    assert (run["superseded"], run["concurrent"], run["merged"]) == (
+        ["old-job"], ["job-a"], ["mp301-dddddd", "mp300-cccccc"]
+    )
+    chosen = json.loads(cli("report", tmp_path, "--json", "--attempt", "job-a"))["header"]
+    assert (chosen["run"], chosen["status"], chosen["newest"]["name"]) == ("job-a", "concurrent", "slurm-7.0")
+    assert chosen["newest"]["merged"] == ["mp301-dddddd", "mp300-cccccc"]
+
+    # The HTML page's attempts box holds the text header's lines, in order.
+    cli("report", tmp_path, "--html", tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    box = re.search(r'data-block="attempts">(.*?)</section>', page, re.S)
+    assert box is not None
+    assert [html.unescape(item) for item in re.findall(r"<li>(.*?)</li>", box.group(1))] == attempt_lines
+    assert page.index('data-block="attempts"') < page.index('id="roles"')
+    # compare --html says what compare's text says of them.
+    cli("compare", tmp_path, tmp_path, "--attempt-a", "job-a", "--html", tmp_path / "compare.html")
+    compared = html.unescape((tmp_path / "compare.html").read_text())
+    text = cli("compare", tmp_path, tmp_path, "--attempt-a", "job-a")
+    for note in ("A: superseded attempt old-job not merged", "B: concurrent run job-a (another job overlapping "
+                 "in time) not merged", "B: 2 more generated run id(s) overlapping slurm-7.0 in time merged"):
+        assert f"  - {note}" in text and f"<li>{note}</li>" in compared

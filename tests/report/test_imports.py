@@ -20,7 +20,9 @@ PROFILED = textwrap.dedent(
 
 
     def actor():
-        profiler = Profiler(run_dir=sys.argv[1], role="actor")
+        # With a lines window, so that `report --lines` has line-stats files to read.
+        profiler = Profiler(run_dir=sys.argv[1], role="actor", backend="lines", backend_window=(3, 6),
+                            window_phase="iteration")
         for _ in range(20):
             with profiler.phase("iteration"), profiler.phase("step"):
                 profiler.count("moves", 2)
@@ -59,7 +61,8 @@ REPORTER = textwrap.dedent(
     run_dir = sys.argv[1]
     outputs, codes = [], []
     for argv in (["report", run_dir], ["report", run_dir, "--no-samples"], ["compare", run_dir, run_dir],
-                 ["compare", run_dir, run_dir, "--json"]):
+                 ["compare", run_dir, run_dir, "--json"], ["report", run_dir, "--lines"],
+                 ["report", run_dir, "--lines", "--json"]):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             codes.append(main(argv))
@@ -98,7 +101,9 @@ def test_report_and_compare_import_no_profiler_and_no_c_module(tmp_path):
     assert made.returncode == 0, made.stderr
 
     seen = _report(run_dir, "plain")
-    assert seen["codes"] == [0, 0, 0, 0]
+    assert seen["codes"] == [0] * 6
+    assert "ACTOR  (1 of 1 process left line stats; entries 3..5 of iteration" in seen["outputs"][4]
+    assert json.loads(seen["outputs"][5])["lines"]["roles"][0]["files"] == 1
     report = seen["outputs"][0]
     assert "Processes 2   Roles" in report and "I/O BY PHASE" in report and "MEMORY (RSS, sampled)" in report
     assert [name for name in seen["loaded"] if name.startswith("lineprofiler.accounting")] == []
@@ -107,5 +112,5 @@ def test_report_and_compare_import_no_profiler_and_no_c_module(tmp_path):
 
     # And where the profiler and the C modules cannot be imported at all, the output is the same.
     blocked = _report(run_dir, "block")
-    assert blocked["codes"] == [0, 0, 0, 0]
+    assert blocked["codes"] == [0] * 6
     assert blocked["outputs"] == seen["outputs"]

@@ -2,8 +2,8 @@
 
 from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, learner_loop
 
+from lineprofiler.report import build, text
 from lineprofiler.report import format as fmt
-from lineprofiler.report import text
 from lineprofiler.report.blocks import resources
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.text import RenderOptions, render
@@ -147,11 +147,11 @@ def test_counters_outside_dominant_phases_and_outside_any_phase(tmp_path):
     worker.count("episodes", 4)
     worker.wait(20 * S - worker.clock_ns)
     worker.write(tmp_path)
-    text.DOMINANT_ROWS, saved = 1, text.DOMINANT_ROWS
+    build.DOMINANT_ROWS, saved = 1, build.DOMINANT_ROWS
     try:
         lines = render(load_run(tmp_path)).splitlines()
     finally:
-        text.DOMINANT_ROWS = saved
+        build.DOMINANT_ROWS = saved
     at = lines.index("COUNTERS  (under phases not listed above)")
     assert lines[at + 1] == "  tiny"
     assert lines[at + 2] == f"    + {'items':<24}{'50':>8}{'5,000.0/s':>14}{'200.0us/ea':>13}"
@@ -192,7 +192,9 @@ def test_names_from_worker_files_cannot_break_the_layout(tmp_path):
 
 
 def test_the_resource_and_gpu_blocks_follow_iterations_in_order():
-    assert [(origin, block.__name__) for origin, block in text.EXTRA_BLOCKS] == [
+    assert [(origin, name) for origin, name, _, _ in text.PRINTERS][4:] == [
+        ("core", "render_iterations"),
+        ("lines", "render_lines"),  # with --lines only
         ("resources", "render_io_by_phase"),
         ("resources", "render_io"),
         ("resources", "render_memory"),

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 #: The heavy profilers a window can run (``backend=``): the values of ``windows.Backend``.
-BACKENDS = ("torch", "viztracer")
+BACKENDS = ("torch", "viztracer", "lines")
 MAX_CAP = 1_000_000
 SAMPLE_INTERVAL_RANGE_S = (0.001, 86400.0)
 
@@ -74,12 +74,29 @@ def check_window_phase(value: object) -> str:
     return value
 
 
+def check_lines_project(value: object, backend: str | None) -> str | None:
+    """``lines_project``: None, or an existing folder (absolute, symlinks resolved), and only
+    with ``backend="lines"``."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"lines_project must be a str, a path or None, not {type(value).__name__}")
+    if backend != "lines":
+        raise ValueError("lines_project needs backend='lines'")
+    text = os.fspath(value)
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"lines_project must name a folder, not {value!r}")
+    if not os.path.isdir(text):
+        raise ValueError(f"lines_project must be an existing folder, not {text!r}")
+    return os.path.realpath(text)
+
+
 class Options(Record):
     """What a ``Profiler`` was asked for, checked (``run_dir`` and ``role`` as given)."""
 
     __slots__ = (
-        "run_dir", "role", "enabled", "measure_cpu", "backend", "backend_window", "window_phase", "annotate",
-        "snapshot_interval_s", "sample_interval_s", "max_paths", "max_counters",
+        "run_dir", "role", "enabled", "measure_cpu", "backend", "backend_window", "window_phase", "lines_project",
+        "annotate", "snapshot_interval_s", "sample_interval_s", "max_paths", "max_counters",
     )
 
     def __init__(
@@ -92,6 +109,7 @@ class Options(Record):
         backend: str | None,
         backend_window: tuple[int, int] | None,
         window_phase: str | None,
+        lines_project: str | None,
         annotate: bool,
         snapshot_interval_s: float | None,
         sample_interval_s: float | None,
@@ -105,6 +123,9 @@ class Options(Record):
         self.backend = backend
         self.backend_window = backend_window
         self.window_phase = window_phase
+        #: ``backend="lines"``: the project folder whose lines are profiled, absolute; None for
+        #: the default (decided in the process, see ``lines_window.project_folder``).
+        self.lines_project = lines_project
         self.annotate = annotate
         self.snapshot_interval_s = snapshot_interval_s
         self.sample_interval_s = sample_interval_s
@@ -118,6 +139,7 @@ class Options(Record):
             "window_phase": self.window_phase,
             "backend": self.backend,
             "backend_window": list(self.backend_window) if self.backend_window else None,
+            "lines_project": self.lines_project,
             "annotate": self.annotate,
             "max_paths": self.max_paths,
             "max_counters": self.max_counters,
@@ -138,6 +160,7 @@ def check_options(
     sample_interval_s: Any,
     max_paths: Any,
     max_counters: Any,
+    lines_project: Any = None,
 ) -> Options:
     """Every ``Profiler`` argument at once; raises TypeError/ValueError for the first wrong one.
 
@@ -158,7 +181,7 @@ def check_options(
         raise TypeError(f"window_phase must be a str or None, not {type(window_phase).__name__}")
     if backend_name is None:
         if window is not None:
-            raise ValueError("backend_window needs a backend ('torch' or 'viztracer')")
+            raise ValueError("backend_window needs a backend ('torch', 'viztracer' or 'lines')")
     elif window is None:
         raise ValueError(f"backend={backend_name!r} needs backend_window=(start, stop)")
     elif window_phase is None:
@@ -167,6 +190,7 @@ def check_options(
         )
     else:
         check_window_phase(window_phase)
+    project = check_lines_project(lines_project, backend_name)
     if snapshot_interval_s is not None:
         if not _is_number(snapshot_interval_s):
             raise TypeError("snapshot_interval_s must be a number or None")
@@ -191,6 +215,7 @@ def check_options(
         backend=backend_name,
         backend_window=window,
         window_phase=window_phase,
+        lines_project=project,
         annotate=annotate,
         snapshot_interval_s=None if snapshot_interval_s is None else float(snapshot_interval_s),
         sample_interval_s=None if sample_interval_s is None else float(sample_interval_s),

@@ -9,6 +9,7 @@ LAST_EDGE: Final[int]
 CAPI_VERSION: Final[int]
 DEFAULT_MAX_PATHS: Final[int]
 DEFAULT_MAX_COUNTERS: Final[int]
+DEFAULT_MAX_DEPTH: Final[int]
 #: PyCapsule "lineprofiler.accounting._phases._C_API" (see _phases_capi.h)
 _C_API: object
 
@@ -54,6 +55,7 @@ class Recorder:
         measure_cpu: bool = True,
         max_paths: int = 10000,
         max_counters: int = 10000,
+        max_depth: int = 256,
         clock: Callable[[], int] | None = None,
         cpu_clock: Callable[[], int] | None = None,
     ) -> None: ...

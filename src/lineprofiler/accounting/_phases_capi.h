@@ -15,8 +15,9 @@
 
 typedef struct {
     int version; /* LP_PHASES_CAPI_VERSION */
-    /* Node id of the innermost phase open in the main thread; -1 when none is open.
-     * _phases turns an id back into a path (see its path_of()). */
+    /* Node id of the innermost phase open in the main thread's current flow (with asyncio: the
+     * task that entered or left a phase there last); -1 when none is open. _phases turns an id
+     * back into a path (see its path_of()). */
     _Atomic int32_t *main_thread_phase;
     /* Bytes moved by the profiler's own writes (snapshots, sample files), in the order of
      * lp_io_counters' fields, so measurements can subtract them. Only ever grows. */

@@ -194,8 +194,14 @@ class ProcessHooks:
             fn()
             return
         attempts = 0
+        parent_pid = os.getpid()
 
         def when_out_of_fork() -> None:
+            # Queued in the parent and inherited by a child forked (from another thread) before
+            # it ran: it may fire inside threading's own after-fork reset, where a thread started
+            # is lost to it. The child's own fork hook starts the child's thread.
+            if os.getpid() != parent_pid:
+                return
             # A pending call runs at the next bytecode boundary, which may still be inside
             # another fork hook: defer again while the frame that called os.fork() is below.
             nonlocal attempts

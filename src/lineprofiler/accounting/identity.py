@@ -52,6 +52,8 @@ ENV_RUN_ID = "LINEPROFILER_RUN_ID"
 ENV_ATTEMPT = "LINEPROFILER_ATTEMPT"
 ENV_HOST = "LINEPROFILER_HOST"
 ENV_ROLE = "LINEPROFILER_ROLE"
+#: The project folder of ``backend="lines"`` windows that name none (read, never exported).
+ENV_LINES_PROJECT = "LINEPROFILER_LINES_PROJECT"
 
 #: Where a rank comes from, innermost launcher first: torchrun inside Slurm sets both RANK and
 #: SLURM_PROCID, and the worker's rank is torchrun's.

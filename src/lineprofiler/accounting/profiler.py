@@ -50,7 +50,13 @@ class Profiler:
 
     ``Profiler(run_dir=None, role=None, enabled=None, measure_cpu=True, *, backend=None,
     backend_window=None, window_phase=None, annotate=False, snapshot_interval_s=5.0,
-    sample_interval_s=1.0, max_paths=10000, max_counters=10000)``
+    sample_interval_s=1.0, max_paths=10000, max_counters=10000, lines_project=None)``
+
+    ``backend="torch" | "viztracer" | "lines"`` with ``backend_window=(start, stop)`` and
+    ``window_phase``: that profiler runs from the start-th entry into the phase to the stop-th.
+    ``"lines"`` line-profiles the code of ``lines_project`` (default
+    ``LINEPROFILER_LINES_PROJECT``, else the git root of the main script, else of the working
+    directory) and writes ``run_dir/lines/<host>/l_<run>_<pid>_<uuid8>.json``.
 
     An enabled profiler records from construction: ``profiler.phase(name)`` and
     ``profiler.count(name, n)`` work with or without ``with profiler:`` around them. Its
@@ -89,6 +95,7 @@ class Profiler:
         sample_interval_s: float | None = DEFAULT_SAMPLE_INTERVAL_S,
         max_paths: int = _phases.DEFAULT_MAX_PATHS,
         max_counters: int = _phases.DEFAULT_MAX_COUNTERS,
+        lines_project: str | os.PathLike[str] | None = None,
     ) -> None:
         from pathlib import Path
 
@@ -100,7 +107,7 @@ class Profiler:
             run_dir=run_dir, role=role, enabled=enabled, measure_cpu=measure_cpu, backend=backend,
             backend_window=backend_window, window_phase=window_phase, annotate=annotate,
             snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
-            max_paths=max_paths, max_counters=max_counters,
+            max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
         )
         self._options: Options = options
         self._noop = _phases.Noop()
@@ -109,6 +116,7 @@ class Profiler:
         self.backend = options.backend
         self.backend_window = options.backend_window
         self.window_phase = window_phase
+        self.lines_project = options.lines_project
         self.annotate = annotate
         self.snapshot_interval_s = options.snapshot_interval_s
         self.sample_interval_s = options.sample_interval_s
@@ -119,7 +127,7 @@ class Profiler:
         self.recorder: _phases.Recorder | None = None
         self.identity: Identity | None = None
         self.path: Path | None = None
-        self.window: Any = None  # windows.Window, with backend=...
+        self.window: Any = None  # windows.Window or lines_window.LinesWindow, with backend=...
         self._attachments: list[Any] = []
         self._errors: list[str] = []
         self._errors_dropped = 0
@@ -434,7 +442,7 @@ class Profiler:
             self.recorder.make_primary()
         # Attachments first: the child's start file below asks them to contribute, so they must
         # have forgotten the parent's state (a window's progress, VRAM peaks), and a sampler
-        # still holds the locks it took across the fork until its own hook has run.
+        # must have reopened this process's /proc descriptors and emptied its ring.
         self._call_attachments("after_fork_child")
         self._begin_process()
         self._mp_registered = False

@@ -68,6 +68,20 @@ def _wait_gone(tid: int | None, timeout_s: float = 0.1) -> None:
         time.sleep(0.0002)
 
 
+class _PsutilThread(threading.Thread):
+    """The psutil sampler's thread. Its stop event travels with it, so stopping one thread never
+    signals another started in its place."""
+
+    def __init__(self, sampler: _PsutilSampler) -> None:
+        super().__init__(name="lineprofiler-sampler", daemon=True)
+        self.sampler = sampler
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.sampler.interval_s):
+            self.sampler._tick()
+
+
 class _PsutilSampler:
     """The psutil fallback, with the native Sampler's interface. Python, on a Python thread.
 
@@ -86,8 +100,13 @@ class _PsutilSampler:
         self._row = struct.Struct(f"={len(BASE_COLUMNS)}q")
         self._lock = threading.Lock()
         self._reset()
-        self._thread: threading.Thread | None = None
-        self._stop_event = threading.Event()
+        self._thread: _PsutilThread | None = None
+        # Thread.start() waits for the new thread with the GIL released, so other threads (one
+        # forking, one stopping) can run while a start is under way: such a thread is not
+        # joinable yet and is not in _thread yet. _starting says one is coming; _stops counts
+        # stop() calls, so a start that a stop overtook undoes itself.
+        self._starting = False
+        self._stops = 0
         self._paused_for_fork = False
         self._restart_pending = False
         self._closed = False
@@ -104,7 +123,7 @@ class _PsutilSampler:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None or self._restart_pending
+        return self._thread is not None or self._restart_pending or self._starting
 
     def _resume(self) -> None:
         """The deferred restart after fork (see after_fork_parent); idempotent."""
@@ -143,20 +162,26 @@ class _PsutilSampler:
             self._stats["ticks"] += 1
             self._stats["rows_total"] += 1
 
-    def _run(self) -> None:
-        while not self._stop_event.wait(self.interval_s):
-            self._tick()
-
     def _start_thread(self) -> None:
-        self._stop_event = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lineprofiler-sampler", daemon=True)
-        self._thread.start()
+        thread = _PsutilThread(self)
+        stops = self._stops
+        self._starting = True
+        try:
+            thread.start()
+        finally:
+            self._starting = False
+        if self._stops != stops or self._closed or self._thread is not None:
+            # Stopped (or closed, or started by another thread) while this one was starting.
+            thread.stop_event.set()
+            thread.join()
+            return
+        self._thread = thread
 
     def start(self) -> None:
         if self._closed:
             raise ValueError("the sampler is closed")
         self._resume()
-        if self._thread is not None:
+        if self._thread is not None or self._starting:
             return
         self._opened = True
         self._segment_start = True
@@ -164,9 +189,10 @@ class _PsutilSampler:
         self._start_thread()
 
     def stop(self) -> None:
+        self._stops += 1
         thread, self._thread = self._thread, None
         if thread is not None:
-            self._stop_event.set()
+            thread.stop_event.set()
             thread.join()
             _wait_gone(thread.native_id)
         self._paused_for_fork = False
@@ -187,7 +213,9 @@ class _PsutilSampler:
         return data
 
     def before_fork(self) -> None:
-        if self._thread is not None or self._restart_pending:
+        # Forks from several threads interleave their hooks: a fork that finds the sampler
+        # already paused by another keeps it paused, so the last fork's parent hook restarts it.
+        if self._thread is not None or self._restart_pending or self._starting or self._paused_for_fork:
             self.stop()
             self._paused_for_fork = True
 
@@ -201,8 +229,9 @@ class _PsutilSampler:
                 self._resume()
 
     def after_fork_child(self) -> None:
-        was_sampling = self._paused_for_fork or self._thread is not None or self._restart_pending
+        was_sampling = self.running or self._paused_for_fork
         self._thread = None
+        self._starting = False
         self._paused_for_fork = False
         self._restart_pending = False
         self._lock = threading.Lock()
@@ -357,7 +386,10 @@ class ResourceSampler:
 
     def before_fork(self) -> None:
         if self._impl is not None:
-            self._impl.before_fork()
+            try:
+                self._impl.before_fork()
+            except Exception as error:  # raised inside os.fork(): the user would see it
+                self._note(f"sampler stop before fork failed: {error.__class__.__name__}: {error}")
 
     def after_fork_parent(self) -> None:
         if self._impl is not None:

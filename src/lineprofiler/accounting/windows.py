@@ -52,6 +52,8 @@ class Backend(str, enum.Enum):
 
     TORCH = "torch"
     VIZTRACER = "viztracer"
+    #: The line profiler: :class:`.lines_window.LinesWindow`, not :class:`Window`.
+    LINES = "lines"
 
     @classmethod
     def parse(cls, value: object) -> Backend | None:
@@ -95,6 +97,8 @@ class Window:
         parsed = Backend.parse(backend)
         if parsed is None:
             raise ValueError("a window needs a backend")
+        if parsed is Backend.LINES:
+            raise ValueError("backend='lines' runs in a lines_window.LinesWindow, not a Window")
         self.backend = parsed
         self.start_at, self.stop_at = check_window(window)
         self.watch_name = check_window_phase(phase)

@@ -1,4 +1,4 @@
-"""Type stubs for the C line tracer (lineprofiler/lines/_tracer.c)."""
+"""Type stubs for the C line tracer (lineprofiler/lines/_tracer/*.c)."""
 
 from collections.abc import Callable
 from types import CodeType

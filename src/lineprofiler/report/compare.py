@@ -17,10 +17,11 @@ The ``--json`` document (``kind`` ``"lineprofiler-compare"``, ``version`` 1):
 ``bucket_relative_error`` (float): the per-side error bound. ``real_change_above`` /
 ``real_change_below`` (float): relative changes beyond these are real (e.g. 0.0905 / -0.0830).
 
-``a`` / ``b``: ``run_dir``, ``run`` (display name), ``run_id``, ``attempt``, ``runtime_ns``,
-``processes``, ``roles`` (role -> process count), ``superseded`` (names of attempts not merged),
-``concurrent`` (names of other jobs overlapping it in time, not merged), ``merged`` (names of the
-generated run ids merged into it by time), ``caveats`` (the CAVEATS lines merge derived).
+``a`` / ``b``: the ``run`` object of ``report --json``: ``run_dir``, ``run`` (display name),
+``run_id``, ``attempt``, ``runtime_ns``, ``processes``, ``roles`` (role -> process count),
+``superseded`` (names of attempts not merged), ``concurrent`` (names of other jobs overlapping
+it in time, not merged), ``merged`` (names of the generated run ids merged into it by time),
+``caveats`` (the CAVEATS lines merge derived).
 
 ``roles``: a list, one per role present on either side, each with ``role``,
 ``a_processes`` / ``b_processes`` (0 when absent), ``a_imbalance`` / ``b_imbalance`` (float or
@@ -38,7 +39,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..runfiles import histogram
+from . import build
 from . import format as fmt
+from .blocks import RenderOptions
+from .json import run_object
 from .merge import PhaseStats, Run
 from .text import short_names
 
@@ -57,19 +61,8 @@ TEXT_ROWS = 20
 
 
 def _side(run: Run) -> dict[str, Any]:
-    return {
-        "run_dir": str(run.run_dir),
-        "run": run.name,
-        "run_id": run.run_id,
-        "attempt": run.attempt,
-        "runtime_ns": run.runtime_ns,
-        "processes": len(run.workers),
-        "roles": {name: len(role.workers) for name, role in run.roles.items()},
-        "superseded": [a.name for a in run.superseded],
-        "concurrent": [a.name for a in run.concurrent],
-        "merged": [a.name for a in run.merged],
-        "caveats": list(run.caveats),
-    }
+    """The same ``run`` object ``report --json`` carries."""
+    return run_object(build.header(run, RenderOptions()), run.caveats)
 
 
 def _phase_side(phase: PhaseStats | None, total: int) -> dict[str, Any] | None:
@@ -157,6 +150,20 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
     }
 
 
+def attempt_notes(key: str, side: dict[str, Any]) -> list[str]:
+    """What one side's NOTES say of the attempts not merged and the run ids merged by time (the
+    text and the HTML comparison print the same)."""
+    label = key.upper()
+    notes = [f"{label}: superseded attempt {name} not merged" for name in side["superseded"]]
+    notes += [
+        f"{label}: concurrent run {name} (another job overlapping in time) not merged" for name in side["concurrent"]
+    ]
+    if side["merged"]:
+        count = len(side["merged"])
+        notes.append(f"{label}: {count} more generated run id(s) overlapping {side['run']} in time merged")
+    return notes
+
+
 def render_compare(doc: dict[str, Any]) -> str:
     """The comparison document as text."""
     lines = []
@@ -213,13 +220,7 @@ def render_compare(doc: dict[str, Any]) -> str:
     notes = []
     for key in ("a", "b"):
         side = doc[key]
-        for name in side["superseded"]:
-            notes.append(f"{key.upper()}: superseded attempt {name} not merged")
-        for name in side["concurrent"]:
-            notes.append(f"{key.upper()}: concurrent run {name} (another job overlapping in time) not merged")
-        if side["merged"]:
-            count = len(side["merged"])
-            notes.append(f"{key.upper()}: {count} more generated run id(s) overlapping {side['run']} in time merged")
+        notes.extend(attempt_notes(key, side))
         if side["caveats"]:
             notes.append(
                 f"{key.upper()}: {len(side['caveats'])} caveat(s); `lineprofiler report {side['run_dir']}` lists them"

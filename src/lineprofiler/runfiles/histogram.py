@@ -1,4 +1,4 @@
-"""The phase histogram's bucket scheme: the readable reference for the C in ``_phases.c``.
+"""The phase histogram's bucket scheme: the readable reference for the C in ``accounting/_phases/histogram.c``.
 
 Buckets are fixed and logarithmic, 8 per doubling of duration, from 1 us to about 10^4 s:
 

@@ -7,6 +7,7 @@ A run directory holds::
     <run_dir>/metadata/<host>/m_<run>_<pid>_<uuid8>.json     what that process had available
     <run_dir>/metadata.json                                  the same, for the run
     <run_dir>/backend/<tool>_<host>_<pid>.json               a heavy profiler window's artifact
+    <run_dir>/lines/<host>/l_<run>_<pid>_<uuid8>.json         a ``backend="lines"`` window's line stats
 
 ``<run>`` is the run id, made safe as one path component (:func:`sanitize_component`), and
 ``<host>`` the host name, escaped so that different hosts never share a folder
@@ -37,8 +38,10 @@ WORKERS_DIR = "workers"
 METADATA_DIR = "metadata"
 METADATA_FILE = "metadata.json"
 BACKEND_DIR = "backend"
+LINES_DIR = "lines"
 WORKER_PREFIX = "w_"
 METADATA_PREFIX = "m_"
+LINES_PREFIX = "l_"
 JSON_SUFFIX = ".json"
 SAMPLES_SUFFIX = ".samples"
 #: A temporary file of an atomic write in progress; readers skip these names.
@@ -137,6 +140,15 @@ def metadata_path(run_dir: str | os.PathLike[str], worker_file: str | os.PathLik
 def run_metadata_path(run_dir: str | os.PathLike[str]) -> Path:
     """``<run_dir>/metadata.json``."""
     return Path(run_dir) / METADATA_FILE
+
+
+def lines_path(run_dir: str | os.PathLike[str], worker_file: str | os.PathLike[str]) -> Path:
+    """``<run_dir>/lines/<host>/l_<run>_<pid>_<uuid8>.json``: the line stats of a
+    ``backend="lines"`` window, named after the worker file of the same process (same run,
+    pid and uuid), so the report pairs the two by name."""
+    worker_file = Path(worker_file)
+    name = LINES_PREFIX + worker_file.name.removeprefix(WORKER_PREFIX)
+    return Path(run_dir) / LINES_DIR / worker_file.parent.name / name
 
 
 def artifact_name(tool: str, host: str, pid: int) -> str:

@@ -24,12 +24,22 @@ are integer nanoseconds.
     without writing, e.g. SIGKILL), ``"exited"`` (written at exit), ``"signalled"`` (written
     from SIGTERM, SIGUSR1 or SIGHUP), ``"dumped"`` (an explicit ``dump()``) or ``"stopped"``
     (the profiler was switched off); ``signal``: str or null; ``exit_code``: int or null.
+    A file written by an accounting ``Profiler(backend="lines")`` window also has ``run_id``:
+    str, ``attempt``: int and ``uuid``: str (those of the worker file of the same process, so
+    a report keeps only the files of the attempt it shows), and ``rank``: int or null.
 
 ``profile``\\* object, how it was profiled:
     ``project_folder``\\* str, ``include`` / ``exclude``: list of str, ``clock``\\* str
     (``"tsc"`` or ``"monotonic"``), ``wall_ns``\\* int (time the profiler was enabled),
     ``codes_outside``: int or null (code objects that ran outside the project while enabled),
     ``children``: bool (child processes were profiled too).
+    ``window``: object, present when an accounting ``backend="lines"`` window wrote the file:
+    ``phase``\\* str (the phase whose entries open and close it), ``start``\\* and ``stop``\\*
+    int (``backend_window``: entries ``start`` to ``stop - 1`` are profiled),
+    ``started_entry`` / ``stopped_entry``: int or null, ``entries``: int or null (entries
+    that ran with the window open, a partial window's last one cut short), ``started_unix_ns`` /
+    ``stopped_unix_ns``: int or null, ``partial``\\* bool (the process ended, was signalled or
+    closed its profiler while the window was open: fewer entries than asked for).
 
 ``files``\\* object: source file name (as in ``co_filename``) -> object with ``sha256``: str or
     null (the hash of the source text the process saw; null when it had none). Two processes
@@ -43,7 +53,8 @@ are integer nanoseconds.
 
 ``errors``: list of str, failures inside the profiler that were recorded instead of raised.
 
-Files of a profiled process tree are named ``l_<host>_<pid>_<uuid8>.json`` (see
+Files of a profiled process tree are named ``l_<host>_<pid>_<uuid8>.json`` (an accounting run
+directory keeps its windows' files as ``lines/<host>/l_<run>_<pid>_<uuid8>.json``) (see
 :func:`lines_file_name`) and are written by temp file + rename, so a reader sees a whole file or
 none. :func:`merge_lines` adds a list of read files together by (file, function, line).
 """
@@ -156,6 +167,18 @@ class LinesFile:
         return self.process.get("role") or self.process.get("label") or "(no role)"
 
     @property
+    def window(self) -> dict[str, Any] | None:
+        """The accounting window that wrote the file (``profile.window``), or None."""
+        window = self.profile.get("window")
+        return window if isinstance(window, dict) else None
+
+    @property
+    def partial(self) -> bool:
+        """True when a window was cut short (the process ended while it was open)."""
+        window = self.window
+        return bool(window and window.get("partial"))
+
+    @property
     def finished(self) -> bool:
         """False for a ``"started"`` file: the process ended (or still runs) without writing."""
         return self.status != "started"
@@ -222,11 +245,19 @@ def lines_file_name(host: str, pid: int, uuid8: str) -> str:
     return f"l_{sanitize_component(host)}_{int(pid)}_{uuid8}.json"
 
 
-def write_lines_file(path: str | os.PathLike[str], document: Mapping[str, Any]) -> int:
+def write_lines_file(
+    path: str | os.PathLike[str],
+    document: Mapping[str, Any],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    fsync: bool = False,
+) -> int:
     """Write ``document`` to ``path`` atomically (temp file + rename in the same folder); returns
-    the bytes written. Raises OSError when it cannot be written."""
+    the bytes written. ``root``: the run directory, below which no link is followed and the
+    folders are made (see :func:`~.layout.write_atomic`). Raises OSError when it cannot be
+    written."""
     data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    write_atomic(Path(path), data)
+    write_atomic(Path(path), data, root=root, fsync=fsync)
     return len(data)
 
 
@@ -267,6 +298,10 @@ _PROCESS = (
     _Spec("end_unix_ns", "int?", False),
     _Spec("signal", "text?", False),
     _Spec("exit_code", "sint?", False),
+    _Spec("run_id", "text?", False),
+    _Spec("attempt", "int?", False),
+    _Spec("uuid", "text?", False),
+    _Spec("rank", "sint?", False),
 )
 _PROFILE = (
     _Spec("project_folder", "text"),
@@ -276,6 +311,17 @@ _PROFILE = (
     _Spec("exclude", "texts", False),
     _Spec("codes_outside", "int?", False),
     _Spec("children", "bool", False),
+)
+_WINDOW = (
+    _Spec("phase", "text"),
+    _Spec("start", "int"),
+    _Spec("stop", "int"),
+    _Spec("partial", "bool"),
+    _Spec("started_entry", "int?", False),
+    _Spec("stopped_entry", "int?", False),
+    _Spec("entries", "int?", False),
+    _Spec("started_unix_ns", "int?", False),
+    _Spec("stopped_unix_ns", "int?", False),
 )
 
 
@@ -334,7 +380,9 @@ def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
     process = _check(document.get("process"), "process", _PROCESS, path)
     if process["status"] not in STATUSES:
         raise LinesFileError(f"{path}: 'process.status' is {_shown(process['status'])}, not one of {STATUSES}")
-    _check(document.get("profile"), "profile", _PROFILE, path)
+    profile = _check(document.get("profile"), "profile", _PROFILE, path)
+    if "window" in profile:
+        _check(profile["window"], "profile.window", _WINDOW, path)
     files = document.get("files")
     if not isinstance(files, dict):
         raise LinesFileError(f"{path}: 'files' is missing or not an object")

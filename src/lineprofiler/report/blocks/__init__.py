@@ -24,6 +24,10 @@ class RenderOptions:
 
     #: ``--no-samples``: blocks that read resource samples must not load them.
     no_samples: bool = False
+    #: ``--lines``: the LINES block reads the line-stats files of ``backend="lines"`` windows,
+    #: showing ``lines_top`` lines per role.
+    lines: bool = False
+    lines_top: int = 10
     #: Lines blocks add for CAVEATS (after the ones merge derived).
     caveats: list[str] = field(default_factory=list)
     #: Work shared by the blocks of one report: ``key -> (run, value)``.

@@ -41,8 +41,10 @@ index 0 on two nodes is two devices):
 VRAM: the largest per-process peak of allocated and reserved memory (torch's caching
 allocator), with the number of processes and their sum when more than one reported.
 
-The block is one function, :func:`render`, ``render(run, options) -> list[str]`` over a
-:class:`~..merge.Run`; ``options.no_samples`` skips it, as every block built from samples.
+The block's model is :func:`gpu_block`, ``gpu_block(run, options) -> GpuSummary | None`` over
+a :class:`~..merge.Run` (``report/model.py`` holds :class:`GpuSummary`); ``options.no_samples``
+skips it, as every block built from samples. With the run's span, each device also carries its
+busy and this-run percentages over time, per bucket, reduced to chart columns.
 """
 
 from __future__ import annotations
@@ -54,21 +56,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...runfiles.samplefile import SampleFileError, read_samples
-from .. import format as fmt
+from .. import series as chart
 from ..merge import Run, Worker
+from ..model import DeviceUse, GpuSummary
 from . import RenderOptions, SampleInfo, sample_infos
 
 __all__ = [
     "DeviceUse",
     "GpuSummary",
     "WorkerGpuSamples",
+    "gpu_block",
     "gpu_samples",
     "render",
     "summarise",
 ]
 
-TITLE = "GPU"
-RULE = fmt.RULE
 _COLUMN = re.compile(r"^gpu(\d+)_(busy|mine)$")
 NOT_MEASURED = -2  # mine values at or below this were not measured
 NO_SAMPLE = -1  # mine: measured, NVML attributed nothing to the pid
@@ -105,36 +107,6 @@ def gpu_samples(info: SampleInfo) -> WorkerGpuSamples | None:
     return WorkerGpuSamples(host=info.worker.host, pid=info.worker.pid, times_ns=times, busy=busy, mine=mine)
 
 
-@dataclass
-class DeviceUse:
-    host: str
-    index: int
-    name: str | None
-    busy: float | None  # mean percent, None: never measured
-    this_run: float | None  # mean percent, None: n/a
-    buckets: int  # buckets with a busy reading
-    pids_attributed: int  # pids NVML attributed at least one sample to
-
-    @property
-    def idle(self) -> float | None:
-        return None if self.busy is None else max(0.0, 100.0 - self.busy)
-
-
-@dataclass
-class GpuSummary:
-    devices: list[DeviceUse]
-    nvml_available: bool
-    nvml_reason: str | None  # why NVML was unavailable (the most common reason)
-    nvml_missing_workers: int  # workers whose NVML was unavailable while others' was not
-    workers: int
-    vram_allocated_peak: int | None
-    vram_reserved_peak: int | None
-    vram_allocated_sum: int | None
-    vram_reserved_sum: int | None
-    vram_processes: int
-    vram_reason: str | None
-
-
 def _gpu(worker: Worker, key: str) -> Mapping[str, Any] | None:
     """``document["gpu"][key]`` when it is an object (the reader checked ``gpu`` is one or null)."""
     gpu = worker.document.get("gpu")
@@ -163,10 +135,15 @@ def _number(value: Any) -> float | None:
 
 
 def summarise(
-    workers: Sequence[Worker], samples: Sequence[WorkerGpuSamples], interval_s: float | None = None
+    workers: Sequence[Worker],
+    samples: Sequence[WorkerGpuSamples],
+    interval_s: float | None = None,
+    span: tuple[int, int] | None = None,
 ) -> GpuSummary:
     """The numbers of the block, computed as the module docstring says; ``interval_s`` sets the
-    bucket width (default: the median spacing of the samples)."""
+    bucket width (default: the median spacing of the samples). Given the run's ``span`` (unix
+    ns), each device also gets its busy and this-run percentages per bucket over time, in chart
+    columns."""
     samples = list(samples)
     width = _interval_ns(samples, interval_s)
 
@@ -222,11 +199,24 @@ def summarise(
         busy_mean = statistics.fmean(statistics.fmean(v) for v in by_bucket.values()) if by_bucket else None
         pids = attributed.get(key, set())
         this_run = None
+        mine_buckets = {
+            bucket: min(100.0, sum(statistics.fmean(v) for v in by_pid.values()))
+            for bucket, by_pid in mine.get(key, {}).items()
+        }
         if pids:
-            this_run = statistics.fmean(
-                min(100.0, sum(statistics.fmean(v) for v in by_pid.values())) for by_pid in mine[key].values()
+            this_run = statistics.fmean(mine_buckets.values())
+        device = DeviceUse(host, index, names.get(key), busy_mean, this_run, len(by_bucket), len(pids))
+        if span is not None:
+            ordered = sorted(by_bucket)
+            device.busy_series = chart.columns(
+                [b * width for b in ordered], [statistics.fmean(by_bucket[b]) for b in ordered], *span
             )
-        devices.append(DeviceUse(host, index, names.get(key), busy_mean, this_run, len(by_bucket), len(pids)))
+            if pids:
+                ordered = sorted(mine_buckets)
+                device.this_run_series = chart.columns(
+                    [b * width for b in ordered], [mine_buckets[b] for b in ordered], *span
+                )
+        devices.append(device)
 
     reason: str | None = max(reasons, key=lambda r: reasons[r]) if reasons else None
     nvml_available = available_workers > 0 or measured_any
@@ -265,22 +255,10 @@ def summarise(
     )
 
 
-def _pct(value: float | None) -> str:
-    """A percentage the block holds as 0..100."""
-    return fmt.percent(None if value is None else value / 100.0)
-
-
-def _label(device: DeviceUse, hosts: int) -> str:
-    label = f"GPU {device.index}"
-    if hosts > 1:
-        label = f"{fmt.printable(device.host)[: 28 - len(label) - 1]} {label}"
-    return label
-
-
-def render(run: Run, options: RenderOptions) -> list[str]:
-    """The GPU block's lines; ``[]`` when the run has no GPU information at all or samples are off."""
+def gpu_block(run: Run, options: RenderOptions) -> GpuSummary | None:
+    """The GPU block's model; None when the run has no GPU information at all or samples are off."""
     if options.no_samples:
-        return []
+        return None
     samples = []
     for info in sample_infos(run, options):
         try:
@@ -293,52 +271,14 @@ def render(run: Run, options: RenderOptions) -> list[str]:
             samples.append(found)
     has_gpu_info = samples or any(isinstance(w.document.get("gpu"), dict) for w in run.workers)
     if not has_gpu_info:
-        return []
-    summary = summarise(run.workers, samples)
-
-    lines = [TITLE, RULE]
-    if not summary.nvml_available and summary.vram_allocated_peak is None:
-        # Nothing measured at all: the block is absent, and says why in one line.
-        return [*lines, f"absent: {fmt.printable(summary.nvml_reason or '')}"]
-    if not summary.nvml_available:
-        lines.append(f"utilisation not measured: {fmt.printable(summary.nvml_reason or '')}")
-    elif not summary.devices:
-        lines.append("utilisation not measured: NVML was available but no sample was recorded")
-    else:
-        hosts = len({d.host for d in summary.devices})
-        lines.append(f"{'':<29}{'busy':>6}{'this run':>11}{'idle':>9}")
-        for device in summary.devices:
-            lines.append(
-                f"{_label(device, hosts):<29}{_pct(device.busy):>6}{_pct(device.this_run):>11}{_pct(device.idle):>9}"
-            )
-    if summary.vram_allocated_peak is not None:
-        for label, peak, total in (
-            ("VRAM allocated (peak)", summary.vram_allocated_peak, summary.vram_allocated_sum),
-            ("VRAM reserved (peak)", summary.vram_reserved_peak, summary.vram_reserved_sum),
-        ):
-            line = f"{label:<29}{fmt.size(peak):>13}"
-            if summary.vram_processes > 1 and total is not None:
-                line += f"   largest of {summary.vram_processes} processes; {fmt.size(total)} summed"
-            lines.append(line)
-    else:
-        lines.append(f"VRAM not measured: {fmt.printable(summary.vram_reason or '')}")
-
-    notes = []
-    if any(d.this_run is None for d in summary.devices) and summary.nvml_available:
-        notes.append("n/a: NVML attributed no sample to this run's pids on that device.")
-        if summary.vram_allocated_peak and all(d.this_run is None for d in summary.devices):
-            notes.append(
-                "The run allocated VRAM but no device attributes a sample to its pids: in a container, "
-                "NVML may report host pids."
-            )
-    if summary.nvml_missing_workers:
-        notes.append(
-            f"NVML unavailable in {summary.nvml_missing_workers} of {summary.workers} processes: "
-            f"{fmt.printable(summary.nvml_reason or '')}."
-        )
-    lines.extend(notes)
-    return lines
+        return None
+    span = (run.start_ns, run.end_ns) if run.end_ns > run.start_ns else None
+    return summarise(run.workers, samples, span=span)
 
 
-#: The blocks this module adds to the text report (see report.text.EXTRA_BLOCK_MODULES).
-BLOCKS = (render,)
+def render(run: Run, options: RenderOptions) -> list[str]:
+    """The GPU block as text (what report/text.py prints for it); ``[]`` when it is absent."""
+    from ..text import gpu_lines
+
+    return gpu_lines(gpu_block(run, options))
+

@@ -1,8 +1,9 @@
 """The report's resource blocks: I/O BY PHASE (measured exactly), I/O (sampled) and MEMORY.
 
-Each block is ``render(run, options) -> list[str]`` over a :class:`~..merge.Run` (an empty list:
-the block is absent). ``options.no_samples`` skips the sampled blocks without opening a sample
-file.
+Each block is ``compute(run, options) -> model`` over a :class:`~..merge.Run` (None: the block
+is absent): :func:`io_by_phase`, :func:`sampled_io`, :func:`memory`; ``report/text.py``,
+``report/json.py`` and ``report/html/`` render the models. ``options.no_samples`` skips the
+sampled blocks without opening a sample file.
 
 Sample files are reduced one worker at a time into fixed-size aggregates (totals, a timeline
 grid, a few bins of RSS), so memory is one worker's rows plus the grid, however many workers
@@ -29,8 +30,9 @@ from ...runfiles.samplefile import (
     read_samples,
 )
 from .. import format as fmt
-from .. import parallel
+from .. import parallel, series
 from ..merge import Run
+from ..model import IoByPhase, IoPhase, IoTimeline, Memory, MemoryRole, ProcessMemory, Reason, SampledIo, Series
 from . import RenderOptions, SampleInfo, sample_infos
 
 RULE = fmt.RULE
@@ -88,13 +90,13 @@ def _io_value(io: dict[str, Any], *keys: str) -> int | None:
     return None
 
 
-def render_io_by_phase(run: Run, options: RenderOptions) -> list[str]:
+def io_by_phase(run: Run, options: RenderOptions) -> IoByPhase | None:
     """Per ``io=True`` phase: disk read/write bytes, page-cache reads, rate over its wall time.
 
     Reads ``phases[].io_bytes``: ``read_bytes``, ``write_bytes`` and ``rchar`` (or
     ``read_chars``), optionally ``failed`` (boundary reads that failed: nothing recorded) and
     ``measured`` (entries with a delta). Summed per path over the workers (per role and path when
-    the run has several roles with io phases).
+    the run has several roles with io phases), most bytes first.
     """
     merged: dict[tuple[str, str], dict[str, int]] = {}
     for worker in run.workers:
@@ -124,20 +126,21 @@ def render_io_by_phase(run: Run, options: RenderOptions) -> list[str]:
             # Only the measured entries' share of the wall time moved these bytes.
             acc["wall"] += wall if not entries or measured is None else wall * measured // entries
     if not merged:
-        return []
-    several_roles = len({role for role, _ in merged}) > 1
-    lines = ["I/O BY PHASE (measured exactly)", RULE]
-    for (role, path), acc in sorted(merged.items(), key=lambda kv: -(kv[1]["read"] + kv[1]["write"])):
-        name = fmt.printable(f"{role}: {path}" if several_roles else path)
-        rate = fmt.byte_rate(_per_second(acc["read"] + acc["write"], acc["wall"] / 1e9))
-        lines.append(f"  {name:<25} r {fmt.size(acc['read']):>10}   w {fmt.size(acc['write']):>10} {rate:>13}")
-        cache = acc["chars"] - acc["read"]
-        if cache > 0:
-            lines.append(" " * 28 + f"+ {fmt.size(cache)} read from page cache")
-        if acc["failed"]:
-            lines.append(" " * 28 + f"! {fmt.count(acc['failed'])} entries not measured (counter read failed)")
-    return lines
-
+        return None
+    rows = [
+        IoPhase(
+            role=role,
+            path=path,
+            read_bytes=acc["read"],
+            write_bytes=acc["write"],
+            cache_read_bytes=max(0, acc["chars"] - acc["read"]),
+            failed=acc["failed"],
+            entries=acc["entries"],
+            bytes_per_s=_per_second(acc["read"] + acc["write"], acc["wall"] / 1e9),
+        )
+        for (role, path), acc in sorted(merged.items(), key=lambda kv: -(kv[1]["read"] + kv[1]["write"]))
+    ]
+    return IoByPhase(several_roles=len({role for role, _ in merged}) > 1, phases=rows)
 
 # ---------------------------------------------------------------------------------------------
 # The sampled reduction, one worker at a time
@@ -339,6 +342,8 @@ class WorkerMemory:
     peak_t_unix: int = 0
     slope_bytes_per_s: float | None = None
     rows: int = 0
+    #: RSS over the run's span in chart columns (min and max per column), when a span is given.
+    rss: Series | None = None
 
 
 def _bin_means(t: array, rss: array, edges: list[int]) -> list[tuple[int, int, float]]:
@@ -385,6 +390,9 @@ def reduce_memory(
                 bins[j] += mean
             elif 0 < a < len(t):
                 bins[j] += rss[a - 1]  # no row in this bin, but alive: RSS is a level, hold it
+    if span is not None:
+        offset = table.monotonic_ref_ns - table.unix_ref_ns
+        out.rss = series.columns(t, rss, span[0], span[1], offset_ns=offset)
     return out
 
 
@@ -568,129 +576,155 @@ def resources_of(run: Run, options: RenderOptions) -> RunResources:
 
 
 # ---------------------------------------------------------------------------------------------
-# I/O (sampled) and MEMORY
+# The models of I/O (sampled) and MEMORY
 # ---------------------------------------------------------------------------------------------
 
 
-def _reason_lines(reasons: dict[str, int], total: int) -> list[str]:
-    ordered = sorted(reasons.items(), key=lambda kv: -kv[1])
-    return [f"  not measured in {n} of {total} processes: {fmt.printable(why)}" for why, n in ordered]
+def _reasons(reasons: dict[str, int]) -> list[Reason]:
+    return [Reason(why, n) for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])]
 
 
-def render_io(run: Run, options: RenderOptions) -> list[str]:
-    """Sampled I/O: totals per layer with rates, a write sparkline with its peak, dropped
-    intervals, the share under (no phase open) and the profiler's own I/O excluded."""
+def sampled_io(run: Run, options: RenderOptions) -> SampledIo | None:
+    """Sampled I/O: totals per layer with rates, when the writes happened, dropped intervals,
+    the share under no phase and the profiler's own I/O excluded. None: samples are off or no
+    worker has a samples object."""
     if options.no_samples:
-        return []
+        return None
     res = resources_of(run, options)
     if res.workers == 0:
-        return []
-    lines = ["I/O", RULE]
+        return None
+    io = SampledIo(
+        processes=res.workers,
+        measured_processes=res.io_measured,
+        reasons=[],
+        problems=list(res.caveats),
+        disk_read_bytes=0,
+        cache_read_bytes=0,
+        write_bytes=0,
+        rates_known=False,
+        disk_read_per_s=None,
+        write_per_s=None,
+        timeline=None,
+        phase_tracked=res.phase_tracked,
+        no_phase_share=None,
+        valid_intervals=0,
+        dropped_intervals=0,
+        dropped_failed=0,
+        dropped_reaped=0,
+        dropped_unknown=0,
+        own_write_bytes=0,
+        own_write_chars=0,
+        own_read_chars=0,
+    )
     if res.io_measured == 0:
-        reasons = {**res.reasons, **res.io_reasons}
-        unmeasured = _reason_lines(reasons, res.workers) or ["  not measured: no sample file could be read"]
-        return lines + unmeasured
+        io.reasons = _reasons({**res.reasons, **res.io_reasons})
+        return io
+    io.reasons = _reasons(res.io_reasons) + _reasons(res.reasons)
     t = res.io.totals
-    disk_read = t["read_bytes"]
-    cache_read = max(0, t["rchar"] - t["read_bytes"])
-    write = t["write_bytes"] - t["cancelled_write_bytes"]
+    io.disk_read_bytes = t["read_bytes"]
+    io.cache_read_bytes = max(0, t["rchar"] - t["read_bytes"])
+    io.write_bytes = t["write_bytes"] - t["cancelled_write_bytes"]
     grid = res.timeline
-
-    def rate(layer: str, total: int) -> str:
-        if grid is None or total <= 0:
-            return ""
-        return fmt.byte_rate(_per_second(total, grid.active_seconds(layer)))
-
-    lines.append(f"{'Read (from disk)':<26}{fmt.size(disk_read):>16}{rate('disk_read', disk_read):>16}".rstrip())
-    lines.append(f"{'Read (from page cache)':<26}{fmt.size(cache_read):>16}")
-    lines.append(f"{'Write':<26}{fmt.size(write):>16}{rate('write', write):>16}".rstrip())
     if grid is not None:
-        bins = grid.bins("write", SPARK_WIDTH)
-        peak = f"  write {sparkline(bins)}  peak {fmt.byte_rate(grid.peak_rate('write'))}"
-        if grid.slot_ns > res.interval_ns:
-            # A long run's grid is coarser than its samples: say over what the peak is a mean.
-            peak += f" over {fmt.duration(grid.slot_ns)}"
-        lines.append(peak)
-    total = disk_read + cache_read + write
+        io.rates_known = True
+        io.disk_read_per_s = _per_second(io.disk_read_bytes, grid.active_seconds("disk_read"))
+        io.write_per_s = _per_second(io.write_bytes, grid.active_seconds("write"))
+        slot_s = grid.slot_ns / 1e9
+        io.timeline = IoTimeline(
+            slot_ns=grid.slot_ns,
+            interval_ns=res.interval_ns,
+            write_bins=grid.bins("write", SPARK_WIDTH),
+            peak_write_per_s=grid.peak_rate("write"),
+            rates={
+                layer: series.regroup([v / slot_s for v in grid.layers[layer]], grid.start_ns, grid.slot_ns)
+                for layer in Timeline.LAYERS
+            },
+        )
+    total = io.disk_read_bytes + io.cache_read_bytes + io.write_bytes
     np_ = res.io.no_phase
     np_cache = max(0, np_["rchar"] - np_["read_bytes"])
     np_total = np_["read_bytes"] + np_cache + np_["write_bytes"] - np_["cancelled_write_bytes"]
-    if not res.phase_tracked:
-        lines.append("  (no phase open) share unknown: the samples carry no phase")
-    elif total > 0:
-        lines.append(f"  (no phase open) {fmt.percent(np_total / total)} of these bytes")
+    if res.phase_tracked and total > 0:
+        io.no_phase_share = np_total / total
     c = res.io.counts
-    considered = fmt.count(c.valid + c.dropped)
-    if c.dropped:
-        why = []
-        if c.failed:
-            why.append(f"{fmt.count(c.failed)} next to a failed read")
-        if c.reaped:
-            why.append(f"{fmt.count(c.reaped)} where a child process was reaped")
-        if c.unknown:
-            why.append(f"{fmt.count(c.unknown)} where reaping could not be checked")
-        lines.append(
-            f"  dropped intervals {fmt.count(c.dropped)} of {considered} ({', '.join(why)}); "
-            "their bytes are not counted"
-        )
-    else:
-        lines.append(f"  dropped intervals 0 of {considered}")
+    io.valid_intervals, io.dropped_intervals = c.valid, c.dropped
+    io.dropped_failed, io.dropped_reaped, io.dropped_unknown = c.failed, c.reaped, c.unknown
     own = res.io.own
-    lines.append(
-        f"  excluded: the profiler's own I/O, {fmt.size(own['write_bytes'])} written to disk, "
-        f"{fmt.size(own['wchar'])} through write(), {fmt.size(own['rchar'])} read"
-    )
-    lines.extend(_reason_lines(res.io_reasons, res.workers))
-    lines.extend(_reason_lines(res.reasons, res.workers))
-    return lines
+    io.own_write_bytes, io.own_write_chars, io.own_read_chars = own["write_bytes"], own["wchar"], own["rchar"]
+    return io
+
+
+def memory(run: Run, options: RenderOptions) -> Memory | None:
+    """RSS peak per role and over the run, its trend (the steepest per-process slope in each
+    role), the summed RSS of all processes over the run, and each process's RSS over time."""
+    if options.no_samples:
+        return None
+    res = resources_of(run, options)
+    if res.workers == 0:
+        return None
+    out = Memory(processes=res.workers, reasons=_reasons(res.reasons), roles=[], total_bins=None, largest=None,
+                 members=[])
+    start = res.span[0] if res.span is not None else None
+    for role, members in sorted(res.memory_by_role.items()):
+        slopes = [m.slope_bytes_per_s for m, _ in members if m.slope_bytes_per_s is not None]
+        out.roles.append(
+            MemoryRole(
+                role=role,
+                processes=len(members),
+                peak_bytes=max(m.peak for m, _ in members),
+                trend_bytes_per_s=max(slopes, key=abs) if slopes else None,
+            )
+        )
+        for m, label in members:
+            entry = ProcessMemory(
+                label=label,
+                role=role,
+                peak_bytes=m.peak,
+                peak_at_ns=None if start is None else max(0, m.peak_t_unix - start),
+                slope_bytes_per_s=m.slope_bytes_per_s,
+                rss=m.rss,
+            )
+            out.members.append(entry)
+            if out.largest is None or entry.peak_bytes > out.largest.peak_bytes:
+                out.largest = entry
+    if res.span is not None and any(res.memory_bins):
+        out.total_bins = list(res.memory_bins)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Each block as text (what report/text.py prints for it), for callers that want one block
+# ---------------------------------------------------------------------------------------------
+
+
+def render_io_by_phase(run: Run, options: RenderOptions) -> list[str]:
+    from ..text import io_by_phase_lines
+
+    return io_by_phase_lines(io_by_phase(run, options))
+
+
+def render_io(run: Run, options: RenderOptions) -> list[str]:
+    from ..text import io_lines
+
+    return io_lines(sampled_io(run, options))
 
 
 def render_memory(run: Run, options: RenderOptions) -> list[str]:
-    """RSS peak per role and over the run, and its trend: per-process growth and a sparkline of
-    the summed RSS of all processes over the run."""
-    if options.no_samples:
-        return []
-    res = resources_of(run, options)
-    if res.workers == 0:
-        return []
-    lines = ["MEMORY (RSS, sampled)", RULE]
-    if not res.memory_by_role:
-        return lines + (_reason_lines(res.reasons, res.workers) or ["  not measured: no RSS could be read"])
-    lines.append(f"{'':<26}{'peak':>16}{'trend':>16}")
-    top: tuple[WorkerMemory, str] | None = None
-    for role, members in sorted(res.memory_by_role.items()):
-        peak = max(m.peak for m, _ in members)
-        slopes = [(m.slope_bytes_per_s, label) for m, label in members if m.slope_bytes_per_s is not None]
-        trend = fmt.NA
-        if slopes:
-            slope, _ = max(slopes, key=lambda s: abs(s[0]))
-            trend = fmt.byte_change_per_hour(slope)
-        lines.append(f"{fmt.printable(role) + f'  x{len(members)}':<26}{fmt.size(peak):>16}{trend:>16}")
-        for m, label in members:
-            if top is None or m.peak > top[0].peak:
-                top = (m, label)
-    if res.span is not None and any(res.memory_bins):
-        spark = sparkline(res.memory_bins, level=True)
-        lines.append(f"{'all processes':<26}{fmt.size(max(res.memory_bins)):>16}  {spark}")
-    if top is not None:
-        at = ""
-        if res.span is not None:
-            at = f" at {fmt.moment(max(0, top[0].peak_t_unix - res.span[0]))}"
-        lines.append(f"  largest: {top[1]}, {fmt.size(top[0].peak)}{at}")
-    lines.append("  trend: the steepest per-process RSS slope in each role (least squares over its run)")
-    return lines
+    from ..text import memory_lines
 
-
-#: The blocks of this module, in the order they print.
-BLOCKS = (render_io_by_phase, render_io, render_memory)
+    return memory_lines(memory(run, options))
 
 
 __all__ = [
-    "BLOCKS",
+    "MEMORY_BINS",
+    "SPARK",
+    "SPARK_WIDTH",
     "RunResources",
     "Timeline",
     "WorkerIo",
     "WorkerMemory",
+    "io_by_phase",
+    "memory",
     "reduce_io",
     "reduce_memory",
     "reduce_run",
@@ -698,5 +732,6 @@ __all__ = [
     "render_io_by_phase",
     "render_memory",
     "resources_of",
+    "sampled_io",
     "sparkline",
 ]

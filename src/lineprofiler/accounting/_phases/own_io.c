@@ -1,0 +1,188 @@
+/* /proc/self/io: the kept-open descriptor behind io=True phases, and the accounting of the
+ * profiler's own I/O (snapshots, sample files) that measurements subtract. */
+#include "phases.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ===================================================================== fork statics */
+
+/* The one piece of process-wide mutable state: a pthread_atfork child handler bumps it, so the
+ * kept-open /proc/self/io descriptor (which names the parent) is reopened in any fork child,
+ * including forks that bypass Python's os.register_at_fork. */
+static atomic_uint lp_fork_generation;
+static pthread_once_t lp_atfork_once = PTHREAD_ONCE_INIT;
+
+static void lp_atfork_child(void)
+{
+    atomic_fetch_add_explicit(&lp_fork_generation, 1u, memory_order_relaxed);
+}
+
+static void lp_atfork_install(void)
+{
+    (void)pthread_atfork(NULL, NULL, lp_atfork_child);
+}
+
+/* The module state's part: no descriptor yet (opened at the first read), the fork hook installed. */
+void lp_io_init(lp_state *st)
+{
+    (void)pthread_once(&lp_atfork_once, lp_atfork_install);
+    st->io_fd = -1;
+    strcpy(st->io_path, "/proc/self/io");
+    st->io_fork_generation = atomic_load(&lp_fork_generation);
+    for (int i = 0; i < LP_IO_FIELDS; i++) {
+        atomic_init(&st->own_io[i], 0);
+    }
+}
+
+void lp_io_close(lp_state *st)
+{
+    if (st->io_fd >= 0) {
+        close(st->io_fd);
+        st->io_fd = -1;
+    }
+}
+
+/* ===================================================================== /proc/self/io */
+
+/* Reads the process's I/O counters through the kept-open descriptor, reopening it in a fork
+ * child (the old one would still name the parent). Called with the GIL held. Returns the bytes
+ * read (> 0) or -1. The read itself moves rchar: with count_own, its size is added to own_io
+ * *after* the read, as the kernel does, so a caller that loads own_io before reading sees the
+ * same window in both. */
+int lp_io_now(lp_state *st, lp_io_counters *out, int count_own)
+{
+    unsigned g = atomic_load_explicit(&lp_fork_generation, memory_order_relaxed);
+    if (st->io_fd < 0 || st->io_fork_generation != g) {
+        if (st->io_fd >= 0) {
+            close(st->io_fd);
+        }
+        st->io_fd = lp_procio_open(st->io_path);
+        st->io_fork_generation = g;
+    }
+    if (st->io_fd < 0) {
+        return -1;
+    }
+    char buf[512];
+    ssize_t n = lp_proc_pread(st->io_fd, buf, sizeof buf);
+    if (n < 0) {
+        return -1;
+    }
+    if (count_own) {
+        atomic_fetch_add_explicit(&st->own_io[0], (int64_t)n, memory_order_relaxed);
+    }
+    if (lp_procio_parse(buf, out) < 0) {
+        return -1;
+    }
+    return (int)n;
+}
+
+PyObject *lp_io_dict(const int64_t *v)
+{
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "rchar", (long long)v[0], "wchar", (long long)v[1],
+                         "read_bytes", (long long)v[2], "write_bytes", (long long)v[3],
+                         "cancelled_write_bytes", (long long)v[4]);
+}
+
+static PyObject *lp_io_tuple(const lp_io_counters *c)
+{
+    return Py_BuildValue("(LLLLL)", (long long)c->rchar, (long long)c->wchar, (long long)c->read_bytes,
+                         (long long)c->write_bytes, (long long)c->cancelled_write_bytes);
+}
+
+PyObject *lp_mod_read_io(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    lp_io_counters c;
+    if (lp_io_now(lp_get_state(module), &c, 1) < 0) {
+        Py_RETURN_NONE;
+    }
+    int64_t a[LP_IO_FIELDS];
+    lp_io_to_array(&c, a);
+    return lp_io_dict(a);
+}
+
+/* ===================================================================== the profiler's own I/O */
+
+/* The profiler's own writes are measured on the writing thread alone (/proc/thread-self/io),
+ * so a user thread writing at the same moment keeps its bytes. Where the kernel has no
+ * thread-self (before 3.17) it falls back to the process counters. Returns the bytes this read
+ * itself added to rchar, or -1. */
+static int lp_own_io_now(lp_state *st, lp_io_counters *out, int count_own)
+{
+    int fd = lp_procio_open("/proc/thread-self/io");
+    if (fd < 0) {
+        return lp_io_now(st, out, count_own);
+    }
+    char buf[512];
+    ssize_t n = lp_proc_pread(fd, buf, sizeof buf);
+    close(fd);
+    if (n < 0 || lp_procio_parse(buf, out) < 0) {
+        return -1;
+    }
+    if (count_own) {
+        /* this closing read lands in rchar after the values it returned */
+        atomic_fetch_add_explicit(&st->own_io[0], (int64_t)n, memory_order_relaxed);
+    }
+    return (int)n;
+}
+
+PyObject *lp_mod_own_io_begin(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    lp_io_counters c;
+    /* this read's own bytes land inside the window, so they are part of `moved` below */
+    if (lp_own_io_now(lp_get_state(module), &c, 0) < 0) {
+        Py_RETURN_NONE;
+    }
+    return lp_io_tuple(&c);
+}
+
+PyObject *lp_mod_own_io_end(PyObject *module, PyObject *token)
+{
+    lp_state *st = lp_get_state(module);
+    if (token == Py_None) {
+        Py_RETURN_NONE; /* the opening read failed: nothing can be measured */
+    }
+    long long b[LP_IO_FIELDS];
+    if (!PyArg_ParseTuple(token, "LLLLL:own_io_end", &b[0], &b[1], &b[2], &b[3], &b[4])) {
+        return NULL;
+    }
+    lp_io_counters c;
+    if (lp_own_io_now(st, &c, 1) < 0) {
+        Py_RETURN_NONE;
+    }
+    int64_t a[LP_IO_FIELDS], moved[LP_IO_FIELDS];
+    lp_io_to_array(&c, a);
+    for (int i = 0; i < LP_IO_FIELDS; i++) {
+        moved[i] = a[i] - b[i] > 0 ? a[i] - b[i] : 0;
+        atomic_fetch_add_explicit(&st->own_io[i], moved[i], memory_order_relaxed);
+    }
+    return lp_io_dict(moved);
+}
+
+PyObject *lp_mod_own_io(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    int64_t v[LP_IO_FIELDS];
+    lp_own_io_load(lp_get_state(module), v);
+    return lp_io_dict(v);
+}
+
+PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg)
+{
+    lp_state *st = lp_get_state(module);
+    const char *path = PyUnicode_AsUTF8(arg);
+    if (path == NULL) {
+        return NULL;
+    }
+    if (strlen(path) >= sizeof st->io_path) {
+        PyErr_SetString(PyExc_ValueError, "path too long");
+        return NULL;
+    }
+    strcpy(st->io_path, path);
+    if (st->io_fd >= 0) {
+        close(st->io_fd);
+        st->io_fd = -1;
+    }
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,524 @@
+/* The internal header of the _phases extension: its constants, its types, the functions its
+ * files share, and the small helpers the phase hot path inlines.
+ *
+ * A Recorder owns one phase tree (per process: a fork child resets it). A Phase is a cached
+ * C context manager, one per (name, io, sync), so steady state allocates nothing per `with`.
+ * Open frames live on a stack per flow of control: one per contextvars.Context (a thread's own
+ * context, each asyncio task's), kept as the value of a ContextVar; frames of several recorders
+ * may interleave on it. A context's first phase makes its stack, which starts from the phases
+ * open in the context it was copied from (its base frames), so a task nests under the phase that
+ * was open where it started. Every mutation happens with the GIL held, so the tree needs no
+ * lock; the sampler thread reads only the atomics published through the capsule (see
+ * _phases_capi.h).
+ *
+ * Generations: a recorder's `gen` changes at stop, start and reset (the fork child). A frame
+ * remembers the generation it was pushed in; a frame of an older generation is stale and is
+ * popped without being recorded, which is what gives a fork child a clean phase stack without
+ * touching the (copied) stacks of threads that no longer exist.
+ *
+ * Files, by idea: module.c (the module, its functions and state), recorder.c (the Recorder
+ * type, names, hooks, errors), phase.c (the Phase type, enter and exit), stack.c (the stacks:
+ * making, inheriting, the search for a frame another flow left open),
+ * tree.c (nodes and paths), counters.c (count()), histogram.c (the bucket table),
+ * snapshot.c (the tree as Python objects), own_io.c (/proc/self/io and the profiler's own
+ * I/O), noop.c (the disabled profiler). */
+#ifndef LP_PHASES_H
+#define LP_PHASES_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "_clock.h"
+#include "_common.h"
+#include "_procio.h"
+#include "accounting/_phases_capi.h"
+
+/* ===================================================================== constants */
+
+/* The histogram scheme of runfiles/histogram.py: EDGES[k] = round(1000 * 2**(k/8)). */
+#define LP_BUCKETS_PER_DOUBLING 8
+#define LP_MIN_NS               1000
+#define LP_LAST_EDGE            266
+#define LP_N_BUCKETS            (LP_LAST_EDGE + 2)
+
+#define LP_DEFAULT_MAX_PATHS    10000
+#define LP_DEFAULT_MAX_COUNTERS 10000
+#define LP_DEFAULT_MAX_DEPTH    256 /* path components; deeper entries go to the overflow node */
+#define LP_MAX_MAX_DEPTH        100000
+#define LP_MAX_ERRORS           32     /* error strings kept; the rest are only counted */
+#define LP_MAX_FRAMES           100000 /* frames per stack before entries are dropped */
+#define LP_MAX_INHERITED        8      /* recorders whose open frame a new stack inherits */
+#define LP_NODE_CHUNK           64     /* nodes per allocation: node pointers never move */
+#define LP_NAME_CACHE           64     /* direct-mapped name -> canonical name cache */
+#define LP_PHASE_CACHE          128    /* direct-mapped (name, flags) -> Phase cache */
+#define LP_ROOT                 0
+#define LP_OVERFLOW             1
+
+/* A frame's t0 until its entry clock has been read: a snapshot that runs in between (possible
+ * only while a test clock runs Python code) must not take the slot's old value for a start. */
+#define LP_T0_PENDING INT64_MIN
+
+#define LP_FLAG_IO   1
+#define LP_FLAG_SYNC 2
+
+/* Why a frame's entry went to the overflow node (lp_frame.over), so entries below it are
+ * counted with the same cap. */
+#define LP_OVER_PATHS 1
+#define LP_OVER_DEPTH 2
+
+/* ===================================================================== compatibility */
+
+/* One exception object taken and put back; 3.11 has only the (type, value, traceback) triple. */
+static inline PyObject *lp_err_take(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (type == NULL) {
+        return NULL;
+    }
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+#endif
+}
+
+static inline void lp_err_restore(PyObject *exc)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    if (exc == NULL) {
+        return;
+    }
+    PyObject *type = Py_NewRef((PyObject *)Py_TYPE(exc));
+    PyObject *tb = PyException_GetTraceback(exc);
+    PyErr_Restore(type, exc, tb);
+#endif
+}
+
+/* ===================================================================== types */
+
+typedef struct lp_node {
+    int32_t id;
+    int32_t parent;
+    PyObject *name; /* borrowed: the canonical name, owned by the recorder's names dict */
+    PyObject *path; /* owned, built lazily */
+    int64_t entries;
+    int64_t wall_ns;
+    int64_t self_ns;
+    int64_t cpu_ns;
+    int64_t cpu_missing; /* entries whose thread-CPU clock could not be read */
+    int64_t min_ns;
+    int64_t max_ns;
+    uint8_t io;
+    uint8_t sync;
+    uint8_t overflow;
+    int32_t depth; /* path components: 0 for the root, 1 for a top-level phase */
+    int64_t io_delta[LP_IO_FIELDS];
+    int64_t io_measured;
+    int64_t io_failed;
+    /* Entries still open, filled by each snapshot from every thread's stack (never added to
+     * the totals above, which an entry joins only when it closes). */
+    int64_t open_entries;
+    int64_t open_ns;
+    int64_t open_self_ns;
+    uint64_t hist[LP_N_BUCKETS];
+} lp_node;
+
+typedef struct {
+    int32_t parent;
+    int32_t node; /* -1: empty slot */
+    PyObject *name;
+} lp_child_slot;
+
+typedef struct {
+    int32_t node;
+    PyObject *name; /* borrowed canonical name */
+    int64_t total;
+} lp_counter;
+
+typedef struct {
+    PyObject *key;   /* strong: keeps the pointer from being reused by another object */
+    PyObject *canon; /* borrowed from the names dict */
+} lp_name_slot;
+
+typedef struct {
+    PyObject *key; /* strong */
+    int flags;
+    PyObject *phase; /* strong */
+} lp_phase_slot;
+
+struct lp_RecorderObject;
+struct lp_StackObject;
+
+typedef struct lp_state {
+    PyTypeObject *recorder_type;
+    PyTypeObject *phase_type;
+    PyTypeObject *noop_type;
+    PyTypeObject *noop_phase_type;
+    PyTypeObject *stack_type;
+    PyObject *noop_phase; /* the one disabled phase object */
+    PyObject *stack_var;  /* ContextVar: the current context's stack (or the one it inherited) */
+    int64_t edges[LP_LAST_EDGE + 1];
+    int16_t bucket_start[64 * 8]; /* first candidate bucket per (log2, 3 mantissa bits) cell */
+    _Atomic int32_t main_thread_phase;
+    _Atomic int64_t own_io[LP_IO_FIELDS];
+    lp_phases_capi capi;
+    int io_fd;
+    unsigned io_fork_generation;
+    char io_path[256];
+    unsigned long main_ident;
+    PyThreadState *main_tstate; /* borrowed; NULL until seen; the main thread's, as main_ident says */
+    /* The stack the main thread entered or left a phase on last (borrowed; cleared by its
+     * dealloc): the one whose innermost phase main_thread_phase shows. */
+    struct lp_StackObject *main_stack;
+    /* The last stack lookup (cache_stack borrowed, maybe NULL; cache_own: it is the context's
+     * own), valid while the thread of that id (never reused; 0 is none: ids start at 1) has not
+     * switched context since: CPython bumps context_ver at every switch, and this ContextVar
+     * changes only in lp_stack_create, which refills it. The check CPython's own ContextVar
+     * cache makes, without the call. */
+    int cache_own;
+    struct lp_StackObject *cache_stack;
+    uint64_t cache_tsid;
+    uint64_t cache_ver;
+    struct lp_RecorderObject *primary; /* borrowed; cleared by the recorder's dealloc */
+    /* Every live stack (borrowed; each unlinks itself in its dealloc), so a snapshot taken
+     * from another thread can see the entries still open. Changed only under the GIL. */
+    struct lp_StackObject *stacks;
+    PyObject *overflow_name; /* "(overflow)": the node and counter past the caps */
+    PyObject *slash;
+    PyObject *underscore;
+} lp_state;
+
+typedef struct lp_PhaseObject {
+    PyObject_HEAD
+    struct lp_RecorderObject *rec; /* strong */
+    PyObject *name;                /* the user's name as given (strong) */
+    PyObject *canon;               /* canonical name (strong) */
+    uint8_t io;
+    uint8_t sync;
+    uint8_t overflow;
+    uint8_t watched;
+    uint8_t slow; /* anything beyond the plain path: io, hooks, test clocks */
+    uint64_t cache_gen;
+    int32_t cache_parent;
+    lp_node *cache_node;
+} lp_PhaseObject;
+
+typedef struct lp_RecorderObject {
+    PyObject_HEAD
+    lp_state *st;
+    PyObject *module; /* strong: keeps st alive */
+    int active;
+    uint64_t gen;
+    int measure_cpu;
+    int32_t max_paths;
+    int32_t max_counters;
+    int32_t max_depth;
+    /* the tree */
+    lp_node **chunks;
+    int32_t n_chunks;
+    int32_t chunk_cap;
+    int32_t n_nodes;
+    lp_child_slot *child;
+    uint32_t child_mask;
+    int32_t child_used;
+    /* counters */
+    lp_counter *counters;
+    int32_t n_counters;
+    int32_t counters_cap;
+    int32_t *counter_slots; /* index + 1; 0 is empty */
+    uint32_t counter_mask;
+    /* names and phase objects */
+    PyObject *names;     /* dict: user name -> canonical name */
+    PyObject *phases[4]; /* dicts per flags: user name -> Phase */
+    Py_ssize_t n_phases;
+    PyObject *overflow_phase[4];
+    lp_name_slot name_cache[LP_NAME_CACHE];
+    lp_phase_slot phase_cache[LP_PHASE_CACHE];
+    /* hooks (see set_sync / set_annotate / set_watch) */
+    PyObject *sync_fn;
+    PyObject *annotate_enter;
+    PyObject *annotate_exit;
+    PyObject *watch_name;
+    PyObject *watch_fn;
+    int64_t watch_count;
+    /* injectable clocks, for tests that check the arithmetic exactly */
+    PyObject *clock_fn;
+    PyObject *cpu_clock_fn;
+    /* health */
+    int64_t mismatched_exits;
+    int64_t stale_exits;
+    int64_t paths_overflowed;
+    int64_t depth_overflowed;
+    int64_t counters_overflowed;
+    int64_t dropped_entries;
+    int64_t cross_stack_exits;
+    int64_t callback_errors;
+    int64_t errors_dropped;
+    PyObject *errors; /* list of str, at most LP_MAX_ERRORS */
+    int64_t own_subtracted[LP_IO_FIELDS];
+} lp_RecorderObject;
+
+typedef struct {
+    lp_PhaseObject *phase; /* strong */
+    lp_node *node;
+    uint64_t gen;
+    int32_t parent; /* index of the frame of the same recorder below, -1 none */
+    int32_t node_id;
+    int32_t scratch; /* used only while repairing a stack */
+    int64_t t0;
+    int64_t cpu0;
+    int64_t child_ns;
+    int64_t snap_child; /* a snapshot's scratch: open time of the direct child frames */
+    int io_ok;
+    uint8_t over; /* LP_OVER_*; set only when node is the overflow node */
+    lp_io_counters io0;
+    int64_t own0[LP_IO_FIELDS];
+    /* Base frames only: the frame of another stack this one copies (strong), and its index there
+     * when copied; child time is added to it while it is still open (see lp_credit_origin). */
+    struct lp_StackObject *origin;
+    int32_t origin_idx;
+} lp_frame;
+
+typedef struct lp_StackObject {
+    PyObject_HEAD
+    lp_state *st;
+    /* The context this stack belongs to, compared by identity. Strong while a frame above the
+     * base is open (owner_held), so a context that dies with an entry open cannot be mistaken
+     * for a new one at the same address; borrowed otherwise, so the stack never keeps a context
+     * and its variables alive after the flow has left its phases. */
+    PyObject *owner;
+    int owner_held;
+    lp_frame *frames;
+    int32_t depth;
+    int32_t n_base; /* frames[0, n_base): inherited from another stack, read-only here */
+    int32_t cap;
+    int64_t dropped;             /* entries refused (frame cap, no memory); their exits are not mismatches */
+    struct lp_StackObject *prev; /* the module state's list of live stacks */
+    struct lp_StackObject *next;
+} lp_StackObject;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *phase; /* Noop: the module's one NoopPhase (strong); NoopPhase: NULL */
+} lp_NoopObject;
+
+/* ===================================================================== shared between files */
+
+extern struct PyModuleDef lp_phases_module;
+extern PyType_Spec lp_recorder_spec;
+extern PyType_Spec lp_phase_spec;
+extern PyType_Spec lp_stack_spec;
+extern PyType_Spec lp_noop_spec;
+extern PyType_Spec lp_noop_phase_spec;
+
+/* recorder.c */
+void lp_record_error(lp_RecorderObject *rec, const char *where);
+void lp_call_hook(lp_RecorderObject *rec, PyObject *fn, PyObject *arg, const char *where);
+int64_t lp_py_clock(lp_RecorderObject *rec, PyObject *fn, const char *where);
+PyObject *lp_canonical(lp_RecorderObject *rec, PyObject *name, int may_insert);
+int lp_parse_phase_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **name,
+                        int *flags);
+int lp_check_callable(PyObject *fn, const char *what);
+
+/* tree.c */
+lp_node *lp_child_lookup(lp_RecorderObject *rec, int32_t parent, PyObject *canon);
+void lp_tree_free(lp_RecorderObject *rec);
+int lp_tree_init(lp_RecorderObject *rec);
+PyObject *lp_node_path(lp_RecorderObject *rec, int32_t id);
+
+/* counters.c */
+PyObject *lp_recorder_count(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames);
+
+/* snapshot.c */
+PyObject *lp_recorder_snapshot(lp_RecorderObject *self, PyObject *ignored);
+PyObject *lp_recorder_path_of(lp_RecorderObject *self, PyObject *arg);
+PyObject *lp_recorder_current_path(lp_RecorderObject *self, PyObject *ignored);
+
+/* histogram.c */
+void lp_init_edges(lp_state *st);
+PyObject *lp_mod_bucket_edges(PyObject *module, PyObject *ignored);
+PyObject *lp_mod_bucket_index(PyObject *module, PyObject *arg);
+
+/* own_io.c */
+void lp_io_init(lp_state *st);
+void lp_io_close(lp_state *st);
+int lp_io_now(lp_state *st, lp_io_counters *out, int count_own);
+PyObject *lp_io_dict(const int64_t *v);
+PyObject *lp_mod_read_io(PyObject *module, PyObject *ignored);
+PyObject *lp_mod_own_io_begin(PyObject *module, PyObject *ignored);
+PyObject *lp_mod_own_io_end(PyObject *module, PyObject *token);
+PyObject *lp_mod_own_io(PyObject *module, PyObject *ignored);
+PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg);
+
+/* stack.c */
+lp_StackObject *lp_stack_create(lp_state *st, PyThreadState *tstate, lp_StackObject *parent);
+int lp_grow_frames(lp_StackObject *ts);
+lp_StackObject *lp_stack_find_open(lp_state *st, lp_PhaseObject *phase, lp_StackObject *skip, int32_t *idx);
+lp_frame *lp_origin_frame(lp_frame *base);
+void lp_credit_origin(lp_frame *base, int64_t d);
+
+/* noop.c */
+int lp_noop_init(PyObject *module, lp_state *st);
+
+/* ===================================================================== inline helpers */
+
+static inline lp_state *lp_get_state(PyObject *module)
+{
+    return (lp_state *)PyModule_GetState(module);
+}
+
+/* bisect_right(EDGES, ns): the number of edges <= ns. */
+LP_INLINE int lp_bucket(const lp_state *st, int64_t ns)
+{
+    if (ns < st->edges[0]) {
+        return 0;
+    }
+    if (ns >= st->edges[LP_LAST_EDGE]) {
+        return LP_LAST_EDGE + 1;
+    }
+    int l = 63 - __builtin_clzll((unsigned long long)ns);
+    int m = (int)(((uint64_t)ns >> (l - 3)) & 7u); /* ns >= 1000, so l >= 9 */
+    int b = st->bucket_start[l * 8 + m];
+    while (b <= LP_LAST_EDGE && ns >= st->edges[b]) {
+        b++;
+    }
+    return b;
+}
+
+LP_INLINE int64_t lp_wall(lp_RecorderObject *rec)
+{
+    if (LP_UNLIKELY(rec->clock_fn != NULL)) {
+        int64_t v = lp_py_clock(rec, rec->clock_fn, "clock");
+        return v >= 0 ? v : lp_monotonic_ns();
+    }
+    return lp_monotonic_ns();
+}
+
+/* Thread CPU time: CLOCK_THREAD_CPUTIME_ID is a real system call (about 530 ns here, more on a
+ * busy host), so it is read only when measure_cpu is on. A perf_event task-clock read from its
+ * mmap page was measured as an alternative: this kernel does not set cap_user_time, and
+ * extrapolating between context switches drifted from the real clock by up to 7 % (steal and
+ * IRQ time), so it was not kept (see docs/accounting.md). */
+LP_INLINE int64_t lp_cpu(lp_RecorderObject *rec)
+{
+    if (LP_UNLIKELY(rec->cpu_clock_fn != NULL)) {
+        return lp_py_clock(rec, rec->cpu_clock_fn, "cpu_clock");
+    }
+    return lp_thread_cpu_ns();
+}
+
+static inline void lp_own_io_load(lp_state *st, int64_t *out)
+{
+    for (int i = 0; i < LP_IO_FIELDS; i++) {
+        out[i] = atomic_load_explicit(&st->own_io[i], memory_order_relaxed);
+    }
+}
+
+static inline void lp_io_to_array(const lp_io_counters *c, int64_t *a)
+{
+    a[0] = c->rchar;
+    a[1] = c->wchar;
+    a[2] = c->read_bytes;
+    a[3] = c->write_bytes;
+    a[4] = c->cancelled_write_bytes;
+}
+
+static inline lp_node *lp_node_at(lp_RecorderObject *rec, int32_t id)
+{
+    return &rec->chunks[id / LP_NODE_CHUNK][id % LP_NODE_CHUNK];
+}
+
+static inline uint32_t lp_hash2(int32_t a, const void *p)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull;
+    h ^= (uint64_t)(uint32_t)a * 0xC2B2AE3D27D4EB4Full;
+    return (uint32_t)(h >> 32);
+}
+
+/* This context's own stack, or NULL when it has none (no exception set); then *inherited is
+ * the stack it sees through the ContextVar (another context's, copied into it) or NULL. The
+ * ContextVar read is CPython's cached path while the context does not change; the stack is
+ * borrowed: the current context holds it. */
+static inline void lp_stack_cache(lp_state *st, PyThreadState *tstate, lp_StackObject *ts, int own)
+{
+    st->cache_own = own;
+    st->cache_stack = ts;
+    st->cache_tsid = tstate->id;
+    st->cache_ver = tstate->context_ver;
+}
+
+LP_INLINE lp_StackObject *lp_stack_own(lp_state *st, PyThreadState *tstate, lp_StackObject **inherited)
+{
+    lp_StackObject *ts;
+    int own;
+    if (LP_LIKELY(tstate->id == st->cache_tsid && tstate->context_ver == st->cache_ver)) {
+        ts = st->cache_stack;
+        own = st->cache_own;
+    } else {
+        PyObject *v;
+        if (LP_UNLIKELY(PyContextVar_Get(st->stack_var, NULL, &v) < 0)) {
+            PyErr_Clear();
+            v = NULL;
+        }
+        Py_XDECREF(v); /* the current context holds it */
+        ts = (lp_StackObject *)v;
+        own = ts != NULL && ts->owner == tstate->context;
+        lp_stack_cache(st, tstate, ts, own);
+    }
+    if (LP_LIKELY(own)) {
+        return ts;
+    }
+    *inherited = ts;
+    return NULL;
+}
+
+/* The stack whose frames say what is open for the current flow: its own, else the one it
+ * inherited (read only), else NULL. For count(), current_path(), make_primary(). */
+LP_INLINE lp_StackObject *lp_stack_view(lp_state *st)
+{
+    lp_StackObject *inherited = NULL;
+    lp_StackObject *ts = lp_stack_own(st, PyThreadState_Get(), &inherited);
+    return ts != NULL ? ts : inherited;
+}
+
+/* The first frame pushed above the base holds the owner; the last one popped lets it go. The
+ * caller keeps the stack alive: letting go of a context that is not the current one can free
+ * it, and with it the stack. */
+static inline void lp_stack_settle(lp_StackObject *ts)
+{
+    if (ts->depth > ts->n_base) {
+        if (!ts->owner_held) {
+            Py_INCREF(ts->owner);
+            ts->owner_held = 1;
+        }
+    } else if (ts->owner_held) {
+        ts->owner_held = 0;
+        Py_DECREF(ts->owner);
+    }
+}
+
+/* Index of the innermost live frame of `rec` at or below `from`, or -1. */
+static inline int32_t lp_find_live(lp_StackObject *ts, lp_RecorderObject *rec, int32_t from)
+{
+    for (int32_t i = from; i >= 0; i--) {
+        if (ts->frames[i].phase->rec == rec && ts->frames[i].gen == rec->gen) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+#endif /* LP_PHASES_H */

@@ -1,0 +1,244 @@
+/* Reading this process's counters: the /proc descriptors kept open, NVML, and one row's values. */
+#include "sampler.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
+
+#include "_clock.h"
+
+/* ===================================================================== opening */
+
+static void lp_reason(char *dst, const char *what, int err)
+{
+    snprintf(dst, LP_REASON_LEN, "%s: %s", what, strerror(err));
+}
+
+static void lp_close_fd(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+static void lp_open_one(const char *path, int *fd, char *reason)
+{
+    *fd = lp_procio_open(path);
+    if (*fd < 0) {
+        char what[LP_REASON_LEN / 2];
+        snprintf(what, sizeof what, "cannot open %s", path);
+        lp_reason(reason, what, errno);
+    } else {
+        reason[0] = '\0';
+    }
+}
+
+/* Opens this process's /proc descriptors and NVML, and sizes the ring. Called at the first
+ * start and again in a forked child, whose inherited descriptors name the parent. */
+int lp_core_open(lp_core *c)
+{
+    lp_close_fd(&c->io_fd);
+    lp_close_fd(&c->statm_fd);
+    lp_close_fd(&c->stat_fd);
+    lp_open_one(c->io_path, &c->io_fd, c->io_reason);
+    lp_open_one(c->statm_path, &c->statm_fd, c->statm_reason);
+    lp_open_one(c->stat_path, &c->stat_fd, c->stat_reason);
+    c->pid = getpid();
+
+    if (!c->nvml_tried) {
+        c->nvml_tried = 1;
+        c->n_gpu = 0;
+        if (!c->want_nvml) {
+            snprintf(c->nvml_reason, LP_REASON_LEN, "NVML sampling was turned off");
+        } else if (lp_nvml_open(&c->nvml, c->nvml_reason, LP_REASON_LEN) == 0) {
+            int n = lp_nvml_device_count(&c->nvml);
+            c->nvml_open = 1;
+            c->n_gpu = n < 0 ? 0 : (n > LP_NVML_MAX_DEVICES ? LP_NVML_MAX_DEVICES : n);
+            c->nvml_reason[0] = '\0';
+        }
+    }
+
+    int ncols = LP_BASE_COLS + 2 * c->n_gpu;
+    if (c->ring == NULL || ncols != c->ncols) {
+        int64_t *ring = calloc((size_t)c->capacity * (size_t)ncols, sizeof(int64_t));
+        if (ring == NULL) {
+            return -1;
+        }
+        free(c->ring);
+        c->ring = ring;
+        c->ncols = ncols;
+    }
+    c->head = 0;
+    c->count = 0;
+    c->opened = 1;
+    return 0;
+}
+
+void lp_core_release(lp_core *c)
+{
+    lp_close_fd(&c->io_fd);
+    lp_close_fd(&c->statm_fd);
+    lp_close_fd(&c->stat_fd);
+    if (c->nvml_open) {
+        lp_nvml_close(&c->nvml);
+        c->nvml_open = 0;
+    }
+    free(c->ring);
+    c->ring = NULL;
+    c->opened = 0;
+}
+
+/* ===================================================================== one row */
+
+/* Sum of cminflt, cmajflt, cutime and cstime from /proc/self/stat. These grow only when this
+ * process reaps a child, which is also when the kernel folds the child's I/O counters into
+ * ours: an interval in which it changed holds someone else's bytes. */
+static int lp_stat_fingerprint(const char *text, int64_t *out)
+{
+    const char *p = strrchr(text, ')'); /* comm may hold spaces and parentheses */
+    int64_t sum = 0;
+    int field = 2;
+    if (p == NULL) {
+        return -1;
+    }
+    p++;
+    while (*p && field < 17) {
+        int64_t value = 0;
+        int digits = 0;
+        while (*p == ' ') {
+            p++;
+        }
+        field++;
+        while (*p >= '0' && *p <= '9') {
+            value = value * 10 + (*p - '0');
+            p++;
+            digits++;
+        }
+        if (field == 11 || field == 13 || field == 16 || field == 17) {
+            if (digits == 0) {
+                return -1;
+            }
+            sum += value;
+        }
+        while (*p && *p != ' ') {
+            p++;
+        }
+    }
+    if (field < 17) {
+        return -1;
+    }
+    *out = sum;
+    return 0;
+}
+
+/* Fills row with this instant's values (every column but the ring's bookkeeping) and the
+ * flags that say how it follows the row before. The caller holds tick_lock, which orders the
+ * fingerprint state and the counters of failed reads. Never takes the GIL. */
+void lp_read_row(lp_core *c, int64_t *row)
+{
+    char buf[1024];
+    int64_t own_bytes = 0;
+    int64_t flags = 0;
+    int64_t fp = 0;
+    int fp_ok = 0;
+    ssize_t n;
+
+    row[LP_COL_T] = lp_monotonic_ns();
+    row[LP_COL_PHASE] = c->phase ? (int64_t)atomic_load_explicit(c->phase, memory_order_relaxed) : -1;
+
+    lp_io_counters io;
+    n = lp_proc_pread(c->io_fd, buf, sizeof buf);
+    own_bytes += n > 0 ? n : 0;
+    if (n > 0 && lp_procio_parse(buf, &io) == 0) {
+        row[LP_COL_IO + 0] = io.rchar;
+        row[LP_COL_IO + 1] = io.wchar;
+        row[LP_COL_IO + 2] = io.read_bytes;
+        row[LP_COL_IO + 3] = io.write_bytes;
+        row[LP_COL_IO + 4] = io.cancelled_write_bytes;
+    } else {
+        for (int i = 0; i < LP_IO_FIELDS; i++) {
+            row[LP_COL_IO + i] = -1;
+        }
+        c->failed_io++;
+    }
+
+    int64_t rss;
+    n = lp_proc_pread(c->statm_fd, buf, sizeof buf);
+    own_bytes += n > 0 ? n : 0;
+    if (n > 0 && lp_statm_parse(buf, c->page_size, &rss) == 0) {
+        row[LP_COL_RSS] = rss;
+    } else {
+        row[LP_COL_RSS] = -1;
+        c->failed_rss++;
+    }
+
+    n = lp_proc_pread(c->stat_fd, buf, sizeof buf);
+    own_bytes += n > 0 ? n : 0;
+    if (n > 0 && lp_stat_fingerprint(buf, &fp) == 0) {
+        fp_ok = 1;
+    } else {
+        c->failed_stat++;
+    }
+    if (c->segment_start) {
+        flags |= LP_ROW_SEGMENT_START;
+        c->segment_start = 0;
+    } else if (!fp_ok || !c->prev_fp_ok) {
+        flags |= LP_ROW_REAP_UNKNOWN;
+    } else if (fp != c->prev_fp) {
+        flags |= LP_ROW_CHILD_REAPED;
+    }
+    c->prev_fp_ok = fp_ok;
+    c->prev_fp = fp;
+    row[LP_COL_FLAGS] = flags;
+
+    /* The own counters as they stand include every earlier tick's reads, which is exactly what
+     * this row's rchar includes: the kernel counts a read once it has completed. */
+    for (int i = 0; i < LP_IO_FIELDS; i++) {
+        row[LP_COL_OWN + i] = atomic_load_explicit(&c->own_io[i], memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&c->own_io[0], own_bytes, memory_order_relaxed);
+
+    if (c->n_gpu > 0) {
+        int32_t busy[LP_NVML_MAX_DEVICES], mine[LP_NVML_MAX_DEVICES];
+        lp_nvml_sample(&c->nvml, (unsigned)c->pid, busy, mine, c->n_gpu);
+        for (int i = 0; i < c->n_gpu; i++) {
+            row[LP_BASE_COLS + 2 * i] = busy[i];
+            row[LP_BASE_COLS + 2 * i + 1] = mine[i];
+        }
+    }
+}
+
+/* ===================================================================== the calling thread */
+
+ssize_t lp_read_thread_io(lp_io_counters *io)
+{
+#if defined(__linux__)
+    char buf[512];
+    int fd = lp_procio_open("/proc/thread-self/io");
+    ssize_t n;
+    if (fd < 0) {
+        /* Linux before 3.17 has no thread-self. */
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%ld/io", (long)syscall(SYS_gettid));
+        fd = lp_procio_open(path);
+    }
+    if (fd < 0) {
+        return -1;
+    }
+    n = lp_proc_pread(fd, buf, sizeof buf);
+    close(fd);
+    if (n <= 0 || lp_procio_parse(buf, io) < 0) {
+        return -1;
+    }
+    return n;
+#else
+    LP_UNUSED(io);
+    return -1;
+#endif
+}

@@ -1,0 +1,152 @@
+/* lineprofiler.accounting._sampler: the resource sampler of the accounting layer. Internal header.
+ *
+ * A native thread that, once per interval, reads /proc/self/statm (RSS), /proc/self/io (five
+ * byte counters) and /proc/self/stat (a fingerprint of reaped children) through descriptors kept
+ * open (pread at offset 0), stamps the row with CLOCK_MONOTONIC, the phase open in the main
+ * thread (from _phases' capsule) and the profiler's own I/O so far, adds NVML's per-device
+ * columns, and stores it in a fixed-size ring. Python drains the ring as little-endian int64 rows
+ * (the sample file's format) at each snapshot. The thread never takes the GIL.
+ *
+ * Rows hold -1 for a value that could not be read: "could not measure", never zero.
+ *
+ * The files: proc.c opens the descriptors and NVML and reads one row; thread.c is the ring, the
+ * tick and the thread; module.c is the Python type and the module.
+ *
+ * Concurrency: every method runs with the GIL held and never releases it, so methods never run
+ * concurrently with each other; the only other party is the sampler thread, which takes
+ * tick_lock for a whole tick (reads and ring write, so rows stay in time order) and ring_lock
+ * for the ring write. stop() joins the thread with the GIL held: the thread needs no GIL, so this
+ * cannot deadlock, and keeping the GIL means no other method can run while the join is under way.
+ *
+ * Fork: a sampler lock is only ever held by the sampler thread for one tick (it waits on nothing
+ * but these locks and never on the GIL) or by a method, from start to end, under the GIL. So a
+ * method holding the GIL waits on a lock for at most one tick, and never on a thread that waits
+ * for the GIL. before_fork() stops the thread and takes no lock: at fork(), which runs with the
+ * GIL held, no lock is held, and none is held across the Python code the fork hooks run.
+ */
+#ifndef LP_SAMPLER_H
+#define LP_SAMPLER_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "_common.h"
+#include "_procio.h"
+#include "accounting/_nvml.h"
+
+/* ===================================================================== row layout */
+
+enum {
+    LP_COL_T = 0,                          /* CLOCK_MONOTONIC ns */
+    LP_COL_FLAGS = 1,                      /* LP_ROW_* bits */
+    LP_COL_PHASE = 2,                      /* main thread's innermost phase node id; -1 none or unknown */
+    LP_COL_RSS = 3,                        /* bytes; -1 not measured */
+    LP_COL_IO = 4,                         /* LP_IO_FIELDS cumulative counters; all -1 when the read failed */
+    LP_COL_OWN = LP_COL_IO + LP_IO_FIELDS, /* the profiler's own I/O so far, same order */
+    LP_BASE_COLS = LP_COL_OWN + LP_IO_FIELDS,
+    LP_MAX_COLS = LP_BASE_COLS + 2 * LP_NVML_MAX_DEVICES,
+};
+
+/* Row flags. An interval ends at a row; the reader drops it when the row carries any of these. */
+#define LP_ROW_SEGMENT_START 1 /* first row after a (re)start: nothing to difference against */
+#define LP_ROW_CHILD_REAPED  2 /* a child was reaped: its I/O was folded into ours */
+#define LP_ROW_REAP_UNKNOWN  4 /* /proc/self/stat unreadable here or in the row before */
+
+#define LP_DEFAULT_IO_PATH    "/proc/self/io"
+#define LP_DEFAULT_STATM_PATH "/proc/self/statm"
+#define LP_DEFAULT_STAT_PATH  "/proc/self/stat"
+#define LP_REASON_LEN         256
+#define LP_MAX_CAPACITY       (1 << 24)
+
+/* ===================================================================== the core */
+
+/* Everything the thread touches, in one malloc'd block owned by the Python object. */
+typedef struct {
+    /* Configuration, fixed at construction. */
+    int64_t interval_ns;
+    Py_ssize_t capacity;
+    char *io_path;
+    char *statm_path;
+    char *stat_path;
+    int want_nvml;
+
+    /* Opened at start (again in a forked child). */
+    int opened;
+    int closed;
+    pid_t pid;
+    int io_fd, statm_fd, stat_fd;
+    char io_reason[LP_REASON_LEN];
+    char statm_reason[LP_REASON_LEN];
+    char stat_reason[LP_REASON_LEN];
+    int64_t page_size;
+    int ncols;
+    lp_nvml nvml;
+    int nvml_tried;
+    int nvml_open;
+    int n_gpu;
+    char nvml_reason[LP_REASON_LEN];
+    _Atomic int32_t *phase; /* NULL without the capsule */
+    char phase_reason[LP_REASON_LEN];
+    /* The profiler's own I/O: _phases' counters when the capsule exists, else local_own. */
+    _Atomic int64_t *own_io;
+    _Atomic int64_t local_own[LP_IO_FIELDS];
+
+    /* A whole tick: the reads, the fingerprint state and the ring write. */
+    pthread_mutex_t tick_lock;
+    int segment_start;
+    int prev_fp_ok;
+    int64_t prev_fp;
+    int64_t ticks;
+    int64_t failed_io, failed_rss, failed_stat;
+
+    /* The ring. */
+    pthread_mutex_t ring_lock;
+    int64_t *ring; /* capacity * ncols */
+    Py_ssize_t head;
+    Py_ssize_t count;
+    int64_t rows_total;
+    int64_t overwritten;
+
+    /* The thread. */
+    pthread_mutex_t state_lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    int thread_running;
+    int stop_requested;
+    int thread_started; /* set by the thread once it runs; start() waits for it */
+    int paused_for_fork;
+    int restart_pending; /* 3.13+: the parent's restart after fork, left to the next method call */
+    clockid_t thread_clock;
+    int have_thread_clock;
+    _Atomic int64_t thread_tid;
+    int64_t cpu_ns_done; /* CPU time of threads that have exited, written by each before it exits */
+    int64_t restarts;
+} lp_core;
+
+/* ===================================================================== shared between the files */
+
+/* The extension is built with -fvisibility=hidden: none of these is exported. */
+
+/* proc.c: opens this process's /proc descriptors and NVML and sizes the ring (0, or -1 when the
+ * ring cannot be allocated); closes them and frees the ring; reads one row's values. */
+int lp_core_open(lp_core *c);
+void lp_core_release(lp_core *c);
+void lp_read_row(lp_core *c, int64_t *row);
+/* The calling thread's I/O counters and the bytes that read added to rchar; -1 if unreadable. */
+ssize_t lp_read_thread_io(lp_io_counters *io);
+
+/* thread.c */
+int lp_locks_init(lp_core *c);
+void lp_locks_destroy(lp_core *c);
+void lp_tick(lp_core *c);
+int lp_thread_start(lp_core *c);
+void lp_thread_stop(lp_core *c);
+int64_t lp_thread_cpu_total(lp_core *c);
+
+#endif /* LP_SAMPLER_H */

@@ -1,0 +1,732 @@
+/* lineprofiler.lines._tracer: the Python face of the line tracer (the Tracer and Hook types,
+ * the test switches, the module) and the calibration of its clock. What the tracer records and
+ * how is described in tracer.h. */
+#include "tracer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#if LP_HAVE_TSC
+#include <cpuid.h>
+#endif
+
+#if PY_VERSION_HEX >= 0x030C0000
+#define LP_T_PYSSIZET Py_T_PYSSIZET
+#define LP_READONLY   Py_READONLY
+#else
+#define LP_T_PYSSIZET T_PYSSIZET
+#define LP_READONLY   READONLY
+#endif
+
+static lp_state *lp_get_state(PyObject *module)
+{
+    return (lp_state *)PyModule_GetState(module);
+}
+
+static const char *const lp_hook_names[LP_HOOK_COUNT] = {
+    "line", "start", "resume", "return", "yield", "unwind", "throw", "thread",
+};
+
+/* ===================================================================== clock calibration */
+
+#if LP_HAVE_TSC
+/* The TSC may stand in for a clock only when it ticks at a constant rate in
+ * every power state (CPUID 0x80000007 EDX bit 8, "invariant TSC"), and the
+ * kernel has not demoted it to an unreliable clocksource. */
+static int lp_tsc_usable(void)
+{
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) {
+        return 0;
+    }
+    if (!__get_cpuid(0x80000007u, &a, &b, &c, &d) || !(d & (1u << 8))) {
+        return 0;
+    }
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (f != NULL) {
+        char buf[64] = {0};
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        /* The kernel falls back to these when it found the TSC unstable. */
+        if (strncmp(buf, "hpet", 4) == 0 || strncmp(buf, "acpi_pm", 7) == 0 ||
+            strncmp(buf, "jiffies", 7) == 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+#endif
+
+/* Reads (tsc, ns) as close together as it can: the TSC is read on both sides
+ * of the monotonic read and the midpoint kept. */
+static void lp_clock_pair(int64_t *tsc, int64_t *ns)
+{
+#if LP_HAVE_TSC
+    int64_t a = (int64_t)__rdtsc();
+    *ns = lp_monotonic_ns();
+    int64_t b = (int64_t)__rdtsc();
+    *tsc = a + (b - a) / 2;
+#else
+    *ns = lp_monotonic_ns();
+    *tsc = *ns;
+#endif
+}
+
+/* Nanoseconds per tick of the tracer's clock. For the TSC this is measured
+ * against CLOCK_MONOTONIC from import to now, and waits (GIL released) until
+ * that interval is at least 20 ms, so the scale is good to a few ppm. */
+static double lp_ns_per_tick(lp_TracerObject *tr)
+{
+    if (tr->clock != LP_CLOCK_TSC) {
+        return 1.0;
+    }
+    lp_state *st = tr->st;
+    int64_t tsc, ns;
+    lp_clock_pair(&tsc, &ns);
+    if (ns - st->cal_ns0 < 20000000) {
+        struct timespec req;
+        int64_t wait = 20000000 - (ns - st->cal_ns0);
+        req.tv_sec = (time_t)(wait / 1000000000);
+        req.tv_nsec = (long)(wait % 1000000000);
+        Py_BEGIN_ALLOW_THREADS
+        while (nanosleep(&req, &req) != 0 && errno == EINTR) {
+        }
+        Py_END_ALLOW_THREADS
+        lp_clock_pair(&tsc, &ns);
+    }
+    if (tsc <= st->cal_tsc0) {
+        return 1.0;
+    }
+    return (double)(ns - st->cal_ns0) / (double)(tsc - st->cal_tsc0);
+}
+
+static const char *lp_clock_name(int clock)
+{
+    switch (clock) {
+    case LP_CLOCK_TSC:
+        return "tsc";
+    case LP_CLOCK_MONOTONIC:
+        return "monotonic";
+    default:
+        return "test";
+    }
+}
+
+/* ===================================================================== hook type */
+
+static PyObject *lp_on_nothing(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    LP_UNUSED(self);
+    LP_UNUSED(args);
+    LP_UNUSED(nargsf);
+    LP_UNUSED(kwnames);
+    Py_RETURN_NONE;
+}
+
+static vectorcallfunc lp_hook_func(int kind)
+{
+    vectorcallfunc f = lp_path_callback(kind);
+    return f != NULL ? f : lp_on_nothing;
+}
+
+/* Returns a new reference to a Hook of `kind` bound to tr. */
+PyObject *lp_hook_new(lp_TracerObject *tr, int kind, lp_thread *th)
+{
+    lp_HookObject *h = PyObject_GC_New(lp_HookObject, tr->st->hook_type);
+    if (h == NULL) {
+        return NULL;
+    }
+    h->vectorcall = lp_hook_func(kind);
+    h->tracer = (lp_TracerObject *)Py_NewRef((PyObject *)tr);
+    h->thread = th;
+    h->kind = kind;
+    PyObject_GC_Track(h);
+    return (PyObject *)h;
+}
+
+static int lp_hook_traverse(lp_HookObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->tracer);
+    return 0;
+}
+
+static int lp_hook_clear(lp_HookObject *self)
+{
+    /* A cleared hook must stay safe to call: point it at a no-op. */
+    self->vectorcall = lp_on_nothing;
+    Py_CLEAR(self->tracer);
+    return 0;
+}
+
+static void lp_hook_dealloc(lp_HookObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->tracer);
+    PyObject_GC_Del(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *lp_hook_repr(lp_HookObject *self)
+{
+    return PyUnicode_FromFormat("<lineprofiler hook %s>", lp_hook_names[self->kind]);
+}
+
+static PyMemberDef lp_hook_members[] = {
+    {"__vectorcalloffset__", LP_T_PYSSIZET, offsetof(lp_HookObject, vectorcall), LP_READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot lp_hook_slots[] = {
+    {Py_tp_doc, "A callback of the line tracer (made by Tracer.hook(); not for direct use)."},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_members, lp_hook_members},
+    {Py_tp_traverse, lp_hook_traverse},
+    {Py_tp_clear, lp_hook_clear},
+    {Py_tp_dealloc, lp_hook_dealloc},
+    {Py_tp_repr, lp_hook_repr},
+    {0, NULL},
+};
+
+static PyType_Spec lp_hook_spec = {
+    .name = "lineprofiler.lines._tracer.Hook",
+    .basicsize = sizeof(lp_HookObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+             Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = lp_hook_slots,
+};
+
+/* ===================================================================== tracer methods */
+
+static PyObject *lp_tracer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"filter", NULL};
+    PyObject *filter;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:Tracer", kwlist, &filter)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(filter)) {
+        PyErr_SetString(PyExc_TypeError, "Tracer(filter): filter must be callable");
+        return NULL;
+    }
+    PyObject *module = PyType_GetModule(type);
+    if (module == NULL) {
+        return NULL;
+    }
+    PyObject *disable = NULL;
+#if LP_MONITORING
+    PyObject *sys_monitoring = PySys_GetObject("monitoring"); /* borrowed */
+    if (sys_monitoring == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "lineprofiler: sys.monitoring is missing");
+        return NULL;
+    }
+    disable = PyObject_GetAttrString(sys_monitoring, "DISABLE");
+    if (disable == NULL) {
+        return NULL;
+    }
+#endif
+    lp_TracerObject *tr = (lp_TracerObject *)type->tp_alloc(type, 0);
+    if (tr == NULL) {
+        Py_XDECREF(disable);
+        return NULL;
+    }
+    tr->st = lp_get_state(module);
+    tr->filter = Py_NewRef(filter);
+    tr->disable = disable;
+    tr->clock = tr->st->default_clock;
+    return (PyObject *)tr;
+}
+
+static int lp_tracer_traverse(lp_TracerObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->filter);
+    Py_VISIT(self->error);
+    return 0;
+}
+
+static int lp_tracer_clear_refs(lp_TracerObject *self)
+{
+    Py_CLEAR(self->filter);
+    Py_CLEAR(self->error);
+    return 0;
+}
+
+static void lp_tracer_dealloc(lp_TracerObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    lp_tracer_free_data(self);
+    for (size_t j = 0; self->threads.slots && j <= self->threads.mask; j++) {
+        lp_thread *th = (lp_thread *)self->threads.slots[j].val;
+        if (th != NULL) {
+            PyMem_Free(th->stack);
+#if !LP_MONITORING
+            Py_XDECREF(th->prev_obj);
+#endif
+            PyMem_Free(th);
+        }
+    }
+    PyMem_Free(self->threads.slots);
+    lp_tracer_clear_refs(self);
+    Py_CLEAR(self->disable);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+PyDoc_STRVAR(lp_start_doc, "start()\n--\n\n"
+                           "Start recording. On 3.11 this installs the C trace function on every\n"
+                           "thread of the interpreter; on 3.12+ the caller registers hook() callables\n"
+                           "with sys.monitoring. RuntimeError if another Tracer is recording.");
+
+static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    lp_state *st = self->st;
+    if (self->started) {
+        Py_RETURN_NONE;
+    }
+    if (st->active != NULL && st->active != (PyObject *)self) {
+        PyErr_SetString(PyExc_RuntimeError, "lineprofiler: another LineProfiler is already enabled in this "
+                                            "process; disable it first (one records at a time)");
+        return NULL;
+    }
+    if (!self->has_data) {
+        /* The clock is chosen when recording begins from empty, so all the
+         * ticks of one data set share one unit. */
+        self->clock = st->test_clock ? LP_CLOCK_TEST : st->default_clock;
+        self->has_data = 1;
+    }
+    st->active = Py_NewRef((PyObject *)self);
+    self->started = 1;
+    self->broken = 0;
+    self->on = 1;
+    /* Threads keep their states across sessions; their stacks start empty. */
+    for (size_t j = 0; self->threads.slots && j <= self->threads.mask; j++) {
+        lp_thread *th = (lp_thread *)self->threads.slots[j].val;
+        if (th != NULL) {
+            th->depth = 0;
+        }
+    }
+#if !LP_MONITORING
+    PyThreadState *cur = PyThreadState_Get();
+    PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(cur));
+    for (; ts != NULL; ts = PyThreadState_Next(ts)) {
+        if (lp_install(self, ts) < 0) {
+            /* Undo: leave no thread half-installed. */
+            PyObject *et, *ev, *etb;
+            PyErr_Fetch(&et, &ev, &etb);
+            lp_uninstall_all(self);
+            self->on = 0;
+            self->started = 0;
+            Py_CLEAR(st->active);
+            PyErr_Restore(et, ev, etb);
+            return NULL;
+        }
+    }
+#endif
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(lp_stop_doc, "stop()\n--\n\n"
+                          "Stop recording: every open line of every thread is billed up to now, and\n"
+                          "on 3.11 the trace functions that start() replaced are put back.");
+
+static PyObject *lp_tracer_stop(lp_TracerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->started) {
+        Py_RETURN_NONE;
+    }
+#if !LP_MONITORING
+    lp_uninstall_all(self);
+#endif
+    lp_close_all(self);
+    self->started = 0;
+    self->on = 0;
+    if (self->st->active == (PyObject *)self) {
+        Py_CLEAR(self->st->active);
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(lp_hook_doc, "hook(kind)\n--\n\n"
+                          "A new callable for one kind of event: 'line', 'start', 'resume', 'return',\n"
+                          "'yield', 'unwind', 'throw' (sys.monitoring, 3.12+) or 'thread' (the\n"
+                          "threading.settrace() bootstrap, 3.11).");
+
+static PyObject *lp_tracer_hook(lp_TracerObject *self, PyObject *kind)
+{
+    if (!PyUnicode_Check(kind)) {
+        PyErr_SetString(PyExc_TypeError, "hook(kind): kind must be a str");
+        return NULL;
+    }
+    for (int k = 0; k < LP_HOOK_COUNT; k++) {
+        if (PyUnicode_CompareWithASCIIString(kind, lp_hook_names[k]) == 0) {
+            return lp_hook_new(self, k, NULL);
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "hook(kind): unknown kind %R", kind);
+    return NULL;
+}
+
+PyDoc_STRVAR(lp_collect_doc, "collect()\n--\n\n"
+                             "The recorded data: a list of (code, [(line, hits, time_ns), ...]) for every\n"
+                             "project code object with at least one hit, ticks converted to ns here.");
+
+static PyObject *lp_tracer_collect(lp_TracerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    double scale = lp_ns_per_tick(self);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < self->n_recs; i++) {
+        lp_code *rec = self->recs[i];
+        PyObject *lines = PyList_New(0);
+        if (lines == NULL) {
+            goto error;
+        }
+        for (int k = 0; k < rec->n; k++) {
+            lp_line *l = &rec->lines[k];
+            if (l->hits == 0 && l->ticks == 0) {
+                continue;
+            }
+            /* Tiny negative sums can come from a TSC read on two cores. */
+            int64_t ticks = l->ticks > 0 ? l->ticks : 0;
+            long long ns = (long long)((double)ticks * scale + 0.5);
+            PyObject *t = Py_BuildValue("(iKL)", rec->base + k, (unsigned long long)l->hits, ns);
+            if (t == NULL || PyList_Append(lines, t) < 0) {
+                Py_XDECREF(t);
+                Py_DECREF(lines);
+                goto error;
+            }
+            Py_DECREF(t);
+        }
+        if (PyList_GET_SIZE(lines) == 0) {
+            Py_DECREF(lines);
+            continue;
+        }
+        PyObject *item = PyTuple_Pack(2, rec->code, lines);
+        Py_DECREF(lines);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            goto error;
+        }
+        Py_DECREF(item);
+    }
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+PyDoc_STRVAR(lp_clear_doc, "clear()\n--\n\n"
+                           "Forget everything recorded. While recording, counters are zeroed in place\n"
+                           "and open lines restart now; otherwise every record is freed.");
+
+static PyObject *lp_tracer_clear(lp_TracerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->started) {
+        lp_tracer_free_data(self);
+        Py_RETURN_NONE;
+    }
+    for (Py_ssize_t i = 0; i < self->n_recs; i++) {
+        lp_code *rec = self->recs[i];
+        if (rec->lines != NULL) {
+            memset(rec->lines, 0, (size_t)rec->n * sizeof(lp_line));
+        }
+    }
+    int64_t now = lp_clock(self, 0);
+    for (size_t j = 0; self->threads.slots && j <= self->threads.mask; j++) {
+        lp_thread *th = (lp_thread *)self->threads.slots[j].val;
+        if (th == NULL) {
+            continue;
+        }
+        for (Py_ssize_t i = 0; i < th->depth; i++) {
+            th->stack[i].vstart = now - th->ovh;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(lp_take_error_doc, "take_error()\n--\n\n"
+                                "The first exception a callback met (after which recording stopped), or\n"
+                                "None. Returns it once.");
+
+static PyObject *lp_tracer_take_error(lp_TracerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->error != NULL) {
+        PyObject *e = self->error;
+        self->error = NULL;
+        self->broken = 0; /* reported: stays off until the next start() */
+        return e;
+    }
+    if (self->broken && !self->started) {
+        /* Broken without an exception object: say so rather than nothing. */
+        self->broken = 0;
+        return PyObject_CallFunction(PyExc_RuntimeError, "s",
+                                     "the tracer stopped itself without an exception");
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *lp_tracer_get_started(lp_TracerObject *self, void *closure)
+{
+    LP_UNUSED(closure);
+    return PyBool_FromLong(self->started);
+}
+
+static PyObject *lp_tracer_get_recording(lp_TracerObject *self, void *closure)
+{
+    LP_UNUSED(closure);
+    return PyBool_FromLong(self->on);
+}
+
+static PyObject *lp_tracer_get_clock(lp_TracerObject *self, void *closure)
+{
+    LP_UNUSED(closure);
+    return PyUnicode_FromString(lp_clock_name(self->clock));
+}
+
+static PyObject *lp_tracer_get_n_codes(lp_TracerObject *self, void *closure)
+{
+    LP_UNUSED(closure);
+    return PyLong_FromSsize_t(self->n_recs);
+}
+
+static PyObject *lp_tracer_get_n_foreign(lp_TracerObject *self, void *closure)
+{
+    LP_UNUSED(closure);
+    return PyLong_FromSsize_t(self->n_foreign);
+}
+
+static PyGetSetDef lp_tracer_getset[] = {
+    {"started", (getter)lp_tracer_get_started, NULL, "True between start() and stop().", NULL},
+    {"recording", (getter)lp_tracer_get_recording, NULL, "True while started and not stopped by an error.",
+     NULL},
+    {"clock", (getter)lp_tracer_get_clock, NULL, "'tsc', 'monotonic' or 'test'.", NULL},
+    {"n_codes", (getter)lp_tracer_get_n_codes, NULL, "Project code objects seen.", NULL},
+    {"n_foreign", (getter)lp_tracer_get_n_foreign, NULL, "Foreign code objects whose decision is cached now.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef lp_tracer_methods[] = {
+    {"start", (PyCFunction)lp_tracer_start, METH_NOARGS, lp_start_doc},
+    {"stop", (PyCFunction)lp_tracer_stop, METH_NOARGS, lp_stop_doc},
+    {"hook", (PyCFunction)lp_tracer_hook, METH_O, lp_hook_doc},
+    {"collect", (PyCFunction)lp_tracer_collect, METH_NOARGS, lp_collect_doc},
+    {"clear", (PyCFunction)lp_tracer_clear, METH_NOARGS, lp_clear_doc},
+    {"take_error", (PyCFunction)lp_tracer_take_error, METH_NOARGS, lp_take_error_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot lp_tracer_slots[] = {
+    {Py_tp_doc, "Tracer(filter)\n--\n\n"
+                "Records hits and time per line for code objects for which filter(code)\n"
+                "is true. Used by lineprofiler.LineProfiler."},
+    {Py_tp_new, lp_tracer_new},
+    {Py_tp_traverse, lp_tracer_traverse},
+    {Py_tp_clear, lp_tracer_clear_refs},
+    {Py_tp_dealloc, lp_tracer_dealloc},
+    {Py_tp_methods, lp_tracer_methods},
+    {Py_tp_getset, lp_tracer_getset},
+    {0, NULL},
+};
+
+static PyType_Spec lp_tracer_spec = {
+    .name = "lineprofiler.lines._tracer.Tracer",
+    .basicsize = sizeof(lp_TracerObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = lp_tracer_slots,
+};
+
+/* ===================================================================== module functions */
+
+PyDoc_STRVAR(lp_set_test_clock_doc,
+             "_set_test_clock(enabled, callback_cost=0, now=0)\n--\n\n"
+             "TEST ONLY. While enabled, tracers that start recording from empty read a\n"
+             "fake clock instead of the real one: it stands still except when\n"
+             "_advance_test_clock() moves it, and every callback of the tracer advances\n"
+             "it by callback_cost between its first and its last clock read, as if the\n"
+             "callback had spent that long. One tick is one nanosecond.");
+
+static PyObject *lp_set_test_clock(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"enabled", "callback_cost", "now", NULL};
+    int enabled;
+    long long cost = 0, now = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "p|LL:_set_test_clock", kwlist, &enabled, &cost, &now)) {
+        return NULL;
+    }
+    if (cost < 0 || now < 0) {
+        PyErr_SetString(PyExc_ValueError, "_set_test_clock: callback_cost and now must be >= 0");
+        return NULL;
+    }
+    lp_state *st = lp_get_state(module);
+    st->test_clock = enabled;
+    st->test_cost = cost;
+    st->test_now = now;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(lp_advance_test_clock_doc,
+             "_advance_test_clock(ns)\n--\n\n"
+             "TEST ONLY. Moves the fake clock forward by ns and returns the new reading.");
+
+static PyObject *lp_advance_test_clock(PyObject *module, PyObject *arg)
+{
+    long long ns = PyLong_AsLongLong(arg);
+    if (ns == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (ns < 0) {
+        PyErr_SetString(PyExc_ValueError, "_advance_test_clock: ns must be >= 0");
+        return NULL;
+    }
+    lp_state *st = lp_get_state(module);
+    st->test_now += ns;
+    return PyLong_FromLongLong(st->test_now);
+}
+
+PyDoc_STRVAR(lp_set_foreign_limit_doc,
+             "_set_foreign_limit(n)\n--\n\n"
+             "TEST ONLY. How many foreign-code decisions a tracer caches before it drops\n"
+             "them all (default 65536). Returns the previous limit.");
+
+static PyObject *lp_set_foreign_limit(PyObject *module, PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "_set_foreign_limit: n must be >= 1");
+        return NULL;
+    }
+    lp_state *st = lp_get_state(module);
+    Py_ssize_t prev = st->foreign_limit;
+    st->foreign_limit = n;
+    return PyLong_FromSsize_t(prev);
+}
+
+PyDoc_STRVAR(lp_set_presize_doc, "_set_presize(enabled)\n--\n\n"
+                                 "TEST ONLY. Whether new code records size their line arrays from\n"
+                                 "co_lines() (the default) or start empty and grow line by line, which\n"
+                                 "exercises the growth path. Returns the previous setting.");
+
+static PyObject *lp_set_presize(PyObject *module, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+    lp_state *st = lp_get_state(module);
+    int prev = st->presize;
+    st->presize = on;
+    return PyBool_FromLong(prev);
+}
+
+PyDoc_STRVAR(lp_default_clock_doc, "default_clock()\n--\n\n"
+                                   "The clock new tracers use: 'tsc' (an invariant cycle counter, scaled to\n"
+                                   "ns against CLOCK_MONOTONIC at report time) or 'monotonic'.");
+
+static PyObject *lp_default_clock(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return PyUnicode_FromString(lp_clock_name(lp_get_state(module)->default_clock));
+}
+
+static PyMethodDef lp_module_methods[] = {
+    {"_set_test_clock", (PyCFunction)(void (*)(void))lp_set_test_clock, METH_VARARGS | METH_KEYWORDS,
+     lp_set_test_clock_doc},
+    {"_advance_test_clock", (PyCFunction)lp_advance_test_clock, METH_O, lp_advance_test_clock_doc},
+    {"_set_foreign_limit", (PyCFunction)lp_set_foreign_limit, METH_O, lp_set_foreign_limit_doc},
+    {"_set_presize", (PyCFunction)lp_set_presize, METH_O, lp_set_presize_doc},
+    {"default_clock", (PyCFunction)lp_default_clock, METH_NOARGS, lp_default_clock_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ===================================================================== module lifetime */
+
+static int lp_exec(PyObject *module)
+{
+    lp_state *st = lp_get_state(module);
+    st->tracer_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &lp_tracer_spec, NULL);
+    if (st->tracer_type == NULL) {
+        return -1;
+    }
+    if (PyModule_AddType(module, st->tracer_type) < 0) {
+        return -1;
+    }
+    st->hook_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &lp_hook_spec, NULL);
+    if (st->hook_type == NULL) {
+        return -1;
+    }
+    if (PyModule_AddType(module, st->hook_type) < 0) {
+        return -1;
+    }
+    st->foreign_limit = LP_MAX_FOREIGN;
+    st->presize = 1;
+    st->default_clock = LP_CLOCK_MONOTONIC;
+#if LP_HAVE_TSC
+    const char *want = getenv("LINEPROFILER_CLOCK");
+    if ((want == NULL || strcmp(want, "monotonic") != 0) && lp_tsc_usable()) {
+        st->default_clock = LP_CLOCK_TSC;
+    }
+#endif
+    lp_clock_pair(&st->cal_tsc0, &st->cal_ns0);
+    if (PyModule_AddIntConstant(module, "MONITORING", LP_MONITORING) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int lp_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    lp_state *st = lp_get_state(module);
+    Py_VISIT(st->tracer_type);
+    Py_VISIT(st->hook_type);
+    Py_VISIT(st->active);
+    return 0;
+}
+
+static int lp_clear(PyObject *module)
+{
+    lp_state *st = lp_get_state(module);
+    Py_CLEAR(st->tracer_type);
+    Py_CLEAR(st->hook_type);
+    Py_CLEAR(st->active);
+    return 0;
+}
+
+static void lp_free(void *module)
+{
+    lp_clear((PyObject *)module);
+}
+
+static PyModuleDef_Slot lp_slots[] = {
+    {Py_mod_exec, lp_exec},
+#if PY_VERSION_HEX >= 0x030C0000
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef lp_module = {
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "lineprofiler.lines._tracer",
+    .m_doc = "The C line tracer behind lineprofiler.LineProfiler.",
+    .m_size = sizeof(lp_state),
+    .m_methods = lp_module_methods,
+    .m_slots = lp_slots,
+    .m_traverse = lp_traverse,
+    .m_clear = lp_clear,
+    .m_free = lp_free,
+};
+
+PyMODINIT_FUNC PyInit__tracer(void)
+{
+    return PyModuleDef_Init(&lp_module);
+}

@@ -1,0 +1,410 @@
+/* The shared tables of the line tracer: the code-object map, the per-code line records, the
+ * per-thread frame stacks, and the slow paths the inline hot path of tracer.h falls back to. */
+#include "tracer.h"
+
+#include <string.h>
+
+/* ===================================================================== pointer map */
+
+/* Returns the slot for key, inserting an empty one ({key, NULL, NULL}) if
+ * absent. NULL with MemoryError set on failure. */
+static lp_slot *lp_map_insert(lp_map *m, uintptr_t key)
+{
+    if (m->slots == NULL || (m->used + 1) * 2 > m->mask + 1) {
+        size_t cap = m->slots ? (m->mask + 1) * 2 : 64;
+        lp_slot *slots = PyMem_Calloc(cap, sizeof(lp_slot));
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        if (m->slots != NULL) {
+            for (size_t j = 0; j <= m->mask; j++) {
+                lp_slot *o = &m->slots[j];
+                if (o->key == 0) {
+                    continue;
+                }
+                size_t i = lp_hash(o->key) & (cap - 1);
+                while (slots[i].key != 0) {
+                    i = (i + 1) & (cap - 1);
+                }
+                slots[i] = *o;
+            }
+            PyMem_Free(m->slots);
+        }
+        m->slots = slots;
+        m->mask = cap - 1;
+    }
+    size_t i = lp_hash(key) & m->mask;
+    for (;;) {
+        lp_slot *s = &m->slots[i];
+        if (s->key == key) {
+            return s;
+        }
+        if (s->key == 0) {
+            s->key = key;
+            s->val = NULL;
+            s->aux = NULL;
+            m->used++;
+            return s;
+        }
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* ===================================================================== deferred errors */
+
+/* Called with an exception set, from inside a callback: keeps the first
+ * exception for disable()/get_stats() and stops recording. Leaves no
+ * exception set. */
+void lp_fail(lp_TracerObject *tr)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value != NULL && tb != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    PyObject *exc = value;
+#endif
+    if (tr->error == NULL) {
+        tr->error = exc; /* may be NULL if nothing was set: still broken */
+    } else {
+        Py_XDECREF(exc);
+    }
+    tr->broken = 1;
+    tr->on = 0;
+}
+
+/* ===================================================================== code records */
+
+static void lp_code_free(lp_code *rec)
+{
+    Py_XDECREF(rec->code);
+    PyMem_Free(rec->lines);
+    PyMem_Free(rec);
+}
+
+/* Makes lines[] cover `line`. Returns 0, or -1 with MemoryError set. The
+ * old array is handed to *old (the caller frees it once open frames no
+ * longer point into it). */
+static int lp_code_grow(lp_code *rec, int line, lp_line **old)
+{
+    *old = NULL;
+    int lo = rec->n ? rec->base : line;
+    int hi = rec->n ? rec->base + rec->n : line + 1; /* exclusive */
+    if (line < lo) {
+        lo = line;
+    }
+    if (line >= hi) {
+        hi = line + 1;
+    }
+    /* Headroom beyond the new line: most functions then grow once or twice. */
+    int64_t span = (int64_t)hi - lo;
+    int64_t extra = span / 2 + 16;
+    int64_t new_hi = (int64_t)hi + extra;
+    if (new_hi - lo > (int64_t)(INT_MAX / 2)) {
+        new_hi = (int64_t)hi;
+    }
+    size_t n = (size_t)(new_hi - lo);
+    lp_line *lines = PyMem_Calloc(n, sizeof(lp_line));
+    if (lines == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (rec->n) {
+        memcpy(lines + (rec->base - lo), rec->lines, (size_t)rec->n * sizeof(lp_line));
+    }
+    *old = rec->lines;
+    rec->lines = lines;
+    rec->base = lo;
+    rec->n = (int)n;
+    return 0;
+}
+
+/* Sizes lines[] to every line the code object can report (its co_lines()),
+ * so the arrays need not grow while recording and frames can point into
+ * them. Once per code object. A failure here only means growth later. */
+static void lp_code_presize(lp_code *rec)
+{
+    PyObject *it = PyObject_CallMethod(rec->code, "co_lines", NULL);
+    if (it == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject *iter = PyObject_GetIter(it);
+    Py_DECREF(it);
+    if (iter == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    long lo = LONG_MAX, hi = -1;
+    PyObject *item;
+    while ((item = PyIter_Next(iter)) != NULL) {
+        if (PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 3) {
+            PyObject *ln = PyTuple_GET_ITEM(item, 2);
+            if (PyLong_Check(ln)) {
+                long v = PyLong_AsLong(ln);
+                if (v >= 0 && v <= INT_MAX / 4) {
+                    lo = v < lo ? v : lo;
+                    hi = v > hi ? v : hi;
+                }
+            }
+        }
+        Py_DECREF(item);
+    }
+    Py_DECREF(iter);
+    PyErr_Clear();
+    if (hi < 0) {
+        return;
+    }
+    lp_line *lines = PyMem_Calloc((size_t)(hi - lo + 1), sizeof(lp_line));
+    if (lines == NULL) {
+        return;
+    }
+    rec->lines = lines;
+    rec->base = (int)lo;
+    rec->n = (int)(hi - lo + 1);
+}
+
+/* Decides whether `code` belongs to the project, records the answer, and
+ * returns the project record, LP_FOREIGN, or NULL (tracer broken). Runs once
+ * per code object: it calls the Python filter, which is not traced (CPython
+ * does not deliver events raised inside a callback). */
+lp_code *lp_decide(lp_TracerObject *tr, PyObject *code)
+{
+    if (!PyCode_Check(code)) {
+        return LP_FOREIGN;
+    }
+    PyObject *res = PyObject_CallOneArg(tr->filter, code);
+    if (res == NULL) {
+        lp_fail(tr);
+        return NULL;
+    }
+    int yes = PyObject_IsTrue(res);
+    Py_DECREF(res);
+    if (yes < 0) {
+        lp_fail(tr);
+        return NULL;
+    }
+    if (!tr->on) { /* the filter may, in principle, have stopped us */
+        return NULL;
+    }
+    PyCodeObject *co = (PyCodeObject *)code;
+    if (!yes && tr->n_foreign >= tr->st->foreign_limit) {
+        /* Drop every foreign entry: keeps the map bounded when code objects
+         * are made and freed without end (exec in a loop). */
+        lp_map fresh = {NULL, 0, 0};
+        for (size_t j = 0; tr->codes.slots && j <= tr->codes.mask; j++) {
+            lp_slot *o = &tr->codes.slots[j];
+            if (o->key == 0) {
+                continue;
+            }
+            if (o->val == LP_FOREIGN) {
+                Py_CLEAR(o->aux);
+                continue;
+            }
+            lp_slot *s = lp_map_insert(&fresh, o->key);
+            if (s == NULL) {
+                PyMem_Free(fresh.slots);
+                lp_fail(tr);
+                return NULL;
+            }
+            s->val = o->val;
+        }
+        PyMem_Free(tr->codes.slots);
+        tr->codes = fresh;
+        tr->n_foreign = 0;
+    }
+    if (!yes) {
+        lp_slot *s = lp_map_insert(&tr->codes, (uintptr_t)code);
+        if (s == NULL) {
+            lp_fail(tr);
+            return NULL;
+        }
+        if (s->val != LP_FOREIGN) {
+            tr->n_foreign++;
+        }
+        s->val = LP_FOREIGN;
+        Py_INCREF(co->co_filename);
+        Py_XSETREF(s->aux, co->co_filename);
+        return LP_FOREIGN;
+    }
+    if (tr->n_recs == tr->cap_recs) {
+        Py_ssize_t cap = tr->cap_recs ? tr->cap_recs * 2 : 64;
+        lp_code **recs = PyMem_Realloc(tr->recs, (size_t)cap * sizeof(lp_code *));
+        if (recs == NULL) {
+            PyErr_NoMemory();
+            lp_fail(tr);
+            return NULL;
+        }
+        tr->recs = recs;
+        tr->cap_recs = cap;
+    }
+    lp_code *rec = PyMem_Calloc(1, sizeof(lp_code));
+    if (rec == NULL) {
+        PyErr_NoMemory();
+        lp_fail(tr);
+        return NULL;
+    }
+    Py_INCREF(code);
+    rec->code = code;
+    rec->first_lineno = co->co_firstlineno;
+    rec->is_gen = (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+    rec->resume_key = -1;
+    rec->base = co->co_firstlineno;
+    tr->recs[tr->n_recs++] = rec;
+    if (tr->st->presize) {
+        lp_code_presize(rec); /* calls co_lines(): before we hold a slot pointer */
+    }
+    lp_slot *s = lp_map_insert(&tr->codes, (uintptr_t)code);
+    if (s == NULL) {
+        lp_fail(tr);
+        return NULL; /* rec stays in recs[], owned and freed with them */
+    }
+    if (s->val == LP_FOREIGN) {
+        tr->n_foreign--;
+    }
+    s->val = rec;
+    Py_CLEAR(s->aux);
+    return rec;
+}
+
+/* ===================================================================== per-thread state */
+
+/* The state of thread ts, made on first use. NULL with MemoryError set. */
+lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts)
+{
+    lp_slot *s = lp_map_insert(&tr->threads, (uintptr_t)ts);
+    if (s == NULL) {
+        return NULL;
+    }
+    lp_thread *th = (lp_thread *)s->val;
+    if (th == NULL) {
+        th = PyMem_Calloc(1, sizeof(lp_thread));
+        if (th == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        th->tstate = ts;
+        th->tid = ts->id;
+        s->val = th;
+    } else if (th->tid != ts->id) {
+        /* A new thread reusing a dead thread's PyThreadState address. */
+        th->tid = ts->id;
+        th->depth = 0;
+    }
+    return th;
+}
+
+/* lp_thread_get() for callbacks: failures are deferred. Refreshes the
+ * one-entry cache. */
+lp_thread *lp_thread_slow(lp_TracerObject *tr, pthread_t self)
+{
+    lp_thread *th = lp_thread_get(tr, PyThreadState_Get());
+    if (th == NULL) {
+        lp_fail(tr);
+        return NULL;
+    }
+    tr->last_pthread = self;
+    tr->has_last = 1;
+    tr->last_thread = th;
+    return th;
+}
+
+/* ===================================================================== frames */
+
+lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th)
+{
+    Py_ssize_t cap = th->cap ? th->cap * 2 : 32;
+    lp_frame *stack = PyMem_Realloc(th->stack, (size_t)cap * sizeof(lp_frame));
+    if (stack == NULL) {
+        PyErr_NoMemory();
+        lp_fail(tr);
+        return NULL;
+    }
+    th->stack = stack;
+    th->cap = cap;
+    return &th->stack[th->depth++];
+}
+
+/* Grows rec's lines[] to cover `line` and re-points every open frame of
+ * every thread that pointed into the old array. Rare: arrays are sized from
+ * co_lines() when the record is made. Returns 0, or -1 (tracer broken). */
+int lp_grow_and_fix(lp_TracerObject *tr, lp_code *rec, int line)
+{
+    int old_base = rec->base;
+    lp_line *old;
+    if (lp_code_grow(rec, line, &old) < 0) {
+        lp_fail(tr);
+        return -1;
+    }
+    for (size_t j = 0; old != NULL && tr->threads.slots && j <= tr->threads.mask; j++) {
+        lp_thread *th = (lp_thread *)tr->threads.slots[j].val;
+        for (Py_ssize_t i = 0; th != NULL && i < th->depth; i++) {
+            lp_frame *f = &th->stack[i];
+            if (f->rec == rec && f->open != NULL) {
+                f->open = &rec->lines[old_base + (f->open - old) - rec->base];
+            }
+        }
+    }
+    PyMem_Free(old);
+    return 0;
+}
+
+/* Closes every open line of every thread at "now" and empties the stacks. */
+void lp_close_all(lp_TracerObject *tr)
+{
+    int64_t now = lp_clock(tr, 0);
+    for (size_t j = 0; tr->threads.slots && j <= tr->threads.mask; j++) {
+        lp_slot *s = &tr->threads.slots[j];
+        if (s->key == 0) {
+            continue;
+        }
+        lp_thread *th = (lp_thread *)s->val;
+        if (th == NULL) { /* its allocation failed */
+            continue;
+        }
+        int64_t v = now - th->ovh;
+        for (Py_ssize_t i = 0; i < th->depth; i++) {
+            if (th->stack[i].rec != NULL) {
+                lp_close(&th->stack[i], v);
+            }
+        }
+        th->depth = 0;
+    }
+}
+
+/* ===================================================================== freeing */
+
+/* Frees every record and decision. Only while not started: open frames point
+ * at records. */
+void lp_tracer_free_data(lp_TracerObject *tr)
+{
+    for (size_t j = 0; tr->threads.slots && j <= tr->threads.mask; j++) {
+        lp_thread *th = (lp_thread *)tr->threads.slots[j].val;
+        if (th != NULL) {
+            th->last_code = NULL;
+            th->last_rec = NULL;
+        }
+    }
+    for (size_t j = 0; tr->codes.slots && j <= tr->codes.mask; j++) {
+        Py_CLEAR(tr->codes.slots[j].aux);
+    }
+    PyMem_Free(tr->codes.slots);
+    tr->codes.slots = NULL;
+    tr->codes.mask = 0;
+    tr->codes.used = 0;
+    tr->n_foreign = 0;
+    for (Py_ssize_t i = 0; i < tr->n_recs; i++) {
+        lp_code_free(tr->recs[i]);
+    }
+    PyMem_Free(tr->recs);
+    tr->recs = NULL;
+    tr->n_recs = tr->cap_recs = 0;
+    tr->has_data = 0;
+}

@@ -1,0 +1,375 @@
+/* lineprofiler.lines._tracer: the line tracer behind LineProfiler, in C. Internal header.
+ *
+ * What it records: for each code object of the project, hits and time per
+ * line. A line's time runs from its LINE event to the next event that ends it
+ * in the same frame (the next line, a return, a yield, an unwind), so callees
+ * are included. The time this module spends in its own callbacks is removed
+ * from every open line, the caller's included (see lp_leave()).
+ *
+ * How it hears events:
+ *  - 3.12+: sys.monitoring (monitoring.c). The Python layer registers the Hook
+ *    objects made here (vectorcall callables, no Python frame) for LINE,
+ *    PY_START, PY_RESUME, PY_RETURN, PY_YIELD, PY_UNWIND and PY_THROW. Code
+ *    outside the project gets DISABLE back wherever the event allows it, so it
+ *    runs at full speed after its first event per location.
+ *  - 3.11: a C trace function (settrace.c), installed per thread. Each thread
+ *    gets its own Hook as the trace object, which carries that thread's
+ *    state, so the hot path needs no thread lookup.
+ *
+ * Data layout (tables.c): one lp_code per project code object with a flat
+ * array of {hits, ticks} indexed by line - base; a pointer-keyed
+ * open-addressing map from code object to record; per thread, a stack of open
+ * frames. No Python object is created per event; Python objects are built
+ * once, in collect() (module.c).
+ *
+ * The files: this header holds the types and every helper a callback calls on
+ * its hot path, as always-inline functions, so that a callback compiles to one
+ * function as it did when the tracer was one file; the slow paths they fall
+ * back to are out of line in tables.c.
+ *
+ * Failure policy: a callback never raises. The first error is kept, the
+ * tracer stops recording ("broken"), and the Python layer raises the kept
+ * error from disable() or get_stats(). What was recorded before stays.
+ *
+ * Thread safety: everything here runs with the GIL held (callbacks, methods).
+ * The module does not declare Py_MOD_GIL_NOT_USED, so a free-threaded build
+ * re-enables the GIL when it is imported.
+ */
+#ifndef LP_TRACER_H
+#define LP_TRACER_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#endif
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "_clock.h"
+#include "_common.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define LP_HAVE_TSC 1
+#else
+#define LP_HAVE_TSC 0
+#endif
+
+#if PY_VERSION_HEX >= 0x030C0000
+#define LP_MONITORING 1
+#else
+#define LP_MONITORING 0
+#endif
+
+/* ===================================================================== module state */
+
+enum { LP_CLOCK_TSC = 0, LP_CLOCK_MONOTONIC = 1, LP_CLOCK_TEST = 2 };
+
+typedef struct {
+    PyTypeObject *tracer_type;
+    PyTypeObject *hook_type;
+    /* The started tracer, or NULL (strong). Only one tracer records at a
+     * time: sys.monitoring events and the 3.11 trace hook are per process. */
+    PyObject *active;
+    int default_clock;
+    /* TSC calibration origin: ticks are scaled to ns against CLOCK_MONOTONIC
+     * over the whole interval from import to the report. */
+    int64_t cal_tsc0;
+    int64_t cal_ns0;
+    /* Test-only clock (_set_test_clock): reads return test_now; the read at
+     * the end of every callback first adds test_cost, standing in for the
+     * callback's own work, so tests can check exactly that it is not billed. */
+    int test_clock;
+    int64_t test_now;
+    int64_t test_cost;
+    /* Foreign decisions are only a cache: past this many, drop them all
+     * (_set_foreign_limit() lowers it for tests). */
+    Py_ssize_t foreign_limit;
+    /* Size line arrays from co_lines() (0 only in tests: forces growth). */
+    int presize;
+} lp_state;
+
+/* ===================================================================== records */
+
+typedef struct {
+    uint64_t hits;
+    int64_t ticks;
+} lp_line;
+
+/* One project code object. */
+typedef struct {
+    PyObject *code; /* strong: the address cannot be reused while we hold it */
+    int first_lineno;
+    int is_gen; /* generator, coroutine or async generator */
+    int base;   /* line number of lines[0] */
+    int n;      /* slots in lines[] */
+    lp_line *lines;
+    int resume_key; /* one-entry cache: resume offset (3.12) -> line */
+    int resume_line;
+} lp_code;
+
+#define LP_NO_LINE (-1)
+
+/* An open frame on a thread's stack. */
+typedef struct {
+    PyObject *code; /* borrowed; identifies the frame's code (3.12) */
+    void *frame;    /* borrowed; identifies the frame (3.11), else NULL */
+    lp_code *rec;   /* NULL: a frame outside the project (3.11 only) */
+    lp_line *open;  /* the open line's slot in rec->lines, or NULL */
+    int64_t vstart; /* virtual time at which the open line started */
+} lp_frame;
+
+typedef struct {
+    PyThreadState *tstate;
+    uint64_t tid;
+    lp_frame *stack;
+    Py_ssize_t depth;
+    Py_ssize_t cap;
+    /* Ticks spent inside this module's callbacks on this thread. Virtual time
+     * (clock - ovh) stops while a callback runs, so open lines never pay for
+     * it. */
+    int64_t ovh;
+    PyObject *last_code; /* one-entry cache for PY_START: code -> project record */
+    lp_code *last_rec;
+#if !LP_MONITORING
+    Py_tracefunc prev_func; /* the trace function we replaced on start() */
+    PyObject *prev_obj;     /* strong */
+#endif
+} lp_thread;
+
+/* ===================================================================== pointer map */
+
+/* A pointer-keyed open-addressing map (linear probing, no deletion: it is
+ * rebuilt to drop entries). */
+typedef struct {
+    uintptr_t key; /* 0: empty */
+    void *val;
+    PyObject *aux; /* strong or NULL: see lp_TracerObject.codes */
+} lp_slot;
+
+typedef struct {
+    lp_slot *slots;
+    size_t mask; /* capacity - 1; capacity is a power of two */
+    size_t used;
+} lp_map;
+
+/* ===================================================================== objects */
+
+typedef struct {
+    PyObject_HEAD
+    lp_state *st;      /* the module's state; the type keeps the module alive */
+    PyObject *filter;  /* callable(code) -> bool: is this code in the project? */
+    PyObject *disable; /* sys.monitoring.DISABLE (3.12+), else NULL */
+    int on;            /* started and not broken: the one flag the hot path reads */
+    int started;
+    int broken;
+    int clock; /* LP_CLOCK_*, fixed for the life of the recorded data */
+    int has_data;
+    /* code object -> lp_code* (project, val) or LP_FOREIGN (aux holds a
+     * strong ref to the co_filename it was decided for: a freed and reused
+     * address with a different filename object is decided again, and since
+     * the decision is a function of the filename alone, the same filename
+     * object means the same answer). */
+    lp_map codes;
+    Py_ssize_t n_foreign;
+    lp_code **recs; /* project records, in discovery order */
+    Py_ssize_t n_recs;
+    Py_ssize_t cap_recs;
+    lp_map threads;         /* PyThreadState* -> lp_thread* */
+    pthread_t last_pthread; /* one-entry cache for lp_thread_current() */
+    int has_last;
+    lp_thread *last_thread;
+    PyObject *error; /* the first deferred exception, or NULL */
+} lp_TracerObject;
+
+#define LP_FOREIGN     ((lp_code *)(uintptr_t)1)
+#define LP_MAX_FOREIGN 65536
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    lp_TracerObject *tracer; /* strong */
+    lp_thread *thread;       /* 3.11 per-thread hooks; owned by the tracer */
+    int kind;
+} lp_HookObject;
+
+enum {
+    LP_HOOK_LINE,
+    LP_HOOK_START,
+    LP_HOOK_RESUME,
+    LP_HOOK_RETURN,
+    LP_HOOK_YIELD,
+    LP_HOOK_UNWIND,
+    LP_HOOK_THROW,
+    LP_HOOK_THREAD,
+    LP_HOOK_COUNT
+};
+
+/* ===================================================================== out of line */
+
+/* Symbols shared between the files of this extension. The extension is built with
+ * -fvisibility=hidden, so none of them is exported or called through the PLT. */
+
+/* tables.c */
+void lp_fail(lp_TracerObject *tr);
+lp_code *lp_decide(lp_TracerObject *tr, PyObject *code);
+lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts);
+lp_thread *lp_thread_slow(lp_TracerObject *tr, pthread_t self);
+lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th);
+int lp_grow_and_fix(lp_TracerObject *tr, lp_code *rec, int line);
+void lp_close_all(lp_TracerObject *tr);
+void lp_tracer_free_data(lp_TracerObject *tr);
+
+/* monitoring.c (3.12+) or settrace.c (3.11): the vectorcall function of a Hook of this kind on
+ * this build's event path, or NULL when the path has none for it. */
+vectorcallfunc lp_path_callback(int kind);
+
+#if !LP_MONITORING
+/* settrace.c */
+int lp_install(lp_TracerObject *tr, PyThreadState *ts);
+void lp_uninstall_all(lp_TracerObject *tr);
+#endif
+
+/* module.c */
+PyObject *lp_hook_new(lp_TracerObject *tr, int kind, lp_thread *th);
+
+/* ===================================================================== hot path: clock */
+
+LP_INLINE int64_t lp_clock(lp_TracerObject *tr, int leaving)
+{
+#if LP_HAVE_TSC
+    if (LP_LIKELY(tr->clock == LP_CLOCK_TSC)) {
+        return (int64_t)__rdtsc();
+    }
+#endif
+    if (tr->clock == LP_CLOCK_MONOTONIC) {
+        return lp_monotonic_ns();
+    }
+    if (leaving) {
+        tr->st->test_now += tr->st->test_cost;
+    }
+    return tr->st->test_now;
+}
+
+/* ===================================================================== hot path: lookups */
+
+LP_INLINE size_t lp_hash(uintptr_t key)
+{
+    /* Objects are 16-byte aligned: drop the low bits, then mix (Fibonacci). */
+    uint64_t h = (uint64_t)(key >> 4) * UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(h ^ (h >> 29));
+}
+
+LP_INLINE lp_slot *lp_map_find(lp_map *m, uintptr_t key)
+{
+    if (m->slots == NULL) {
+        return NULL;
+    }
+    size_t i = lp_hash(key) & m->mask;
+    for (;;) {
+        lp_slot *s = &m->slots[i];
+        if (s->key == key) {
+            return s;
+        }
+        if (s->key == 0) {
+            return NULL;
+        }
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* The record for `code`: project record, LP_FOREIGN, or NULL (broken). */
+LP_INLINE lp_code *lp_code_of(lp_TracerObject *tr, PyObject *code)
+{
+    lp_slot *s = lp_map_find(&tr->codes, (uintptr_t)code);
+    if (LP_LIKELY(s != NULL)) {
+        if (s->val != LP_FOREIGN) {
+            return (lp_code *)s->val;
+        }
+        if (LP_LIKELY(s->aux == ((PyCodeObject *)code)->co_filename)) {
+            return LP_FOREIGN;
+        }
+    }
+    return lp_decide(tr, code);
+}
+
+/* The calling thread's state. The fast path keys on pthread_self(), a load
+ * from the thread pointer, because PyThreadState_Get() costs two calls
+ * through the PLT (one into the TLS resolver) on every event. The slow path,
+ * taken on every switch between threads that run project code, identifies
+ * the thread by its PyThreadState and id. A dead thread whose pthread_t a
+ * new thread reuses with no event of another thread in between shares its
+ * state; its stack is empty by then (every frame it entered has returned),
+ * so nothing of it is inherited. */
+LP_INLINE lp_thread *lp_thread_current(lp_TracerObject *tr)
+{
+    pthread_t self = pthread_self();
+    if (LP_LIKELY(tr->has_last && pthread_equal(self, tr->last_pthread))) {
+        return tr->last_thread;
+    }
+    return lp_thread_slow(tr, self);
+}
+
+/* ===================================================================== hot path: bookkeeping */
+
+LP_INLINE lp_frame *lp_push(lp_TracerObject *tr, lp_thread *th, PyObject *code, void *frame, lp_code *rec,
+                            int64_t v)
+{
+    lp_frame *f;
+    if (LP_LIKELY(th->depth < th->cap)) {
+        f = &th->stack[th->depth++];
+    } else if ((f = lp_push_slow(tr, th)) == NULL) {
+        return NULL;
+    }
+    f->code = code;
+    f->frame = frame;
+    f->rec = rec;
+    f->open = NULL;
+    f->vstart = v;
+    return f;
+}
+
+/* Bills the frame's open line up to virtual time v. */
+LP_INLINE void lp_close(lp_frame *f, int64_t v)
+{
+    if (f->open != NULL) {
+        f->open->ticks += v - f->vstart;
+        f->open = NULL;
+    }
+}
+
+/* Opens `line` in frame f at virtual time v, counting a hit if `hit`.
+ * Returns 0, or -1 (tracer broken). */
+LP_INLINE int lp_open(lp_TracerObject *tr, lp_frame *f, int line, int64_t v, int hit)
+{
+    lp_code *rec = f->rec;
+    if (LP_UNLIKELY(line < 0)) {
+        f->open = NULL;
+        return 0;
+    }
+    if (LP_UNLIKELY((unsigned)(line - rec->base) >= (unsigned)rec->n)) {
+        if (lp_grow_and_fix(tr, rec, line) < 0) {
+            f->open = NULL;
+            return -1;
+        }
+    }
+    lp_line *slot = &rec->lines[line - rec->base];
+    slot->hits += (uint64_t)hit;
+    f->open = slot;
+    f->vstart = v;
+    return 0;
+}
+
+/* End of every callback: the time it took leaves the thread's virtual clock.
+ * Read the clock again here, so this callback's work is not billed to the
+ * line that opens now nor to any caller's open line. */
+LP_INLINE void lp_leave(lp_TracerObject *tr, lp_thread *th, int64_t t0)
+{
+    th->ovh += lp_clock(tr, 1) - t0;
+}
+
+#endif /* LP_TRACER_H */

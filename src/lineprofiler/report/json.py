@@ -1,0 +1,78 @@
+"""``report --json``: the report's model as one JSON document.
+
+The document is the :class:`~.model.Report` itself, field for field (docs/report.md lists the
+schema): ``kind`` ``"lineprofiler-report"``, ``version`` 1, then ``run`` (the same object
+``compare --json`` gives each side), ``header``, ``roles``, ``dominant``, ``counters``,
+``iterations``, ``io_by_phase``, ``io``, ``memory``, ``gpu``, ``lanes``, ``caveats`` and
+``failed``. An absent block is ``null``; a value that could not be measured is ``null``, never
+0. A reader should ignore keys it does not know: new keys may appear within a version; a
+change of meaning or a removal raises the version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+from ..runfiles import histogram
+from .model import KIND, VERSION, DeviceUse, Header, Report, Role
+
+#: Properties serialised beside a class's fields (what the text prints from them).
+_PROPERTIES: dict[type, tuple[str, ...]] = {DeviceUse: ("idle",), Role: ("straggler",)}
+
+
+def plain(value: Any) -> Any:
+    """A model value as JSON-ready data: dataclasses as objects, non-finite floats as null."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        for name in _PROPERTIES.get(type(value), ()):
+            out[name] = plain(getattr(value, name))
+        return out
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def run_object(header: Header, merge_caveats: list[str]) -> dict[str, Any]:
+    """What a run is in every JSON document of the CLI (``report``'s ``run``, ``compare``'s
+    ``a`` and ``b``): directory, name, identity, runtime, processes, roles, the names of the
+    superseded attempts, of the concurrent jobs and of the generated run ids merged into it by
+    time, and the CAVEATS lines merge derived."""
+    return {
+        "run_dir": header.run_dir,
+        "run": header.run,
+        "run_id": header.run_id,
+        "attempt": header.attempt,
+        "runtime_ns": header.runtime_ns,
+        "processes": header.processes,
+        "roles": dict(header.roles),
+        "superseded": [a.name for a in header.superseded],
+        "concurrent": [a.name for a in header.concurrent],
+        "merged": [a.name for a in header.merged],
+        "caveats": list(merge_caveats),
+    }
+
+
+def document(report: Report, merge_caveats: list[str]) -> dict[str, Any]:
+    """The ``report --json`` document."""
+    body = plain(report)
+    return {
+        "kind": KIND,
+        "version": VERSION,
+        "histogram": {"scheme": histogram.SCHEME, "relative_error": histogram.RELATIVE_ERROR},
+        "run": run_object(report.header, merge_caveats) if report.header is not None else None,
+        **body,
+    }
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=1, allow_nan=False)
+
+
+__all__ = ["document", "dumps", "plain", "run_object"]

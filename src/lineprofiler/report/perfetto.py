@@ -1,0 +1,213 @@
+"""``lineprofiler export RUN_DIR --perfetto trace.json``: the run as Chrome trace-event JSON.
+
+Opens in ui.perfetto.dev and chrome://tracing. The format is the JSON object form of the
+trace-event format: ``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}``,
+timestamps (``ts``, ``dur``) in microseconds from the run's start.
+
+* One process track per worker file, named ``role host pid (rank)``. Trace pids are the
+  worker's position in the run (1, 2, ...), because real pids collide across nodes; the real
+  pid is in the name. A ``process_sort_index`` keeps each role's workers together.
+* On each process's thread 0, one complete event spanning its lifetime, named by how it ended
+  (``exited``, ``signalled``, ``running``), with its busy time and top phases as arguments.
+* Counter tracks from its resource samples: ``RSS`` (bytes), ``I/O rate`` (``disk read``,
+  ``cache read`` and ``write`` in bytes per second over each valid sample interval, net of the
+  profiler's own I/O; intervals the report drops are left out) and ``GPU <i>`` (``busy %`` of
+  the whole device, ``this process %``). Past ``max_points`` samples a track keeps, per column
+  of time, the samples holding its lowest and highest value, so spikes survive.
+* Phase occupancy slices on thread 1 (``phases``) when the run recorded a timeline
+  (``report/timeline.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..runfiles.samplefile import IO_FIELDS, SampleFileError, SampleTable, classify, read_samples
+from . import timeline
+from .blocks import RenderOptions, sample_infos
+from .merge import Run, Worker
+
+#: Samples kept per counter track and worker before reducing to per-column extremes.
+MAX_POINTS = 2000
+_NS_PER_US = 1000
+
+
+def process_name(worker: Worker) -> str:
+    """``role host pid (rank)``; without a rank, ``role host pid``."""
+    name = f"{worker.role} {worker.host} {worker.pid}"
+    return name if worker.rank is None else f"{name} ({worker.rank})"
+
+
+def _keep(times: Sequence[int], values: Sequence[float], max_points: int) -> list[int]:
+    """Indices of the samples to keep: all of them up to ``max_points``, else per column of
+    time the ones with the column's lowest and highest value, in time order."""
+    n = len(times)
+    if n <= max_points:
+        return list(range(n))
+    columns = max(1, max_points // 2)
+    start, span = times[0], max(1, times[-1] - times[0])
+    kept: list[int] = []
+    first = 0
+    for c in range(columns):
+        edge = start + span * (c + 1) // columns
+        last = first
+        while last < n and (times[last] < edge or c == columns - 1):
+            last += 1
+        if last > first:
+            chunk = range(first, last)
+            low = min(chunk, key=values.__getitem__)
+            high = max(chunk, key=values.__getitem__)
+            kept.extend(sorted({low, high}))
+        first = last
+    return kept
+
+
+def _counter(pid: int, name: str, t_us: float, args: dict[str, float]) -> dict[str, Any]:
+    return {"name": name, "ph": "C", "pid": pid, "tid": 0, "ts": t_us, "args": args}
+
+
+def _rss(table: SampleTable, pid: int, to_us: Any, max_points: int) -> Iterator[dict[str, Any]]:
+    times, rss = table.column("t_ns"), table.column("rss_bytes")
+    rows = [k for k in range(len(rss)) if rss[k] >= 0]
+    t = [times[k] for k in rows]
+    v = [rss[k] for k in rows]
+    for i in _keep(t, v, max_points):
+        yield _counter(pid, "RSS", to_us(t[i]), {"bytes": v[i]})
+
+
+def _io_rates(table: SampleTable, pid: int, to_us: Any, max_points: int) -> Iterator[dict[str, Any]]:
+    if any(c not in table.columns for c in ("flags", *IO_FIELDS, *("own_" + f for f in IO_FIELDS))):
+        return
+    breaks, _ = classify(table.byte_of("rchar", 7), table.byte_of("flags", 0))
+    broken = set(breaks)
+    times = table.column("t_ns")
+    net = {f: [a - b for a, b in zip(table.column(f), table.column("own_" + f), strict=True)] for f in IO_FIELDS}
+    read, chars = net["read_bytes"], net["rchar"]
+    written, cancelled = net["write_bytes"], net["cancelled_write_bytes"]
+    ends, rates = [], []
+    for k in range(1, len(times)):
+        dt = (times[k] - times[k - 1]) / 1e9
+        if k in broken or dt <= 0:
+            continue
+        disk = read[k] - read[k - 1]
+        cache = chars[k] - chars[k - 1] - disk
+        write = written[k] - written[k - 1] - (cancelled[k] - cancelled[k - 1])
+        ends.append(times[k])
+        rates.append((max(0, disk) / dt, max(0, cache) / dt, max(0, write) / dt))
+    totals = [sum(r) for r in rates]
+    for i in _keep(ends, totals, max_points):
+        disk, cache, write = rates[i]
+        yield _counter(pid, "I/O rate", to_us(ends[i]), {"disk read": disk, "cache read": cache, "write": write})
+
+
+def _gpu(table: SampleTable, pid: int, to_us: Any, max_points: int) -> Iterator[dict[str, Any]]:
+    times = table.column("t_ns")
+    for name in table.columns:
+        if not (name.startswith("gpu") and name.endswith("_busy")):
+            continue
+        index = name[3:-5]
+        busy = table.column(name)
+        mine_name = f"gpu{index}_mine"
+        mine = table.column(mine_name) if mine_name in table.columns else None
+        rows = [k for k in range(len(busy)) if busy[k] >= 0]
+        t = [times[k] for k in rows]
+        v = [float(busy[k]) for k in rows]
+        for i in _keep(t, v, max_points):
+            args = {"busy %": v[i]}
+            k = rows[i]
+            # mine: -1 is measured with nothing attributed (zero); -2 or below, not measured.
+            if mine is not None and mine[k] >= -1:
+                args["this process %"] = float(max(0, mine[k]))
+            yield _counter(pid, f"GPU {index}", to_us(t[i]), args)
+
+
+def trace_events(run: Run, *, max_points: int = MAX_POINTS) -> list[dict[str, Any]]:
+    """Every event of the trace, metadata first for each process."""
+    start = run.start_ns
+    options = RenderOptions(no_samples=run.no_samples)
+    events: list[dict[str, Any]] = []
+    pids = {id(w): n for n, w in enumerate(run.workers, start=1)}
+    role_order = {name: n for n, name in enumerate(run.roles)}
+    for worker in run.workers:
+        pid = pids[id(worker)]
+        for meta, args in (
+            ("process_name", {"name": process_name(worker)}),
+            ("process_sort_index", {"sort_index": role_order[worker.role]}),
+            ("thread_name", {"name": "process"}),
+        ):
+            events.append({"name": meta, "ph": "M", "pid": pid, "tid": 0, "args": args})
+        top = sorted(
+            ((p["path"], p["self_ns"]) for p in worker.document["phases"] if p["self_ns"] > 0), key=lambda kv: -kv[1]
+        )[:5]
+        events.append(
+            {
+                "name": worker.status,
+                "ph": "X",
+                "pid": pid,
+                "tid": 0,
+                "ts": (worker.start_ns - start) / _NS_PER_US,
+                "dur": max(0, worker.stop_ns - worker.start_ns) / _NS_PER_US,
+                "args": {"busy_ms": worker.busy_ns / 1e6, **{f"self ms: {path}": ns / 1e6 for path, ns in top}},
+            }
+        )
+    if not run.no_samples:
+        for info in sample_infos(run, options):
+            if info.sidecar is None:
+                continue
+            try:
+                table = read_samples(info.sidecar)
+            except SampleFileError:
+                continue  # the report names an unreadable sample file; the trace just lacks it
+            if "t_ns" not in table.columns or not table.rows:
+                continue
+            pid = pids[id(info.worker)]
+            offset = table.unix_ref_ns - table.monotonic_ref_ns - start
+
+            def to_us(t_ns: int, offset: int = offset) -> float:
+                return (t_ns + offset) / _NS_PER_US
+
+            if "rss_bytes" in table.columns:
+                events.extend(_rss(table, pid, to_us, max_points))
+            events.extend(_io_rates(table, pid, to_us, max_points))
+            events.extend(_gpu(table, pid, to_us, max_points))
+            del table
+    for lane in timeline.lanes(run, options):
+        worker_pid = next(
+            (pids[id(w)] for w in run.workers if w.pid == lane.process.pid and w.host == lane.process.host), None
+        )
+        if worker_pid is None:
+            continue
+        events.append({"name": "thread_name", "ph": "M", "pid": worker_pid, "tid": 1, "args": {"name": "phases"}})
+        for span in lane.spans:
+            events.append(
+                {
+                    "name": span.path,
+                    "ph": "X",
+                    "pid": worker_pid,
+                    "tid": 1,
+                    "ts": (span.start_ns - start) / _NS_PER_US,
+                    "dur": max(0, span.end_ns - span.start_ns) / _NS_PER_US,
+                }
+            )
+    return events
+
+
+def trace_document(run: Run, *, max_points: int = MAX_POINTS) -> dict[str, Any]:
+    return {
+        "traceEvents": trace_events(run, max_points=max_points),
+        "displayTimeUnit": "ms",
+        "otherData": {"run": run.name, "run_dir": str(run.run_dir), "start_unix_ns": run.start_ns},
+    }
+
+
+def trace_json(run: Run, *, max_points: int = MAX_POINTS) -> str:
+    """The trace as JSON text, one event per line."""
+    doc = trace_document(run, max_points=max_points)
+    events = ",\n".join(json.dumps(e, allow_nan=False, separators=(",", ":")) for e in doc["traceEvents"])
+    other = json.dumps(doc["otherData"], allow_nan=False)
+    return f'{{"displayTimeUnit":"ms","otherData":{other},"traceEvents":[\n{events}\n]}}\n'
+
+
+__all__ = ["MAX_POINTS", "process_name", "trace_document", "trace_events", "trace_json"]

@@ -1,0 +1,131 @@
+"""``export --perfetto``: Chrome trace-event JSON whose every event carries what the format
+requires, one process track per worker and counter tracks from the samples.
+
+The ``perfetto`` package's trace processor downloads a binary when it starts, which cannot
+work offline, so the format is checked here field by field, as the trace-event format
+documents it: every event has ``name``, ``ph``, ``pid`` and ``tid``; every event but metadata a
+numeric ``ts``; a complete event (``X``) a ``dur``; a counter event (``C``) an ``args`` object
+of finite numbers; a metadata event (``M``) a known name with its ``args``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+from lp_report_builders import MS, T0, S, SimWorker
+
+from lineprofiler.cli import main
+from lineprofiler.report import perfetto, timeline
+from lineprofiler.report.build import process
+from lineprofiler.report.merge import load_run
+from lineprofiler.report.model import Lane, Span
+from lineprofiler.runfiles.samplefile import BASE_COLUMNS
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"lp_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+html_runs = _load("html_runs")
+PHASES = {"M", "X", "C", "B", "E", "i", "I"}
+METADATA = {"process_name": "name", "process_sort_index": "sort_index", "thread_name": "name"}
+
+
+def validate(doc: dict) -> list[dict]:
+    assert set(doc) >= {"traceEvents"} and doc.get("displayTimeUnit") in ("ms", "ns")
+    events = doc["traceEvents"]
+    assert isinstance(events, list) and events
+    for event in events:
+        assert isinstance(event.get("name"), str) and event["name"], event
+        assert event.get("ph") in PHASES, event
+        assert isinstance(event.get("pid"), int) and isinstance(event.get("tid"), int), event
+        if event["ph"] == "M":
+            assert event["name"] in METADATA and METADATA[event["name"]] in event["args"], event
+            continue
+        assert isinstance(event.get("ts"), (int, float)) and math.isfinite(event["ts"]) and event["ts"] >= 0, event
+        if event["ph"] == "X":
+            assert isinstance(event.get("dur"), (int, float)) and event["dur"] >= 0, event
+        if event["ph"] == "C":
+            args = event.get("args")
+            assert isinstance(args, dict) and args, event
+            assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in args.values()), event
+    return events
+
+
+def export(run_dir, out, capsys) -> dict:
+    assert main(["export", str(run_dir), "--perfetto", str(out)]) == 0
+    printed, err = capsys.readouterr()
+    assert err == "" and printed.strip() == str(out)
+    return json.loads(out.read_text())
+
+
+def test_every_event_is_well_formed_and_every_worker_has_its_tracks(tmp_path, capsys):
+    run_dir = html_runs.write_run(tmp_path / "profile")
+    events = validate(export(run_dir, tmp_path / "trace.json", capsys))
+    run = load_run(run_dir)
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert sorted(names.values()) == sorted(perfetto.process_name(w) for w in run.workers)
+    assert "actor node00 " in " ".join(names.values()) and "learner node01 " in " ".join(names.values())
+    assert any(n.endswith("(3)") and n.startswith("learner node01 ") for n in names.values())
+    counters = {}
+    for e in events:
+        if e["ph"] == "C":
+            counters.setdefault(names[e["pid"]], set()).add(e["name"])
+    sampled = [perfetto.process_name(w) for w in run.workers if w.has_data]
+    assert len(sampled) == 4
+    for name in sampled:
+        assert counters[name] == {"RSS", "I/O rate", "GPU 0"}
+    gpu = next(e for e in events if e["name"] == "GPU 0")
+    assert set(gpu["args"]) <= {"busy %", "this process %"} and "busy %" in gpu["args"]
+    lifetimes = [e for e in events if e["ph"] == "X" and e["tid"] == 0]
+    assert len(lifetimes) == len(run.workers)
+
+
+def test_long_series_keep_their_spikes(tmp_path):
+    worker = SimWorker("actor", start_unix_ns=T0)
+    rows = 10_000
+    columns = {name: [0] * rows for name in BASE_COLUMNS if name not in ("t_ns", "flags")}
+    columns["rss_bytes"] = [100 + (10**9 if k == 7_777 else 0) for k in range(rows)]
+    worker.wait(rows * S)
+    worker.write(tmp_path, samples=worker.write_samples(tmp_path, columns, interval_s=1.0))
+    events = perfetto.trace_events(load_run(tmp_path), max_points=200)
+    rss = [e for e in events if e["name"] == "RSS"]
+    assert len(rss) <= 200
+    assert max(e["args"]["bytes"] for e in rss) == 100 + 10**9
+    assert [e["ts"] for e in rss] == sorted(e["ts"] for e in rss)
+
+
+def test_phase_slices_when_the_run_has_a_timeline(tmp_path, monkeypatch):
+    worker = SimWorker("actor")
+    with worker.phase("step"):
+        worker.work(10 * MS)
+    worker.write(tmp_path)
+    run = load_run(tmp_path)
+
+    def lanes(run, options):
+        w = run.workers[0]
+        return [Lane(process(w), [Span("step", w.start_ns, w.start_ns + 10 * MS)])]
+
+    monkeypatch.setattr(timeline, "lanes", lanes)
+    events = validate(perfetto.trace_document(run))
+    (slice_,) = [e for e in events if e["ph"] == "X" and e["tid"] == 1]
+    assert slice_["name"] == "step" and slice_["ts"] == 0 and slice_["dur"] == 10_000
+
+
+def test_bad_input_and_an_unwritable_path(tmp_path, capsys):
+    assert main(["export", str(tmp_path / "missing"), "--perfetto", str(tmp_path / "t.json")]) == 2
+    assert capsys.readouterr().err == f"lineprofiler: no such directory: {tmp_path / 'missing'}\n"
+    SimWorker("actor").write(tmp_path / "run")
+    assert main(["export", str(tmp_path / "run"), "--perfetto", str(tmp_path / "no" / "t.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lineprofiler: cannot write ") and err.count("\n") == 1
+    assert main(["export", str(tmp_path / "run")]) == 2
+    assert "--perfetto" in capsys.readouterr().err
