@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from lineprofiler.report import merge, parallel
-from lineprofiler.report.blocks import RenderOptions, resources
+from lineprofiler.report.blocks import RenderOptions, resources, sampled
 from lineprofiler.runfiles import layout, workerfile
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -66,6 +66,7 @@ def test_the_pool_prints_exactly_what_one_process_prints(run_dir):
     assert report(run_dir, 2) == serial
     assert report(run_dir, 3) == serial
     assert report(run_dir, 2, "--no-samples") == report(run_dir, 1, "--no-samples")
+    assert report(run_dir, 2, "--json") == report(run_dir, 1, "--json")  # per-process RSS series too
 
 
 def test_both_the_worker_files_and_the_sample_files_go_to_the_pool(run_dir, monkeypatch):
@@ -144,7 +145,7 @@ def test_slot_rows_are_found_as_bisect_finds_them():
             t.append(now)
         view = memoryview(array("q", t))
         targets = sorted(rng.randint(-2000, (t[-1] if t else 0) + 2000) + 10**6 for _ in range(rng.randint(0, 40)))
-        assert resources._first_rows(view, targets) == [bisect_left(t, x) for x in targets]
+        assert sampled._first_rows(view, targets) == [bisect_left(t, x) for x in targets]
 
 
 def test_a_sample_file_of_a_gigabyte_is_refused_in_one_line_and_the_rest_reported(run_dir, tmp_path):
