@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'':44s}{'ns/call':>10s}{'x empty with':>14s}")
         for label, _s, _d in rows:
             ns = statistics.median(per_round[label])
-            ratio = statistics.median(a / b for a, b in zip(per_round[label], per_round[base_label]))
+            ratio = statistics.median(a / b for a, b in zip(per_round[label], per_round[base_label], strict=True))
             print(f"{label:44s}{ns:10.1f}{ratio:14.2f}")
 
         if args.io_bytes:

@@ -49,7 +49,8 @@ def main() -> None:
         rows.append((f"sync=True hook: {type(sync).__name__}, no CUDA initialised", per_call_ns(sync, n, r)))
 
     bare = gpu.Annotator(nvtx=False, record_function=False)
-    rows.append(("annotate enter+exit, no NVTX, no torch", per_call_ns(lambda: (bare.enter("p"), bare.exit("p")), n, r)))
+    bare_ns = per_call_ns(lambda: (bare.enter("p"), bare.exit("p")), n, r)
+    rows.append(("annotate enter+exit, no NVTX, no torch", bare_ns))
     if importlib.util.find_spec("nvtx") is not None:
         with_nvtx = gpu.Annotator(record_function=False)
         rows.append(

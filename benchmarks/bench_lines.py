@@ -42,7 +42,7 @@ from pathlib import Path
 from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "src"))
+# lineprofiler as installed (editable or not): the C modules are never built inside src/.
 
 from lineprofiler import LineProfiler  # noqa: E402
 

@@ -1,5 +1,6 @@
 """What the resource sampler costs: its thread's CPU per second of run, per tick, per snapshot,
-and what reading one 12-hour sample file costs the report.
+at 0, 1 and 10 Hz phase occupancy (with the timeline file's growth per hour), and what reading
+one 12-hour sample file costs the report.
 
     python benchmarks/bench_sampler.py [--seconds 10] [--repeat 3]
 
@@ -51,6 +52,42 @@ def thread_cost(interval_s: float, seconds: float) -> tuple[float, float, int, f
     return cpu / elapsed / 1e3, cpu / max(1, ticks) / 1e3, ticks, sched
 
 
+def occupancy_cost(timeline_hz: float, seconds: float, threads: int) -> tuple[float, float]:
+    """With ``threads`` threads (the main one included) inside phases of the primary recorder:
+    (us of sampler-thread CPU per second of run at 1 Hz resource rows and ``timeline_hz``
+    occupancy, timeline bytes per hour of run)."""
+    import threading
+
+    from lineprofiler.accounting import _phases
+
+    rec = _phases.Recorder()
+    rec.start()
+    rec.make_primary()
+    stop = threading.Event()
+
+    def park() -> None:
+        with rec.phase("worker"):
+            stop.wait()
+
+    extra = [threading.Thread(target=park) for _ in range(threads - 1)]
+    for t in extra:
+        t.start()
+    s = _sampler.Sampler(1.0, 1 << 16, timeline_hz=timeline_hz, nvml=False)
+    with rec.phase("main"):
+        s.start()
+        cpu0 = s.stats()["thread_cpu_ns"]
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        cpu = s.stats()["thread_cpu_ns"] - cpu0
+        elapsed = time.monotonic() - t0
+        data = len(s.drain_timeline())
+    s.close()
+    stop.set()
+    for t in extra:
+        t.join()
+    return cpu / elapsed / 1e3, data / elapsed * 3600
+
+
 def per_call_us(fn, n: int) -> float:
     t0 = time.perf_counter_ns()
     for _ in range(n):
@@ -81,6 +118,15 @@ def main() -> int:
     print(f"  at 100 Hz, per tick:     {per_tick:8.1f} us (thread clock)"
           + (f", {statistics.median(sched):.1f} us (schedstat)" if sched else ""))
     print(f"  so at the default 1 Hz:  {per_tick:8.1f} us per second of run = {per_tick / 1e4:.4f} % of one core")
+
+    print("phase occupancy (timeline_hz), the same thread, 1 Hz resource rows, 1 and 4 threads in phases")
+    for threads in (1, 4):
+        for hz in (0.0, 1.0, 10.0):
+            cost = [occupancy_cost(hz, args.seconds, threads) for _ in range(args.repeat)]
+            cpu = statistics.median(c[0] for c in cost)
+            grow = statistics.median(c[1] for c in cost)
+            print(f"  {threads} thread(s) at {hz:4g} Hz: {cpu:8.1f} us of CPU per second of run; "
+                  f"timeline file +{grow / 1e6:.2f} MB per hour")
 
     s = _sampler.Sampler(3600.0, 1 << 16)
     s.start()

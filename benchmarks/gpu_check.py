@@ -124,7 +124,8 @@ def check_nvml_header(torch, seconds: float) -> None:
     )
     lib = ctypes.CDLL(str(shim))
     lib.shim_open.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    lib.shim_sample.argtypes = [ctypes.c_uint, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32), ctypes.c_int]
+    int32_p = ctypes.POINTER(ctypes.c_int32)
+    lib.shim_sample.argtypes = [ctypes.c_uint, int32_p, int32_p, ctypes.c_int]
     lib.shim_name.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
     why = ctypes.create_string_buffer(256)
     rc = lib.shim_open(why, len(why))
@@ -177,7 +178,8 @@ def check_nvml_header(torch, seconds: float) -> None:
         print(f"  tick {k}: busy {b}  mine {m}{extra}")
     dev0_busy = [b[0] for b, _ in ours]
     dev0_mine = [m[0] for _, m in ours]
-    check("busy measured on device 0 under load", all(v >= 0 for v in dev0_busy) and max(dev0_busy) > 50, str(dev0_busy))
+    busy_ok = all(v >= 0 for v in dev0_busy) and max(dev0_busy) > 50
+    check("busy measured on device 0 under load", busy_ok, str(dev0_busy))
     check(
         "this pid attributed on device 0 (NOT_FOUND ticks read -1, never an error)",
         any(v > 0 for v in dev0_mine) and all(v >= -1 for v in dev0_mine),
@@ -344,7 +346,9 @@ def check_torch_window(torch, Profiler, keep: Path) -> None:
     run_dir = keep / "window"
     chain = matmul_chain(torch, n=2048, length=4)
     if Profiler is not None:
-        profiler = Profiler(run_dir=str(run_dir), role="window", backend="torch", backend_window=(3, 6), window_phase="iteration")
+        profiler = Profiler(
+            run_dir=str(run_dir), role="window", backend="torch", backend_window=(3, 6), window_phase="iteration"
+        )
         with profiler:
             for _ in range(8):
                 with profiler.phase("iteration"):
@@ -370,7 +374,8 @@ def check_torch_window(torch, Profiler, keep: Path) -> None:
         events = json.loads(traces[0].read_text())["traceEvents"]
         names = [e.get("name") for e in events if e.get("ph") == "X"]
         kernels = [e for e in events if e.get("cat") == "kernel"]
-        print(f"  {traces[0].name}: {len(events)} events, {names.count('iteration')} 'iteration', {len(kernels)} kernels")
+        iterations = names.count("iteration")
+        print(f"  {traces[0].name}: {len(events)} events, {iterations} 'iteration', {len(kernels)} kernels")
         check("phase names in the trace", names.count("iteration") == 3 and "forward" in names)
         check("CUDA kernels in the trace", len(kernels) > 0)
 
@@ -384,7 +389,8 @@ def check_annotate_nvtx() -> None:
     out = Path(tempfile.mkdtemp(prefix="lp_nvtx_"))
     tool = out / "libnvtx_inject.so"
     subprocess.run(
-        ["gcc", "-std=c11", "-O1", "-fPIC", "-shared", "-o", str(tool), str(ROOT / "tests/gpu/nvtx_inject.c")], check=True
+        ["gcc", "-std=c11", "-O1", "-fPIC", "-shared", "-o", str(tool), str(ROOT / "tests/gpu/nvtx_inject.c")],
+        check=True,
     )
     log = out / "nvtx.log"
     code = (
@@ -435,7 +441,8 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("no CUDA device: this check needs a GPU; nothing was checked")
         return 2
-    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, device {torch.cuda.get_device_name(0)}, python {sys.version.split()[0]}")
+    device = torch.cuda.get_device_name(0)
+    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, device {device}, python {sys.version.split()[0]}")
     try:
         from lineprofiler.accounting import Profiler
     except ImportError as error:

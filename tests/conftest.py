@@ -2,11 +2,17 @@
 
 The report's worker-file builders (``tests/report/builders.py``) are loaded here, once, as
 ``lp_report_builders``, so that any test folder can build real run directories with them.
+
+``disk_dir`` is a folder on a real block-backed filesystem, for the tests of exact disk
+traffic (``write_bytes``, ``read_bytes``): tmpfs and overlay charge none.
 """
 
 import importlib.util
 import os
+import shutil
+import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -28,3 +34,133 @@ def _clean_lineprofiler_env(monkeypatch):
         if key.startswith("LINEPROFILER_"):
             monkeypatch.delenv(key, raising=False)
     yield
+
+
+# -- a folder on a disk ------------------------------------------------------------------------
+
+_REPO = Path(__file__).resolve().parents[1]
+_MiB = 1 << 20
+#: Filesystems whose writes go through a block device's writeback (so write_bytes moves).
+_BLOCK_FILESYSTEMS = {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs"}
+
+
+def _thread_io() -> dict[str, int]:
+    with open("/proc/thread-self/io") as handle:
+        return {key: int(value) for key, _, value in (line.partition(":") for line in handle)}
+
+
+def _disk_traffic_is_charged(folder: Path) -> str | None:
+    """None when an fsync'd 1 MiB write in ``folder`` moves write_bytes by 1 MiB and reading it
+    back after posix_fadvise(DONTNEED) moves read_bytes by 1 MiB; else why not."""
+    probe = folder / f".probe-{uuid.uuid4().hex}"
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+        try:
+            before = _thread_io()["write_bytes"]
+            os.write(fd, os.urandom(_MiB))
+            os.fsync(fd)
+            moved = _thread_io()["write_bytes"] - before
+        finally:
+            os.close(fd)
+        if moved < _MiB:
+            return f"{folder}: an fsync'd 1 MiB write moved write_bytes by {moved}"
+        fd = os.open(probe, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            before = _thread_io()["read_bytes"]
+            os.read(fd, _MiB)
+            moved = _thread_io()["read_bytes"] - before
+        finally:
+            os.close(fd)
+        if moved < _MiB:
+            return f"{folder}: a read after posix_fadvise(DONTNEED) moved read_bytes by {moved}"
+        return None
+    except OSError as error:
+        return f"{folder}: {error}"
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+def _block_mounts() -> list[Path]:
+    """Writable mount points of block-backed filesystems, from /proc/mounts."""
+    found = []
+    try:
+        with open("/proc/mounts") as handle:
+            for line in handle:
+                source, point, kind, options = line.split()[:4]
+                if kind in _BLOCK_FILESYSTEMS and source.startswith("/dev/") and "rw" in options.split(","):
+                    path = Path(point.replace("\\040", " "))
+                    if os.access(path, os.W_OK) and path not in found:
+                        found.append(path)
+    except OSError:
+        pass
+    return found
+
+
+def _loop_mount(base: Path) -> tuple[Path | None, str]:
+    """A 64 MiB ext4 image loop-mounted under ``base`` (root only), or None and why not."""
+    if os.geteuid() != 0:
+        return None, "loop-mounted ext4: not root"
+    tools = {name: shutil.which(name) for name in ("mkfs.ext4", "mount", "umount")}
+    missing = [name for name, path in tools.items() if path is None]
+    if missing:
+        return None, f"loop-mounted ext4: {', '.join(missing)} not found"
+    image, point = base / "disk.img", base / "mnt"
+    point.mkdir()
+    with open(image, "wb") as handle:
+        handle.truncate(64 * _MiB)
+    for cmd in ([tools["mkfs.ext4"], "-q", "-F", str(image)], [tools["mount"], "-o", "loop", str(image), str(point)]):
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0:
+            image.unlink()
+            why = (result.stderr or result.stdout).strip().splitlines()[-1:] or [f"exit {result.returncode}"]
+            return None, f"loop-mounted ext4: {Path(cmd[0]).name} failed: {why[0]}"
+    return point, ""
+
+
+@pytest.fixture(scope="session")
+def _disk_root(tmp_path_factory):
+    """The first of: pytest's temporary folder, /var/tmp, the checkout's build/ (ignored by
+    git), a writable ext4/xfs/... mount, a loop-mounted ext4 image, where disk traffic is
+    charged to the process. Skips the tests that need it, saying why each one failed."""
+    if not os.path.exists("/proc/thread-self/io"):
+        pytest.skip("no /proc/thread-self/io on this system")
+    reasons = []
+    candidates = [tmp_path_factory.getbasetemp(), Path("/var/tmp"), _REPO / "build", *_block_mounts()]
+    for parent in dict.fromkeys(candidates):
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(parent) / f".lineprofiler-disk-{uuid.uuid4().hex[:8]}"
+            folder.mkdir()
+        except OSError as error:
+            reasons.append(f"{parent}: {error.strerror or error}")
+            continue
+        reason = _disk_traffic_is_charged(folder)
+        if reason is None:
+            yield folder
+            shutil.rmtree(folder, ignore_errors=True)
+            return
+        reasons.append(reason)
+        shutil.rmtree(folder, ignore_errors=True)
+    point, reason = _loop_mount(tmp_path_factory.mktemp("loop-ext4"))
+    if point is not None:
+        reason = _disk_traffic_is_charged(point)
+        if reason is None:
+            try:
+                yield point
+            finally:
+                subprocess.run(["umount", str(point)], capture_output=True)
+                (point.parent / "disk.img").unlink(missing_ok=True)
+            return
+        subprocess.run(["umount", str(point)], capture_output=True)
+    reasons.append(reason)
+    pytest.skip("no folder where the kernel charges disk traffic to this process: " + "; ".join(reasons))
+
+
+@pytest.fixture
+def disk_dir(_disk_root):
+    """A fresh, empty folder on a block-backed filesystem (see ``_disk_root``)."""
+    folder = _disk_root / uuid.uuid4().hex[:8]
+    folder.mkdir()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

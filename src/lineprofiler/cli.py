@@ -1,4 +1,4 @@
-"""The ``lineprofiler`` command: ``report``, ``compare`` and ``export`` over run directories; ``run``
+"""The ``lineprofiler`` command: ``report``, ``compare``, ``export`` and ``top`` over run directories; ``run``
 (a script or module, line-profiled) and ``view`` (saved line profiles).
 
 Exit status: 0 when a report was printed (even with CAVEATS), 2 when nothing could be reported
@@ -116,9 +116,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (the Profiler's run_dir)")
     export.add_argument("--perfetto", metavar="PATH", required=True, help="write Chrome trace-event JSON here")
+    top = commands.add_parser(
+        "top",
+        help="a live terminal view of a running job, from its live files",
+        description=(
+            "Show a running job live: per role, each phase's share of the phase time, entries per second and "
+            "mean duration over the last interval, counter rates, and processes whose live file stopped "
+            "changing (stalled). q or Ctrl-C quits."
+        ),
+    )
+    top.add_argument("run_dir", metavar="RUN_DIR", help="the run directory of the running job")
+    top.add_argument(
+        "--interval", type=_seconds, default=1.0, metavar="S", help="seconds between refreshes (default 1)"
+    )
+    top.add_argument("--once", action="store_true", help="print one frame (rates since each process started) and exit")
     _add_run_parser(commands)
     _add_view_parser(commands)
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.05 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be between 0.05 and 3600 seconds: {text!r}")
+    return value
 
 
 _SORT_KEYS = ("time", "hits", "line")
@@ -350,6 +374,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report(args)
         if args.command == "export":
             return _export(args)
+        if args.command == "top":
+            from .report.top import run_top
+
+            return run_top(args.run_dir, args.interval, once=args.once)
         return _compare(args)
     except _UsageError as error:
         print(error, file=sys.stderr)

@@ -13,21 +13,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux /proc/self/io")
 
 
-def _fs_type(path):
-    best, kind = "", ""
-    with open("/proc/self/mounts") as handle:
-        for line in handle:
-            parts = line.split()
-            if len(parts) > 2 and os.path.realpath(path).startswith(parts[1]) and len(parts[1]) > len(best):
-                best, kind = parts[1], parts[2]
-    return kind
-
-
-@pytest.fixture
-def disk_dir(tmp_path):
-    if _fs_type(tmp_path) in ("tmpfs", "ramfs", "overlay"):
-        pytest.skip(f"{tmp_path} is not on a block device: write_bytes would be 0")
-    return tmp_path
+# disk_dir (tests/conftest.py): a folder on a block-backed filesystem, where write_bytes moves.
 
 
 def io_of(rec, path):

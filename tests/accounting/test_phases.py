@@ -521,7 +521,7 @@ def _capi():
 
 def test_capsule_publishes_the_main_thread_phase_and_own_io():
     api = _capi()
-    assert api.version == _phases.CAPI_VERSION == 1
+    assert api.version == _phases.CAPI_VERSION == 2
     rec = _phases.Recorder(measure_cpu=False)
     rec.make_primary()
     assert api.main_thread_phase[0] == -1

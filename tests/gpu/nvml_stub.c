@@ -4,12 +4,15 @@
  * It follows the documented behaviour of the real calls where the header relies on it:
  * nvmlDeviceGetProcessUtilization returns only samples newer than lastSeenTimeStamp,
  * NVML_ERROR_NOT_FOUND when there are none, and NVML_ERROR_INSUFFICIENT_SIZE with the needed
- * count when the caller's buffer is too small. Global state is fine here: one test process,
- * one scripted device set. Build variants: -DLPSTUB_NO_UTIL leaves out
+ * count when the caller's buffer is too small. A device can also be scripted "steady": every
+ * call then answers one new sample for one pid (0: the calling process) at a fixed SM share,
+ * newer than lastSeenTimeStamp, as a process keeping a GPU busy at that share would see.
+ * Global state is fine here: one test process, one scripted device set. Build variants: -DLPSTUB_NO_UTIL leaves out
  * nvmlDeviceGetUtilizationRates, -DLPSTUB_NO_PROC leaves out nvmlDeviceGetProcessUtilization. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define STUB_DEVICES 16
 #define STUB_SAMPLES 512
@@ -41,6 +44,9 @@ static struct {
     unsigned int busy[STUB_DEVICES];
     int proc_rc[STUB_DEVICES]; /* 0: answer from the samples; else returned as is */
     int ignore_last_seen;      /* return old samples too, as some drivers have */
+    int steady[STUB_DEVICES];  /* answer one fresh sample per call (see lpstub_set_steady) */
+    unsigned int steady_pid[STUB_DEVICES];
+    unsigned int steady_sm[STUB_DEVICES];
     nvmlProcessUtilizationSample_t samples[STUB_DEVICES][STUB_SAMPLES];
     unsigned int n_samples[STUB_DEVICES];
     unsigned long long last_seen_arg[STUB_DEVICES];
@@ -96,6 +102,12 @@ int lpstub_add_sample(int dev, unsigned int pid, unsigned long long ts, unsigned
     s->smUtil = sm;
     s->memUtil = sm / 2;
     return 0;
+}
+void lpstub_set_steady(int dev, unsigned int pid, unsigned int sm)
+{
+    S.steady[dev] = 1;
+    S.steady_pid[dev] = pid;
+    S.steady_sm[dev] = sm;
 }
 unsigned long long lpstub_last_seen_arg(int dev)
 {
@@ -206,6 +218,19 @@ int nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationS
     S.last_seen_arg[i] = last_seen;
     if (S.proc_rc[i])
         return S.proc_rc[i];
+    if (S.steady[i]) {
+        if (!out || *count < 1) {
+            *count = 1;
+            return 7;
+        }
+        memset(out, 0, sizeof *out);
+        out->pid = S.steady_pid[i] ? S.steady_pid[i] : (unsigned int)getpid();
+        out->timeStamp = last_seen + 1;
+        out->smUtil = S.steady_sm[i];
+        out->memUtil = S.steady_sm[i] / 2;
+        *count = 1;
+        return 0;
+    }
     unsigned int needed = 0;
     for (unsigned int k = 0; k < S.n_samples[i]; k++)
         if (S.ignore_last_seen || S.samples[i][k].timeStamp > last_seen)

@@ -147,7 +147,7 @@ def test_record_function_shows_phases_in_a_torch_trace(tmp_path):
     iterations = sorted((e for e in events if e["name"] == "iteration"), key=lambda e: e["ts"])
     searches = sorted((e for e in events if e["name"] == "mcts"), key=lambda e: e["ts"])
     assert len(iterations) == len(searches) == 3
-    for outer, inner in zip(iterations, searches):
+    for outer, inner in zip(iterations, searches, strict=True):
         assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
     assert annotator.depth() == 0
     assert annotator.errors == 0

@@ -1,13 +1,15 @@
 """The GPU block: numbers from NVML sample columns and VRAM peaks, n/a versus 0.0%.
 
 Every run here is written by the real writers (worker file and sample file) and read back with
-``load_run``, as ``lineprofiler report`` reads it.
+``load_run``, as ``lineprofiler report`` reads it; the column values are chosen per test, to
+reach each rule of the arithmetic. test_gpu_end_to_end.py has the sampler itself write them from
+NVML (the test stub) in a real run.
 """
 
 from __future__ import annotations
 
 import pytest
-from lp_report_builders import SimWorker
+from lp_report_builders import SimWorker, gpu_document
 
 from lineprofiler.report.blocks import RenderOptions, gpu, sample_infos
 from lineprofiler.report.merge import load_run
@@ -17,19 +19,20 @@ T0 = 1_800_000_000 * S  # a whole second, so buckets start at T0
 
 
 def worker(run_dir, pid, columns=None, *, host="node07", nvml=True, reason=None, vram=None, ticks=None, devices=()):
-    """One actor's worker file and, given ``columns`` (one value per tick), its sample file."""
+    """One actor's worker file and, given ``columns`` (one value per tick), its sample file.
+
+    ``vram``: the peaks (:func:`vram`) or ``{"unavailable_reason": ...}``; default: torch not
+    imported, as in a process without it."""
     sim = SimWorker("actor", host=host, pid=pid, start_unix_ns=T0)
     # NVML lists the devices the columns mention (device 0 when there are none).
     indices = sorted({int(name[3:].split("_")[0]) for name in columns or {}} | set(devices)) or [0]
-    document = {
-        "nvml": {
-            "available": nvml,
-            "unavailable_reason": reason,
-            "devices": [{"index": i, "name": f"Stub GPU {i}"} for i in indices] if nvml else [],
-        }
-    }
-    if vram is not None:
-        document["vram"] = vram
+    unavailable = (vram or {}).get("unavailable_reason")
+    document = gpu_document(
+        devices=indices,
+        nvml_reason=None if nvml else reason,
+        vram=None if vram is None or unavailable else vram,
+        **({"vram_reason": unavailable} if unavailable else {}),
+    )
     samples = None
     if columns is not None:
         n = len(next(iter(columns.values())))
@@ -143,8 +146,7 @@ def test_the_spec_layout(tmp_path):
 
 def test_nvml_unavailable_everywhere_gives_the_reason_only(tmp_path):
     reason = "cannot load NVML (no NVIDIA driver?): libnvidia-ml.so.1: cannot open shared object file"
-    worker(tmp_path, 10, nvml=False, reason=reason,
-           vram={"available": False, "unavailable_reason": "torch is not imported by this process"})
+    worker(tmp_path, 10, nvml=False, reason=reason)  # and VRAM unavailable: torch is not imported
     assert render(tmp_path) == ["GPU", "\u2500" * 62, f"absent: {reason}"]
 
 

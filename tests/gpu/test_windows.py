@@ -1,9 +1,9 @@
 """windows.py: torch.profiler and VizTracer windows over phase entries, one artifact per process.
 
-The accounting core calls the window's watch callback on the n-th entry into the watched phase
-and the annotate hooks on every phase; ``Core`` below is a stand-in for those hooks (the core is
-built in parallel), calling them in the core's order: watch, then annotate enter; annotate exit
-on the way out. Everything else is real: torch.profiler (CPU build, Python 3.11), VizTracer.
+The accounting core (``_phases.Recorder``) calls the window's watch callback on the n-th entry
+into the watched phase and the annotate hooks on every phase; :func:`recorder` installs them on
+a real recorder as the profiler's wiring does. torch.profiler (CPU build, Python 3.11) and
+VizTracer are real too.
 """
 
 from __future__ import annotations
@@ -12,54 +12,36 @@ import importlib.util
 import json
 import os
 import socket
-from contextlib import contextmanager
 
 import pytest
 
-from lineprofiler.accounting import gpu, windows
+from lineprofiler.accounting import _phases, gpu, windows
 from lineprofiler.accounting.windows import Backend, Window
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
 
 
-class Core:
-    """Calls the hooks as the core does: watch(n) on the n-th entry into the watched leaf name."""
-
-    def __init__(self, window: Window | None, annotator=None, *, watch_first: bool = True) -> None:
-        self.window = window
-        self.enter, self.exit = windows.annotate_hooks(annotator, window)
-        self.watch_first = watch_first
-        self.entries = 0
-
-    def _watch(self, name: str) -> None:
-        if self.window is not None and name == self.window.watch_name:
-            self.entries += 1
-            self.window.on_entry(self.entries)
-
-    @contextmanager
-    def phase(self, name: str):
-        if self.watch_first:
-            self._watch(name)
-        if self.enter:
-            self.enter(name)
-        if not self.watch_first:
-            self._watch(name)
-        try:
-            yield
-        finally:
-            if self.exit:
-                self.exit(name)
+def recorder(window: Window | None, annotator=None) -> _phases.Recorder:
+    """A real recorder with the window's watch and the annotate hooks installed as the profiler
+    installs them (accounting/_wiring.py): watch(n) on the n-th entry into the watched name."""
+    rec = _phases.Recorder(measure_cpu=False)
+    if window is not None and window.state != "unavailable":
+        rec.set_watch(window.watch_name, window.on_entry)
+    enter, exit_ = windows.annotate_hooks(annotator, window)
+    if enter is not None or exit_ is not None:
+        rec.set_annotate(enter, exit_)
+    return rec
 
 
 def work(n: int = 200) -> int:
     return sum(i * i for i in range(n))
 
 
-def run_iterations(core: Core, count: int, tensor_work=None) -> None:
+def run_iterations(rec: _phases.Recorder, count: int, tensor_work=None) -> None:
     for _ in range(count):
-        with core.phase("iteration"):
-            with core.phase("mcts"):
+        with rec.phase("iteration"):
+            with rec.phase("mcts"):
                 work()
                 if tensor_work is not None:
                     tensor_work()
@@ -116,8 +98,7 @@ def test_artifact_names_are_per_process():
 def test_viztracer_window_traces_the_window_with_phase_names(tmp_path):
     window = Window("viztracer", tmp_path, (2, 4), "iteration")
     assert window.state == "waiting" and window.unavailable_reason is None
-    core = Core(window)
-    run_iterations(core, 6)
+    run_iterations(recorder(window), 6)
     assert window.state == "done", window.error
     expected = tmp_path / "backend" / f"viztracer_{socket.gethostname()}_{os.getpid()}.json"
     assert window.artifact == expected
@@ -134,19 +115,23 @@ def test_viztracer_window_traces_the_window_with_phase_names(tmp_path):
     assert [p.name for p in expected.parent.iterdir()] == [expected.name]  # no temp file left
 
 
-def test_triggering_phase_is_traced_when_annotate_runs_before_watch(tmp_path):
-    window = Window("viztracer", tmp_path, (2, 4), "iteration")
-    run_iterations(Core(window, watch_first=False), 6)
-    named = phase_events(window.artifact, cat="lineprofiler.phase")
-    starts = sorted(e["ts"] for e in named["iteration"])
-    # Entry 2 (opened before the tracer started) is there, as are 3 and the cut-short 4th.
-    assert len(starts) == 3
+def test_the_recorder_calls_watch_before_annotate_enter():
+    # The window relies on this order: the watch starts the tracer, then the entry that
+    # triggered it is annotated inside the trace.
+    calls = []
+    rec = _phases.Recorder(measure_cpu=False)
+    rec.set_watch("iteration", lambda n: calls.append(("watch", n)))
+    rec.set_annotate(lambda name: calls.append(("enter", name)), lambda name: calls.append(("exit", name)))
+    for _ in range(2):
+        with rec.phase("iteration"), rec.phase("mcts"):
+            pass
+    assert calls == [("watch", 1), ("enter", "iteration"), ("enter", "mcts"), ("exit", "mcts"), ("exit", "iteration"),
+                     ("watch", 2), ("enter", "iteration"), ("enter", "mcts"), ("exit", "mcts"), ("exit", "iteration")]
 
 
 def test_stopping_the_profiler_inside_the_window_writes_a_truncated_trace(tmp_path):
     window = Window("viztracer", tmp_path, (2, 100), "iteration")
-    core = Core(window)
-    run_iterations(core, 5)
+    run_iterations(recorder(window), 5)
     assert window.state == "active"
     window.stop()
     assert window.state == "done" and window.truncated
@@ -158,7 +143,7 @@ def test_stopping_the_profiler_inside_the_window_writes_a_truncated_trace(tmp_pa
 
 def test_a_window_that_never_opens_writes_nothing(tmp_path):
     window = Window("viztracer", tmp_path, (10, 20), "iteration")
-    run_iterations(Core(window), 5)
+    run_iterations(recorder(window), 5)
     window.close()
     assert window.state == "waiting" and window.artifact is None
     assert not (tmp_path / "backend").exists()
@@ -166,7 +151,7 @@ def test_a_window_that_never_opens_writes_nothing(tmp_path):
 
 def test_start_failure_is_recorded_not_raised(tmp_path):
     window = Window("viztracer", tmp_path, (1, 3), "iteration", options={"no_such_option": 1})
-    run_iterations(Core(window), 4)
+    run_iterations(recorder(window), 4)
     assert window.state == "failed"
     # TypeError on 3.12+; VizTracer's C constructor turns it into a SystemError on 3.11.
     assert window.error.split(":")[0] in ("TypeError", "SystemError")
@@ -177,29 +162,29 @@ def test_save_failure_is_recorded_not_raised(tmp_path):
     blocker = tmp_path / "run"
     blocker.write_text("a file where the run directory should be")
     window = Window("viztracer", blocker, (1, 3), "iteration")
-    run_iterations(Core(window), 4)
+    run_iterations(recorder(window), 4)
     assert window.state == "failed"
     assert window.error.split(":")[0] in ("FileExistsError", "NotADirectoryError")
 
 
 def test_a_forked_child_writes_its_own_file(tmp_path):
     window = Window("viztracer", tmp_path, (2, 4), "iteration")
-    core = Core(window)
-    run_iterations(core, 2)  # the window is open in the parent when it forks
+    rec = recorder(window)
+    run_iterations(rec, 2)  # the window is open in the parent when it forks
     assert window.state == "active"
     pid = os.fork()
-    if pid == 0:  # the child: the core's fork hook calls after_fork_child and restarts its count
+    if pid == 0:  # the child: what the profiler's fork hook does (reset restarts the watch count)
         code = 1
         try:
             window.after_fork_child()
-            core.entries = 0
-            run_iterations(core, 5)
+            rec.reset()
+            run_iterations(rec, 5)
             code = 0 if window.state == "done" else 2
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    run_iterations(core, 3)
+    run_iterations(rec, 3)
     assert window.state == "done"
     files = sorted(p.name for p in (tmp_path / "backend").iterdir())
     host = socket.gethostname()
@@ -221,7 +206,9 @@ def test_missing_viztracer_is_a_no_op_with_a_reason(run_python, tmp_path):
     )
     described, no_hooks, in_metadata = json.loads(out)
     assert described["state"] == "unavailable"
-    assert described["unavailable_reason"] == "import of viztracer is blocked in this process (sys.modules['viztracer'] is None)"
+    assert described["unavailable_reason"] == (
+        "import of viztracer is blocked in this process (sys.modules['viztracer'] is None)"
+    )
     assert described["available"] is False
     assert no_hooks
     assert in_metadata == described
@@ -245,7 +232,7 @@ def test_torch_window_writes_a_chrome_trace_with_phase_names(tmp_path):
     import torch
 
     window = Window("torch", tmp_path, (3, 6), "iteration")
-    run_iterations(Core(window), 8, tensor_work=lambda: torch.ones(32) @ torch.ones(32))
+    run_iterations(recorder(window), 8, tensor_work=lambda: torch.ones(32) @ torch.ones(32))
     assert window.state == "done", window.error
     expected = tmp_path / "backend" / f"torch_trace_{socket.gethostname()}_{os.getpid()}.json"
     assert window.artifact == expected
@@ -261,9 +248,9 @@ def test_torch_window_with_annotate_has_no_duplicate_ranges(tmp_path):
 
     window = Window("torch", tmp_path, (2, 4), "iteration")
     annotator = gpu.Annotator(nvtx=False)
-    core = Core(window, annotator)
+    rec = recorder(window, annotator)
     assert window.record_phases is False  # annotate's record_function covers it
-    run_iterations(core, 5)
+    run_iterations(rec, 5)
     named = phase_events(window.artifact)
     assert len(named["iteration"]) == 2 and len(named["mcts"]) == 2
     assert annotator.depth() == 0
@@ -272,7 +259,7 @@ def test_torch_window_with_annotate_has_no_duplicate_ranges(tmp_path):
 @pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
 def test_torch_start_failure_is_recorded(tmp_path):
     window = Window("torch", tmp_path, (1, 2), "iteration", options={"no_such_option": True})
-    run_iterations(Core(window), 3)
+    run_iterations(recorder(window), 3)
     assert window.state == "failed" and window.error.startswith("TypeError:")
 
 
@@ -281,7 +268,7 @@ def test_torch_window_without_torch_is_unavailable(tmp_path):
     window = Window("torch", tmp_path, (1, 2), "iteration")
     assert window.state == "unavailable"
     assert window.unavailable_reason == "torch is not installed"
-    run_iterations(Core(window), 3)
+    run_iterations(recorder(window), 3)
     assert not (tmp_path / "backend").exists()
 
 

@@ -30,7 +30,9 @@ def run_python(tmp_path):
     Returns the CompletedProcess; with ``check`` a non-zero exit fails the test with its output.
     """
 
-    def run(code: str, env: dict[str, str] | None = None, check: bool = True, timeout: float = 240, as_file: bool = False):
+    def run(
+        code: str, env: dict[str, str] | None = None, check: bool = True, timeout: float = 240, as_file: bool = False
+    ):
         code = textwrap.dedent(code)
         if as_file:  # spawn and forkserver children import the main module by its file
             script = tmp_path / "main_script.py"

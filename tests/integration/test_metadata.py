@@ -8,11 +8,11 @@ import warnings
 from pathlib import Path
 
 import pytest
-from lp_integration_helpers import HAS_VIZTRACER, phases_by_path, worker_documents
+from lp_integration_helpers import HAS_VIZTRACER, NVIDIA_DRIVER, ON_A_GPU_HOST, phases_by_path, worker_documents
 
 from lineprofiler.accounting import Profiler
-from lineprofiler.runfiles import workerfile
 from lineprofiler.accounting.windows import Backend
+from lineprofiler.runfiles import workerfile
 
 CAPABILITIES = {"torch", "torch_cuda", "nvml", "viztracer", "nvtx", "psutil"}
 
@@ -38,12 +38,20 @@ def test_metadata_records_what_was_available_and_why_not(tmp_path):
         for name, capability in document["capabilities"].items():
             if not capability["available"]:
                 assert capability["unavailable_reason"], name  # every missing piece says why
-        # No NVIDIA driver on these machines: NVML is missing, with the loader's reason.
-        assert document["capabilities"]["nvml"]["available"] is False
-        assert "libnvidia-ml.so.1" in document["capabilities"]["nvml"]["unavailable_reason"]
         assert document["backend"] is None and document["annotate"] == {"requested": False}
         assert document["sync"]["mode"] in (None, "pending")
     assert own["final"] is True and run_level["final"] is False  # the own file is rewritten at close
+
+
+@pytest.mark.skipif(NVIDIA_DRIVER, reason=ON_A_GPU_HOST)
+def test_metadata_says_nvml_is_missing_with_the_loaders_reason(tmp_path):
+    profiler = Profiler(run_dir=tmp_path, role="learner", snapshot_interval_s=None)
+    profiler.close()
+    for path in (tmp_path / "metadata.json", profiler.metadata_path()):
+        nvml = load(path)["capabilities"]["nvml"]
+        assert nvml["available"] is False
+        assert nvml["unavailable_reason"].startswith("cannot load NVML (no NVIDIA driver?): ")
+        assert "libnvidia-ml.so.1" in nvml["unavailable_reason"]
 
 
 def test_missing_packages_give_reasons_and_never_raise(run_python, tmp_path):

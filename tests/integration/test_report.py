@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 
 import pytest
-from lp_integration_helpers import HAS_TORCH, HAS_VIZTRACER, worker_documents
+from lp_integration_helpers import (
+    HAS_TORCH,
+    HAS_VIZTRACER,
+    NVIDIA_DRIVER,
+    ON_A_GPU_HOST,
+    clean_env,
+    worker_documents,
+)
 
 PIPELINE = """
 import multiprocessing as mp
@@ -52,26 +62,47 @@ def block(text: str, title: str) -> list[str]:
     return out
 
 
-@pytest.mark.skipif(not HAS_VIZTRACER, reason="viztracer is not installed")
-def test_the_report_renders_and_says_why_the_gpu_block_is_absent(run_python, tmp_path, report):
+@pytest.fixture(scope="module")
+def viztracer_run(tmp_path_factory):
+    """One run of the pipeline with a VizTracer window, shared by the tests that read it."""
+    if not HAS_VIZTRACER:
+        pytest.skip("viztracer is not installed")
+    tmp_path = tmp_path_factory.mktemp("viztracer-run")
+    run_dir = tmp_path / "run"
     window = {"backend": "viztracer", "backend_window": (2, 4), "window_phase": "iteration"}
-    run_dir = make_run(run_python, tmp_path, window=window)
-    documents = worker_documents(run_dir)
+    script = tmp_path / "main_script.py"  # spawn children import the main module by its file
+    script.write_text(textwrap.dedent(PIPELINE.format(window=repr(window), imports="pass", run_dir=str(run_dir))))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=clean_env(),
+                            cwd=tmp_path, timeout=240)
+    assert result.returncode == 0, result.stderr
+    return run_dir
+
+
+def test_the_report_of_a_run_with_a_window_renders(viztracer_run, report):
+    documents = worker_documents(viztracer_run)
     assert sorted(d["identity"]["role"] for d in documents) == ["actor", "actor", "learner"]
     for document in documents:
-        assert document["gpu"]["nvml"]["available"] is False
         assert document["gpu"]["vram"]["unavailable_reason"] == "torch is not imported by this process"
-    rc, out, err = report(run_dir)
+    rc, out, err = report(viztracer_run)
     assert rc == 0, err
     assert "LEARNER  (1 process" in out and "ACTOR  (2 processes" in out
     assert "ITERATIONS  phase iteration (window_phase)" in out.splitlines()
+    assert "GPU" in out.splitlines()
+    assert (viztracer_run / "backend").is_dir()  # the learner's window wrote its trace beside the run
+    rc, out, err = report(viztracer_run, "--no-samples")
+    assert rc == 0, err
+    assert "GPU" not in out.splitlines()
+
+
+@pytest.mark.skipif(NVIDIA_DRIVER, reason=ON_A_GPU_HOST)
+def test_the_report_says_why_the_gpu_block_is_absent(viztracer_run, report):
+    for document in worker_documents(viztracer_run):
+        assert document["gpu"]["nvml"]["available"] is False
+    rc, out, err = report(viztracer_run)
+    assert rc == 0, err
     gpu = block(out, "GPU")
     assert len(gpu) == 1 and gpu[0].startswith("absent: cannot load NVML (no NVIDIA driver?): ")
     assert "libnvidia-ml.so.1" in gpu[0]
-    assert (run_dir / "backend").is_dir()  # the learner's window wrote its trace beside the run
-    rc, out, err = report(run_dir, "--no-samples")
-    assert rc == 0, err
-    assert "GPU" not in out.splitlines()
 
 
 def test_a_loadable_nvml_without_devices_gives_its_own_reason(run_python, tmp_path, report, nvml_stub):
@@ -87,10 +118,13 @@ def test_a_loadable_nvml_without_devices_gives_its_own_reason(run_python, tmp_pa
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is tested on Python 3.11 only")
 def test_the_report_over_a_torch_run(run_python, tmp_path, report):
     window = {"backend": "torch", "backend_window": (2, 4), "window_phase": "iteration"}
-    run_dir = make_run(run_python, tmp_path, window=window, imports="import torch")
+    # NVML pinned to a library that does not exist: the GPU block reads the same on a GPU host.
+    missing = str(tmp_path / "libnvidia-ml.so.1")
+    run_dir = make_run(run_python, tmp_path, window=window, imports="import torch",
+                       env={"LINEPROFILER_NVML_LIBRARY": missing})
     rc, out, err = report(run_dir)
     assert rc == 0, err
-    assert block(out, "GPU")[0].startswith("absent: cannot load NVML")
+    assert block(out, "GPU")[0].startswith(f"absent: cannot load NVML (no NVIDIA driver?): {missing}")
     learner = next(d for d in worker_documents(run_dir) if d["identity"]["role"] == "learner")
     assert learner["backend_window"]["state"] == "done"
     assert learner["gpu"]["vram"]["unavailable_reason"] == "torch is built without CUDA"

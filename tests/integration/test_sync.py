@@ -70,7 +70,9 @@ def test_sync_without_torch_is_a_no_op(run_python, tmp_path):
     assert run_level["sync"] == {
         "mode": None,
         "available": False,
-        "unavailable_reason": "sync=True is a no-op: import of torch is blocked in this process (sys.modules['torch'] is None)",
+        "unavailable_reason": (
+            "sync=True is a no-op: import of torch is blocked in this process (sys.modules['torch'] is None)"
+        ),
     }
 
 
@@ -130,4 +132,5 @@ print(json.dumps({{"calls": calls, "spans": spans, "phases": document["phases"],
     # entry drains (work queued before it): per entry, t0 >= entry drain end, t1 >= exit drain end.
     assert forward["min_ns"] >= min(end - start for start, end in calls[1::2])
     assert forward["wall_ns"] >= sum(end - start for start, end in calls[1::2])
-    assert forward["wall_ns"] <= sum(o_end - e_end for (_, e_end), (_, _, o_end) in zip(calls[0::2], spans, strict=True))
+    pairs = zip(calls[0::2], spans, strict=True)
+    assert forward["wall_ns"] <= sum(o_end - e_end for (_, e_end), (_, _, o_end) in pairs)

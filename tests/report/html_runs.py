@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lp_report_builders import MS, T0, S, SimWorker, actor_loop, learner_loop
+from lp_report_builders import MS, T0, S, SimWorker, actor_loop, gpu_document, learner_loop
 
 from lineprofiler.runfiles.samplefile import BASE_COLUMNS
 
@@ -44,11 +44,9 @@ def _samples(worker: SimWorker, run_dir: Path, index: int) -> dict:
 
 
 def _gpu(index: int) -> dict:
-    return {
-        "nvml": {"available": True, "unavailable_reason": None, "devices": [{"index": 0, "name": "Stub GPU 0"}]},
-        "vram": {"available": True, "allocated_peak": (index + 2) * 10**9, "reserved_peak": (index + 3) * 10**9,
-                 "samples": 5},
-    }
+    return gpu_document(
+        devices=[0], vram={"allocated_peak": (index + 2) * 10**9, "reserved_peak": (index + 3) * 10**9, "samples": 5}
+    )
 
 
 def write_run(run_dir: Path) -> Path:

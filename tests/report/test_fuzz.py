@@ -1,6 +1,7 @@
 """Thousands of damaged worker files: each is refused with WorkerFileError or reported, nothing else.
 
-Three families of damage, from a realistic document (real histograms, counters, caveat fields):
+Three families of damage, from a realistic document (real histograms, counters, caveat fields,
+an open phase, the sampler's and the GPU attachment's objects: every key a real worker file has):
 bytes (truncation, flipped, inserted and deleted bytes: what a crash or a bad disk leaves),
 structure (one value anywhere in the document replaced by a value of another type or an extreme
 one, a key deleted, a list emptied or duplicated: what a buggy or newer writer leaves), and a
@@ -11,6 +12,7 @@ comparison, so the checks in ``workerfile.validate`` are shown to be enough for 
 """
 
 import copy
+import itertools
 import json
 import os
 import random
@@ -20,7 +22,7 @@ import subprocess
 import sys
 
 import pytest
-from lp_report_builders import MS, US, S, SimWorker, actor_loop, learner_loop
+from lp_report_builders import MS, US, S, SimWorker, actor_loop, gpu_document, key_paths, key_shape, learner_loop
 
 from lineprofiler.report import compare, merge
 from lineprofiler.report.text import render
@@ -34,19 +36,26 @@ NASTY_VALUES = [
 ]
 
 
-def baseline_documents():
+def baseline_documents(folder):
     actor = SimWorker("actor", rank=0, window_phase="iteration")
     actor_loop(actor, 30, mcts_ns=3 * MS, env_ns=700 * US, mcts_wait_ns=500 * US, jitter=[0, 2 * MS, 9 * MS])
     actor.count("episodes", 2)
     learner = SimWorker("learner", rank=1, host="node08")
+    learner.fork_parent_pid = 4000
+    learner.run_id_source = "slurm"
     learner_loop(learner, 10, train_ns=20 * MS, wait_ns=5 * MS, checkpoint_every=5, checkpoint_ns=50 * MS)
+    learner.open("iteration")
+    learner.open("load_batch")
     learner.wait(30 * S)
+    samples = learner.write_samples(folder, {"rss_bytes": [10**6, 3 * 10**6, 2 * 10**6], "rchar": [0, 10, 20],
+                                             "gpu0_busy": [50, 60, 70], "gpu0_mine": [-1, 10, -2]})
     mutant_source = learner.document(
         status="running", snapshot_failures=1, last_error="disk full", mismatched_exits=2, errors=["e"],
         caps={"max_paths": 10, "paths_overflowed": 1, "max_counters": 10, "counters_overflowed": 0},
-        samples={"sidecar": "s.bin", "rows": 3}, gpu={"devices": []},
+        samples=samples, gpu=gpu_document(devices=[0], vram={"allocated_peak": 10**9, "reserved_peak": 2 * 10**9}),
     )
-    return actor.document(), mutant_source
+    # As the real writer lays it out: samples last, behind the layout key.
+    return actor.document(), json.loads(_writer_bytes(mutant_source))
 
 
 def all_paths(node, prefix=()):
@@ -61,9 +70,25 @@ def all_paths(node, prefix=()):
             yield from all_paths(value, prefix + (index,))
 
 
-def mutate_structure(rng, document, paths):
+def key_path(path):
+    """A concrete path's key as :func:`key_paths` spells it: ``("phases", 3, "id")`` is ``phases[].id``."""
+    text = ""
+    for part in path:
+        text += "[]" if isinstance(part, int) else ("." if text else "") + part
+    return text
+
+
+def first_of_each_key(paths):
+    """One concrete path per key (``phases[].id`` once, not once per phase), in order."""
+    seen = {}
+    for path in paths:
+        seen.setdefault(key_path(path), path)
+    return list(seen.values())
+
+
+def mutate_structure(rng, document, paths, path=None):
     doc = copy.deepcopy(document)
-    path = rng.choice(paths)
+    path = path if path is not None else rng.choice(paths)
     parent = doc
     for key in path[:-1]:
         parent = parent[key]
@@ -131,20 +156,32 @@ def check(raw, intact, results):
             results["reported"] += 1
 
 
+def test_the_structure_damage_reaches_every_key_of_a_real_worker_file(tmp_path, real_document):
+    _, source = baseline_documents(tmp_path)
+    mutated = {key_path(path) for path in first_of_each_key(list(all_paths(source)))}
+    real = key_paths(key_shape(real_document))
+    unmutated = sorted(real - mutated)
+    assert not unmutated, f"keys of real files the fuzz test never damages: {unmutated}"
+    for key in ("phases[].id", "phases[].open_ns", "phases[].cpu_missing", "own_io_excluded.wchar",
+                "own_io_subtracted", "identity.run_id_source", "identity.fork_parent_pid", "repairs.stale_exits",
+                "repairs.dropped_entries", "config.cpu_clock", "config.max_paths", "samples.gpu.devices"):
+        assert key in mutated
+
+
 @pytest.mark.parametrize("family", ["bytes", "structure", "hostile"])
-def test_damaged_worker_files_are_refused_cleanly_or_reported(family):
+def test_damaged_worker_files_are_refused_cleanly_or_reported(family, tmp_path):
     rng = random.Random(f"lineprofiler-{family}")
-    intact_doc, source = baseline_documents()
+    intact_doc, source = baseline_documents(tmp_path)
     intact = merge.worker_from_document(workerfile.Path("/fuzz/workers/node07/w_intact.json"), intact_doc)
-    # The real writer's bytes: samples last, behind the layout key.
-    raw = json.dumps({**{k: v for k, v in source.items() if k != "samples"}, "layout": "samples-last",
-                      "samples": source["samples"]}, separators=(",", ":")).encode()
+    raw = _writer_bytes(source)
     results = {"refused": 0, "reported": 0}
     if family == "bytes":
         cases = (mutate_bytes(rng, raw) for _ in range(CASES_PER_FAMILY))
     elif family == "structure":
         paths = list(all_paths(source))
-        cases = (mutate_structure(rng, source, paths) for _ in range(CASES_PER_FAMILY))
+        # Every key once (whatever the draw), then random places.
+        every_key = [mutate_structure(rng, source, paths, path) for path in first_of_each_key(paths)]
+        cases = itertools.chain(every_key, (mutate_structure(rng, source, paths) for _ in range(CASES_PER_FAMILY)))
     else:
         cases = iter(HOSTILE)
     for case in cases:
@@ -159,7 +196,7 @@ def test_damaged_worker_files_are_refused_cleanly_or_reported(family):
 
 def test_a_directory_of_damaged_files_is_reported_from_the_intact_ones(tmp_path):
     rng = random.Random("lineprofiler-dir")
-    intact_doc, source = baseline_documents()
+    intact_doc, source = baseline_documents(tmp_path / "sources")
     raw = json.dumps(source).encode()
     folder = workerfile.worker_dir(tmp_path, "node07")
     folder.mkdir(parents=True)

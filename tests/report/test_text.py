@@ -1,13 +1,12 @@
 """The text report: the seed's shape, with the numbers that matter asserted from the durations."""
 
-from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, learner_loop
+from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, expected_quantile, gpu_document, learner_loop
 
 from lineprofiler.report import build, text
 from lineprofiler.report import format as fmt
 from lineprofiler.report.blocks import sampled
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.text import RenderOptions, render
-from lineprofiler.runfiles import histogram
 
 # The seed's actor: 75 iterations of 64 simulations; mcts entries average 10.036 ms (752.7 ms in
 # all, so 4,800 simulations run at 6,377.0/s and cost 156.8 us each); 1.8 ms of each mcts is
@@ -41,13 +40,6 @@ def seed_run(run_dir):
     return load_run(run_dir)
 
 
-def reference_quantile(durations, q):
-    counts = {}
-    for d in durations:
-        counts[histogram.bucket_index(d)] = counts.get(histogram.bucket_index(d), 0) + 1
-    return histogram.quantile(counts, q, min_ns=min(durations), max_ns=max(durations))
-
-
 def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
     report = render(seed_run(tmp_path / "profile"))
     lines = report.splitlines()
@@ -68,8 +60,8 @@ def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
         "iteration/self_play/mcts",
         fmt.duration(mcts_total),
         "18%",
-        fmt.duration(reference_quantile(mcts_durations(), 0.50)),
-        fmt.duration(reference_quantile(mcts_durations(), 0.99)),
+        fmt.duration(expected_quantile(mcts_durations(), 0.50)),
+        fmt.duration(expected_quantile(mcts_durations(), 0.99)),
         "actor",
     ]
     # Rates are per second of the phase's own time, summed over the processes: sixteen actors
@@ -81,9 +73,9 @@ def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
     per_iteration = [m + ENV_NS for m in mcts_durations()]
     assert lines[iterations + 1].split() == [
         "mean", "12.1ms",
-        "p50", fmt.duration(reference_quantile(per_iteration, 0.50)),
-        "p95", fmt.duration(reference_quantile(per_iteration, 0.95)),
-        "p99", fmt.duration(reference_quantile(per_iteration, 0.99)),
+        "p50", fmt.duration(expected_quantile(per_iteration, 0.50)),
+        "p95", fmt.duration(expected_quantile(per_iteration, 0.95)),
+        "p99", fmt.duration(expected_quantile(per_iteration, 0.99)),
     ]
     assert "CAVEATS" not in report
 
@@ -199,12 +191,13 @@ def test_the_resource_and_gpu_blocks_follow_iterations_in_order():
         ("resources", "render_io"),
         ("resources", "render_memory"),
         ("gpu", "render"),
+        ("timeline", "render_timeline"),
     ]
 
 
 def test_the_gpu_block_renders_after_iterations_and_before_caveats(tmp_path):
     worker = seed_actor()
-    worker.write(tmp_path, gpu={"nvml": {"available": False, "unavailable_reason": "no NVIDIA driver"}})
+    worker.write(tmp_path, gpu=gpu_document(nvml_reason="no NVIDIA driver"))
     SimWorker("actor").write(tmp_path, status="started", flush_at_ns=0)
     report = render(load_run(tmp_path))
     order = [report.index(s) for s in ("ITERATIONS", "GPU\n", "absent: no NVIDIA driver", "CAVEATS")]

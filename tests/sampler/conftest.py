@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
 from array import array
 from pathlib import Path
 
@@ -38,54 +36,7 @@ def write_fsync(path, n: int) -> None:
         os.close(fd)
 
 
-def _write_is_charged(folder: Path) -> str | None:
-    """None when an fsync'd write in ``folder`` moves write_bytes (a block device, not tmpfs)."""
-    probe = folder / f".probe-{uuid.uuid4().hex}"
-    try:
-        before = thread_counters()
-        write_fsync(probe, MiB)
-        moved = thread_counters()["write_bytes"] - before["write_bytes"]
-        if moved < MiB:
-            return f"{folder}: an fsync'd 1 MiB write moved write_bytes by {moved} (tmpfs or no block device)"
-        fd = os.open(probe, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            before = thread_counters()
-            os.read(fd, MiB)
-            moved = thread_counters()["read_bytes"] - before["read_bytes"]
-        finally:
-            os.close(fd)
-        if moved < MiB:
-            return f"{folder}: posix_fadvise(DONTNEED) did not drop the cached pages (a cold read moved read_bytes by {moved})"
-        return None
-    except OSError as error:
-        return f"{folder}: {error}"
-    finally:
-        probe.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def disk_dir(tmp_path: Path):
-    """A folder where the kernel charges disk traffic to us: tmp_path, else one in the checkout
-    (build/ is ignored by git). Skips, with the reason, where neither is on a block device."""
-    if not os.path.exists("/proc/thread-self/io"):
-        pytest.skip("no /proc/thread-self/io on this system")
-    reasons = []
-    reason = _write_is_charged(tmp_path)
-    if reason is None:
-        yield tmp_path
-        return
-    reasons.append(reason)
-    fallback = REPO / "build" / f"sampler-io-{uuid.uuid4().hex[:8]}"
-    fallback.mkdir(parents=True)
-    try:
-        reason = _write_is_charged(fallback)
-        if reason is not None:
-            reasons.append(reason)
-            pytest.skip("; ".join(reasons))
-        yield fallback
-    finally:
-        shutil.rmtree(fallback, ignore_errors=True)
+# disk_dir, a folder on a block-backed filesystem, is tests/conftest.py's.
 
 
 def table_of(columns, data: bytes) -> SampleTable:
@@ -112,7 +63,8 @@ def io_text(rchar=0, wchar=0, read_bytes=0, write_bytes=0, cancelled=0) -> str:
 def stat_text(cminflt: int) -> str:
     """A /proc/<pid>/stat line whose reaped-children fields sum to ``cminflt`` (comm has a space
     and a parenthesis, as real ones may)."""
-    fields = ["S", "1", "1", "1", "0", "-1", "4194304", "100", str(cminflt), "0", "0", "5", "5", "0", "0", "20", "0", "1", "0"]
+    fields = ["S", "1", "1", "1", "0", "-1", "4194304", "100", str(cminflt),
+              "0", "0", "5", "5", "0", "0", "20", "0", "1", "0"]
     return "4242 (odd) name) " + " ".join(fields) + "\n"
 
 

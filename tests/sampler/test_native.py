@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
+import threading
 import time
 
 import pytest
@@ -57,7 +59,7 @@ def test_rows_are_real_readings(helpers):
         rss_pages = int(handle.read().split()[1])
     assert abs(t.column("rss_bytes")[1] - rss_pages * os.sysconf("SC_PAGE_SIZE")) < 64 * 1024 * 1024
     assert min(t.column("rchar")) > 0
-    assert t.column("phase").tolist() == [-1, -1]  # no _phases capsule on this branch
+    assert t.column("phase").tolist() == [-1, -1]  # no phase is open in the main thread
 
 
 def test_the_sampler_does_not_bill_its_own_reads(helpers):
@@ -221,7 +223,9 @@ def test_reaped_child_fingerprint_marks_the_interval(tmp_path, helpers):
     s.sample()  # +2
     t = helpers.table_of(s.columns, s.drain())
     s.close()
-    assert t.column("flags").tolist() == [FLAG_SEGMENT_START, 0, FLAG_CHILD_REAPED, FLAG_REAP_UNKNOWN, FLAG_REAP_UNKNOWN, 0]
+    assert t.column("flags").tolist() == [
+        FLAG_SEGMENT_START, 0, FLAG_CHILD_REAPED, FLAG_REAP_UNKNOWN, FLAG_REAP_UNKNOWN, 0
+    ]
     res = reduce_io(t)
     assert res.counts.reaped == 1 and res.counts.unknown == 2 and res.counts.valid == 2
     assert res.totals["write_bytes"] == 0
@@ -256,61 +260,110 @@ def test_thread_io_reads_this_thread():
 
 
 class _CapsuleApi(ctypes.Structure):
+    """The capsule's struct as _phases_capi.h declares it, to read and (briefly) edit its version."""
+
     _fields_ = [("version", ctypes.c_int), ("main_thread_phase", ctypes.c_void_p), ("own_io", ctypes.c_void_p)]
 
 
-@pytest.fixture
-def phases_capsule(monkeypatch):
-    """A stand-in for the capsule _phases will export (it does not exist on this branch yet),
-    laid out as _phases_capi.h says, installed where the sampler looks for it."""
+def _real_capsule_api():
     from lineprofiler.accounting import _phases
 
-    phase = ctypes.c_int32(-1)
-    own = (ctypes.c_int64 * 5)()
-    api = _CapsuleApi(1, ctypes.addressof(phase), ctypes.addressof(own))
-    name = ctypes.c_char_p(b"lineprofiler.accounting._phases._C_API")
-    new = ctypes.pythonapi.PyCapsule_New
-    new.restype = ctypes.py_object
-    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    capsule = new(ctypes.addressof(api), name, None)
-    monkeypatch.setattr(_phases, "_C_API", capsule, raising=False)
-    keep = (phase, own, api, name, capsule)
-    yield phase, own
-    del keep
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return _CapsuleApi.from_address(get(_phases._C_API, b"lineprofiler.accounting._phases._C_API"))
 
 
-def test_phase_and_own_io_come_from_the_phases_capsule(phases_capsule, helpers):
-    phase, own = phases_capsule
+@pytest.fixture
+def primary_recorder():
+    """A real _phases recorder, made primary: its main-thread phase is what the capsule publishes."""
+    from lineprofiler.accounting import _phases
+
+    rec = _phases.Recorder(measure_cpu=False)
+    rec.make_primary()
+    yield rec
+    del rec
+    gc.collect()
+
+
+def test_phase_and_own_io_come_from_the_real_phases_capsule(primary_recorder, helpers):
+    from lineprofiler.accounting import _phases
+
+    rec = primary_recorder
     s = _sampler.Sampler(NEVER, 16)
-    s.start()
-    phase.value = 42
-    own[3] = 8192  # _phases measured 8 KiB of its own snapshot writes
-    s.sample()
-    phase.value = -1
-    s.add_own_io(1, 2, 3, 4, 5)  # our own writes land in the shared counters
-    s.sample()
+    s.start()  # row 0: no phase open
+    with rec.phase("outer"):
+        with rec.phase("inner"):
+            s.sample()  # row 1: the main thread is in outer/inner
+            inner = _phases.main_thread_phase()
+        s.sample()  # row 2: back in outer
+    # Another thread's phase is not the main thread's.
+    worker = threading.Thread(target=lambda: (rec.phase("worker").__enter__(), s.sample()))
+    worker.start()
+    worker.join()  # row 3
+    # The profiler's own writes, measured by _phases, reach the sampler's own_* columns.
+    token = _phases.own_io_begin()
+    fd = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.write(fd, b"x" * 8192)
+    finally:
+        os.close(fd)
+    moved = _phases.own_io_end(token)
+    s.sample()  # row 4
+    before = _phases.own_io()
+    s.add_own_io(1, 2, 3, 4, 5)  # the sampler's own writes land in the same shared counters
+    after = _phases.own_io()
+    s.sample()  # row 5
     stats = s.stats()
     t = helpers.table_of(s.columns, s.drain())
     s.close()
     assert stats["phase_reason"] is None
-    assert t.column("phase").tolist() == [-1, 42, -1]
-    assert t.column("own_write_bytes").tolist() == [0, 8192, 8196]
-    assert t.column("own_wchar").tolist() == [0, 0, 2]
-    assert own[1] == 2 and own[2] == 3 and own[4] == 5
-    assert own[0] > 1  # plus the sampler's own /proc reads
+    phases = t.column("phase").tolist()
+    assert phases[0] == -1 and phases[3] == -1 and phases[5] == -1
+    assert phases[1] == inner and rec.path_of(inner) == "outer/inner"
+    assert rec.path_of(phases[2]) == "outer"
+    assert moved is not None and moved["wchar"] == 8192
+    wchar = t.column("own_wchar").tolist()
+    assert wchar[4] - wchar[3] == 8192 and wchar[5] - wchar[4] == 2
+    assert [after[k] - before[k] for k in ("rchar", "wchar", "read_bytes", "write_bytes")] == [1, 2, 3, 4]
+    assert after["cancelled_write_bytes"] - before["cancelled_write_bytes"] == 5
+    own_r = t.column("own_rchar").tolist()
+    assert own_r == sorted(own_r) and own_r[-1] > own_r[0]  # the sampler's own /proc reads, and ours
 
 
-def test_wrong_capsule_version_is_refused_with_a_reason(phases_capsule, monkeypatch):
+def test_wrong_capsule_version_is_refused_with_a_reason():
+    # The real capsule, its version changed for the length of one start (it is module state).
+    api = _real_capsule_api()
+    real = api.version
+    api.version = 99
+    try:
+        s = _sampler.Sampler(NEVER, 4)
+        s.start()
+        reason = s.stats()["phase_reason"]
+        s.sample()
+        t = s.drain()
+        s.close()
+    finally:
+        api.version = real
+    assert "version 99" in reason
+    assert t  # the rows are still written, with no phase
+
+
+def test_a_capsule_of_another_module_or_none_is_refused_with_a_reason(monkeypatch):
+    import datetime
+
     from lineprofiler.accounting import _phases
 
-    capsule = _phases._C_API
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype = ctypes.c_void_p
-    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    api = _CapsuleApi.from_address(get(capsule, b"lineprofiler.accounting._phases._C_API"))
-    api.version = 99
+    # datetime's C API capsule: a real capsule, under another name.
+    monkeypatch.setattr(_phases, "_C_API", datetime.datetime_CAPI)
     s = _sampler.Sampler(NEVER, 4)
     s.start()
-    reason = s.stats()["phase_reason"]
+    foreign = s.stats()["phase_reason"]
     s.close()
-    assert "version 99" in reason
+    monkeypatch.delattr(_phases, "_C_API")
+    s = _sampler.Sampler(NEVER, 4)
+    s.start()
+    missing = s.stats()["phase_reason"]
+    s.close()
+    assert foreign == "_phases._C_API is not a lineprofiler.accounting._phases._C_API capsule"
+    assert missing == "_phases exports no phase capsule (_C_API)"

@@ -195,12 +195,14 @@ def test_classify_agrees_with_the_reference_on_random_rows():
     rng = random.Random(5)
     for _ in range(3000):
         n = rng.randint(0, 30)
-        rchar = array("q", [rng.choice([-1, -7, 0, 10**12]) if rng.random() < 0.3 else rng.randint(0, 10**15) for _ in range(n)])
+        values = [rng.choice([-1, -7, 0, 10**12]) if rng.random() < 0.3 else rng.randint(0, 10**15) for _ in range(n)]
+        rchar = array("q", values)
         flags = array("q", [rng.choice([0, 0, 0, 1, 2, 4, 6, 3, 5, 7]) for _ in range(n)])
         previous = rng.choice([None, True, False])
         mask, expected = interval_mask(rchar, flags, previous)
+        interleaved = array("q", [v for pair in zip(rchar, flags, strict=True) for v in pair])
         table = samplefile.SampleTable(
-            path=None, columns=("rchar", "flags"), data=array("q", [v for pair in zip(rchar, flags) for v in pair]),
+            path=None, columns=("rchar", "flags"), data=interleaved,
             interval_ns=1, monotonic_ref_ns=0, unix_ref_ns=0, pid=0,
         )
         for signs, low in (

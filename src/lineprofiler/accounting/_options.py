@@ -21,6 +21,9 @@ MAX_CAP = 1_000_000
 SAMPLE_INTERVAL_RANGE_S = (0.001, 86400.0)
 
 
+#: Phase-occupancy samples per second at most (the sampler thread reads every thread each time).
+MAX_TIMELINE_HZ = 1000.0
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -96,7 +99,7 @@ class Options(Record):
 
     __slots__ = (
         "run_dir", "role", "enabled", "measure_cpu", "backend", "backend_window", "window_phase", "lines_project",
-        "annotate", "snapshot_interval_s", "sample_interval_s", "max_paths", "max_counters",
+        "annotate", "snapshot_interval_s", "sample_interval_s", "timeline_hz", "max_paths", "max_counters",
     )
 
     def __init__(
@@ -113,6 +116,7 @@ class Options(Record):
         annotate: bool,
         snapshot_interval_s: float | None,
         sample_interval_s: float | None,
+        timeline_hz: float,
         max_paths: int,
         max_counters: int,
     ) -> None:
@@ -129,6 +133,7 @@ class Options(Record):
         self.annotate = annotate
         self.snapshot_interval_s = snapshot_interval_s
         self.sample_interval_s = sample_interval_s
+        self.timeline_hz = timeline_hz
         self.max_paths = max_paths
         self.max_counters = max_counters
 
@@ -161,6 +166,7 @@ def check_options(
     max_paths: Any,
     max_counters: Any,
     lines_project: Any = None,
+    timeline_hz: Any = 10.0,
 ) -> Options:
     """Every ``Profiler`` argument at once; raises TypeError/ValueError for the first wrong one.
 
@@ -202,6 +208,10 @@ def check_options(
         low, high = SAMPLE_INTERVAL_RANGE_S
         if not low <= sample_interval_s <= high:
             raise ValueError(f"sample_interval_s must be within {low}..{high:g} seconds, got {sample_interval_s!r}")
+    if not _is_number(timeline_hz):
+        raise TypeError("timeline_hz must be a number")
+    if not 0 <= timeline_hz <= MAX_TIMELINE_HZ:
+        raise ValueError(f"timeline_hz must be within 0 (off)..{MAX_TIMELINE_HZ:g}, got {timeline_hz!r}")
     for label, cap in (("max_paths", max_paths), ("max_counters", max_counters)):
         if not _is_int(cap):
             raise TypeError(f"{label} must be an int")
@@ -219,6 +229,7 @@ def check_options(
         annotate=annotate,
         snapshot_interval_s=None if snapshot_interval_s is None else float(snapshot_interval_s),
         sample_interval_s=None if sample_interval_s is None else float(sample_interval_s),
+        timeline_hz=float(timeline_hz),
         max_paths=max_paths,
         max_counters=max_counters,
     )

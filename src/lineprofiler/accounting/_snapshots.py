@@ -5,6 +5,7 @@ directory warns once per process.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -22,6 +23,31 @@ if TYPE_CHECKING:
 
 #: How long a write waits for the one before it (a signal's flush racing the thread's).
 LOCK_TIMEOUT_S = 10.0
+
+
+def attach_live(recorder: Any, path: Path, root: Path, identity: dict[str, Any]) -> str | None:
+    """Create the live file ``path`` and hand it to the recorder, whose tree and counters then
+    live in a shared mapping of it. Returns None, or why it could not be done (a file system
+    without shared mappings, say): then the snapshots alone carry the numbers."""
+    keys = ("run_id", "attempt", "role", "host", "pid", "uuid", "rank", "local_rank", "job_id")
+    blob = json.dumps({k: identity.get(k) for k in keys}, default=str).encode()[:2048]
+    try:
+        fd = layout.create_live(path, root=root)
+    except (OSError, ValueError) as error:
+        return f"cannot create {path.name}: {getattr(error, 'strerror', None) or error}"
+    token = _phases.own_io_begin()  # the chunks copied into the file are the profiler's own writes
+    try:
+        recorder.live_attach(fd, blob)
+    except OSError as error:
+        try:
+            layout.remove(path, root=root)
+        except OSError:
+            pass
+        return f"cannot map {path.name}: {error.strerror or error}"
+    finally:
+        _phases.own_io_end(token)
+        os.close(fd)
+    return None
 
 
 class SnapshotWriter:

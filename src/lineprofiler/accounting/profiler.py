@@ -50,7 +50,10 @@ class Profiler:
 
     ``Profiler(run_dir=None, role=None, enabled=None, measure_cpu=True, *, backend=None,
     backend_window=None, window_phase=None, annotate=False, snapshot_interval_s=5.0,
-    sample_interval_s=1.0, max_paths=10000, max_counters=10000, lines_project=None)``
+    sample_interval_s=1.0, timeline_hz=10.0, max_paths=10000, max_counters=10000, lines_project=None)``
+
+    ``timeline_hz``: how often the resource sampler's thread notes which phase every thread is
+    in, for the report's TIMELINE (0 turns it off; it needs ``sample_interval_s``).
 
     ``backend="torch" | "viztracer" | "lines"`` with ``backend_window=(start, stop)`` and
     ``window_phase``: that profiler runs from the start-th entry into the phase to the stop-th.
@@ -96,6 +99,7 @@ class Profiler:
         max_paths: int = _phases.DEFAULT_MAX_PATHS,
         max_counters: int = _phases.DEFAULT_MAX_COUNTERS,
         lines_project: str | os.PathLike[str] | None = None,
+        timeline_hz: float = 10.0,
     ) -> None:
         from pathlib import Path
 
@@ -108,6 +112,7 @@ class Profiler:
             backend_window=backend_window, window_phase=window_phase, annotate=annotate,
             snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
             max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
+            timeline_hz=timeline_hz,
         )
         self._options: Options = options
         self._noop = _phases.Noop()
@@ -120,6 +125,7 @@ class Profiler:
         self.annotate = annotate
         self.snapshot_interval_s = options.snapshot_interval_s
         self.sample_interval_s = options.sample_interval_s
+        self.timeline_hz = options.timeline_hz
         self.max_paths = max_paths
         self.max_counters = max_counters
         self.run_dir = Path(os.path.abspath(os.fspath(run_dir or os.environ.get(ENV_RUN_DIR) or DEFAULT_RUN_DIR)))
@@ -127,6 +133,7 @@ class Profiler:
         self.recorder: _phases.Recorder | None = None
         self.identity: Identity | None = None
         self.path: Path | None = None
+        self.live_path: Path | None = None
         self.window: Any = None  # windows.Window or lines_window.LinesWindow, with backend=...
         self._attachments: list[Any] = []
         self._errors: list[str] = []
@@ -193,8 +200,24 @@ class Profiler:
         self._start_unix_ns = time.time_ns()
         self._start_mono_ns = time.monotonic_ns()
         self._snapshots.prepare_dir()
+        self._attach_live()
         self._snapshots.write("started")
         self._start_thread()
+
+    def _attach_live(self) -> None:
+        """The live file beside the worker file: everything recorded survives a SIGKILL."""
+        from ..runfiles import layout
+        from ._snapshots import attach_live
+
+        self.live_path = None
+        if self.recorder is None or self.path is None or self.identity is None:
+            return
+        path = layout.live_path(self.path)
+        error = attach_live(self.recorder, path, self.run_dir, self.identity.to_json())
+        if error is None:
+            self.live_path = path
+        else:
+            self._record_error(f"live file: {error}; the numbers are in the snapshots only")
 
     def _start_thread(self) -> None:
         if not self._closed:
@@ -235,7 +258,10 @@ class Profiler:
         if self.path is not None:
             # The start file and any sample file this copy began: the process's own profiler
             # writes its own.
-            for path in (self.path, layout.sidecar_path(self.path)):
+            if self.recorder is not None:
+                self.recorder.live_detach()
+            own = (layout.sidecar_path(self.path), layout.live_path(self.path), layout.timeline_path(self.path))
+            for path in (self.path, *own):
                 try:
                     layout.remove(path, root=self.run_dir)
                 except OSError:
@@ -331,6 +357,7 @@ class Profiler:
         if dropped:
             errors.append(f"{dropped} more errors not kept")
         document["errors"] = errors + document["errors"]
+        document["live_file"] = self.live_path.name if self.live_path is not None else None
         return document
 
     def _write_metadata_if_due(self) -> None:

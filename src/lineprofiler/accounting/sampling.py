@@ -317,6 +317,7 @@ class ResourceSampler:
         statm_path: str | None = None,
         stat_path: str | None = None,
         backend: str | None = None,
+        timeline_hz: float = 0.0,
     ) -> None:
         if backend is not None:  # the keyword's former name
             source = backend
@@ -329,6 +330,7 @@ class ResourceSampler:
         self.run_dir = None if run_dir is None else Path(run_dir)
         self.interval_s = float(interval_s)
         self.capacity = capacity
+        self.timeline_hz = float(timeline_hz)
         seam = os.environ.get(TEST_PROC_DIR_ENV)
         if seam:
             io_path = io_path or os.path.join(seam, "io")
@@ -339,7 +341,8 @@ class ResourceSampler:
         try:
             if self.source == "proc":
                 self._impl = _import_native().Sampler(
-                    self.interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml
+                    self.interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml,
+                    timeline_hz=self.timeline_hz,
                 )
             elif self.source == "psutil":
                 self._impl = _PsutilSampler(self.interval_s, capacity)
@@ -361,6 +364,10 @@ class ResourceSampler:
         self._own_excluded = [0] * 5
         self._refused: list[str] = []
         self._started = False
+        self._tl_writer: SampleWriter | None = None
+        self._tl_pending = bytearray()
+        self._tl_lost = 0
+        self._tl_failures = 0
 
     # -- lifecycle (the profiler's attachment protocol) ----------------------------------------
 
@@ -519,6 +526,7 @@ class ResourceSampler:
                 self._last_write_error = f"{sidecar}: {error.strerror or error}"
                 if isinstance(error, layout.UnsafePathError) and len(self._refused) < _MAX_REFUSED:
                     self._refused.append(f"samples: {error.strerror}")
+        timeline = self._contribute_timeline(impl, sidecar, None if located is None else located[1])
         # What was refused under the run directory is the whole worker file's business too.
         errors = document.get("errors")
         if self._refused and isinstance(errors, list):
@@ -558,8 +566,60 @@ class ResourceSampler:
             own_io_excluded=dict(zip(samplefile.IO_FIELDS, self._own_excluded, strict=True)),
             own_io_unmeasured=self._own_unmeasured,
             thread_cpu_ns=stats.get("thread_cpu_ns"),
+            timeline=timeline,
             errors=list(self._errors),
         )
+        if timeline is not None:
+            timeline.update(
+                ticks=stats.get("timeline_ticks", 0),
+                skipped_ticks=stats.get("timeline_skipped", 0),
+                overwritten=stats.get("timeline_overwritten", 0) + self._tl_lost,
+                threads_unpublished=stats.get("threads_unpublished", 0),
+                unavailable_reason=timeline["unavailable_reason"] or stats.get("timeline_reason"),
+            )
+
+    def _contribute_timeline(self, impl: Any, sidecar: Path | None, root: Path | None) -> dict[str, Any] | None:
+        """Appends the phase-occupancy rows drained since the last call to the ``.timeline``
+        file beside the sample file; returns ``samples["timeline"]`` (None: the source has none)."""
+        drain = getattr(impl, "drain_timeline", None)
+        if drain is None:
+            return None
+        reason = None if self.timeline_hz > 0 else "timeline_hz is 0 (off)"
+        data = drain()
+        columns = tuple(samplefile.TIMELINE_COLUMNS)
+        row_bytes = 8 * len(columns)
+        self._tl_pending += data
+        excess = len(self._tl_pending) - samplefile.TIMELINE_PENDING_ROWS * row_bytes
+        if excess > 0:
+            excess += -excess % row_bytes
+            del self._tl_pending[:excess]
+            self._tl_lost += excess // row_bytes
+        if sidecar is not None and root is not None and self._tl_pending:
+            path = sidecar.with_name(sidecar.name.removesuffix(layout.SAMPLES_SUFFIX) + layout.TIMELINE_SUFFIX)
+            if self._tl_writer is None or self._tl_writer.path != path:
+                self._tl_writer = SampleWriter(path, columns, int(1e9 / self.timeline_hz), root=root)
+            try:
+                with self.own_writes():
+                    self._tl_writer.append(bytes(self._tl_pending))
+                self._tl_pending.clear()
+            except OSError as error:
+                self._tl_failures += 1
+                self._last_write_error = f"{path}: {error.strerror or error}"
+        writer = self._tl_writer
+        return {
+            "file": writer.path.name if writer is not None and writer.size else None,
+            "format": samplefile.FORMAT,
+            "columns": list(columns),
+            "hz": self.timeline_hz,
+            "rows": 0 if writer is None else writer.rows,
+            "bytes": 0 if writer is None else writer.size,
+            "clock": (
+                None if writer is None else {"monotonic_ns": writer.monotonic_ref_ns, "unix_ns": writer.unix_ref_ns}
+            ),
+            "write_failures": self._tl_failures,
+            "pending_rows": len(self._tl_pending) // row_bytes,
+            "unavailable_reason": reason,
+        }
 
     def _classify(self, data: bytes, columns: tuple[str, ...]) -> None:
         from array import array

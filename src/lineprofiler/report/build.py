@@ -311,6 +311,7 @@ BLOCKS: tuple[tuple[str, str, str, Compute], ...] = (
     ("resources", "render_io", "io", resources.sampled_io),
     ("resources", "render_memory", "memory", resources.memory),
     ("gpu", "render", "gpu", gpu.gpu_block),
+    ("timeline", "timeline_block", "timeline", lambda run, options: timeline.timeline_block(run, options)),
     ("timeline", "lanes", "lanes", lambda run, options: timeline.lanes(run, options)),
 )
 

@@ -413,6 +413,54 @@ class Lane:
     spans: list[Span]
 
 
+@dataclass
+class Stall:
+    """A stretch when every sampled process of a role was outside all phases or in a phase
+    that mostly waits (its wait share over the run above ``Timeline.wait_threshold``)."""
+
+    #: From the run's start.
+    start_ns: int
+    length_ns: int
+    #: The phases open during it, ``""`` standing for "outside all phases".
+    phases: list[str]
+
+
+@dataclass
+class TimelineRole:
+    """A role's phase occupancy cut into ``len(columns)`` equal columns of the run."""
+
+    role: str
+    processes: int
+    #: Per column the symbol of the phase most of the role's processes were in
+    #: (``Timeline.OUTSIDE``: outside all phases; ``" "``: no process sampled).
+    columns: str
+    #: Symbol -> phase path, most occupied first.
+    legend: dict[str, str]
+    #: Share of the role's samples per phase path (``""``: outside all phases).
+    occupancy: dict[str, float]
+    #: Every stall found, longest first.
+    stalls: list[Stall]
+    skipped_ticks: int
+    ticks: int
+
+
+@dataclass
+class Timeline:
+    OUTSIDE = "."
+
+    start_ns: int
+    column_ns: float
+    hz: float
+    roles: list[TimelineRole]
+    #: A phase counts as waiting when its wait share (1 - CPU / wall) over the whole run, in
+    #: the role, exceeds this: per-span CPU is not sampled, so the run's share stands for it.
+    wait_threshold: float = 0.9
+    #: Stalls shorter than this are not named.
+    min_stall_ns: int = 0
+    #: Processes without a timeline, by reason.
+    reasons: list[Reason] = field(default_factory=list)
+
+
 # -- line profiles (report --lines) ------------------------------------------------------------------
 
 
@@ -502,6 +550,8 @@ class Report:
     lines: LinesBlock | None = None
     #: Per-process phase lanes, when the run recorded a timeline.
     lanes: list[Lane] = field(default_factory=list)
+    #: The TIMELINE block: per role, which phase when, and the stalls.
+    timeline: Timeline | None = None
     #: Every CAVEATS line: merge's first, then the blocks'.
     caveats: list[str] = field(default_factory=list)
     #: ``origin block`` of each block that failed (its caveat says why).
@@ -541,4 +591,7 @@ __all__ = [
     "SampledIo",
     "Series",
     "Span",
+    "Stall",
+    "Timeline",
+    "TimelineRole",
 ]

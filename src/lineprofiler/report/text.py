@@ -39,6 +39,7 @@ from .model import (
     SampledIo,
 )
 from .text_lines import lines_lines
+from .text_timeline import timeline_lines
 
 #: How many rows a role block prints before summarising the rest.
 ROLE_ROWS = 8
@@ -506,6 +507,7 @@ PRINTERS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
     ("resources", "render_io", "io", io_lines),
     ("resources", "render_memory", "memory", memory_lines),
     ("gpu", "render", "gpu", gpu_lines),
+    ("timeline", "render_timeline", "timeline", timeline_lines),
 )
 
 

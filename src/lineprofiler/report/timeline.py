@@ -1,24 +1,259 @@
-"""Per-process phase occupancy over time: the lanes of the HTML report and the slices of the
-Perfetto export.
+"""Per-process phase occupancy over time: the TIMELINE block, the lanes of the HTML report and
+the slices of the Perfetto export, all from the ``.timeline`` files the sampler thread writes.
 
-A worker file holds aggregates (counts, sums, histograms) and no record of *when* each phase
-was open, so today no run has lanes and :func:`lanes` returns ``[]``. When the run directory
-gains a timeline of phase intervals, its reader plugs in here, and both renderers already draw
-what this returns: the HTML report a lane per process, the Perfetto export a complete-event
-slice per span.
+A timeline file holds one row per thread per tick: ``(t_ns, tid, phase node id)``. A process's
+state at a tick is its main thread's innermost phase, else (the main thread in none) that of its
+first other thread in one, else "outside all phases". Consecutive ticks in the same state make a
+span, which lasts until the next tick. A tick the sampler missed is marked in the file and
+counted here; the span before it is not stretched over the gap past two periods.
 """
 
 from __future__ import annotations
 
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..runfiles import samplefile
 from .blocks import RenderOptions
-from .merge import Run
-from .model import Lane
+from .merge import Run, Worker
+from .model import Lane, Reason, Span, Stall, Timeline, TimelineRole
+
+#: Columns the TIMELINE block cuts the run into.
+COLUMNS = 60
+#: A phase whose wait share (1 - CPU / wall) exceeds this counts as waiting in a stall.
+WAIT_THRESHOLD = 0.9
+#: Stalls shorter than this many sample periods are not named.
+MIN_STALL_PERIODS = 2
+_SYMBOLS = string.ascii_uppercase + string.ascii_lowercase + string.digits + "#$%&*+=?@^~"
+
+
+@dataclass
+class ProcessTimeline:
+    """One process's spans: ``(start unix ns, end unix ns, path or "" for none)``."""
+
+    worker: Worker
+    spans: list[tuple[int, int, str]] = field(default_factory=list)
+    period_ns: int = 0
+    ticks: int = 0
+    skipped: int = 0
+
+
+def _path_table(worker: Worker) -> dict[int, str]:
+    table: dict[int, str] = {}
+    for phase in worker.document.get("phases") or []:
+        node = phase.get("id") if isinstance(phase, dict) else None
+        if isinstance(node, int) and isinstance(phase.get("path"), str):
+            table[node] = phase["path"]
+    return table
+
+
+def _timeline_file(worker: Worker) -> tuple[Path | None, str | None]:
+    samples = worker.document.get("samples")
+    info = samples.get("timeline") if isinstance(samples, dict) else None
+    if not isinstance(info, dict):
+        return None, "the process recorded no timeline (an older profiler, or no sampler)"
+    name = info.get("file")
+    if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+        reason = info.get("unavailable_reason")
+        return None, reason if isinstance(reason, str) else "no timeline rows were written"
+    return worker.path.with_name(name), None
+
+
+def read_process(worker: Worker, path: Path) -> ProcessTimeline:
+    """A process's spans from its timeline file (raises SampleFileError)."""
+    table = samplefile.read_samples(path)
+    cols = table.columns
+    if any(c not in cols for c in samplefile.TIMELINE_COLUMNS):
+        raise samplefile.SampleFileError(f"{path}: not a timeline file (columns {', '.join(cols)})")
+    t_col, tid_col, ph_col = (table.column(c) for c in samplefile.TIMELINE_COLUMNS)
+    paths = _path_table(worker)
+    period = max(1, table.interval_ns)
+    out = ProcessTimeline(worker, period_ns=period)
+    # One state per tick: the main thread's phase, else another thread's, else none.
+    ticks: list[tuple[int, str]] = []
+    cur_t: int | None = None
+    main_phase = other_phase = -1
+    gaps: set[int] = set()
+
+    def close() -> None:
+        if cur_t is not None:
+            node = main_phase if main_phase >= 0 else other_phase
+            ticks.append((cur_t, paths.get(node, "(unknown)") if node >= 0 else ""))
+
+    for i in range(len(t_col)):
+        t, tid, node = t_col[i], tid_col[i], ph_col[i]
+        if tid == samplefile.TID_SKIPPED:
+            out.skipped += node
+            gaps.add(len(ticks) + (1 if cur_t is not None and cur_t != t else 0))
+            continue
+        if t != cur_t:
+            close()
+            cur_t, main_phase, other_phase = t, -1, -1
+        if tid == worker.pid:
+            main_phase = node
+        elif node >= 0 and other_phase < 0:
+            other_phase = node
+    close()
+    out.ticks = len(ticks)
+    for k, (t, state) in enumerate(ticks):
+        start = table.to_unix_ns(t)
+        end = table.to_unix_ns(ticks[k + 1][0]) if k + 1 < len(ticks) else start + period
+        if end - start > 2 * period or (k + 1) in gaps:
+            end = min(end, start + period)  # a gap is never filled with the state before it
+        if out.spans and out.spans[-1][2] == state and out.spans[-1][1] == start:
+            out.spans[-1] = (out.spans[-1][0], end, state)
+        else:
+            out.spans.append((start, end, state))
+    return out
+
+
+def read_run(run: Run, options: RenderOptions) -> tuple[list[ProcessTimeline], dict[str, int]]:
+    """Every process's timeline (shared by the block and the lanes), and why some have none."""
+
+    def compute() -> tuple[list[ProcessTimeline], dict[str, int]]:
+        found: list[ProcessTimeline] = []
+        reasons: dict[str, int] = {}
+        for worker in run.workers:
+            if not worker.has_data:
+                continue
+            path, reason = _timeline_file(worker)
+            if path is None:
+                key = reason or "no timeline"
+                reasons[key] = reasons.get(key, 0) + 1
+                continue
+            try:
+                found.append(read_process(worker, path))
+            except samplefile.SampleFileError as error:
+                options.add_caveat(f"{error}; {worker.label} is left out of TIMELINE")
+        return found, reasons
+
+    return options.shared("timeline", run, compute)
+
+
+# -- lanes (HTML, Perfetto) ---------------------------------------------------------------------
 
 
 def lanes(run: Run, options: RenderOptions) -> list[Lane]:
-    """Each process's phase spans, in the run's worker order; ``[]`` when the run recorded no
-    timeline (every run today)."""
-    return []
+    """Each process's phase spans (time outside all phases left out), in the run's worker
+    order; ``[]`` with ``--no-samples`` or when no process recorded a timeline."""
+    if options.no_samples:
+        return []
+    from .build import process
+
+    return [
+        Lane(process(p.worker), [Span(path, a, b) for a, b, path in p.spans if path])
+        for p in read_run(run, options)[0]
+    ]
 
 
-__all__ = ["lanes"]
+# -- the TIMELINE block -------------------------------------------------------------------------
+
+
+def _wait_share(run: Run, role: str, path: str) -> float | None:
+    stats = run.roles[role].phases.get(path) if role in run.roles else None
+    if stats is None or stats.cpu_wall_ns <= 0:
+        return None
+    return max(0.0, 1.0 - stats.cpu_ns / stats.cpu_wall_ns)
+
+
+def _columns(procs: list[ProcessTimeline], start: int, column_ns: float) -> tuple[list[str | None], dict[str, float]]:
+    """Per column the state most processes were mostly in; and each state's share of time."""
+    votes: list[dict[str, int]] = [{} for _ in range(COLUMNS)]
+    time_in: dict[str, float] = {}
+    for p in procs:
+        per_col: list[dict[str, int]] = [{} for _ in range(COLUMNS)]
+        for a, b, state in p.spans:
+            time_in[state] = time_in.get(state, 0.0) + (b - a)
+            c0 = max(0, int((a - start) // column_ns))
+            c1 = min(COLUMNS - 1, int((b - 1 - start) // column_ns))
+            for c in range(c0, c1 + 1):
+                lo, hi = max(a, start + c * column_ns), min(b, start + (c + 1) * column_ns)
+                if hi > lo:
+                    per_col[c][state] = per_col[c].get(state, 0) + int(hi - lo)
+        for c, held in enumerate(per_col):
+            if held:
+                state = max(held, key=lambda s: held[s])
+                votes[c][state] = votes[c].get(state, 0) + 1
+    cols: list[str | None] = [max(v, key=lambda s: (v[s], s != "")) if v else None for v in votes]
+    total = sum(time_in.values()) or 1.0
+    return cols, {s: t / total for s, t in time_in.items()}
+
+
+def _stalls(procs: list[ProcessTimeline], waiting: set[str], start: int, min_ns: int) -> list[Stall]:
+    """Stretches when every process sampled then was outside all phases or in a waiting phase,
+    between the role's first and last moment in a phase."""
+    inside = [(a, b) for p in procs for a, b, s in p.spans if s]
+    if not inside:
+        return []
+    lo, hi = min(a for a, _ in inside), max(b for _, b in inside)
+    cuts = sorted({t for p in procs for a, b, _ in p.spans for t in (a, b) if lo <= t <= hi} | {lo, hi})
+    idx = [0] * len(procs)
+    found: list[tuple[int, int, set[str]]] = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        states: set[str] = set()
+        for k, p in enumerate(procs):
+            spans = p.spans
+            while idx[k] < len(spans) and spans[idx[k]][1] <= a:
+                idx[k] += 1
+            if idx[k] < len(spans) and spans[idx[k]][0] <= a:
+                states.add(spans[idx[k]][2])
+        stalled = bool(states) and all(s == "" or s in waiting for s in states)
+        if stalled and found and found[-1][1] == a:
+            found[-1] = (found[-1][0], b, found[-1][2] | states)
+        elif stalled:
+            found.append((a, b, set(states)))
+    stalls = [
+        Stall(start_ns=a - start, length_ns=b - a, phases=sorted(s))
+        for a, b, s in found
+        if b - a >= min_ns
+    ]
+    stalls.sort(key=lambda s: -s.length_ns)
+    return stalls
+
+
+def timeline_block(run: Run, options: RenderOptions) -> Timeline | None:
+    """The TIMELINE block's model; None with ``--no-samples`` or without any timeline."""
+    if options.no_samples:
+        return None
+    procs, reasons = read_run(run, options)
+    if not procs or run.end_ns <= run.start_ns:
+        return None
+    start = run.start_ns
+    column_ns = (run.end_ns - start) / COLUMNS
+    period = max(p.period_ns for p in procs)
+    min_stall = MIN_STALL_PERIODS * period
+    roles: list[TimelineRole] = []
+    for role in sorted({p.worker.role for p in procs}):
+        mine = [p for p in procs if p.worker.role == role]
+        cols, shares = _columns(mine, start, column_ns)
+        ranked = sorted((s for s in shares if s), key=lambda s: -shares[s])
+        legend = {_SYMBOLS[i] if i < len(_SYMBOLS) else "?": path for i, path in enumerate(ranked)}
+        symbol = {path: sym for sym, path in legend.items()}
+        line = "".join(" " if c is None else Timeline.OUTSIDE if c == "" else symbol[c] for c in cols)
+        waiting = {s for s in ranked if (w := _wait_share(run, role, s)) is not None and w > WAIT_THRESHOLD}
+        roles.append(
+            TimelineRole(
+                role=role,
+                processes=len(mine),
+                columns=line,
+                legend={sym: path for sym, path in legend.items() if sym in line} or legend,
+                occupancy=shares,
+                stalls=_stalls(mine, waiting, start, min_stall),
+                skipped_ticks=sum(p.skipped for p in mine),
+                ticks=sum(p.ticks for p in mine),
+            )
+        )
+    hz = 1e9 / period
+    return Timeline(
+        start_ns=start,
+        column_ns=column_ns,
+        hz=hz,
+        roles=roles,
+        wait_threshold=WAIT_THRESHOLD,
+        min_stall_ns=min_stall,
+        reasons=[Reason(r, n) for r, n in sorted(reasons.items(), key=lambda x: -x[1])],
+    )
+
+
+__all__ = ["COLUMNS", "ProcessTimeline", "lanes", "read_process", "read_run", "timeline_block"]

@@ -4,6 +4,8 @@ A run directory holds::
 
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.json      one worker file per process
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.samples   its resource samples (the sidecar)
+    <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.live      its live numbers (a shared mapping)
+    <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.timeline  its phase occupancy (same format)
     <run_dir>/metadata/<host>/m_<run>_<pid>_<uuid8>.json     what that process had available
     <run_dir>/metadata.json                                  the same, for the run
     <run_dir>/backend/<tool>_<host>_<pid>.json               a heavy profiler window's artifact
@@ -44,6 +46,8 @@ METADATA_PREFIX = "m_"
 LINES_PREFIX = "l_"
 JSON_SUFFIX = ".json"
 SAMPLES_SUFFIX = ".samples"
+LIVE_SUFFIX = ".live"
+TIMELINE_SUFFIX = ".timeline"
 #: A temporary file of an atomic write in progress; readers skip these names.
 TEMP_PREFIX = ".tmp_"
 
@@ -124,10 +128,37 @@ def sidecar_name(worker_file_name: str) -> str:
     return stem + SAMPLES_SUFFIX
 
 
+def timeline_path(worker_file: str | os.PathLike[str]) -> Path:
+    """The phase-occupancy file beside a worker file: ``w_run_12_abcd1234.timeline``."""
+    worker_file = Path(worker_file)
+    return worker_file.with_name(worker_file.name.removesuffix(JSON_SUFFIX) + TIMELINE_SUFFIX)
+
+
 def sidecar_path(worker_file: str | os.PathLike[str]) -> Path:
     """The sample file beside a worker file."""
     worker_file = Path(worker_file)
     return worker_file.with_name(sidecar_name(worker_file.name))
+
+
+def live_path(worker_file: str | os.PathLike[str]) -> Path:
+    """The live file beside a worker file: ``w_run_12_abcd1234.live``."""
+    worker_file = Path(worker_file)
+    return worker_file.with_name(worker_file.name.removesuffix(JSON_SUFFIX) + LIVE_SUFFIX)
+
+
+def create_live(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> int:
+    """A new file at ``path`` opened for reading and writing (a shared mapping needs both),
+    made with ``O_EXCL | O_NOFOLLOW`` below ``root`` as :func:`open_owned` makes files; anything
+    already at the name is refused (removed, UnsafePathError)."""
+    root_path, parts, make_root = _locate(path, root)
+    dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
+    try:
+        try:
+            return os.open(parts[-1], (_NEW_FILE_FLAGS & ~os.O_WRONLY) | os.O_RDWR, FILE_MODE, dir_fd=dir_fd)
+        except FileExistsError:
+            _refuse(dir_fd, parts[-1], _shown(root_path, parts))
+    finally:
+        os.close(dir_fd)
 
 
 def metadata_path(run_dir: str | os.PathLike[str], worker_file: str | os.PathLike[str]) -> Path:

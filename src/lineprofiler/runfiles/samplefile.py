@@ -59,6 +59,15 @@ FLAG_CHILD_REAPED = 2  # a child process was reaped: the kernel folded its I/O i
 FLAG_REAP_UNKNOWN = 4  # /proc/self/stat was unreadable here or in the row before
 _DROP_FLAGS = FLAG_SEGMENT_START | FLAG_CHILD_REAPED | FLAG_REAP_UNKNOWN
 
+#: The phase-occupancy file (``.timeline``, the same layout): one row per thread per tick, the
+#: thread's innermost phase node id (-1: none). ``tid`` 0: no thread was in a phase;
+#: ``tid`` -1 (TID_SKIPPED): the sampler missed ``phase`` ticks just before this row.
+TIMELINE_COLUMNS = ("t_ns", "tid", "phase")
+TID_NONE = 0
+TID_SKIPPED = -1
+#: Timeline rows kept in memory while the file cannot be written, at most.
+TIMELINE_PENDING_ROWS = 65536
+
 IO_FIELDS = ("rchar", "wchar", "read_bytes", "write_bytes", "cancelled_write_bytes")
 BASE_COLUMNS = ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS))
 #: The most a reader reads of one sample file (header included): about 30 days of 1 Hz rows of

@@ -26,8 +26,8 @@ not know, so later versions may add keys without a schema break. A file whose
     ``"signalled"`` (flushed from SIGTERM/SIGUSR1/SIGHUP), ``signal``: str or null.
 
 ``snapshot``\\* object:
-    ``interval_s`` float or null (no periodic snapshots), ``writes`` int (successful),
-    ``failures`` int, ``last_error`` str or null, ``last_success_unix_ns`` int or null.
+    ``interval_s`` float or null (no periodic snapshots), ``writes`` int (successful), ``failures`` int,
+    ``last_error`` str or null, ``last_success_unix_ns`` int or null.
 
 ``config`` object: ``measure_cpu`` bool, ``window_phase`` str or null, ``backend`` str or
     null, ``annotate`` bool, anything else the profiler was given.

@@ -13,7 +13,8 @@ static int lp_counter_grow(lp_RecorderObject *rec)
         return -1;
     }
     for (int32_t i = 0; i < rec->n_counters; i++) {
-        uint32_t j = lp_hash2(rec->counters[i].node, rec->counters[i].name) & (new_cap - 1);
+        lp_counter *c = lp_counter_at(rec, i);
+        uint32_t j = lp_hash2(c->node, c->name) & (new_cap - 1);
         while (slots[j] != 0) {
             j = (j + 1) & (new_cap - 1);
         }
@@ -36,7 +37,7 @@ static lp_counter *lp_counter_get(lp_RecorderObject *rec, int32_t node, PyObject
     }
     uint32_t j = lp_hash2(node, canon) & rec->counter_mask;
     while (rec->counter_slots[j] != 0) {
-        lp_counter *c = &rec->counters[rec->counter_slots[j] - 1];
+        lp_counter *c = lp_counter_at(rec, rec->counter_slots[j] - 1);
         if (c->node == node && c->name == canon) {
             return c;
         }
@@ -45,20 +46,30 @@ static lp_counter *lp_counter_get(lp_RecorderObject *rec, int32_t node, PyObject
     if (!create || (uint32_t)(rec->n_counters + 1) * 2 > rec->counter_mask + 1) {
         return NULL;
     }
-    if (rec->n_counters == rec->counters_cap) {
-        int32_t cap = rec->counters_cap ? rec->counters_cap * 2 : 32;
-        lp_counter *counters = realloc(rec->counters, (size_t)cap * sizeof *counters);
-        if (counters == NULL) {
+    if (rec->n_counters / LP_COUNTER_CHUNK >= rec->n_cchunks) {
+        if (rec->n_cchunks == rec->cchunk_cap) {
+            int32_t cap = rec->cchunk_cap ? rec->cchunk_cap * 2 : 16;
+            lp_counter **chunks = realloc(rec->cchunks, (size_t)cap * sizeof *chunks);
+            if (chunks == NULL) {
+                return NULL;
+            }
+            rec->cchunks = chunks;
+            rec->cchunk_cap = cap;
+        }
+        lp_counter *chunk =
+            lp_chunk_alloc(rec, LP_SEG_COUNTERS, rec->n_cchunks, LP_COUNTER_CHUNK * sizeof(lp_counter));
+        if (chunk == NULL) {
             return NULL;
         }
-        rec->counters = counters;
-        rec->counters_cap = cap;
+        rec->cchunks[rec->n_cchunks++] = chunk;
     }
-    lp_counter *c = &rec->counters[rec->n_counters];
+    lp_counter *c = lp_counter_at(rec, rec->n_counters);
     c->node = node;
     c->name = canon;
     c->total = 0;
+    lp_live_set_name(c->lname, &c->lname_len, &c->lname_cut, canon);
     rec->counter_slots[j] = ++rec->n_counters;
+    lp_live_publish(rec);
     return c;
 }
 

@@ -167,6 +167,7 @@ static int lp_module_exec(PyObject *module)
     st->capi.version = LP_PHASES_CAPI_VERSION;
     st->capi.main_thread_phase = &st->main_thread_phase;
     st->capi.own_io = st->own_io;
+    lp_threads_init(st);
     /* The capsule points into this module's state: a user keeps the module alive. */
     PyObject *capsule = PyCapsule_New(&st->capi, LP_PHASES_CAPI_NAME, NULL);
     if (capsule == NULL) {

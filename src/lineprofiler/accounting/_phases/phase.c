@@ -11,7 +11,11 @@ LP_INLINE void lp_publish_main(lp_RecorderObject *rec, PyThreadState *tstate, lp
                                int32_t node_id)
 {
     lp_state *st = rec->st;
-    if (st->primary == rec && tstate == st->main_tstate) {
+    if (st->primary != rec) {
+        return;
+    }
+    lp_thread_publish(st, tstate, ts, node_id);
+    if (tstate == st->main_tstate) {
         st->main_stack = ts;
         atomic_store_explicit(&st->main_thread_phase, node_id, memory_order_relaxed);
     }
@@ -21,10 +25,14 @@ LP_INLINE void lp_publish_main(lp_RecorderObject *rec, PyThreadState *tstate, lp
 static void lp_publish_stack(lp_RecorderObject *rec, lp_StackObject *ts)
 {
     lp_state *st = rec->st;
-    if (st->primary == rec && st->main_stack == ts) {
-        int32_t live = lp_find_live(ts, rec, ts->depth - 1);
-        atomic_store_explicit(&st->main_thread_phase, live >= 0 ? ts->frames[live].node_id : -1,
-                              memory_order_relaxed);
+    if (st->primary != rec) {
+        return;
+    }
+    int32_t live = lp_find_live(ts, rec, ts->depth - 1);
+    int32_t node_id = live >= 0 ? ts->frames[live].node_id : -1;
+    lp_threads_stack_changed(st, ts, node_id);
+    if (st->main_stack == ts) {
+        atomic_store_explicit(&st->main_thread_phase, node_id, memory_order_relaxed);
     }
 }
 
@@ -169,6 +177,11 @@ LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts,
         d = 0;
     }
     int64_t self_ns = d - f->child_ns;
+    /* Odd while the entry is added, so a reader of the live file never takes half of it. On
+     * x86 both fences are compiler barriers only. */
+    uint32_t seq = node->seq;
+    __atomic_store_n(&node->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
     node->entries++;
     node->wall_ns += d;
     node->self_ns += self_ns > 0 ? self_ns : 0;
@@ -217,6 +230,7 @@ LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts,
     if (f->phase->sync) {
         node->sync = 1;
     }
+    __atomic_store_n(&node->seq, seq + 2, __ATOMIC_RELEASE);
     if (f->parent >= 0) {
         ts->frames[f->parent].child_ns += d;
         if (LP_UNLIKELY(f->parent < ts->n_base)) {

@@ -54,6 +54,14 @@
 #define LP_NODE_CHUNK           64     /* nodes per allocation: node pointers never move */
 #define LP_NAME_CACHE           64     /* direct-mapped name -> canonical name cache */
 #define LP_PHASE_CACHE          128    /* direct-mapped (name, flags) -> Phase cache */
+#define LP_COUNTER_CHUNK        64     /* counters per allocation: counter pointers never move */
+#define LP_LIVE_NAME            200    /* UTF-8 bytes of a name kept in the live file */
+#define LP_LIVE_HEADER          4096   /* the live file's header: identity and layout */
+#define LP_LIVE_IDENTITY        2048   /* bytes of identity JSON the header keeps */
+#define LP_LIVE_SEGMENT         64     /* a chunk's segment header in the live file */
+#define LP_LIVE_VERSION         1
+#define LP_SEG_NODES            1
+#define LP_SEG_COUNTERS         2
 #define LP_ROOT                 0
 #define LP_OVERFLOW             1
 
@@ -108,7 +116,11 @@ static inline void lp_err_restore(PyObject *exc)
 
 /* ===================================================================== types */
 
+/* A node lives in a chunk of memory that is, once a live file is attached, a shared mapping
+ * of that file: every store below reaches the page cache at once, so a SIGKILL loses nothing.
+ * `seq` is odd while an entry is being added (a reader retries or reports it in flight). */
 typedef struct lp_node {
+    uint32_t seq;
     int32_t id;
     int32_t parent;
     PyObject *name; /* borrowed: the canonical name, owned by the recorder's names dict */
@@ -133,6 +145,9 @@ typedef struct lp_node {
     int64_t open_ns;
     int64_t open_self_ns;
     uint64_t hist[LP_N_BUCKETS];
+    uint16_t lname_len; /* the name's UTF-8 bytes in the live file, at most LP_LIVE_NAME */
+    uint8_t lname_cut;  /* 1: the name was longer and is cut */
+    char lname[LP_LIVE_NAME];
 } lp_node;
 
 typedef struct {
@@ -143,9 +158,42 @@ typedef struct {
 
 typedef struct {
     int32_t node;
+    uint16_t lname_len;
+    uint8_t lname_cut;
     PyObject *name; /* borrowed canonical name */
-    int64_t total;
+    int64_t total;  /* one aligned store per count(): never torn */
+    char lname[LP_LIVE_NAME];
 } lp_counter;
+
+/* The live file's first page. The reader takes every offset and size from here, so a layout
+ * change is a new version only when the meaning of a field changes. */
+typedef struct {
+    char magic[8]; /* "LPLIVE\0\0" */
+    uint32_t version;
+    uint32_t header_bytes;
+    uint32_t segment_bytes; /* a segment header */
+    uint32_t node_bytes;
+    uint32_t counter_bytes;
+    uint32_t chunk_nodes;
+    uint32_t chunk_counters;
+    uint32_t n_buckets;
+    uint32_t name_bytes;
+    uint32_t measure_cpu;
+    int64_t pid;
+    int64_t created_unix_ns;
+    /* published with release stores after the record is complete */
+    int32_t n_nodes;
+    int32_t n_counters;
+    uint64_t epoch; /* bumped by reset(): a reader seeing it change starts over */
+    /* offsets in lp_node */
+    uint32_t off_seq, off_id, off_parent, off_entries, off_wall, off_self, off_cpu, off_cpu_missing;
+    uint32_t off_min, off_max, off_io, off_sync, off_overflow, off_depth, off_io_delta, off_io_measured;
+    uint32_t off_io_failed, off_hist, off_lname_len, off_lname_cut, off_lname;
+    /* offsets in lp_counter */
+    uint32_t coff_node, coff_total, coff_lname_len, coff_lname_cut, coff_lname;
+    uint32_t identity_len;
+    char identity[LP_LIVE_IDENTITY]; /* the process's identity as JSON, from Python */
+} lp_live_header;
 
 typedef struct {
     PyObject *key;   /* strong: keeps the pointer from being reused by another object */
@@ -195,6 +243,14 @@ typedef struct lp_state {
     /* Every live stack (borrowed; each unlinks itself in its dealloc), so a snapshot taken
      * from another thread can see the entries still open. Changed only under the GIL. */
     struct lp_StackObject *stacks;
+    /* Every thread's innermost phase, for the sampler's timeline (threads.c): the slots the
+     * capsule shares, the stack each slot last published from (borrowed, GIL only), and the
+     * last thread's slot (pub_key: its thread state's id + 1; 0 none). */
+    lp_thread_slot threads[LP_THREAD_SLOTS];
+    struct lp_StackObject *slot_stack[LP_THREAD_SLOTS];
+    _Atomic int64_t threads_unpublished;
+    uint64_t pub_key;
+    int32_t pub_slot;
     PyObject *overflow_name; /* "(overflow)": the node and counter past the caps */
     PyObject *slash;
     PyObject *underscore;
@@ -233,10 +289,16 @@ typedef struct lp_RecorderObject {
     lp_child_slot *child;
     uint32_t child_mask;
     int32_t child_used;
-    /* counters */
-    lp_counter *counters;
+    /* counters, in chunks */
+    lp_counter **cchunks;
+    int32_t n_cchunks;
+    int32_t cchunk_cap;
     int32_t n_counters;
-    int32_t counters_cap;
+    /* the live file: -1 / NULL while none is attached (chunks are then anonymous memory) */
+    int live_fd;
+    long live_pid; /* the process that attached it: a fork child never writes to it */
+    lp_live_header *live_hdr;
+    int64_t live_size;
     int32_t *counter_slots; /* index + 1; 0 is empty */
     uint32_t counter_mask;
     /* names and phase objects */
@@ -338,6 +400,17 @@ void lp_tree_free(lp_RecorderObject *rec);
 int lp_tree_init(lp_RecorderObject *rec);
 PyObject *lp_node_path(lp_RecorderObject *rec, int32_t id);
 
+/* live.c */
+void *lp_chunk_alloc(lp_RecorderObject *rec, int kind, int32_t index, size_t payload);
+void lp_chunk_free(void *chunk, size_t payload);
+void lp_live_set_name(char *dst, uint16_t *len, uint8_t *cut, PyObject *name);
+void lp_live_before_reset(lp_RecorderObject *rec);
+void lp_live_after_reset(lp_RecorderObject *rec);
+void lp_live_detach(lp_RecorderObject *rec);
+PyObject *lp_recorder_live_attach(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *lp_recorder_live_detach(lp_RecorderObject *self, PyObject *ignored);
+PyObject *lp_recorder_get_live(lp_RecorderObject *self, void *c);
+
 /* counters.c */
 PyObject *lp_recorder_count(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames);
@@ -369,6 +442,13 @@ int lp_grow_frames(lp_StackObject *ts);
 lp_StackObject *lp_stack_find_open(lp_state *st, lp_PhaseObject *phase, lp_StackObject *skip, int32_t *idx);
 lp_frame *lp_origin_frame(lp_frame *base);
 void lp_credit_origin(lp_frame *base, int64_t d);
+
+/* threads.c */
+void lp_threads_init(lp_state *st);
+void lp_thread_publish_slow(lp_state *st, PyThreadState *tstate, struct lp_StackObject *ts, int32_t node_id);
+void lp_threads_stack_changed(lp_state *st, struct lp_StackObject *ts, int32_t node_id);
+void lp_threads_stack_gone(lp_state *st, struct lp_StackObject *ts);
+void lp_threads_clear(lp_state *st);
 
 /* noop.c */
 int lp_noop_init(PyObject *module, lp_state *st);
@@ -441,6 +521,20 @@ static inline lp_node *lp_node_at(lp_RecorderObject *rec, int32_t id)
     return &rec->chunks[id / LP_NODE_CHUNK][id % LP_NODE_CHUNK];
 }
 
+static inline lp_counter *lp_counter_at(lp_RecorderObject *rec, int32_t i)
+{
+    return &rec->cchunks[i / LP_COUNTER_CHUNK][i % LP_COUNTER_CHUNK];
+}
+
+/* Makes the nodes and counters made so far visible to a reader of the live file. */
+static inline void lp_live_publish(lp_RecorderObject *rec)
+{
+    if (rec->live_hdr != NULL) {
+        __atomic_store_n(&rec->live_hdr->n_nodes, rec->n_nodes, __ATOMIC_RELEASE);
+        __atomic_store_n(&rec->live_hdr->n_counters, rec->n_counters, __ATOMIC_RELEASE);
+    }
+}
+
 static inline uint32_t lp_hash2(int32_t a, const void *p)
 {
     uint64_t h = ((uint64_t)(uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull;
@@ -492,6 +586,22 @@ LP_INLINE lp_StackObject *lp_stack_view(lp_state *st)
     lp_StackObject *inherited = NULL;
     lp_StackObject *ts = lp_stack_own(st, PyThreadState_Get(), &inherited);
     return ts != NULL ? ts : inherited;
+}
+
+/* Publishes the calling thread's innermost phase for the sampler: one compare and two stores
+ * while the same thread keeps its slot. */
+LP_INLINE void lp_thread_publish(lp_state *st, PyThreadState *tstate, lp_StackObject *ts, int32_t node_id)
+{
+    uint64_t key = (uint64_t)tstate->id + 1;
+    if (LP_LIKELY(st->pub_key == key)) {
+        lp_thread_slot *slot = &st->threads[st->pub_slot];
+        if (LP_LIKELY(atomic_load_explicit(&slot->owner, memory_order_relaxed) == key)) {
+            st->slot_stack[st->pub_slot] = ts;
+            atomic_store_explicit(&slot->phase, node_id, memory_order_relaxed);
+            return;
+        }
+    }
+    lp_thread_publish_slow(st, tstate, ts, node_id);
 }
 
 /* The first frame pushed above the base holds the owner; the last one popped lets it go. The

@@ -306,7 +306,9 @@ static void lp_clear_health(lp_RecorderObject *self)
 static PyObject *lp_recorder_reset(lp_RecorderObject *self, PyObject *Py_UNUSED(ignored))
 {
     self->gen++;
+    lp_live_before_reset(self);
     lp_tree_free(self);
+    lp_live_after_reset(self);
     lp_clear_health(self);
     if (self->errors != NULL && PyList_SetSlice(self->errors, 0, PY_SSIZE_T_MAX, NULL) < 0) {
         return NULL;
@@ -316,6 +318,7 @@ static PyObject *lp_recorder_reset(lp_RecorderObject *self, PyObject *Py_UNUSED(
     }
     if (self->st->primary == self) {
         atomic_store_explicit(&self->st->main_thread_phase, -1, memory_order_relaxed);
+        lp_threads_clear(self->st);
     }
     Py_RETURN_NONE;
 }
@@ -337,6 +340,7 @@ static PyObject *lp_recorder_stop(lp_RecorderObject *self, PyObject *Py_UNUSED(i
         self->active = 0;
         if (self->st->primary == self) {
             atomic_store_explicit(&self->st->main_thread_phase, -1, memory_order_relaxed);
+            lp_threads_clear(self->st);
         }
     }
     Py_RETURN_NONE;
@@ -345,14 +349,21 @@ static PyObject *lp_recorder_stop(lp_RecorderObject *self, PyObject *Py_UNUSED(i
 static PyObject *lp_recorder_make_primary(lp_RecorderObject *self, PyObject *Py_UNUSED(ignored))
 {
     self->st->primary = self;
-    int32_t node = -1;
+    int32_t node = -1, here = -1;
     lp_StackObject *ts = lp_stack_view(self->st);
-    if (ts != NULL && PyThreadState_Get() == self->st->main_tstate) {
-        self->st->main_stack = ts;
+    if (ts != NULL) {
         int32_t i = ts->depth > 0 ? lp_find_live(ts, self, ts->depth - 1) : -1;
-        node = i >= 0 ? ts->frames[i].node_id : -1;
+        here = i >= 0 ? ts->frames[i].node_id : -1;
+        if (PyThreadState_Get() == self->st->main_tstate) {
+            self->st->main_stack = ts;
+            node = here;
+        }
     }
     atomic_store_explicit(&self->st->main_thread_phase, node, memory_order_relaxed);
+    lp_threads_clear(self->st);
+    if (here >= 0) {
+        lp_thread_publish(self->st, PyThreadState_Get(), ts, here);
+    }
     Py_RETURN_NONE;
 }
 
@@ -480,6 +491,7 @@ static PyObject *lp_recorder_new(PyTypeObject *type, PyObject *args, PyObject *k
     self->active = 1;
     self->gen = 1;
     self->measure_cpu = measure_cpu;
+    self->live_fd = -1;
     self->max_paths = max_paths;
     self->max_counters = max_counters;
     self->max_depth = max_depth;
@@ -565,9 +577,11 @@ static void lp_recorder_dealloc(lp_RecorderObject *self)
     if (self->st != NULL && self->st->primary == self) {
         self->st->primary = NULL;
         atomic_store_explicit(&self->st->main_thread_phase, -1, memory_order_relaxed);
+        lp_threads_clear(self->st);
     }
     (void)lp_recorder_clear(self);
     lp_tree_free(self);
+    lp_live_detach(self);
     Py_CLEAR(self->names);
     Py_CLEAR(self->module);
     tp->tp_free(self);
@@ -591,6 +605,11 @@ static PyMethodDef lp_recorder_methods[] = {
      "path_of(id) -> str | None: the path of a node id."},
     {"current_path", (PyCFunction)lp_recorder_current_path, METH_NOARGS,
      "The path of the innermost phase of this recorder open in this thread, or None."},
+    {"live_attach", (PyCFunction)(void (*)(void))lp_recorder_live_attach, METH_FASTCALL,
+     "live_attach(fd, identity: bytes): keep the tree and counters in this file, a shared mapping "
+     "(the descriptor is duplicated; raises OSError where the file cannot be mapped)."},
+    {"live_detach", (PyCFunction)lp_recorder_live_detach, METH_NOARGS,
+     "Stop writing to the live file (what was written stays); the numbers move to memory."},
     {"set_sync", (PyCFunction)lp_recorder_set_sync, METH_O,
      "set_sync(fn | None): fn() runs before the clock at both ends of sync=True phases."},
     {"set_annotate", (PyCFunction)(void (*)(void))lp_recorder_set_annotate, METH_FASTCALL,
@@ -606,6 +625,7 @@ static PyGetSetDef lp_recorder_getset[] = {
     {"n_nodes", (getter)lp_recorder_get_n_nodes, NULL, "Nodes in the tree, root and overflow included.",
      NULL},
     {"generation", (getter)lp_recorder_get_generation, NULL, "Changes at start, stop and reset.", NULL},
+    {"live", (getter)lp_recorder_get_live, NULL, "Whether a live file is attached (in this process).", NULL},
     {"empty", (getter)lp_recorder_get_empty, NULL,
      "True while nothing has been recorded (since the last reset).", NULL},
     {NULL, NULL, NULL, NULL, NULL},

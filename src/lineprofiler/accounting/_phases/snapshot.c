@@ -168,7 +168,7 @@ PyObject *lp_recorder_snapshot(lp_RecorderObject *self, PyObject *Py_UNUSED(igno
         Py_DECREF(d);
     }
     for (int32_t i = 0; i < self->n_counters; i++) {
-        lp_counter *c = &self->counters[i];
+        lp_counter *c = lp_counter_at(self, i);
         PyObject *phase = c->node > LP_ROOT ? lp_node_path(self, c->node) : PyUnicode_FromString("");
         if (phase == NULL) {
             goto done;

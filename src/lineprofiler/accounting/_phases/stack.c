@@ -230,6 +230,7 @@ static void lp_stack_dealloc(lp_StackObject *ts)
     if (st->main_stack == ts) {
         st->main_stack = NULL;
     }
+    lp_threads_stack_gone(st, ts);
     if (ts->prev != NULL) {
         ts->prev->next = ts->next;
     } else if (st->stacks == ts) {

@@ -21,7 +21,7 @@ static lp_node *lp_node_new(lp_RecorderObject *rec, int32_t parent, PyObject *na
             rec->chunks = chunks;
             rec->chunk_cap = cap;
         }
-        lp_node *chunk = calloc(LP_NODE_CHUNK, sizeof *chunk);
+        lp_node *chunk = lp_chunk_alloc(rec, LP_SEG_NODES, rec->n_chunks, LP_NODE_CHUNK * sizeof *chunk);
         if (chunk == NULL) {
             return NULL;
         }
@@ -34,7 +34,11 @@ static lp_node *lp_node_new(lp_RecorderObject *rec, int32_t parent, PyObject *na
     node->name = name;
     node->depth = parent >= 0 ? lp_node_at(rec, parent)->depth + 1 : 0;
     node->min_ns = INT64_MAX;
+    if (name != NULL) {
+        lp_live_set_name(node->lname, &node->lname_len, &node->lname_cut, name);
+    }
     rec->n_nodes++;
+    lp_live_publish(rec);
     return node;
 }
 
@@ -117,7 +121,7 @@ void lp_tree_free(lp_RecorderObject *rec)
                 Py_CLEAR(chunk[i].path);
             }
         }
-        free(chunk);
+        lp_chunk_free(chunk, LP_NODE_CHUNK * sizeof *chunk);
     }
     free(rec->chunks);
     rec->chunks = NULL;
@@ -126,9 +130,12 @@ void lp_tree_free(lp_RecorderObject *rec)
     rec->child = NULL;
     rec->child_mask = 0;
     rec->child_used = 0;
-    free(rec->counters);
-    rec->counters = NULL;
-    rec->n_counters = rec->counters_cap = 0;
+    for (int32_t c = 0; c < rec->n_cchunks; c++) {
+        lp_chunk_free(rec->cchunks[c], LP_COUNTER_CHUNK * sizeof(lp_counter));
+    }
+    free(rec->cchunks);
+    rec->cchunks = NULL;
+    rec->n_cchunks = rec->cchunk_cap = rec->n_counters = 0;
     free(rec->counter_slots);
     rec->counter_slots = NULL;
     rec->counter_mask = 0;

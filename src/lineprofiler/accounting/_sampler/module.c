@@ -70,16 +70,21 @@ static void lp_core_free(lp_core *c)
 
 static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"interval_s", "capacity", "io_path", "statm_path", "stat_path", "nvml", NULL};
-    double interval_s = 1.0;
+    static char *kwlist[] = {"interval_s", "capacity", "io_path",     "statm_path",
+                             "stat_path",  "nvml",     "timeline_hz", NULL};
+    double interval_s = 1.0, timeline_hz = 0.0;
     Py_ssize_t capacity = 3600;
     PyObject *io_path = NULL, *statm_path = NULL, *stat_path = NULL;
     int nvml = 1;
     lp_SamplerObject *self;
     lp_core *c;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|dn$OOOp:Sampler", kwlist, &interval_s, &capacity, &io_path,
-                                     &statm_path, &stat_path, &nvml)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|dn$OOOpd:Sampler", kwlist, &interval_s, &capacity,
+                                     &io_path, &statm_path, &stat_path, &nvml, &timeline_hz)) {
+        return NULL;
+    }
+    if (!(timeline_hz >= 0.0 && timeline_hz <= LP_TL_MAX_HZ)) {
+        PyErr_Format(PyExc_ValueError, "timeline_hz must be between 0 (off) and %g", LP_TL_MAX_HZ);
         return NULL;
     }
     if (!(interval_s >= 0.001 && interval_s <= 86400.0)) {
@@ -96,6 +101,9 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
     }
     c->io_fd = c->statm_fd = c->stat_fd = -1;
     c->interval_ns = (int64_t)(interval_s * 1e9);
+    c->tl_interval_ns = timeline_hz > 0.0 ? (int64_t)(1e9 / timeline_hz) : 0;
+    atomic_init(&c->tl_ticks, 0);
+    atomic_init(&c->tl_skipped, 0);
     c->capacity = capacity;
     c->want_nvml = nvml;
     c->own_io = c->local_own;
@@ -167,6 +175,7 @@ static int lp_begin_sampling(lp_core *c)
 {
     c->segment_start = 1;
     lp_tick(c);
+    lp_timeline_tick(c, 0);
     return lp_thread_start_or_raise(c);
 }
 
@@ -221,7 +230,9 @@ static void lp_attach_phases(lp_SamplerObject *self)
         snprintf(c->phase_reason, LP_REASON_LEN, "_phases._C_API is not a %s capsule", LP_PHASES_CAPI_NAME);
         return;
     }
-    if (api->version != LP_PHASES_CAPI_VERSION || api->main_thread_phase == NULL || api->own_io == NULL) {
+    /* Version 1 has no thread slots: the timeline is then off, with a reason. */
+    if (api->version < 1 || api->version > LP_PHASES_CAPI_VERSION || api->main_thread_phase == NULL ||
+        api->own_io == NULL) {
         Py_DECREF(module);
         snprintf(c->phase_reason, LP_REASON_LEN, "_phases capsule version %d, expected %d", api->version,
                  LP_PHASES_CAPI_VERSION);
@@ -229,6 +240,11 @@ static void lp_attach_phases(lp_SamplerObject *self)
     }
     self->phases_module = module;
     c->phase = api->main_thread_phase;
+    if (api->version >= 2) {
+        c->capi = (lp_phases_capi *)api;
+        c->threads = api->threads;
+        c->threads_unpublished = api->threads_unpublished;
+    }
     c->own_io = api->own_io;
     c->phase_reason[0] = '\0';
 }
@@ -312,6 +328,19 @@ static PyObject *lp_sampler_drain(lp_SamplerObject *self, PyObject *Py_UNUSED(ig
     return out;
 }
 
+PyDoc_STRVAR(lp_drain_timeline_doc,
+             "drain_timeline() -> bytes\n--\n\nRemove every timeline row from its ring "
+             "and return them, oldest first, as native-endian int64 rows of "
+             "len(timeline_columns) values.");
+
+static PyObject *lp_sampler_drain_timeline(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (lp_resume(self) < 0) {
+        return NULL;
+    }
+    return lp_timeline_drain(self->core);
+}
+
 PyDoc_STRVAR(lp_before_fork_doc, "before_fork()\n--\n\nStop the thread (joined before returning), to restart "
                                  "it after fork(). Holds no lock across fork().");
 
@@ -382,6 +411,10 @@ static PyObject *lp_sampler_after_fork_child(lp_SamplerObject *self, PyObject *P
         return NULL;
     }
     c->ticks = c->failed_io = c->failed_rss = c->failed_stat = 0;
+    lp_timeline_reset(c);
+    if (c->capi != NULL && c->capi->after_fork_child != NULL) {
+        c->capi->after_fork_child(c->capi);
+    }
     c->rows_total = c->overwritten = 0;
     c->cpu_ns_done = 0;
     c->restarts = 0;
@@ -463,6 +496,18 @@ static PyObject *lp_reason_or_none(const char *reason)
     return PyUnicode_DecodeFSDefault(reason);
 }
 
+static PyObject *lp_timeline_reason(lp_core *c)
+{
+    if (c->tl_interval_ns <= 0) {
+        return PyUnicode_FromString("timeline_hz is 0 (off)");
+    }
+    if (c->threads == NULL) {
+        return PyUnicode_FromFormat("no per-thread phases from _phases: %s",
+                                    c->phase_reason[0] ? c->phase_reason : "its capsule predates them");
+    }
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(lp_stats_doc, "stats() -> dict\n--\n\nCounters and reasons; see _sampler.pyi.");
 
 static PyObject *lp_sampler_stats(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
@@ -486,6 +531,7 @@ static PyObject *lp_sampler_stats(lp_SamplerObject *self, PyObject *Py_UNUSED(ig
     pthread_mutex_unlock(&c->tick_lock);
     pthread_mutex_lock(&c->ring_lock);
     int64_t rows_total = c->rows_total, overwritten = c->overwritten, held = c->count;
+    int64_t tl_rows = c->tl_rows_total, tl_over = c->tl_overwritten;
     pthread_mutex_unlock(&c->ring_lock);
     if (lp_set_item(d, "running", PyBool_FromLong(c->thread_running)) < 0 ||
         lp_set_item(d, "pid", PyLong_FromLong((long)c->pid)) < 0 ||
@@ -500,6 +546,14 @@ static PyObject *lp_sampler_stats(lp_SamplerObject *self, PyObject *Py_UNUSED(ig
         lp_set_item(d, "thread_tid", PyLong_FromLongLong(atomic_load(&c->thread_tid))) < 0 ||
         lp_set_item(d, "restarts", PyLong_FromLongLong(c->restarts)) < 0 ||
         lp_set_item(d, "gpu_devices", PyLong_FromLong(c->n_gpu)) < 0 ||
+        lp_set_item(d, "timeline_ticks", PyLong_FromLongLong(atomic_load(&c->tl_ticks))) < 0 ||
+        lp_set_item(d, "timeline_skipped", PyLong_FromLongLong(atomic_load(&c->tl_skipped))) < 0 ||
+        lp_set_item(d, "timeline_rows", PyLong_FromLongLong(tl_rows)) < 0 ||
+        lp_set_item(d, "timeline_overwritten", PyLong_FromLongLong(tl_over)) < 0 ||
+        lp_set_item(d, "threads_unpublished",
+                    PyLong_FromLongLong(c->threads_unpublished ? atomic_load(c->threads_unpublished) : 0)) <
+            0 ||
+        lp_set_item(d, "timeline_reason", lp_timeline_reason(c)) < 0 ||
         lp_set_item(d, "own_io",
                     Py_BuildValue("(LLLLL)", (long long)own[0], (long long)own[1], (long long)own[2],
                                   (long long)own[3], (long long)own[4])) < 0 ||
@@ -549,6 +603,12 @@ static PyObject *lp_sampler_get_capacity(lp_SamplerObject *self, void *Py_UNUSED
     return PyLong_FromSsize_t(self->core->capacity);
 }
 
+static PyObject *lp_sampler_get_timeline_hz(lp_SamplerObject *self, void *Py_UNUSED(closure))
+{
+    int64_t ns = self->core->tl_interval_ns;
+    return PyFloat_FromDouble(ns > 0 ? 1e9 / (double)ns : 0.0);
+}
+
 static PyObject *lp_sampler_get_running(lp_SamplerObject *self, void *Py_UNUSED(closure))
 {
     /* A restart deferred past fork counts as running: it will be by the next call. */
@@ -560,6 +620,7 @@ static PyMethodDef lp_sampler_methods[] = {
     {"stop", (PyCFunction)lp_sampler_stop, METH_NOARGS, lp_stop_doc},
     {"sample", (PyCFunction)lp_sampler_sample, METH_NOARGS, lp_sample_doc},
     {"drain", (PyCFunction)lp_sampler_drain, METH_NOARGS, lp_drain_doc},
+    {"drain_timeline", (PyCFunction)lp_sampler_drain_timeline, METH_NOARGS, lp_drain_timeline_doc},
     {"before_fork", (PyCFunction)lp_sampler_before_fork, METH_NOARGS, lp_before_fork_doc},
     {"after_fork_parent", (PyCFunction)lp_sampler_after_fork_parent, METH_NOARGS, lp_after_fork_parent_doc},
     {"after_fork_child", (PyCFunction)lp_sampler_after_fork_child, METH_NOARGS, lp_after_fork_child_doc},
@@ -574,12 +635,13 @@ static PyGetSetDef lp_sampler_getset[] = {
     {"interval_s", (getter)lp_sampler_get_interval_s, NULL, "Seconds between rows.", NULL},
     {"capacity", (getter)lp_sampler_get_capacity, NULL, "Rows the ring holds.", NULL},
     {"running", (getter)lp_sampler_get_running, NULL, "Whether the thread runs.", NULL},
+    {"timeline_hz", (getter)lp_sampler_get_timeline_hz, NULL, "Timeline ticks per second (0: off).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 PyDoc_STRVAR(lp_sampler_doc,
              "Sampler(interval_s=1.0, capacity=3600, *, io_path=None, statm_path=None, stat_path=None, "
-             "nvml=True)\n--\n\n"
+             "nvml=True, timeline_hz=0.0)\n--\n\n"
              "The native resource sampler. io_path, statm_path and stat_path replace /proc/self/io, "
              "/proc/self/statm and /proc/self/stat: a seam for tests only.");
 
@@ -626,6 +688,11 @@ static int lp_module_exec(PyObject *module)
         return -1;
     }
     if (PyModule_AddObjectRef(module, "Sampler", (PyObject *)st->sampler_type) < 0) {
+        return -1;
+    }
+    PyObject *tl_cols = Py_BuildValue("(sss)", "t_ns", "tid", "phase");
+    if (tl_cols == NULL || PyModule_AddObject(module, "TIMELINE_COLUMNS", tl_cols) < 0) {
+        Py_XDECREF(tl_cols);
         return -1;
     }
     if (PyModule_AddIntConstant(module, "FLAG_SEGMENT_START", LP_ROW_SEGMENT_START) < 0 ||

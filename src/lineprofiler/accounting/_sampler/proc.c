@@ -74,8 +74,13 @@ int lp_core_open(lp_core *c)
         c->ring = ring;
         c->ncols = ncols;
     }
+    if (lp_timeline_alloc(c) < 0) {
+        return -1;
+    }
     c->head = 0;
     c->count = 0;
+    c->tl_head = 0;
+    c->tl_count = 0;
     c->opened = 1;
     return 0;
 }
@@ -91,6 +96,8 @@ void lp_core_release(lp_core *c)
     }
     free(c->ring);
     c->ring = NULL;
+    free(c->tl_ring);
+    c->tl_ring = NULL;
     c->opened = 0;
 }
 

@@ -9,8 +9,14 @@
  *
  * Rows hold -1 for a value that could not be read: "could not measure", never zero.
  *
+ * The timeline (timeline.c): at its own rate (timeline_hz), the same thread reads the innermost
+ * phase of every thread that published one (_phases' slots) into a second ring of rows
+ * (t_ns, tid, phase). A tick the thread could not keep is counted and leaves a marker row
+ * (tid -1, phase = ticks missed), never a stretched interval.
+ *
  * The files: proc.c opens the descriptors and NVML and reads one row; thread.c is the ring, the
- * tick and the thread; module.c is the Python type and the module.
+ * tick and the thread; timeline.c the timeline's ring and tick; module.c is the Python type and
+ * the module.
  *
  * Concurrency: every method runs with the GIL held and never releases it, so methods never run
  * concurrently with each other; the only other party is the sampler thread, which takes
@@ -39,6 +45,7 @@
 #include "_common.h"
 #include "_procio.h"
 #include "accounting/_nvml.h"
+#include "accounting/_phases_capi.h"
 
 /* ===================================================================== row layout */
 
@@ -63,6 +70,14 @@ enum {
 #define LP_DEFAULT_STAT_PATH  "/proc/self/stat"
 #define LP_REASON_LEN         256
 #define LP_MAX_CAPACITY       (1 << 24)
+
+/* Timeline rows: (t_ns, tid, phase). tid 0: no thread was in a phase (phase -1); tid -1: a
+ * marker for ticks the thread could not keep (phase holds how many). */
+#define LP_TL_COLS        3
+#define LP_TL_CAPACITY    8192 /* rows: 200 KiB, about 13 minutes of one thread at 10 Hz */
+#define LP_TL_TID_NONE    0
+#define LP_TL_TID_SKIPPED (-1)
+#define LP_TL_MAX_HZ      1000.0
 
 /* ===================================================================== the core */
 
@@ -113,6 +128,20 @@ typedef struct {
     int64_t rows_total;
     int64_t overwritten;
 
+    /* The timeline: configuration, _phases' slots (NULL without the capsule), and its ring,
+     * under ring_lock; tl_ticks and tl_skipped are written by the ticking thread only. */
+    int64_t tl_interval_ns; /* 0: off */
+    lp_thread_slot *threads;
+    lp_phases_capi *capi;
+    _Atomic int64_t *threads_unpublished;
+    int64_t *tl_ring; /* LP_TL_CAPACITY * LP_TL_COLS */
+    Py_ssize_t tl_head;
+    Py_ssize_t tl_count;
+    int64_t tl_rows_total;
+    int64_t tl_overwritten;
+    _Atomic int64_t tl_ticks;
+    _Atomic int64_t tl_skipped;
+
     /* The thread. */
     pthread_mutex_t state_lock;
     pthread_cond_t wake;
@@ -148,5 +177,11 @@ void lp_tick(lp_core *c);
 int lp_thread_start(lp_core *c);
 void lp_thread_stop(lp_core *c);
 int64_t lp_thread_cpu_total(lp_core *c);
+
+/* timeline.c */
+int lp_timeline_alloc(lp_core *c);
+void lp_timeline_tick(lp_core *c, int64_t skipped);
+void lp_timeline_reset(lp_core *c);
+PyObject *lp_timeline_drain(lp_core *c);
 
 #endif /* LP_SAMPLER_H */

@@ -98,7 +98,10 @@ static void lp_abs_monotonic(int64_t ns, struct timespec *ts)
 static void *lp_thread_main(void *arg)
 {
     lp_core *c = arg;
-    int64_t next = lp_monotonic_ns() + c->interval_ns;
+    int64_t start = lp_monotonic_ns();
+    int64_t next = start + c->interval_ns;
+    int64_t tl = c->tl_interval_ns;
+    int64_t tl_next = tl > 0 ? start + tl : INT64_MAX;
     pthread_mutex_lock(&c->state_lock);
 #if defined(__linux__)
     atomic_store(&c->thread_tid, (int64_t)syscall(SYS_gettid));
@@ -106,22 +109,32 @@ static void *lp_thread_main(void *arg)
     c->thread_started = 1;
     pthread_cond_broadcast(&c->wake);
     for (;;) {
-        while (!c->stop_requested && lp_monotonic_ns() < next) {
+        int64_t due = next < tl_next ? next : tl_next;
+        while (!c->stop_requested && lp_monotonic_ns() < due) {
             struct timespec ts;
-            lp_abs_monotonic(next, &ts);
+            lp_abs_monotonic(due, &ts);
             pthread_cond_timedwait(&c->wake, &c->state_lock, &ts);
         }
         if (c->stop_requested) {
             break;
         }
         pthread_mutex_unlock(&c->state_lock);
-        lp_tick(c);
-        /* Keep to the grid start + k * interval; after a stall, skip the missed ticks rather
-         * than bunching them up. */
         int64_t now = lp_monotonic_ns();
-        next += c->interval_ns;
-        if (next <= now) {
-            next = now + c->interval_ns - (now - next) % c->interval_ns;
+        if (now >= tl_next) {
+            /* Ticks of the grid start + k * tl that passed unseen are counted and marked. */
+            int64_t missed = (now - tl_next) / tl;
+            lp_timeline_tick(c, missed);
+            tl_next += (missed + 1) * tl;
+        }
+        if (now >= next) {
+            lp_tick(c);
+            /* Keep to the grid start + k * interval; after a stall, skip the missed ticks
+             * rather than bunching them up. */
+            now = lp_monotonic_ns();
+            next += c->interval_ns;
+            if (next <= now) {
+                next = now + c->interval_ns - (now - next) % c->interval_ns;
+            }
         }
         pthread_mutex_lock(&c->state_lock);
     }

@@ -1,0 +1,54 @@
+"""A process with a known phase schedule, for the timeline truth test.
+
+argv: run_dir, t0 (unix seconds), offset_s, period_a, period_b, cycles, stall_from, stall_len,
+hz. From t0 + offset the process is in phase A for period_a then B for period_b, `cycles`
+times, except from t0 + stall_from for stall_len (absolute: every process at once), when it is
+outside all phases. It sleeps in small steps, so it needs little CPU; CPU is not measured, so
+no phase counts as waiting.
+"""
+
+import sys
+import time
+
+from lineprofiler.accounting import Profiler
+
+
+def main() -> None:
+    run_dir = sys.argv[1]
+    t0, offset, a, b = (float(x) for x in sys.argv[2:6])
+    cycles = int(sys.argv[6])
+    stall_from, stall_len, hz = (float(x) for x in sys.argv[7:10])
+    profiler = Profiler(run_dir=run_dir, role="actor", enabled=True, measure_cpu=False, timeline_hz=hz)
+    with profiler:
+        start = t0 + offset
+        end = start + cycles * (a + b)
+
+        def wanted(now: float) -> str | None:
+            if now < start or now >= end or t0 + stall_from <= now < t0 + stall_from + stall_len:
+                return None
+            return "A" if (now - start) % (a + b) < a else "B"
+
+        while time.time() < start:
+            time.sleep(0.001)
+        current = None
+        phase = None
+        while True:
+            now = time.time()
+            if now >= end:
+                break
+            state = wanted(now)
+            if state != current:
+                if phase is not None:
+                    phase.__exit__(None, None, None)
+                    phase = None
+                if state is not None:
+                    phase = profiler.phase(state)
+                    phase.__enter__()
+                current = state
+            time.sleep(0.001)
+        if phase is not None:
+            phase.__exit__(None, None, None)
+
+
+if __name__ == "__main__":
+    main()
