@@ -7,7 +7,7 @@ The line layer lives in :mod:`lineprofiler.lines`; the accounting layer in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 
 __version__ = "0.1.0"
 
@@ -21,6 +21,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .lines import FunctionStats, LineProfiler, LineStats
 
 

@@ -101,6 +101,8 @@ def test_an_unwritable_run_dir_is_recorded_not_raised(tmp_path):
                             snapshot_interval_s=None)
     with profiler.phase("step"):
         pass
+    # The first snapshot after construction also writes the metadata files: both fail, recorded.
+    assert profiler.flush() is False
     # The disk comes back: the next snapshot carries what went wrong before.
     blocker.unlink()
     assert profiler.flush() is True
@@ -157,7 +159,12 @@ def test_every_process_writes_its_own_file_and_metadata_json_names_the_run(run_p
     assert not list(run_dir.rglob(".tmp_*"))  # no temp file left by any writer
     run_level = load(run_dir / "metadata.json")
     assert run_level["run_id"] == documents[0]["identity"]["run_id"]
-    assert run_level["role"] == "learner"  # the first process of the run wrote it; no one replaced it
+    # The first process of the run to write its metadata wrote it, and no one replaced it: with
+    # the parent's periodic snapshots off, that is the spawn child, which closed first.
+    actors = {d["identity"]["pid"]: p for p, d in zip(workers, documents, strict=True)
+              if d["identity"]["role"] == "actor"}
+    assert run_level["role"] == "actor" and run_level["final"] is False
+    assert run_level["worker_file"] == actors[run_level["pid"]].relative_to(run_dir).as_posix()
 
 
 def test_a_rerun_into_the_same_directory_replaces_metadata_json(run_python, tmp_path):

@@ -32,7 +32,7 @@ def run_sync(run_python, tmp_path, before: str = "", between: str = "") -> tuple
     code = before + f"\nRUN_DIR = {str(run_dir)!r}\n" + BODY.format(between=between)
     run_python(code)
     (document,) = worker_documents(run_dir)
-    run_level = json.loads((run_dir / "metadata.json").read_text())  # written at construction
+    run_level = json.loads((run_dir / "metadata.json").read_text())  # written with the first snapshot
     own = json.loads(next((run_dir / "metadata").rglob("*.json")).read_text())  # rewritten at close
     return document, run_level, own
 
@@ -57,9 +57,10 @@ def test_sync_with_the_cpu_build_of_torch_is_a_no_op(run_python, tmp_path):
 
 @pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
 def test_torch_imported_after_the_profiler_is_picked_up(run_python, tmp_path):
-    document, run_level, own = run_sync(run_python, tmp_path, between="import torch")
+    # The first snapshot (which writes metadata.json) comes before the import of torch.
+    document, run_level, own = run_sync(run_python, tmp_path, between="p.flush()\nimport torch")
     assert_recorded(document)
-    assert run_level["sync"]["mode"] == "pending"  # torch installed, not imported at construction
+    assert run_level["sync"]["mode"] == "pending"  # torch installed, not imported yet
     assert own["sync"]["mode"] is None and "built without CUDA" in own["sync"]["unavailable_reason"]
 
 

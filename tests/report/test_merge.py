@@ -118,7 +118,8 @@ def test_an_unreadable_file_of_a_superseded_attempt_is_not_a_caveat_of_the_newes
 def test_merge_never_parses_samples_and_rereads_them_on_access(run_dir):
     worker = SimWorker("actor")
     actor_loop(worker, 3, mcts_ns=1 * MS, env_ns=1 * MS)
-    samples = {"columns": ["t", "rss"], "t": list(range(2000)), "rss": list(range(2000))}
+    # Inline rows, more than the reader parses along with the rest (SMALL_SAMPLES_BYTES).
+    samples = {"columns": ["t", "rss"], "t": list(range(20_000)), "rss": list(range(20_000))}
     path = worker.write(run_dir, samples=samples)
 
     document = load_run(run_dir).workers[0].document
@@ -129,7 +130,7 @@ def test_merge_never_parses_samples_and_rereads_them_on_access(run_dir):
     # Damage inside the samples does not cost the worker's phases (merge stops before them);
     # it surfaces, as a WorkerFileError, only when a block reads the samples.
     raw = path.read_bytes()
-    path.write_bytes(raw.replace(b"1999]", b"1999"))
+    path.write_bytes(raw.replace(b"19999]", b"19999"))
     run = load_run(run_dir)
     assert run.unreadable == [] and run.roles["actor"].phases["iteration"].entries == 3
     with pytest.raises(workerfile.WorkerFileError, match="corrupt or truncated"):

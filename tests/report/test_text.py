@@ -4,7 +4,7 @@ from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, expected_qu
 
 from lineprofiler.report import build, text
 from lineprofiler.report import format as fmt
-from lineprofiler.report.blocks import resources
+from lineprofiler.report.blocks import sampled
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.text import RenderOptions, render
 
@@ -209,7 +209,7 @@ def test_a_failing_block_costs_that_block_and_is_named_under_caveats(tmp_path, m
     def reduce_io(table, grid=None):
         raise KeyError("read_chars")
 
-    monkeypatch.setattr(resources, "reduce_io", reduce_io)
+    monkeypatch.setattr(sampled, "reduce_io", reduce_io)
     monkeypatch.delenv("LINEPROFILER_DEBUG", raising=False)
     worker = seed_actor()
     worker.write(tmp_path, samples=worker.write_samples(tmp_path, {"rss_bytes": [10**6, 2 * 10**6]}))

@@ -104,7 +104,8 @@ def test_a_newer_schema_says_to_upgrade():
 
 
 def test_the_writer_puts_samples_last_so_a_reader_can_skip_them(tmp_path):
-    samples = {"rows": 3, "rss": [1, 2, 3], "samples": {"nested": True}}
+    # Inline rows past SMALL_SAMPLES_BYTES: the skipping reader leaves them unparsed.
+    samples = {"rows": 30_000, "rss": list(range(30_000)), "samples": {"nested": True}}
     document = good_document(samples=samples, gpu={"samples": [1]})
     document["config"]["samples"] = 5  # nested "samples" keys the skipping reader must step over
     path = tmp_path / "w.json"
@@ -125,6 +126,20 @@ def test_the_writer_puts_samples_last_so_a_reader_can_skip_them(tmp_path):
 
     workerfile.write_worker_file(path, good_document(samples=None))
     assert workerfile.read_worker_file(path, skip_samples=True)["samples"] is None
+
+
+def test_small_samples_are_read_by_the_skipping_reader(tmp_path):
+    # The object the profiler writes names the sample file: small, so it is parsed at once and
+    # the report need not read the worker file again for it.
+    samples = {"file": "w_run_1_0000abcd.samples", "rows": 3, "columns": ["t_ns"], "samples": {"nested": True}}
+    path = tmp_path / "w.json"
+    workerfile.write_worker_file(path, good_document(samples=samples))
+    assert workerfile.read_worker_file(path, skip_samples=True)["samples"] == samples
+    raw = path.read_bytes()
+    # Bytes after the key that do not parse as an object are left for a whole read to judge.
+    for tail in (b"garbage}", b"[1, 2]}", b'{"a": 1'):
+        damaged = raw[: raw.rindex(b',"samples":') + 11] + tail
+        assert parse_worker_bytes(damaged, PATH, skip_samples=True)["samples"] is workerfile.SAMPLES_SKIPPED
 
 
 def test_skipping_falls_back_to_a_whole_parse_without_the_layout(tmp_path):

@@ -8,8 +8,12 @@ A wrong type raises TypeError and a wrong value ValueError, with the argument's 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any
+
+from .._record import Record
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The heavy profilers a window can run (``backend=``): the values of ``windows.Backend``.
 BACKENDS = ("torch", "viztracer", "lines")
@@ -90,26 +94,48 @@ def check_lines_project(value: object, backend: str | None) -> str | None:
     return os.path.realpath(text)
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(Record):
     """What a ``Profiler`` was asked for, checked (``run_dir`` and ``role`` as given)."""
 
-    run_dir: str | os.PathLike[str] | None
-    role: str | None
-    enabled: bool | None
-    measure_cpu: bool
-    backend: str | None
-    backend_window: tuple[int, int] | None
-    window_phase: str | None
-    #: ``backend="lines"``: the project folder whose lines are profiled, absolute; None for
-    #: the default (decided in the process, see ``lines_window.project_folder``).
-    lines_project: str | None
-    annotate: bool
-    snapshot_interval_s: float | None
-    sample_interval_s: float | None
-    timeline_hz: float
-    max_paths: int
-    max_counters: int
+    __slots__ = (
+        "run_dir", "role", "enabled", "measure_cpu", "backend", "backend_window", "window_phase", "lines_project",
+        "annotate", "snapshot_interval_s", "sample_interval_s", "timeline_hz", "max_paths", "max_counters",
+    )
+
+    def __init__(
+        self,
+        *,
+        run_dir: str | os.PathLike[str] | None,
+        role: str | None,
+        enabled: bool | None,
+        measure_cpu: bool,
+        backend: str | None,
+        backend_window: tuple[int, int] | None,
+        window_phase: str | None,
+        lines_project: str | None,
+        annotate: bool,
+        snapshot_interval_s: float | None,
+        sample_interval_s: float | None,
+        timeline_hz: float,
+        max_paths: int,
+        max_counters: int,
+    ) -> None:
+        self.run_dir = run_dir
+        self.role = role
+        self.enabled = enabled
+        self.measure_cpu = measure_cpu
+        self.backend = backend
+        self.backend_window = backend_window
+        self.window_phase = window_phase
+        #: ``backend="lines"``: the project folder whose lines are profiled, absolute; None for
+        #: the default (decided in the process, see ``lines_window.project_folder``).
+        self.lines_project = lines_project
+        self.annotate = annotate
+        self.snapshot_interval_s = snapshot_interval_s
+        self.sample_interval_s = sample_interval_s
+        self.timeline_hz = timeline_hz
+        self.max_paths = max_paths
+        self.max_counters = max_counters
 
     def config(self) -> dict[str, Any]:
         """The worker file's ``config`` keys that come from the arguments."""

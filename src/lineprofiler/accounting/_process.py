@@ -14,13 +14,14 @@ import os
 import signal
 import sys
 import threading
-import traceback
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from . import _phases
 
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from .profiler import Profiler
 
 FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
@@ -176,6 +177,8 @@ class ProcessHooks:
             try:
                 profiler._after_fork_child()
             except Exception:
+                import traceback
+
                 traceback.print_exc()
 
     def after_fork_returns(self, fn: Callable[[], object]) -> None:

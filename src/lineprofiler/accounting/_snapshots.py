@@ -10,13 +10,16 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from ..runfiles import layout, workerfile
 from . import _phases
 from ._process import PROCESS
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
 
 #: How long a write waits for the one before it (a signal's flush racing the thread's).
 LOCK_TIMEOUT_S = 10.0
@@ -67,6 +70,9 @@ class SnapshotWriter:
         self._record_error = record_error
         self.interval_s = interval_s
         self.path: Path | None = None
+        #: Called by the periodic thread before each of its snapshots (the profiler's first
+        #: metadata files); must not raise.
+        self.before_periodic: Callable[[], None] | None = None
         self._thread: _Periodic | None = None
         self._warned = False
         self._reset()
@@ -170,6 +176,9 @@ class _Periodic(threading.Thread):
     def run(self) -> None:
         while not self.stop_event.wait(self.interval):
             try:
+                before = self.writer.before_periodic
+                if before is not None:
+                    before()
                 self.writer.write("running")
-            except BaseException:  # the writer never raises; this is the last guard
+            except BaseException:  # neither raises; this is the last guard
                 return

@@ -1,17 +1,16 @@
 """Connect a profiler's optional pieces to its core: GPU sync, annotation, a backend window,
 the GPU facts and the resource sampler. A failure is recorded in the worker file, never raised.
 
-Imported by an enabled profiler only: a disabled one never loads the GPU and window modules.
+Imported by an enabled profiler only: a disabled one never loads the GPU and window modules,
+and a profiler without ``backend=`` or ``annotate=True`` never loads the window module.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from . import capabilities, gpu, windows
-from .identity import resolve_host
+from . import gpu
 from .sampling import ResourceSampler
 
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from .profiler import Profiler
 
@@ -36,6 +35,19 @@ def wire(profiler: Profiler) -> None:
         profiler.set_sync(profiler._sync_fn)
     except Exception as error:
         _failed(profiler, "sync hook", error)
+    if profiler.backend is not None or profiler.annotate:
+        _window_and_annotation(profiler)
+    try:
+        profiler.add_attachment(gpu.GpuAttachment())
+    except Exception as error:
+        _failed(profiler, "GPU attachment", error)
+
+
+def _window_and_annotation(profiler: Profiler) -> None:
+    """``annotate=True`` and ``backend=...``: the annotator, the window and their phase hooks."""
+    from . import capabilities, windows
+    from .identity import resolve_host
+
     if profiler.annotate:
         try:
             profiler._annotator = gpu.Annotator()
@@ -75,10 +87,6 @@ def wire(profiler: Profiler) -> None:
             profiler.set_annotate(enter, exit_)
     except Exception as error:
         _failed(profiler, "annotate hooks", error)
-    try:
-        profiler.add_attachment(gpu.GpuAttachment())
-    except Exception as error:
-        _failed(profiler, "GPU attachment", error)
 
 
 def attach_sampler(profiler: Profiler) -> None:

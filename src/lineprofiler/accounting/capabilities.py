@@ -27,15 +27,16 @@ What the answers are written to (``metadata.json``) is :mod:`.metadata`'s busine
 
 from __future__ import annotations
 
-import ctypes
-import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+
+from .._record import Record
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 __all__ = [
     "NAMES",
@@ -57,15 +58,24 @@ NVML_LIBRARY_ENV = "LINEPROFILER_NVML_LIBRARY"
 NVML_LIBRARY = "libnvidia-ml.so.1"
 
 
-@dataclass(frozen=True)
-class Capability:
+class Capability(Record):
     """One optional piece: usable or not, and why not."""
 
-    name: str
-    available: bool
-    version: str | None = None
-    unavailable_reason: str | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
+    __slots__ = ("name", "available", "version", "unavailable_reason", "details")
+
+    def __init__(
+        self,
+        name: str,
+        available: bool,
+        version: str | None = None,
+        unavailable_reason: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.available = available
+        self.version = version
+        self.unavailable_reason = unavailable_reason
+        self.details: Mapping[str, Any] = {} if details is None else details
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"available": self.available}
@@ -114,6 +124,8 @@ def _installed(module: str, distribution: str) -> tuple[bool, str | None, str | 
     """(installed, version, reason) without importing ``module``."""
     if module in sys.modules and sys.modules[module] is None:
         return False, None, f"import of {module} is blocked in this process (sys.modules[{module!r}] is None)"
+    import importlib.util  # here: importing this module must stay cheap
+
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError) as error:
@@ -133,7 +145,7 @@ def _version(module: str, distribution: str, spec: Any) -> str | None:
     wanted = _normalise(distribution)
     origin = (list(spec.submodule_search_locations or ()) or [spec.origin])[0]
     if origin:
-        folder = Path(origin).parent
+        folder = os.path.dirname(origin)
         try:
             with os.scandir(folder) as entries:  # closed on the early return too
                 for entry in entries:
@@ -224,6 +236,8 @@ def nvml() -> Capability:
 
 
 def _probe_nvml() -> Capability:
+    import ctypes  # here: only the NVML probe needs it, and it costs milliseconds to import
+
     path = os.environ.get(NVML_LIBRARY_ENV) or NVML_LIBRARY
     details: dict[str, Any] = {"library": path}
     ok, version, _ = _installed("pynvml", "nvidia-ml-py")

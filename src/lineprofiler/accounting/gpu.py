@@ -19,10 +19,13 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any
 
 from . import capabilities
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "Annotator",
@@ -381,7 +384,12 @@ class GpuAttachment:
         if not isinstance(gpu, dict):
             gpu = document["gpu"] = {}
         gpu["vram"] = self.vram_document()
-        if self._nvml and "nvml" not in gpu:
+        # Not in the start file, written while the profiler is constructed: probing NVML (ctypes,
+        # the library's load and init) would cost every process's start more than the rest of
+        # it. The first snapshot after it carries the facts; a start file says nothing of NVML.
+        times = document.get("times")
+        starting = isinstance(times, dict) and times.get("status") == "started"
+        if self._nvml and "nvml" not in gpu and not starting:
             gpu["nvml"] = nvml_document()
 
     def close(self) -> None:

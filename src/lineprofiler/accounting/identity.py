@@ -33,18 +33,17 @@ Run id, first match wins (``run_id_source`` in the worker file names the rule th
 
 from __future__ import annotations
 
-import hashlib
 import os
-import secrets
-import socket
 import sys
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
-from ..runfiles import workerfile
+from .._record import Record
 from ..runfiles.layout import sanitize_component
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 #: The environment a profiler reads, and exports for its children (defined here only).
 ENV_PROFILE = "LINEPROFILER_PROFILE"
@@ -72,38 +71,65 @@ _NODE_RANK_VARS = ("GROUP_RANK", "SLURM_NODEID")
 _WORLD_SIZE_VARS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 
 
-@dataclass(frozen=True)
-class RunId:
-    """A run id, its attempt number and where it came from."""
+class RunId(Record):
+    """A run id, its attempt number and where it came from.
 
-    run_id: str
-    attempt: int
-    #: Which rule decided: "env", "ray", "slurm", "torchrun", "mpi", "pmix", "parent",
-    #: "parent-process" or "generated" (see the module docstring).
-    source: str
-    job_id: str | None = None
+    ``source`` names the rule that decided: "env", "ray", "slurm", "torchrun", "mpi", "pmix",
+    "parent", "parent-process" or "generated" (see the module docstring).
+    """
+
+    __slots__ = ("run_id", "attempt", "source", "job_id")
+
+    def __init__(self, run_id: str, attempt: int, source: str, job_id: str | None = None) -> None:
+        self.run_id = run_id
+        self.attempt = attempt
+        self.source = source
+        self.job_id = job_id
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(Record):
     """A worker's identity as recorded in its worker file."""
 
-    run_id: str
-    attempt: int
-    run_id_source: str
-    role: str
-    host: str
-    pid: int
-    parent_pid: int
-    uuid: str
-    rank: int | None = None
-    local_rank: int | None = None
-    node_rank: int | None = None
-    world_size: int | None = None
-    job_id: str | None = None
-    launcher: str | None = None
-    python: str = field(default_factory=lambda: sys.version.split()[0])
-    argv: tuple[str, ...] = ()
+    __slots__ = (
+        "run_id", "attempt", "run_id_source", "role", "host", "pid", "parent_pid", "uuid", "rank", "local_rank",
+        "node_rank", "world_size", "job_id", "launcher", "python", "argv",
+    )
+
+    def __init__(
+        self,
+        run_id: str,
+        attempt: int,
+        run_id_source: str,
+        role: str,
+        host: str,
+        pid: int,
+        parent_pid: int,
+        uuid: str,
+        rank: int | None = None,
+        local_rank: int | None = None,
+        node_rank: int | None = None,
+        world_size: int | None = None,
+        job_id: str | None = None,
+        launcher: str | None = None,
+        python: str | None = None,
+        argv: tuple[str, ...] = (),
+    ) -> None:
+        self.run_id = run_id
+        self.attempt = attempt
+        self.run_id_source = run_id_source
+        self.role = role
+        self.host = host
+        self.pid = pid
+        self.parent_pid = parent_pid
+        self.uuid = uuid
+        self.rank = rank
+        self.local_rank = local_rank
+        self.node_rank = node_rank
+        self.world_size = world_size
+        self.job_id = job_id
+        self.launcher = launcher
+        self.python = sys.version.split()[0] if python is None else python
+        self.argv = argv
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -169,7 +195,7 @@ def _counter(env: Mapping[str, str], name: str) -> int:
 def generate_run_id(now: float | None = None) -> str:
     """A new run id: UTC minute and 6 random hex digits, e.g. ``20260813T2241-471c94``."""
     stamp = time.strftime("%Y%m%dT%H%M", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{secrets.token_hex(3)}"
+    return f"{stamp}-{os.urandom(3).hex()}"
 
 
 def resolve_run_id(env: Mapping[str, str] | None = None) -> RunId:
@@ -213,18 +239,23 @@ PROC_ROOT = "/proc"
 _PARENT_FILE_SLACK_NS = 2_000_000_000
 
 
-@dataclass(frozen=True)
-class ProcessStart:
+class ProcessStart(Record):
     """When a process started, as the kernel has it: enough to tell it from a later process
-    that reuses its pid."""
+    that reuses its pid.
 
-    pid: int
-    #: Field 22 of ``/proc/<pid>/stat``: clock ticks from boot to the process's start.
-    start_ticks: int
-    #: ``/proc/sys/kernel/random/boot_id``, or ``btime`` from ``/proc/stat`` where that is unreadable.
-    boot: str
-    #: The start as Unix time (ns), from ``btime`` and the ticks; None when ``btime`` is unknown.
-    start_unix_ns: int | None
+    ``start_ticks``: field 22 of ``/proc/<pid>/stat``, clock ticks from boot to the process's
+    start. ``boot``: ``/proc/sys/kernel/random/boot_id``, or ``btime`` from ``/proc/stat``
+    where that is unreadable. ``start_unix_ns``: the start as Unix time (ns), from ``btime``
+    and the ticks; None when ``btime`` is unknown.
+    """
+
+    __slots__ = ("pid", "start_ticks", "boot", "start_unix_ns")
+
+    def __init__(self, pid: int, start_ticks: int, boot: str, start_unix_ns: int | None) -> None:
+        self.pid = pid
+        self.start_ticks = start_ticks
+        self.boot = boot
+        self.start_unix_ns = start_unix_ns
 
 
 def _read_text(path: str) -> str | None:
@@ -275,6 +306,8 @@ def process_run_id(start: ProcessStart) -> str:
     No wall-clock part: ``btime`` in /proc/stat follows clock adjustments, so two children
     reading it a minute apart could disagree on a time stamp; boot id, pid and ticks never move.
     """
+    import hashlib  # here: only a multiprocessing child of an unprofiled parent needs it
+
     digest = hashlib.sha256(f"{start.boot}/{start.pid}/{start.start_ticks}".encode()).hexdigest()[:6]
     return f"mp{start.pid}-{digest}"
 
@@ -299,6 +332,8 @@ def multiprocessing_parent_pid() -> int | None:
 
 def _parent_file_run(run_dir: str | os.PathLike[str], host: str, parent_pid: int,
                      start: ProcessStart | None) -> RunId | None:
+    from ..runfiles import workerfile  # here: only a multiprocessing child reads its parent's file
+
     folder = workerfile.worker_dir(run_dir, host)
     try:
         candidates = sorted(folder.glob(f"w_*_{parent_pid}_*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -377,11 +412,23 @@ def resolve_host(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     host = env.get(ENV_HOST, "").strip() or ((lp_ray := _ray(env)) and lp_ray.node_host()) or ""
     if not host:
-        try:
-            host = socket.gethostname()
-        except OSError:
-            host = ""
+        host = machine_name()
     return host or "unknown-host"
+
+
+def machine_name() -> str:
+    """This machine's host name: the node name ``uname(2)`` gives, which is what
+    ``socket.gethostname()`` returns on Linux, without importing :mod:`socket`; "" when unknown."""
+    try:
+        return os.uname().nodename
+    except (AttributeError, OSError):  # no uname() (Windows)
+        pass
+    try:
+        import socket
+
+        return socket.gethostname()
+    except OSError:
+        return ""
 
 
 def clean_role(role: str | None, env: Mapping[str, str] | None = None) -> str:
@@ -397,7 +444,7 @@ def clean_role(role: str | None, env: Mapping[str, str] | None = None) -> str:
 
 
 def new_uuid8() -> str:
-    return secrets.token_hex(4)
+    return os.urandom(4).hex()
 
 
 def build_identity(

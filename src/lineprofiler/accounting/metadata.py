@@ -1,8 +1,10 @@
 """The metadata files: what each process had available, why not, and how it was configured.
 
 Every enabled profiler writes its own ``run_dir/metadata/<host>/m_<run>_<pid>_<uuid8>.json``
-(named after its worker file) at construction and again at close, and ``run_dir/metadata.json``,
-the run's summary, when that file does not already name this run and attempt. Both are
+(named after its worker file) with its first snapshot after construction (the periodic one, a
+``flush()``, or at close or a signal that ends the process, whichever comes first) and again at
+close, and ``run_dir/metadata.json``, the run's summary, when that file does not already name
+this run and attempt. Both are
 written whole to a temporary name and renamed, inside ``run_dir`` only. The report never needs
 either: they are for people and tools that ask why a block is missing.
 """
@@ -11,17 +13,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..runfiles import layout, workerfile
 from . import capabilities
+from .identity import machine_name
 
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from .profiler import Profiler
 
 __all__ = ["METADATA_FILE", "METADATA_KIND", "METADATA_VERSION", "metadata", "read_metadata", "write_metadata"]
@@ -46,7 +50,7 @@ def metadata(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
             "kind": METADATA_KIND,
             "schema_version": METADATA_VERSION,
             "written_unix_ns": time.time_ns(),
-            "host": socket.gethostname(),
+            "host": machine_name(),
             "pid": os.getpid(),
             "python": sys.version.split()[0],
             "platform": sys.platform,

@@ -6,34 +6,30 @@ raises into user code after construction, and construction raises only for bad a
 (:mod:`._options`). The pieces it leans on: :mod:`._process` (signals, fork and exit, once per
 process), :mod:`._wiring` (GPU hooks, backend window, sampler), :mod:`.metadata` (the metadata
 files) and :mod:`..runfiles.workerfile` (the worker file's schema).
+
+Every process of a run imports this module, and most construct one profiler, so both are kept
+cheap: importing it loads only the C module, and the modules a profiler needs are imported by
+the methods that need them (a disabled profiler loads next to nothing); the metadata files,
+whose capability probes cost more than the rest of the construction, are written with the
+first snapshot after it (or at close, or on a signal that ends the process), not during it.
+``benchmarks/bench_startup.py`` measures both, and a test holds the import's module list.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
-from ..runfiles import layout, workerfile
 from . import _phases
-from ._options import check_options
-from ._process import PROCESS
-from ._snapshots import SnapshotWriter, attach_live
-from .identity import (
-    ENV_ATTEMPT,
-    ENV_PROFILE,
-    ENV_RUN_DIR,
-    ENV_RUN_ID,
-    Identity,
-    RunId,
-    build_identity,
-    clean_role,
-    parent_run_id,
-    resolve_host,
-    resolve_run_id,
-)
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+    from typing import Any
+
+    from ._options import Options
+    from ._snapshots import SnapshotWriter
+    from .identity import Identity, RunId
 
 __all__ = ["Profiler"]
 
@@ -105,6 +101,11 @@ class Profiler:
         lines_project: str | os.PathLike[str] | None = None,
         timeline_hz: float = 10.0,
     ) -> None:
+        from pathlib import Path
+
+        from ._options import check_options
+        from .identity import ENV_PROFILE, ENV_RUN_DIR, clean_role
+
         # Wrong arguments raise here, before anything is touched.
         options = check_options(
             run_dir=run_dir, role=role, enabled=enabled, measure_cpu=measure_cpu, backend=backend,
@@ -113,7 +114,7 @@ class Profiler:
             max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
             timeline_hz=timeline_hz,
         )
-        self._options = options
+        self._options: Options = options
         self._noop = _phases.Noop()
         self.enabled: bool = enabled if enabled is not None else _env_enabled(os.environ.get(ENV_PROFILE))
         self.measure_cpu = measure_cpu
@@ -140,7 +141,7 @@ class Profiler:
         self._closed = False
         self._final_done = False
         self._signal_name: str | None = None
-        self._snapshots = SnapshotWriter(self._document, self._record_error, self.snapshot_interval_s, self.run_dir)
+        self._metadata_due = False  # the first metadata files are still to be written
         self._mp_registered = False
         self._inherited = False  # a copy made by fork: see ProcessHooks.register
         self._fork_parent_pid: int | None = None
@@ -151,6 +152,18 @@ class Profiler:
         if not self.enabled:
             return
 
+        import threading
+
+        from . import _wiring
+        from ._process import PROCESS
+        from ._snapshots import SnapshotWriter
+        from .identity import ENV_ATTEMPT, ENV_RUN_ID, parent_run_id, resolve_host, resolve_run_id
+
+        self._snapshots: SnapshotWriter = SnapshotWriter(
+            self._document, self._record_error, self.snapshot_interval_s, self.run_dir
+        )
+        self._snapshots.before_periodic = self._write_metadata_if_due
+        self._metadata_lock = threading.Lock()
         self._run: RunId = resolve_run_id()
         if self._run.source == "generated":
             # A forkserver child whose server predates the parent's profiler: join the parent.
@@ -163,19 +176,23 @@ class Profiler:
         self.recorder.make_primary()
         self.phase = self.recorder.phase  # type: ignore[method-assign]
         self.count = self.recorder.count  # type: ignore[method-assign]
-        from . import _wiring  # not at import: a disabled profiler never loads GPU or window code
-
         # Hooks and attachments before the start file, so that it already carries them.
         _wiring.wire(self)
         self._begin_process()
         PROCESS.register(self)
         _wiring.attach_sampler(self)
-        self._write_metadata()
+        # The metadata files wait for the first snapshot (see the module docstring).
+        self._metadata_due = True
 
     # ------------------------------------------------------------------ lifetime
 
     def _begin_process(self) -> None:
         """Identity, times and the start file of this process (again in a fork child)."""
+        import time
+
+        from ..runfiles import layout
+        from .identity import build_identity
+
         self.identity = build_identity(self._options.role, self._run)
         self.path = self._snapshots.path = layout.worker_path(
             self.run_dir, self.identity.host, self.identity.run_id, self.identity.pid, self.identity.uuid
@@ -189,6 +206,9 @@ class Profiler:
 
     def _attach_live(self) -> None:
         """The live file beside the worker file: everything recorded survives a SIGKILL."""
+        from ..runfiles import layout
+        from ._snapshots import attach_live
+
         self.live_path = None
         if self.recorder is None or self.path is None or self.identity is None:
             return
@@ -210,6 +230,9 @@ class Profiler:
         """
         if not self.enabled or self._closed:
             return
+        from ._process import PROCESS
+
+        self._write_metadata_if_due()  # before the final snapshot, which then carries its failures
         self._final_flush()
         self._write_metadata(final=True)
         self._stop_recording()
@@ -227,6 +250,9 @@ class Profiler:
 
     def _retire(self) -> None:
         """Step aside without a final snapshot, removing the start file written in this process."""
+        from ..runfiles import layout
+        from ._process import PROCESS
+
         self._final_done = True
         self._stop_recording()
         if self.path is not None:
@@ -262,6 +288,8 @@ class Profiler:
         (named after its worker file), or None when disabled."""
         if self.path is None or self.identity is None:
             return None
+        from ..runfiles import layout
+
         return layout.metadata_path(self.run_dir, self.path)
 
     # ------------------------------------------------------------------ snapshots
@@ -270,6 +298,7 @@ class Profiler:
         """Write a snapshot now; True when it was written. Never raises."""
         if not self.enabled or self._closed:
             return False
+        self._write_metadata_if_due()
         return self._snapshots.write("running")
 
     def _final_flush(self) -> None:
@@ -286,6 +315,7 @@ class Profiler:
             # The signal's default action ends the process next, with no atexit: stop the
             # attachments as an exit would, so an open backend window writes its trace and the
             # sampler takes its last row. A signal the process survives leaves them running.
+            self._write_metadata_if_due()
             self._call_attachments("stop")
         self._snapshots.write("signalled", final=True)
 
@@ -296,6 +326,10 @@ class Profiler:
             self._errors_dropped += 1
 
     def _document(self, status: str, final: bool) -> dict[str, Any]:
+        import time
+
+        from ..runfiles import workerfile
+
         assert self.recorder is not None and self.identity is not None
         tree = self.recorder.snapshot()
         now_ns = time.time_ns()
@@ -326,17 +360,33 @@ class Profiler:
         document["live_file"] = self.live_path.name if self.live_path is not None else None
         return document
 
+    def _write_metadata_if_due(self) -> None:
+        """The first metadata files, once: from the first snapshot after construction (the
+        periodic thread's or :meth:`flush`'s), else at close or on a signal that ends the process."""
+        if not self._metadata_due:
+            return
+        with self._metadata_lock:
+            if not self._metadata_due:
+                return  # written meanwhile by another thread
+            self._metadata_due = False
+            self._write_metadata()
+
     def _write_metadata(self, *, final: bool = False) -> None:
         """This process's metadata file and the run's ``metadata.json`` (see :mod:`.metadata`);
         a failure (an unwritable run dir) is recorded in the worker file's ``errors``."""
         from . import metadata  # not at import: it loads the capability probes
 
         notes: list[str] = []
+        # The profiler's own I/O, as the snapshot's is: never billed to a phase open around a
+        # flush() that writes these files.
+        token = _phases.own_io_begin()
         try:
             metadata.write_for(self, final=final, notes=notes)
         except Exception as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else error
             self._record_error(f"metadata: {type(error).__name__}: {reason}")
+        finally:
+            _phases.own_io_end(token)
         for note in notes:
             self._record_error(f"metadata: {note}")
 
@@ -393,11 +443,21 @@ class Profiler:
         self._call_attachments("before_fork")
 
     def _after_fork_parent(self) -> None:
+        from ._process import PROCESS
+
         PROCESS.after_fork_returns(self._start_thread)
         self._call_attachments("after_fork_parent")
 
     def _after_fork_child(self) -> None:
+        import threading
+
+        from ._process import PROCESS
+
         self._inherited = True
+        # A fork child writes its own metadata file when it closes, not at its start (as before
+        # the parent's first snapshot); the lock may have been copied held.
+        self._metadata_due = False
+        self._metadata_lock = threading.Lock()
         self._fork_parent_pid = self.identity.pid if self.identity is not None else None
         self._snapshots.after_fork_child()
         self._errors = []

@@ -27,10 +27,14 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Iterator
 
 from ..runfiles import layout, samplefile
 from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, SampleWriter
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
 #: Where the samples come from (``source=``): the native reader of ``/proc``, psutil, or none.

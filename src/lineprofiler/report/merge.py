@@ -44,6 +44,7 @@ from ..runfiles import histogram, layout, livefile, workerfile
 from . import attempts as attempts_mod
 from . import duplicates as duplicates_mod
 from . import format as fmt
+from . import parallel
 
 # Re-exported: blocks and tests import them from here.
 from .attempts import AttemptSummary as AttemptSummary
@@ -60,6 +61,9 @@ DEFAULT_INTERVAL_S = 5.0
 LARGE_FILE_BYTES = 1 << 20
 #: How many workers a caveat names before it says "and N more".
 CAVEAT_NAMES = 5
+#: Worker files per extra process when they are read in parallel: reading one (parse and
+#: validate a 50-phase tree) takes about a millisecond, starting a process tens of them.
+FILES_PER_JOB = 64
 
 _FINAL = ("exited", "signalled")
 
@@ -405,6 +409,8 @@ class Run:
 def _count(phase: Mapping[str, Any], key: str) -> int:
     """A non-negative int field a writer may leave out (older files: 0); anything else is 0."""
     value = phase.get(key, 0)
+    if type(value) is int:  # what a parsed file holds: one type test (this runs per phase and key)
+        return value if 0 <= value < 2**63 else 0
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
         return 0
     return value
@@ -462,6 +468,25 @@ def worker_from_document(path: Path, document: dict[str, Any], *, no_samples: bo
         busy_ns=busy,
         run_id_source=source if isinstance(source := identity.get("run_id_source"), str) else None,
     )
+
+
+def read_worker(task: tuple[Path, bool]) -> Worker | UnreadableFile:
+    """One worker file, read and validated: ``task`` is ``(path, no_samples)``. What
+    :func:`load_run` does for each file, in a pool's process or in its own."""
+    path, no_samples = task
+    try:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        # Merge never needs the samples: stop before them where the layout allows.
+        document = workerfile.read_worker_file(path, skip_samples=True)
+        document, numbers_from = prefer_live_numbers(path, document)
+        worker = worker_from_document(path, document, no_samples=no_samples, size=size)
+        worker.numbers_from = numbers_from
+        return worker
+    except workerfile.WorkerFileError as error:
+        return UnreadableFile(path, str(error))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -559,20 +584,13 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False, attempt: str | No
 
     workers: list[Worker] = []
     unreadable: list[UnreadableFile] = []
-    for path in files:
-        try:
-            try:
-                size = path.stat().st_size
-            except OSError:
-                size = 0
-            # Merge never needs the samples: stop before them where the layout allows.
-            document = workerfile.read_worker_file(path, skip_samples=True)
-            document, numbers_from = prefer_live_numbers(path, document)
-            worker = worker_from_document(path, document, no_samples=no_samples, size=size)
-            worker.numbers_from = numbers_from
-            workers.append(worker)
-        except workerfile.WorkerFileError as error:
-            unreadable.append(UnreadableFile(path, str(error)))
+    jobs = parallel.jobs_for(len(files), len(files), FILES_PER_JOB)
+    tasks = [(path, no_samples) for path in files]
+    for read in parallel.ordered_map(read_worker, tasks, jobs, chunksize=max(1, len(files) // (8 * jobs))):
+        if isinstance(read, Worker):
+            workers.append(read)
+        else:
+            unreadable.append(read)
     return merge_workers(
         run_dir, workers, unreadable=unreadable, listing_problems=problems, no_samples=no_samples, attempt=attempt
     )

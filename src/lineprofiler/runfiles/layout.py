@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import re
-import secrets
 import stat
-from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from typing import NoReturn
 
 WORKERS_DIR = "workers"
 METADATA_DIR = "metadata"
@@ -88,6 +89,8 @@ def escape_component(text: str, fallback: str = "unknown") -> str:
     name = "".join(_escaped(char, i == 0) for i, char in enumerate(text))
     if len(name.encode("utf-8")) <= _MAX_COMPONENT_BYTES:
         return name
+    import hashlib  # here: only a name of over 128 bytes needs it
+
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     kept, size = [], 0
     for i, char in enumerate(text):
@@ -230,6 +233,12 @@ def _locate(path: str | os.PathLike[str], root: str | os.PathLike[str] | None) -
     return root_text, parts, True
 
 
+def _random_hex(n_bytes: int) -> str:
+    """``2 * n_bytes`` random hex digits from the OS (what ``secrets.token_hex`` returns, without
+    importing :mod:`secrets` and :mod:`random` with it)."""
+    return os.urandom(n_bytes).hex()
+
+
 def _shown(root: str, parts: Sequence[str]) -> str:
     return os.path.join(root, *parts)
 
@@ -324,7 +333,7 @@ def write_atomic(
     try:
         name = parts[-1]
         _note_link(dir_fd, root_path, parts, notes)
-        tmp = f"{TEMP_PREFIX}{secrets.token_hex(6)}{Path(name).suffix}"
+        tmp = f"{TEMP_PREFIX}{_random_hex(6)}{os.path.splitext(name)[1]}"
         fd = os.open(tmp, _NEW_FILE_FLAGS, FILE_MODE, dir_fd=dir_fd)
         try:
             try:
@@ -434,7 +443,7 @@ def staged(
     root_path, parts, make_root = _locate(path, root)
     dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
     name = parts[-1]
-    stage = f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+    stage = f"{TEMP_PREFIX}{_random_hex(6)}"
     stage_fd = -1
     try:
         os.mkdir(stage, 0o700, dir_fd=dir_fd)

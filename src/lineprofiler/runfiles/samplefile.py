@@ -33,14 +33,18 @@ import struct
 import sys
 import time
 from array import array
-from dataclasses import dataclass, field
 from operator import and_
 from pathlib import Path
-from typing import Any, Iterable, Sequence
 
+from .._record import Record
 from . import layout, reading
 from .layout import SAMPLES_SUFFIX
 from .layout import sidecar_name as sidecar_name  # still importable from here
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
 
 MAGIC = b"LPSAMPLE"
 VERSION = 1
@@ -175,19 +179,42 @@ class SampleWriter:
         return len(out)
 
 
-@dataclass
 class SampleTable:
-    """Rows of one sample file, row-major in one ``array('q')``."""
+    """Rows of one sample file, row-major in one ``array('q')``.
 
-    path: Path
-    columns: tuple[str, ...]
-    data: array
-    interval_ns: int
-    monotonic_ref_ns: int
-    unix_ref_ns: int
-    pid: int
-    truncated_bytes: int = 0  # a partial last row that was ignored
-    _raw: bytes | None = field(default=None, repr=False, compare=False)
+    ``truncated_bytes``: a partial last row that was ignored.
+    """
+
+    __slots__ = (
+        "path", "columns", "data", "interval_ns", "monotonic_ref_ns", "unix_ref_ns", "pid", "truncated_bytes", "_raw",
+    )
+
+    def __init__(
+        self,
+        path: Path,
+        columns: tuple[str, ...],
+        data: array,
+        interval_ns: int,
+        monotonic_ref_ns: int,
+        unix_ref_ns: int,
+        pid: int,
+        truncated_bytes: int = 0,
+    ) -> None:
+        self.path = path
+        self.columns = columns
+        self.data = data
+        self.interval_ns = interval_ns
+        self.monotonic_ref_ns = monotonic_ref_ns
+        self.unix_ref_ns = unix_ref_ns
+        self.pid = pid
+        self.truncated_bytes = truncated_bytes
+        self._raw: bytes | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"SampleTable(path={self.path!r}, columns={self.columns!r}, rows={self.rows}, "
+            f"interval_ns={self.interval_ns}, pid={self.pid}, truncated_bytes={self.truncated_bytes})"
+        )
 
     @property
     def rows(self) -> int:
@@ -304,8 +331,7 @@ def read_samples(path: str | os.PathLike[str]) -> SampleTable:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class IntervalCounts:
+class IntervalCounts(Record):
     """How the intervals between consecutive rows were classified.
 
     An interval ends at a row. It is *valid* when the I/O counters were read at both of its ends
@@ -315,11 +341,16 @@ class IntervalCounts:
     stopped), not drops.
     """
 
-    valid: int = 0
-    failed: int = 0
-    reaped: int = 0
-    unknown: int = 0
-    gaps: int = 0
+    __slots__ = ("valid", "failed", "reaped", "unknown", "gaps")
+
+    def __init__(self, valid: int = 0, failed: int = 0, reaped: int = 0, unknown: int = 0, gaps: int = 0) -> None:
+        self.valid = valid
+        self.failed = failed
+        self.reaped = reaped
+        self.unknown = unknown
+        self.gaps = gaps
+
+    __hash__ = None  # type: ignore[assignment]  # counts change as rows are added
 
     @property
     def dropped(self) -> int:

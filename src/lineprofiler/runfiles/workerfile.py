@@ -82,10 +82,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import histogram as _histogram
 from . import reading
@@ -96,6 +93,11 @@ from .layout import sanitize_component as sanitize_component
 from .layout import worker_dir as worker_dir
 from .layout import worker_file_name as worker_file_name
 
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
 SCHEMA_VERSION = 1
 KIND = "lineprofiler-worker"
 LAYOUT_SAMPLES_LAST = "samples-last"
@@ -103,6 +105,9 @@ LAYOUT_SAMPLES_LAST = "samples-last"
 #: samples that were not parsed (compare with ``is``). Null samples stay None.
 SAMPLES_SKIPPED: dict[str, Any] = {"skipped": True}
 _SAMPLES_KEY = b',"samples":'
+#: Samples up to this size are parsed by a reader that skips samples (see
+#: :func:`parse_worker_bytes`): the object that names a sample file is about 1.5 kB.
+SMALL_SAMPLES_BYTES = 64 * 1024
 #: How many nested ``"samples"`` keys the skipping reader steps over before parsing everything.
 _SKIP_ATTEMPTS = 8
 _FILE_RE = re.compile(r"^w_.+_\d+_[0-9a-f]{8}\.json$")
@@ -290,17 +295,25 @@ _INT_LIMIT = 2**63
 _NONE = type(None)
 
 
-@dataclass(frozen=True)
 class _Field:
-    key: str
-    types: tuple[type, ...]
-    required: bool = True
-    #: For ints: refuse negative values (counts, durations, timestamps).
-    non_negative: bool = False
+    """One key of an object of the schema: its types, whether it must be there, and (for ints)
+    whether negative values are refused (counts, durations, timestamps)."""
+
+    __slots__ = ("key", "types", "exact", "required", "non_negative")
+
+    def __init__(self, key: str, types: tuple[type, ...], required: bool = True, non_negative: bool = False) -> None:
+        self.key = key
+        self.types = types
+        #: The types a JSON value may have here, exactly (what a parsed document holds).
+        self.exact = frozenset(types)
+        self.required = required
+        self.non_negative = non_negative
 
 
 def _text_ok(value: str) -> bool:
     # A lone surrogate (legal in JSON's \u escapes) cannot be printed or encoded as UTF-8.
+    if value.isascii():  # the usual case, answered without encoding
+        return True
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -308,15 +321,31 @@ def _text_ok(value: str) -> bool:
     return True
 
 
+_ABSENT = object()
+
+
 def _check(obj: Any, where: str, fields: tuple[_Field, ...], path: Path) -> None:
     if not isinstance(obj, dict):
         raise WorkerFileError(f"{path}: '{where}' is not an object")
     for field in fields:
-        if field.key not in obj:
+        value = obj.get(field.key, _ABSENT)
+        kind = type(value)
+        # The fast path, for what a parsed document holds (a value of exactly one of the types):
+        # the same checks as below, with one type lookup instead of several isinstance calls.
+        if kind in field.exact:
+            if kind is int:
+                if not (0 if field.non_negative else -_INT_LIMIT) <= value < _INT_LIMIT:
+                    raise WorkerFileError(f"{path}: '{where}.{field.key}' is out of range ({value})")
+            elif kind is str:
+                if not _text_ok(value):
+                    raise WorkerFileError(f"{path}: '{where}.{field.key}' is not valid text")
+            elif kind is float and (not math.isfinite(value) or (field.non_negative and value < 0)):
+                raise WorkerFileError(f"{path}: '{where}.{field.key}' is out of range ({value})")
+            continue
+        if value is _ABSENT:
             if field.required:
                 raise WorkerFileError(f"{path}: '{where}.{field.key}' is missing")
             continue
-        value = obj[field.key]
         # bool is an int in Python: refuse it where a number is wanted.
         if isinstance(value, bool) and bool not in field.types:
             raise WorkerFileError(f"{path}: '{where}.{field.key}' has the wrong type")
@@ -481,9 +510,10 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a worker file may hold")
 
 
-def _parse_head(raw: bytes) -> tuple[dict[str, Any], bool] | None:
-    """The document without its ``samples`` value, parsed from the bytes before it, and whether
-    the samples were non-null; None when the file does not have the samples-last layout.
+def _parse_head(raw: bytes) -> tuple[dict[str, Any], bytes] | None:
+    """The document without its ``samples`` value, parsed from the bytes before it, and the bytes
+    after the key (the value and the closing brace); None when the file does not have the
+    samples-last layout.
 
     Cutting at a nested ``"samples"`` key leaves brackets open, so ``head + "}"`` fails to parse
     and the next occurrence is tried: a parse succeeds only at the top-level key. The head must
@@ -501,9 +531,26 @@ def _parse_head(raw: bytes) -> tuple[dict[str, Any], bool] | None:
             continue
         if not isinstance(head, dict) or head.get("layout") != LAYOUT_SAMPLES_LAST or "samples" in head:
             return None
-        value = raw[at + len(_SAMPLES_KEY):at + len(_SAMPLES_KEY) + 5]
-        return head, not (value.startswith(b"null") and value[4:5] in (b"}", b""))
+        return head, raw[at + len(_SAMPLES_KEY) :]
     return None
+
+
+def _small_samples(tail: bytes) -> Any:
+    """The ``samples`` value from the bytes after its key, when they are few (an object that
+    names a sample file, or null); :data:`SAMPLES_SKIPPED` for inline rows, or bytes that do not
+    parse (a full read judges them)."""
+    if tail.startswith(b"null") and tail[4:].strip() in (b"}", b""):
+        return None
+    if len(tail) > SMALL_SAMPLES_BYTES:
+        return SAMPLES_SKIPPED
+    value = tail.rstrip()
+    if not value.endswith(b"}"):
+        return SAMPLES_SKIPPED
+    try:
+        samples = json.loads(value[:-1], parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return SAMPLES_SKIPPED
+    return samples if isinstance(samples, dict) else SAMPLES_SKIPPED
 
 
 def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples: bool = False) -> dict[str, Any]:
@@ -511,7 +558,9 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
 
     With ``skip_samples``, a file written samples-last is parsed only up to its samples, and
     ``samples`` is :data:`SAMPLES_SKIPPED` (or None when it was null); damage inside the
-    samples then goes unnoticed until they are read. Other files are parsed whole.
+    samples then goes unnoticed until they are read. Samples of at most
+    :data:`SMALL_SAMPLES_BYTES` (an object naming the sample file, as the profiler writes) are
+    parsed too, so that a reader need not come back for them. Other files are parsed whole.
     """
     path = Path(path)
     if not raw:
@@ -519,14 +568,14 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
     if skip_samples:
         parsed = _parse_head(raw)
         if parsed is not None:
-            head, has_samples = parsed
+            head, tail = parsed
             try:
                 document = validate(head, path)
             except WorkerFileError:
                 document = None  # judge the whole file, not a head that may have been cut wrongly
             if document is not None:
                 document.pop("layout", None)
-                document["samples"] = SAMPLES_SKIPPED if has_samples else None
+                document["samples"] = _small_samples(tail)
                 return document
     try:
         document = json.loads(raw, parse_constant=_refuse_constant)
