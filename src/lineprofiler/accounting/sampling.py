@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from collections import deque
-from pathlib import Path
 
 from ..runfiles import layout, samplefile
 from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, SampleWriter
@@ -34,6 +33,7 @@ from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCoun
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
     from typing import Any
 
 TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
@@ -327,7 +327,7 @@ class ResourceSampler:
             raise ValueError("interval_s must be a number of seconds between 0.001 and 86400")
         if isinstance(capacity, bool) or not isinstance(capacity, int) or not 2 <= capacity <= 1 << 24:
             raise ValueError("capacity must be an int between 2 and 16777216")
-        self.run_dir = None if run_dir is None else Path(run_dir)
+        self._run_dir = run_dir  # made a Path when first asked for (see run_dir)
         self.interval_s = float(interval_s)
         self.capacity = capacity
         self.timeline_hz = float(timeline_hz)
@@ -419,6 +419,15 @@ class ResourceSampler:
     def close(self) -> None:
         if self._impl is not None:
             self._impl.close()
+
+    @property
+    def run_dir(self) -> Path | None:
+        """Where worker files go, as a Path (pathlib is imported here, not while a profiler starts)."""
+        if self._run_dir is None:
+            return None
+        from pathlib import Path
+
+        return Path(self._run_dir)
 
     @property
     def backend(self) -> str | None:
