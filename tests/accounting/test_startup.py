@@ -32,8 +32,8 @@ NOT_AT_IMPORT = (
 # dataclasses, and the profiler's own paths are text until a Path is asked for.
 NOT_AT_CONSTRUCTION = (
     "typing", "dataclasses", "inspect", "pathlib", "urllib", "socket", "secrets", "random", "ctypes", "traceback",
-    "importlib.metadata", "lineprofiler.lines", "lineprofiler.report", "lineprofiler.integrations",
-    "lineprofiler.accounting.metadata", "lineprofiler.accounting.windows",
+    "importlib.metadata", "importlib.util", "contextlib", "lineprofiler.lines", "lineprofiler.report",
+    "lineprofiler.integrations", "lineprofiler.accounting.metadata", "lineprofiler.accounting.windows",
 )
 
 PROBE = r"""

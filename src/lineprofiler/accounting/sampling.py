@@ -19,7 +19,6 @@ files stand in for ``/proc/self/io``, ``/proc/self/statm`` and ``/proc/self/stat
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 import sys
@@ -32,7 +31,6 @@ from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCoun
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
     from typing import Any
 
@@ -292,6 +290,23 @@ def _choose_source(source: str) -> tuple[str | None, str | None]:
     return "psutil", None
 
 
+class _OwnWrites:
+    """The context manager of :meth:`ResourceSampler.own_writes` (a class, not
+    ``contextlib.contextmanager``: importing contextlib costs a profiler's start)."""
+
+    __slots__ = ("_sampler", "_before")
+
+    def __init__(self, sampler: ResourceSampler) -> None:
+        self._sampler = sampler
+        self._before: tuple[int, ...] | None = None
+
+    def __enter__(self) -> None:
+        self._before = _thread_io()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._sampler._add_own(self._before, _thread_io())
+
+
 class ResourceSampler:
     """Samples this process's RSS, I/O counters and GPU use; writes them beside the worker file.
 
@@ -444,26 +459,24 @@ class ResourceSampler:
 
     # -- own I/O --------------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def own_writes(self) -> Iterator[None]:
-        """Bill the I/O of the enclosed block (this thread's only) to the profiler, not the user.
+    def own_writes(self) -> _OwnWrites:
+        """Bill the I/O of the enclosed block (this thread's only) to the profiler, not the user:
+        ``with sampler.own_writes(): ...``.
 
         Reads ``/proc/thread-self/io`` before and after, so other threads' traffic in the
         meantime stays theirs. Use it around the profiler's own file writes.
         """
-        before = _thread_io()
-        try:
-            yield
-        finally:
-            after = _thread_io()
-            if before is None or after is None or self._impl is None:
-                self._own_unmeasured += 1
-            else:
-                delta = [a - b for a, b in zip(after[:5], before[:5], strict=True)]
-                delta[0] += after[5]  # the closing read itself
-                self._impl.add_own_io(*delta)
-                for i, v in enumerate(delta):
-                    self._own_excluded[i] += v
+        return _OwnWrites(self)
+
+    def _add_own(self, before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> None:
+        if before is None or after is None or self._impl is None:
+            self._own_unmeasured += 1
+            return
+        delta = [a - b for a, b in zip(after[:5], before[:5], strict=True)]
+        delta[0] += after[5]  # the closing read itself
+        self._impl.add_own_io(*delta)
+        for i, v in enumerate(delta):
+            self._own_excluded[i] += v
 
     # -- snapshots ------------------------------------------------------------------------------
 

@@ -24,7 +24,6 @@ This module imports nothing of the profilers: the report reads with the same nam
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
@@ -33,6 +32,7 @@ import stat
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+    from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import NoReturn
 
@@ -449,10 +449,9 @@ def read_small(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | N
         return handle.read(limit + 1)[:limit]
 
 
-@contextlib.contextmanager
 def staged(
     path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, notes: list[str] | None = None
-) -> Iterator[str]:
+) -> AbstractContextManager[str]:
     """A path to hand a writer that only takes a file name (torch's and VizTracer's exports).
 
     The name lies in a fresh private folder (mode 0o700) beside ``path``, reached through that
@@ -460,6 +459,14 @@ def staged(
     the writer; when the block ends without an exception, the file it wrote there is renamed to
     ``path``. The folder is removed either way. ``root`` and ``notes`` as for :func:`write_atomic`.
     """
+    import contextlib  # here: only a backend window's export needs it
+
+    return contextlib.contextmanager(_staged)(path, root=root, notes=notes)
+
+
+def _staged(
+    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, notes: list[str] | None = None
+) -> Iterator[str]:
     root_path, parts, make_root = _locate(path, root)
     dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
     name = parts[-1]
