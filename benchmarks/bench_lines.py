@@ -1,21 +1,28 @@
-"""Slowdown of the line profiler against an unprofiled run, line_profiler 5.x and cProfile.
+"""Slowdown of the line profiler against an unprofiled run, beside line_profiler 5 and pyinstrument.
 
-All in one process. The workloads (in _lines_workloads.py; this folder is the project folder):
+All in one process, against the installed package (run it with the environment's python). The
+workloads (in _lines_workloads.py; this folder is the project folder):
 
-- loop:   a tight arithmetic loop (one line event per statement, nothing else);
-- fib:    naive recursive Fibonacci (a call, two line events and a return per call);
-- stdlib: a loop whose iterations spend their time in `re` and `json` (code outside the project
-          folder, which must run at full speed).
+- loop:    a tight arithmetic loop (one line event per iteration, nothing else);
+- fib:     naive recursive Fibonacci (a call, two line events and a return per call);
+- stdlib:  a project loop whose body calls re and json (most time in the standard library);
+- gen:     a chain of two generators (resumes and yields);
+- threads: four threads running a project loop, started inside the profiled block.
 
-Each repetition runs the four modes back to back in rotating order: unprofiled, lineprofiler,
-line_profiler (add_function() on the same functions) and cProfile. A mode's figure is the median
-over repetitions of its time divided by the unprofiled time of the same repetition, so slow drift
-in the load of a shared machine cancels out. Times are this thread's CPU time. The unprofiled runs
-use a second copy of the workload module that no profiler ever touches, so code that has been
-instrumented once by sys.monitoring (which stays a little slower on 3.12+) never serves as the
-baseline.
+Each workload's size is grown until its unprofiled run takes at least --min-seconds (0.5 s by
+default), so one run is long enough that the ratios are stable. Each repetition then runs every
+mode back to back in rotating order: unprofiled, lineprofiler, a C callback that does nothing
+(the floor CPython sets for any tracer: on 3.12+ a C builtin registered for LINE events, on 3.11
+a C trace function that returns at once, main thread only), line_profiler (add_function() on the
+workload's functions) and pyinstrument. A mode's figure is the median over repetitions of its
+time divided by the unprofiled time of the same repetition, so drift in the load of a shared
+machine cancels out; the range beside it is the lowest and highest of those ratios. Times are the
+process's CPU time (all threads). The unprofiled runs use a second copy of the workload module
+that no profiler ever touches, so code that sys.monitoring instrumented once (which stays a
+little slower on 3.12+) never serves as the baseline.
 
-    .venv/bin/python benchmarks/bench_lines.py [--repeat 11] [--quick] [--only fib]
+    .venv/bin/python benchmarks/bench_lines.py [--repeat 7] [--min-seconds 0.5] [--only fib]
+        [--no-peers] [--quick] [--json out.json]
 
 LINEPROFILER_CLOCK=monotonic in the environment measures the CLOCK_MONOTONIC fallback.
 
@@ -29,22 +36,25 @@ of the same workload; medians over repetitions, the two modes alternating.
 from __future__ import annotations
 
 import argparse
-import cProfile
 import importlib.util
+import json
 import multiprocessing
+import operator
+import os
 import platform
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-HERE = Path(__file__).resolve().parent
-# lineprofiler as installed (editable or not): the C modules are never built inside src/.
+from lineprofiler import LineProfiler
+from lineprofiler.lines import _tracer
 
-from lineprofiler import LineProfiler  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 try:
     import line_profiler as _peer_mod
@@ -52,6 +62,13 @@ try:
 except ImportError:  # the test extra installs it
     _peer_mod = None
     PeerLineProfiler = None
+
+try:
+    import pyinstrument as _pyi_mod
+    from pyinstrument import Profiler as PyiProfiler
+except ImportError:  # the test extra installs it
+    _pyi_mod = None
+    PyiProfiler = None
 
 
 def load(name: str) -> ModuleType:
@@ -66,18 +83,38 @@ def load(name: str) -> ModuleType:
 PROFILED = load("_lines_workloads_profiled")
 PLAIN = load("_lines_workloads_plain")
 
-WORKLOADS = {"loop": (400_000,), "fib": (25,), "stdlib": (300,)}
-QUICK = {"loop": (100_000,), "fib": (21,), "stdlib": (75,)}
+# workload -> (first size, how to grow it, the functions of the workload line_profiler is given)
+WORKLOADS: dict[str, tuple[int, Callable[[int], int], tuple[str, ...]]] = {
+    "loop": (200_000, lambda n: n * 2, ("loop",)),
+    "fib": (20, lambda n: n + 1, ("fib",)),
+    "stdlib": (2_000, lambda n: n * 2, ("stdlib",)),
+    "gen": (100_000, lambda n: n * 2, ("gen", "_numbers", "_evens")),
+    "threads": (200_000, lambda n: n * 2, ("threads", "_worker")),
+}
 
-# CPU time of this thread, not wall time: on a shared machine being descheduled is the largest
-# noise, and every cost measured here is CPU work.
-_now = time.thread_time_ns
+# CPU time of the whole process, not wall time: on a shared machine being descheduled is the
+# largest noise, and every cost measured here is CPU work (the threads workload's included).
+_now = time.process_time_ns
+
+Mode = Callable[[str, int], int]
 
 
-def run_plain(name, args):
+def calibrate(name: str, min_ns: int) -> int:
+    """The first size (in the workload's own steps) whose unprofiled run takes min_ns."""
+    size, grow, _ = WORKLOADS[name]
+    fn = getattr(PLAIN, name)
+    while True:
+        t0 = _now()
+        fn(size)
+        if _now() - t0 >= min_ns:
+            return size
+        size = grow(size)
+
+
+def run_plain(name: str, size: int) -> int:
     fn = getattr(PLAIN, name)
     t0 = _now()
-    fn(*args)
+    fn(size)
     return _now() - t0
 
 
@@ -85,45 +122,155 @@ class Ours:
     def __init__(self) -> None:
         self.prof = LineProfiler(project_folder=HERE)
 
-    def __call__(self, name, args):
+    def __call__(self, name: str, size: int) -> int:
         fn = getattr(PROFILED, name)
         self.prof.clear()
         t0 = _now()
         with self.prof:
-            fn(*args)
+            fn(size)
         return _now() - t0
 
-    def line_events(self, name) -> int:
-        code = getattr(PROFILED, name).__code__
-        fs = self.prof.get_stats().get((code.co_filename, code.co_firstlineno, code.co_qualname))
-        return fs.hits if fs else 0
+    def line_events(self) -> int:
+        """Line events counted by the last run."""
+        return sum(fs.hits for fs in self.prof.get_stats().values())
+
+
+def _free_tool_id() -> int:
+    for tool in (3, 4, 5, 0, 1, 2):
+        if sys.monitoring.get_tool(tool) is None:  # type: ignore[attr-defined]
+            return tool
+    raise RuntimeError("no free sys.monitoring tool id")
+
+
+def run_floor(name: str, size: int) -> int:
+    """The same run with a C callback that does nothing on every line event."""
+    fn = getattr(PROFILED, name)
+    if _tracer.MONITORING:
+        mon = sys.monitoring  # type: ignore[attr-defined]
+        tool = _free_tool_id()
+        mon.use_tool_id(tool, "bench-floor")
+        t0 = _now()
+        mon.register_callback(tool, mon.events.LINE, operator.is_)  # C, two arguments, no effect
+        mon.set_events(tool, mon.events.LINE)
+        fn(size)
+        mon.set_events(tool, 0)
+        t1 = _now()
+        mon.register_callback(tool, mon.events.LINE, None)
+        mon.free_tool_id(tool)
+        return t1 - t0
+    t0 = _now()
+    _tracer._set_noop_trace(True)
+    try:
+        fn(size)
+    finally:
+        _tracer._set_noop_trace(False)
+    return _now() - t0
 
 
 class Peer:
-    def __init__(self, name) -> None:
+    """line_profiler, given the workload's functions."""
+
+    def __init__(self, name: str) -> None:
         assert PeerLineProfiler is not None
         self.prof = PeerLineProfiler()
-        self.prof.add_function(getattr(PROFILED, name))
+        self.functions = WORKLOADS[name][2]
+        for fname in self.functions:
+            self.prof.add_function(getattr(PROFILED, fname))
 
-    def __call__(self, name, args):
+    def __call__(self, name: str, size: int) -> int:
         fn = getattr(PROFILED, name)
         t0 = _now()
         self.prof.enable_by_count()
         try:
-            fn(*args)
+            fn(size)
         finally:
             self.prof.disable_by_count()
         return _now() - t0
 
+    def untraced(self) -> list[str]:
+        """The workload's functions in which line_profiler counted no hit (it did not trace them:
+        on 3.11, threads it was not enabled in)."""
+        hits = {name: sum(h for _, h, _ in lines) for (_, _, name), lines in self.prof.get_stats().timings.items()}
+        return [fname for fname in self.functions if not hits.get(fname)]
 
-def run_cprofile(name, args):
+
+def run_pyinstrument(name: str, size: int) -> int:
+    assert PyiProfiler is not None
     fn = getattr(PROFILED, name)
-    prof = cProfile.Profile()
+    prof = PyiProfiler(interval=0.001)
     t0 = _now()
-    prof.enable()
-    fn(*args)
-    prof.disable()
+    prof.start()
+    fn(size)
+    prof.stop()
     return _now() - t0
+
+
+def _ratio(times: dict[str, list[int]], mode: str) -> tuple[float, float, float]:
+    """(median, lowest, highest) over repetitions of mode time / unprofiled time."""
+    r = [t / p for t, p in zip(times[mode], times["plain"], strict=True)]
+    return statistics.median(r), min(r), max(r)
+
+
+def _cell(times: dict[str, list[int]], mode: str) -> str:
+    if mode not in times:
+        return f"{'n/a':>17}"
+    med, lo, hi = _ratio(times, mode)
+    return f"{med:5.2f}x {lo:4.2f}-{hi:4.2f}"
+
+
+def run_workloads(opts: argparse.Namespace) -> dict[str, dict[str, object]]:
+    ours = Ours()
+    min_ns = int(opts.min_seconds * 1e9)
+    header = (
+        f"{'workload':<8} {'size':>9} {'unprof.':>8} {'lineprofiler':>17} {'ns/line':>7} {'C no-op':>17} "
+        f"{'line_profiler':>17} {'pyinstrument':>17} {'ours vs l_p':>16}"
+    )
+    print(header)
+    print("-" * len(header))
+    results: dict[str, dict[str, object]] = {}
+    for name in WORKLOADS:
+        if opts.only and name not in opts.only:
+            continue
+        size = calibrate(name, min_ns)
+        getattr(PROFILED, name)(size)  # warm up the profiled copy: imports, caches, specialisation
+        modes: dict[str, Mode] = {"plain": run_plain, "ours": ours}
+        if _tracer.MONITORING or (name != "threads" and hasattr(_tracer, "_set_noop_trace")):
+            # On 3.11 the no-op trace function covers the calling thread only.
+            modes["floor"] = run_floor
+        if not opts.no_peers and PeerLineProfiler is not None:
+            modes["line_profiler"] = Peer(name)
+        if not opts.no_peers and PyiProfiler is not None:
+            modes["pyinstrument"] = run_pyinstrument
+        order = list(modes)
+        times: dict[str, list[int]] = {m: [] for m in modes}
+        events = 0
+        for rep in range(opts.repeat):
+            rot = order[rep % len(order) :] + order[: rep % len(order)]
+            for mode in rot:
+                times[mode].append(modes[mode](name, size))
+                if mode == "ours":
+                    events = ours.line_events()
+        base = statistics.median(times["plain"])
+        extra = statistics.median(t - p for t, p in zip(times["ours"], times["plain"], strict=True))
+        per_event = f"{extra / events:7.1f}" if events else f"{'n/a':>7}"
+        untraced: list[str] = []
+        if "line_profiler" in times:
+            untraced = modes["line_profiler"].untraced()  # type: ignore[attr-defined]
+            vs = [a / b for a, b in zip(times["line_profiler"], times["ours"], strict=True)]
+            vs_cell = f"{statistics.median(vs):5.1f}x {min(vs):4.1f}-{max(vs):4.1f}"
+            if untraced:
+                vs_cell = f"{'not comparable':>16}"
+        else:
+            vs_cell = f"{'n/a':>16}"
+        print(
+            f"{name:<8} {size:>9} {base / 1e6:5.0f} ms {_cell(times, 'ours')} {per_event} {_cell(times, 'floor')} "
+            f"{_cell(times, 'line_profiler')} {_cell(times, 'pyinstrument')} {vs_cell}",
+            flush=True,
+        )
+        if untraced:
+            print(f"  line_profiler counted no hit in {', '.join(untraced)}: it did not trace that code")
+        results[name] = {"size": size, "events": events, "times_ns": times, "peer_untraced": untraced}
+    return results
 
 
 N_WORKERS = 4
@@ -191,7 +338,7 @@ def children_main(opts: argparse.Namespace) -> int:
                     cpus[profiled].append(int(statistics.median(cpu)))
             getattr(PLAIN, name)(*args)
             getattr(PROFILED, name)(*args)
-            inproc = statistics.median(ours(name, args) / run_plain(name, args) for _ in range(repeat))
+            inproc = statistics.median(ours(name, args[0]) / run_plain(name, args[0]) for _ in range(repeat))
             w0, w1 = statistics.median(walls[False]), statistics.median(walls[True])
             c_ratio = statistics.median(p / u for p, u in zip(cpus[True], cpus[False], strict=True))
             print(
@@ -211,66 +358,38 @@ def children_main(opts: argparse.Namespace) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=11, help="repetitions (medians reported)")
-    ap.add_argument("--quick", action="store_true", help="smaller workloads, 3 repetitions")
+    ap.add_argument("--repeat", type=int, default=7, help="repetitions (medians reported)")
+    ap.add_argument("--min-seconds", type=float, default=0.5, help="unprofiled CPU time of one run")
+    ap.add_argument("--quick", action="store_true", help="0.1 s runs, 3 repetitions")
     ap.add_argument("--only", choices=sorted(WORKLOADS), action="append", help="run only these workloads")
+    ap.add_argument("--no-peers", action="store_true", help="skip line_profiler and pyinstrument")
+    ap.add_argument("--json", metavar="PATH", help="also write every measured time here")
     ap.add_argument("--children", action="store_true", help=f"the workloads in {N_WORKERS} spawn workers instead")
     opts = ap.parse_args()
-    if opts.repeat < 1:
-        ap.error("--repeat must be >= 1")
+    if opts.quick:
+        opts.repeat, opts.min_seconds = 3, 0.1
+    if opts.repeat < 1 or opts.min_seconds <= 0:
+        ap.error("--repeat must be >= 1 and --min-seconds > 0")
     if opts.children:
         return children_main(opts)
-    repeat = 3 if opts.quick else opts.repeat
-    sizes = QUICK if opts.quick else WORKLOADS
-    ours = Ours()
     print(
-        f"bench_lines: CPython {platform.python_version()}, lineprofiler clock {ours.prof.clock}, "
-        f"line_profiler {getattr(_peer_mod, '__version__', 'not installed')}; "
-        f"median of {repeat} repetitions, CPU time"
+        f"bench_lines: CPython {platform.python_version()}, lineprofiler clock {LineProfiler(HERE).clock}, "
+        f"line_profiler {getattr(_peer_mod, '__version__', 'not installed')}, "
+        f"pyinstrument {getattr(_pyi_mod, '__version__', 'not installed')}; "
+        f"median of {opts.repeat} repetitions (lowest-highest), process CPU time; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
-    header = (
-        f"{'workload':<8} {'unprofiled':>11} {'lineprofiler':>13} {'extra':>9} {'ns/line':>8} "
-        f"{'line_profiler':>14} {'cProfile':>9} {'ours vs l_p':>12}"
-    )
-    print(header)
-    print("-" * len(header))
-    for name in sizes:
-        if opts.only and name not in opts.only:
-            continue
-        args = sizes[name]
-        modes = {"plain": run_plain, "ours": ours, "cprofile": run_cprofile}
-        if PeerLineProfiler is not None:
-            modes["peer"] = Peer(name)
-        getattr(PLAIN, name)(*args)  # warm up both copies: imports, caches, specialisation
-        getattr(PROFILED, name)(*args)
-        order = list(modes)
-        times: dict[str, list[int]] = {m: [] for m in modes}
-        for rep in range(repeat):
-            rot = order[rep % len(order) :] + order[: rep % len(order)]
-            for mode in rot:
-                times[mode].append(modes[mode](name, args))
-        ratio = {m: statistics.median(t / p for t, p in zip(times[m], times["plain"], strict=True)) for m in modes}
-        base = statistics.median(times["plain"])
-        events = ours.line_events(name)
-        extra = statistics.median(t - p for t, p in zip(times["ours"], times["plain"], strict=True))
-        per_event = f"{extra / events:8.1f}" if events else f"{'n/a':>8}"
-        peer = f"{ratio['peer']:13.2f}x" if "peer" in ratio else f"{'n/a':>14}"
-        vs = (
-            f"{statistics.median(a / b for a, b in zip(times['peer'], times['ours'], strict=True)):11.1f}x"
-            if "peer" in times
-            else f"{'n/a':>12}"
-        )
-        print(
-            f"{name:<8} {base / 1e6:8.1f} ms {ratio['ours']:12.2f}x {extra / 1e6:6.2f} ms {per_event} {peer} "
-            f"{ratio['cprofile']:8.2f}x {vs}"
-        )
+    results = run_workloads(opts)
     print(
+        f"load average {os.getloadavg()[0]:.1f} at the end\n"
         "ratios: median over repetitions of (mode time / unprofiled time of the same repetition);\n"
-        "extra: median extra CPU time of lineprofiler per run (enable and disable included);\n"
-        "ns/line: that extra per line event of the workload's own function (for fib it carries the\n"
-        "call and return events too; for stdlib it is mostly the fixed cost of each enable);\n"
-        "ours vs l_p: how many times faster than line_profiler."
+        "ns/line: lineprofiler's median extra CPU time per line event it counted (calls, returns,\n"
+        "enable and disable included); C no-op: a do-nothing C callback on every line event (3.12+)\n"
+        "or a do-nothing C trace function (3.11); ours vs l_p: how many times faster than line_profiler."
     )
+    if opts.json:
+        meta = {"python": platform.python_version(), "repeat": opts.repeat, "min_seconds": opts.min_seconds}
+        Path(opts.json).write_text(json.dumps({"meta": meta, "workloads": results}, indent=1))
     return 0
 
 

@@ -340,6 +340,14 @@ class SimWorker:
             "own_io_unmeasured": 0,
             "thread_cpu_ns": 0,
             "errors": [],
+            # The timeline's part of a real samples object, with no timeline file written.
+            "timeline": {
+                "file": None, "format": samplefile.FORMAT, "columns": list(samplefile.TIMELINE_COLUMNS),
+                "hz": 10.0, "rows": 0, "bytes": 0, "clock": {"monotonic_ns": 0, "unix_ns": self.start_unix_ns},
+                "write_failures": 0, "pending_rows": 0,
+                "unavailable_reason": None, "ticks": 0, "skipped_ticks": 0, "overwritten": 0,
+                "threads_unpublished": 0,
+            },
         }
         return samplefile.samples_document(
             file=path.name,

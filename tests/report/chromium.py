@@ -113,6 +113,8 @@ class Browser:
              "--no-default-browser-check", "--disable-extensions", "--remote-debugging-port=0",
              f"--user-data-dir={self.profile}", f"--window-size={width},{height}", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            # The sanitizer job preloads libasan into the tests' processes: not into the browser.
+            env={k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")},
         )
         self.events: list[dict[str, Any]] = []
         self._next = 0

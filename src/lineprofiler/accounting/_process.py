@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 
+from .. import _signals
 from . import _phases
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
@@ -98,26 +99,15 @@ class ProcessHooks:
                 pass
 
     def on_signal(self, signum: int, frame: Any) -> None:
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = str(signum)
+        name = _signals.signal_name(signum)
         previous = self.previous_handlers.get(signum, signal.SIG_DFL)
-        ending = not callable(previous) and previous != signal.SIG_IGN
+        ending = _signals.ends_process(previous)
         for profiler in list(self.active):
             try:
                 profiler._flush_for_signal(name, ending=ending)
             except Exception:
                 pass
-        if callable(previous):
-            previous(signum, frame)
-        elif previous == signal.SIG_IGN:
-            return
-        else:
-            # The default action (terminate, for all three): end the process exactly as it
-            # would have ended, by the signal itself, so the parent sees it in the exit status.
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
+        _signals.chain(signum, frame, previous)
 
     # ------------------------------------------------------------------ exit
 

@@ -11,6 +11,7 @@ file inside the run directory's folders or nothing, and no step follows a symbol
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -19,6 +20,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..runfiles.layout import LIVE_SUFFIX
 
 #: ``run_dir/ray/``: collect's own files, never copied from a node nor written over from one.
 RAY_DIR = "ray"
@@ -60,9 +63,32 @@ def walk(root: str) -> Iterator[tuple[str, os.stat_result]]:
                 yield rel, info
 
 
-def signature(info: os.stat_result) -> list[int]:
-    """What says a file changed: size, modification time and inode (a rename is a new inode)."""
-    return [info.st_size, info.st_mtime_ns, info.st_ino]
+def signature(info: os.stat_result, path: str | None = None) -> list[Any]:
+    """What says a file changed: size, modification time and inode (a rename is a new inode).
+
+    A live file (``.live``) is written through a shared mapping, whose stores the kernel does
+    not stamp into the modification time: its signature adds a digest of its bytes.
+    """
+    mark: list[Any] = [info.st_size, info.st_mtime_ns, info.st_ino]
+    if path is not None and path.endswith(LIVE_SUFFIX):
+        mark.append(_digest(path))
+    return mark
+
+
+def _digest(path: str) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        while block := os.read(fd, 1 << 20):
+            digest.update(block)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
 
 
 def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Iterator[dict[str, Any]]:
@@ -82,10 +108,11 @@ def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Itera
     files = sorted(walk(root), key=lambda item: (not item[0].endswith(".json"), item[0]))
     for rel, info in files:
         present.append(rel)
-        if list(known.get(rel) or ()) == signature(info):
+        full = os.path.join(root, rel)
+        if list(known.get(rel) or ()) == signature(info, full):
             continue
         try:
-            fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC)
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC)
         except OSError as error:
             errors.append(f"{rel}: {error.strerror or error}")
             continue
@@ -93,7 +120,7 @@ def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Itera
             opened = os.fstat(fd)
             if not stat.S_ISREG(opened.st_mode):
                 continue
-            mark, size, offset = signature(opened), opened.st_size, 0
+            mark, size, offset = signature(opened, full), opened.st_size, 0
             while True:
                 if pending >= chunk_bytes:
                     yield {"kind": "pieces", "pieces": pieces}

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import _signals
 from ..runfiles import linesfile
 from .saved import document_from_stats, host_name, process_info
 
@@ -420,16 +421,13 @@ class _Process:
 
     @classmethod
     def on_signal(cls, signum: int, frame: Any) -> None:
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = str(signum)
+        name = _signals.signal_name(signum)
         previous = cls.previous_handlers.get(signum)
         if previous is None:  # handled late, after the handlers were put back
             previous = signal.getsignal(signum)
             if previous is None or previous == cls.on_signal:
                 previous = signal.SIG_DFL
-        ending = not callable(previous) and previous != signal.SIG_IGN
+        ending = _signals.ends_process(previous)
         for session in list(cls.sessions):
             if session._writing or session._closing:
                 # The signal came in the middle of our own last write: finish it first.
@@ -443,15 +441,7 @@ class _Process:
                     session.write("signalled", signal_name=name)
             except Exception:
                 pass
-        if callable(previous):
-            previous(signum, frame)
-        elif previous == signal.SIG_IGN:
-            return
-        else:
-            # The default action (terminate, for all three): end as the signal would have, so
-            # the parent sees it in the exit status.
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
+        _signals.chain(signum, frame, previous)
 
 
 def _mp_exit(session: Session) -> None:

@@ -3,11 +3,12 @@
 How it hooks in:
 
 - 3.12+: ``sys.monitoring``. It takes ``PROFILER_ID`` (2), or the first free id after it, for the
-  time it is enabled, registers the C callables of ``_tracer`` for LINE, PY_START, PY_RESUME,
-  PY_RETURN, PY_YIELD, PY_UNWIND and PY_THROW, and gives everything back on disable: events off,
-  callbacks unregistered, then ``free_tool_id``. That order is correct whether ``free_tool_id``
-  leaves the callbacks alone (3.12, 3.13) or clears them too (3.14). Other tools' ids, events
-  and callbacks are never touched.
+  time it is enabled, registers the C callables of ``_tracer`` for LINE, PY_RESUME, PY_RETURN,
+  PY_YIELD, PY_UNWIND and PY_THROW, and on 3.13+ PY_START (3.12 enters a frame at its first
+  LINE event), and gives everything back on disable: events off, callbacks unregistered, then
+  ``free_tool_id``. That order is correct whether ``free_tool_id`` leaves the callbacks alone
+  (3.12, 3.13) or clears them too (3.14). Other tools' ids, events and callbacks are never
+  touched.
 - 3.11: a C trace function on every thread of the interpreter, plus ``threading.settrace`` for
   threads started while enabled; what it replaced is put back on disable.
 """
@@ -49,7 +50,9 @@ TOOL_NAME = "lineprofiler"
 _TOOL_ORDER = (2, 3, 4, 5, 0, 1)
 _HOOK_EVENTS = (
     ("line", "LINE"),
-    ("start", "PY_START"),
+    # 3.12 emits LINE for the first line of every frame, where the tracer pushes the frame; 3.13
+    # does not when that line is the line of the frame's RESUME, unless PY_START is on.
+    *((("start", "PY_START"),) if sys.version_info >= (3, 13) else ()),
     ("resume", "PY_RESUME"),
     ("return", "PY_RETURN"),
     ("yield", "PY_YIELD"),
@@ -353,7 +356,7 @@ class LineProfiler:
                         mon.register_callback(tool, value, None)
                     except ValueError:  # an event a later CPython takes no callback for
                         pass
-            hooks = [self._tracer.hook(kind) for kind, _ in _HOOK_EVENTS]  # type: ignore[arg-type]
+            hooks = [self._tracer.hook(kind) for kind, _ in _HOOK_EVENTS]
             for event, hook in zip(events, hooks, strict=True):
                 mon.register_callback(tool, event, hook)
             mask = 0

@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..runfiles import histogram, layout, livefile, workerfile
+from ..runfiles import histogram, layout, workerfile
 from . import attempts as attempts_mod
 from . import duplicates as duplicates_mod
 from . import format as fmt
-from . import parallel
+from . import live, parallel
 
 # Re-exported: blocks and tests import them from here.
 from .attempts import AttemptSummary as AttemptSummary
@@ -481,7 +481,7 @@ def read_worker(task: tuple[Path, bool]) -> Worker | UnreadableFile:
             size = 0
         # Merge never needs the samples: stop before them where the layout allows.
         document = workerfile.read_worker_file(path, skip_samples=True)
-        document, numbers_from = prefer_live_numbers(path, document)
+        document, numbers_from = live.prefer_live_numbers(path, document)
         worker = worker_from_document(path, document, no_samples=no_samples, size=size)
         worker.numbers_from = numbers_from
         return worker
@@ -492,58 +492,6 @@ def read_worker(task: tuple[Path, bool]) -> Worker | UnreadableFile:
 # ---------------------------------------------------------------------------------------------
 # The live file or the worker file: which numbers a process is reported with
 # ---------------------------------------------------------------------------------------------
-
-
-def prefer_live_numbers(path: Path, document: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The worker document with its phases and counters taken from the live file beside it when
-    that file is newer than the document's last snapshot, and where the numbers came from:
-    ``"json"``, ``"live"``, or ``"json: <why the live file was not used>"``.
-
-    A final snapshot (the process exited or was signalled) is as new as the live file: it is
-    kept. Otherwise the live file is newer when it holds at least the entries the snapshot had
-    closed (its totals only grow). A damaged live file (cut short, zero-filled, a newer
-    version) is never an error: its problems go into the document's ``errors``.
-    """
-    live_file = livefile.live_path(path)
-    if document["times"].get("end_unix_ns") is not None:
-        return document, "json"
-    try:
-        live = livefile.read_live_retrying(live_file)
-    except livefile.LiveFileError as error:
-        if document.get("live_file") is None and not live_file.exists():
-            return document, "json"
-        return document, f"json: live file not read ({error})"
-    notes = [f"live file: {problem}" for problem in live.problems]
-    if live.in_flight:
-        shown = ", ".join(fmt.printable(p) for p in live.in_flight[:3])
-        notes.append(
-            f"live file: an entry was being added to {shown} when the process stopped; it may be partly counted"
-        )
-    if not live.usable:
-        return dict(document, errors=list(document.get("errors", [])) + notes), "json: " + "; ".join(live.problems)
-    closed = sum(_count(p, "entries") for p in document["phases"])
-    if live.total_entries < closed:
-        return document, "json: live file older than the last snapshot"
-    snapshot_counters = {(c.get("phase"), c.get("name")): c.get("total") for c in document["counters"]}
-    live_counters = {(c["phase"], c["name"]): c["total"] for c in live.counters}
-    if live.total_entries == closed and live_counters == snapshot_counters:
-        return dict(document, errors=list(document.get("errors", [])) + notes), "json"
-    # Closed totals from the live file; what was still open, as of the last snapshot, from it.
-    phases = {p["path"]: dict(p) for p in live.phases}
-    for old in document["phases"]:
-        if _count(old, "open_entries") == 0:
-            continue
-        new = phases.setdefault(old["path"], {**old, "entries": 0, "wall_ns": 0, "self_ns": 0, "hist": []})
-        for key in ("open_entries", "open_ns", "open_self_ns"):
-            new[key] = old.get(key, 0)
-    updated = dict(document)
-    updated["phases"] = list(phases.values())
-    updated["counters"] = live.counters
-    updated["errors"] = list(document.get("errors", [])) + notes
-    if document["times"]["status"] == "started":
-        # Killed before its first snapshot: the start file, with the live file's numbers.
-        updated["times"] = dict(document["times"], status="running")
-    return updated, "live"
 
 
 def _file_run_component(path: Path) -> str | None:
@@ -698,181 +646,6 @@ def merge_workers(
     return run
 
 
-def _names(workers: list[Worker]) -> str:
-    shown = ", ".join(w.label for w in workers[:CAVEAT_NAMES])
-    if len(workers) > CAVEAT_NAMES:
-        shown += f" and {len(workers) - CAVEAT_NAMES} more"
-    return shown
-
-
-def is_stale(worker: Worker, run_end_ns: int) -> bool:
-    """True when a worker that never finished stopped flushing well before the run's end."""
-    if worker.status in _FINAL:
-        return False
-    threshold = max(STALE_INTERVALS * worker.interval_s * 1e9, STALE_MIN_NS)
-    return run_end_ns - worker.last_flush_ns > threshold
-
-
-def _per_worker(lines: list[str], items: list[tuple[Worker, str]], summary: str) -> None:
-    """One line per worker, or, past :data:`CAVEAT_NAMES` workers, one line for all of them."""
-    if len(items) <= CAVEAT_NAMES:
-        lines.extend(line for _, line in items)
-    else:
-        lines.append(f"{len(items)} workers {summary}: {_names([w for w, _ in items])}; the first: {items[0][1]}")
-
-
-def derive_caveats(run: Run) -> list[str]:
-    """The CAVEATS lines merge can tell from the files alone, most serious first."""
-    lines: list[str] = []
-    end = run.end_ns
-    for bad in run.unreadable[: 2 * CAVEAT_NAMES]:
-        lines.append(f"unreadable worker file (its process is missing from every total): {bad.describe(run.run_dir)}")
-    if len(run.unreadable) > 2 * CAVEAT_NAMES:
-        lines.append(f"... and {len(run.unreadable) - 2 * CAVEAT_NAMES} more unreadable worker files")
-    for problem in run.listing_problems:
-        lines.append(f"folder not listed, its workers are missing from every total: {problem}")
-    lines.extend(duplicates_mod.caveats(run.duplicates, run.run_dir, CAVEAT_NAMES))
-
-    killed = [w for w in run.workers if w.status == "started" and is_stale(w, end)]
-    _per_worker(
-        lines,
-        [
-            (
-                w,
-                f"{w.label} was killed before any data: only its start file exists "
-                f"(started {fmt.duration(max(0, end - w.start_ns))} before the run's last flush)",
-            )
-            for w in killed
-        ],
-        "were killed before any data (only their start files exist)",
-    )
-    not_yet = [w for w in run.workers if w.status == "started" and not is_stale(w, end)]
-    if not_yet:
-        lines.append(f"{len(not_yet)} worker(s) had written no data yet (just started): {_names(not_yet)}")
-
-    live = [w for w in run.workers if w.numbers_from == "live"]
-    _per_worker(
-        lines,
-        [
-            (
-                w,
-                f"{w.label}: numbers from its live file, newer than its last snapshot "
-                f"({utc_time(w.last_flush_ns)}): everything it recorded until it stopped",
-            )
-            for w in live
-        ],
-        "are reported from their live files (newer than their last snapshots)",
-    )
-    not_live = [w for w in run.workers if w.numbers_from.startswith("json: ")]
-    _per_worker(
-        lines,
-        [
-            (w, f"{w.label}: numbers from its last snapshot ({fmt.printable(w.numbers_from[6:])[:200]})")
-            for w in not_live
-        ],
-        "are reported from their last snapshots, their live files not used",
-    )
-    stale = [w for w in run.workers if w.status != "started" and w.numbers_from != "live" and is_stale(w, end)]
-    _per_worker(
-        lines,
-        [
-            (
-                w,
-                f"{w.label} stopped writing {fmt.duration(end - w.last_flush_ns)} before the run "
-                f"ended (last snapshot {utc_time(w.last_flush_ns)}): its numbers stop there",
-            )
-            for w in stale
-        ],
-        "stopped writing well before the run ended; their numbers stop at their last snapshot",
-    )
-
-    failing = []
-    for worker in run.workers:
-        snapshot = worker.document["snapshot"]
-        if (snapshot.get("failures") or 0) > 0:
-            error = snapshot.get("last_error")
-            detail = f" (last error: {fmt.printable(error)[:160]})" if error else ""
-            failing.append(
-                (
-                    worker,
-                    f"{worker.label}: {fmt.count(snapshot['failures'])} snapshot write(s) failed{detail}; "
-                    f"its file holds its last successful snapshot",
-                )
-            )
-    _per_worker(lines, failing, "had snapshot writes fail")
-
-    path_caps, counter_caps = [], []
-    for worker in run.workers:
-        caps = worker.document.get("caps") or {}
-        if caps.get("paths_overflowed"):
-            limit = caps.get("max_paths")
-            path_caps.append(
-                (
-                    worker,
-                    f"{worker.label} hit the phase-path cap"
-                    f"{f' of {fmt.count(limit)}' if limit is not None else ''}: "
-                    f"{fmt.count(caps['paths_overflowed'])} entries went to the overflow node",
-                )
-            )
-        if caps.get("counters_overflowed"):
-            limit = caps.get("max_counters")
-            counter_caps.append(
-                (
-                    worker,
-                    f"{worker.label} hit the counter cap"
-                    f"{f' of {fmt.count(limit)}' if limit is not None else ''}: "
-                    f"{fmt.count(caps['counters_overflowed'])} counts went to the overflow counter",
-                )
-            )
-    _per_worker(lines, path_caps, "hit the phase-path cap")
-    _per_worker(lines, counter_caps, "hit the counter cap")
-
-    repaired = [w for w in run.workers if ((w.document.get("repairs") or {}).get("mismatched_exits") or 0) > 0]
-    if repaired:
-        total = sum(w.document["repairs"]["mismatched_exits"] for w in repaired)
-        lines.append(
-            f"{fmt.count(total)} mismatched phase exit(s) repaired (exited out of order or from another "
-            f"thread) in {_names(repaired)}: times around them may be billed to the wrong phase"
-        )
-
-    _per_worker(
-        lines,
-        [
-            (
-                w,
-                f"{w.label} recorded {len(w.document['errors'])} profiler error(s); "
-                f"first: {fmt.printable(w.document['errors'][0])[:200]}",
-            )
-            for w in run.workers
-            if w.document.get("errors")
-        ],
-        "recorded profiler errors",
-    )
-
-    signalled = [w for w in run.workers if w.status == "signalled"]
-    if signalled:
-        signals = sorted({fmt.printable(w.signal) for w in signalled if w.signal})
-        lines.append(
-            f"{len(signalled)} worker(s) flushed on a signal ({', '.join(signals) or 'unnamed'}): "
-            f"{_names(signalled)}"
-        )
-
-    unfinished = [w for w in run.workers if w.status == "running" and w.numbers_from != "live" and not is_stale(w, end)]
-    if unfinished:
-        lines.append(
-            f"{len(unfinished)} worker(s) never wrote a final flush (the run is still going, or they were "
-            f"killed): {_names(unfinished)}; their numbers stop at their last snapshot"
-        )
-
-    duplicated = [rank for rank, n in Counter(w.rank for w in run.workers if w.rank is not None).items() if n > 1]
-    if duplicated:
-        lines.append(
-            f"rank(s) {fmt.int_ranges(duplicated)} appear in more than one worker file of this attempt "
-            f"(restarted workers?): each file is counted as a process"
-        )
-    return lines
-
-
 def busy_fraction(role: RoleStats) -> float | None:
     """Share of the role's process lifetime spent inside a top-level phase."""
     lifetime = role.lifetime_ns
@@ -880,3 +653,8 @@ def busy_fraction(role: RoleStats) -> float | None:
         return None
     value = role.busy_ns / lifetime
     return value if math.isfinite(value) else None
+
+
+# The CAVEATS lines live in their own module, which reads this one's types (imported last).
+from .caveats import derive_caveats as derive_caveats  # noqa: E402
+from .caveats import is_stale as is_stale  # noqa: E402

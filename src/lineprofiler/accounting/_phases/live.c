@@ -154,6 +154,7 @@ void lp_live_before_reset(lp_RecorderObject *rec)
         return;
     }
     if (!lp_live_mine(rec)) {
+        rec->chunks_foreign = 1;
         lp_live_detach(rec);
         return;
     }

@@ -298,6 +298,10 @@ typedef struct lp_RecorderObject {
     int live_fd;
     long live_pid; /* the process that attached it: a fork child never writes to it */
     lp_live_header *live_hdr;
+    /* Set in a fork child between its reset's detach and the tree's free: the chunks are still
+     * the parent's shared mapping, whose lazily built path pointers the parent keeps writing
+     * (pointers into the parent's heap), so the free must not decref them. */
+    int chunks_foreign;
     int64_t live_size;
     int32_t *counter_slots; /* index + 1; 0 is empty */
     uint32_t counter_mask;

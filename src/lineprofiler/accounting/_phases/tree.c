@@ -115,7 +115,7 @@ void lp_tree_free(lp_RecorderObject *rec)
 {
     for (int32_t c = 0; c < rec->n_chunks; c++) {
         lp_node *chunk = rec->chunks[c];
-        for (int32_t i = 0; i < LP_NODE_CHUNK; i++) {
+        for (int32_t i = 0; i < LP_NODE_CHUNK && !rec->chunks_foreign; i++) {
             int32_t id = c * LP_NODE_CHUNK + i;
             if (id < rec->n_nodes) {
                 Py_CLEAR(chunk[i].path);
@@ -139,6 +139,9 @@ void lp_tree_free(lp_RecorderObject *rec)
     free(rec->counter_slots);
     rec->counter_slots = NULL;
     rec->counter_mask = 0;
+    /* The paths the parent had built before the fork are left to leak here: which pointers
+     * are still the child's own cannot be told from memory the parent writes. */
+    rec->chunks_foreign = 0;
 }
 
 int lp_tree_init(lp_RecorderObject *rec)

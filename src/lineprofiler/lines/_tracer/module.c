@@ -319,6 +319,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
             PyObject *et, *ev, *etb;
             PyErr_Fetch(&et, &ev, &etb);
             lp_uninstall_all(self);
+            lp_eval_uninstall();
             self->on = 0;
             self->started = 0;
             Py_CLEAR(st->active);
@@ -326,6 +327,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
             return NULL;
         }
     }
+    lp_eval_install();
 #endif
     Py_RETURN_NONE;
 }
@@ -340,6 +342,7 @@ static PyObject *lp_tracer_stop(lp_TracerObject *self, PyObject *Py_UNUSED(ignor
         Py_RETURN_NONE;
     }
 #if !LP_MONITORING
+    lp_eval_uninstall();
     lp_uninstall_all(self);
 #endif
     lp_close_all(self);
@@ -549,9 +552,11 @@ PyDoc_STRVAR(lp_set_test_clock_doc,
              "_set_test_clock(enabled, callback_cost=0, now=0)\n--\n\n"
              "TEST ONLY. While enabled, tracers that start recording from empty read a\n"
              "fake clock instead of the real one: it stands still except when\n"
-             "_advance_test_clock() moves it, and every callback of the tracer advances\n"
-             "it by callback_cost between its first and its last clock read, as if the\n"
-             "callback had spent that long. One tick is one nanosecond.");
+             "_advance_test_clock() moves it, and every timed slow path of a callback\n"
+             "(deciding whether code is ours, growing a table) advances it by\n"
+             "callback_cost between its two clock reads, as if it had spent that long.\n"
+             "The common path of a callback reads the clock once and does not advance\n"
+             "it. One tick is one nanosecond.");
 
 static PyObject *lp_set_test_clock(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -629,6 +634,35 @@ static PyObject *lp_set_presize(PyObject *module, PyObject *arg)
     return PyBool_FromLong(prev);
 }
 
+/* A trace function that does nothing: what any C trace function costs at least. */
+static int lp_noop_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    LP_UNUSED(obj);
+    LP_UNUSED(frame);
+    LP_UNUSED(what);
+    LP_UNUSED(arg);
+    return 0;
+}
+
+PyDoc_STRVAR(lp_set_noop_trace_doc,
+             "_set_noop_trace(enabled)\n--\n\n"
+             "BENCHMARK ONLY. Installs (or removes) a C trace function that returns at once on\n"
+             "the calling thread: the floor under any trace-function profiler.");
+
+static PyObject *lp_set_noop_trace(PyObject *module, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+    if (on && lp_get_state(module)->active != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_set_noop_trace: a tracer is recording");
+        return NULL;
+    }
+    PyEval_SetTrace(on ? lp_noop_trace : NULL, NULL);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(lp_default_clock_doc, "default_clock()\n--\n\n"
                                    "The clock new tracers use: 'tsc' (an invariant cycle counter, scaled to\n"
                                    "ns against CLOCK_MONOTONIC at report time) or 'monotonic'.");
@@ -644,6 +678,7 @@ static PyMethodDef lp_module_methods[] = {
     {"_advance_test_clock", (PyCFunction)lp_advance_test_clock, METH_O, lp_advance_test_clock_doc},
     {"_set_foreign_limit", (PyCFunction)lp_set_foreign_limit, METH_O, lp_set_foreign_limit_doc},
     {"_set_presize", (PyCFunction)lp_set_presize, METH_O, lp_set_presize_doc},
+    {"_set_noop_trace", (PyCFunction)lp_set_noop_trace, METH_O, lp_set_noop_trace_doc},
     {"default_clock", (PyCFunction)lp_default_clock, METH_NOARGS, lp_default_clock_doc},
     {NULL, NULL, 0, NULL},
 };

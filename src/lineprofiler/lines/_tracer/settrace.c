@@ -5,6 +5,10 @@
 
 #if !LP_MONITORING
 
+/* _PyInterpreterFrame, the frame a PEP 523 frame-evaluation function receives: 3.11 declares it
+ * only in its internal headers, which it installs. Only its f_code is read here. */
+#include <internal/pycore_frame.h>
+
 /* ===================================================================== the trace function */
 
 /* The line a resumed generator/coroutine frame stands on; LP_NO_LINE for a
@@ -21,6 +25,51 @@ static int lp_resume_line(lp_code *rec, PyFrameObject *frame)
     return line;
 }
 
+/* The code of a frame, borrowed: the frame holds it, we only need the address. */
+LP_INLINE PyObject *lp_frame_code(PyFrameObject *frame)
+{
+    PyCodeObject *co = PyFrame_GetCode(frame);
+    Py_DECREF(co);
+    return (PyObject *)co;
+}
+
+/* The record for code, through the thread's one-entry cache. */
+LP_INLINE lp_code *lp_code_cached(lp_TracerObject *tr, lp_thread *th, PyObject *code)
+{
+    if (LP_LIKELY(code == th->last_code)) {
+        return th->last_rec; /* recursion and repeated calls skip the lookup */
+    }
+    lp_code *rec = lp_code_of(tr, th, code);
+    if (rec != NULL && rec != LP_FOREIGN) {
+        th->last_code = code;
+        th->last_rec = rec;
+    }
+    return rec;
+}
+
+/* A frame's first line event (see PyTrace_CALL), or a frame that was running
+ * before recording started. Every frame this thread started after it has
+ * returned, so this frame is the newest we know of: adopt it, foreign ones
+ * too (their later lines then cost one comparison). */
+static LP_NOINLINE int lp_line_first(lp_TracerObject *tr, lp_thread *th, PyFrameObject *frame)
+{
+    PyObject *code = lp_frame_code(frame);
+    lp_code *rec = lp_code_cached(tr, th, code);
+    if (rec == NULL) {
+        return 0;
+    }
+    if (rec == LP_FOREIGN) {
+        lp_push(tr, th, code, frame, NULL, 0);
+        return 0;
+    }
+    lp_frame *top = lp_push(tr, th, code, frame, rec, 0);
+    if (top != NULL) {
+        lp_line *slot = lp_slot_of(tr, th, rec, PyFrame_GetLineNumber(frame));
+        lp_open(top, slot, lp_vnow(tr, th), 1);
+    }
+    return 0;
+}
+
 static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     LP_UNUSED(arg);
@@ -31,44 +80,20 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     }
     lp_thread *th = h->thread;
     lp_frame *top = th->depth ? &th->stack[th->depth - 1] : NULL;
-    int64_t t0;
     switch (what) {
-    case PyTrace_LINE:
-        t0 = lp_clock(tr, 0);
-        if (LP_LIKELY(top != NULL && top->frame == (void *)frame)) {
-            if (top->rec == NULL) { /* a foreign frame we pushed: ignore */
-                return 0;
-            }
-            lp_close(top, t0 - th->ovh);
-        } else {
-            /* A frame's first line event (see PyTrace_CALL), or a frame that
-             * was running before recording started. */
-            PyCodeObject *co = PyFrame_GetCode(frame);
-            Py_DECREF(co); /* the frame holds it; we only need the address */
-            lp_code *rec;
-            if (LP_LIKELY((PyObject *)co == th->last_code)) {
-                rec = th->last_rec; /* recursion and repeated calls skip the lookup */
-            } else {
-                rec = lp_code_of(tr, (PyObject *)co);
-                if (rec == NULL) {
-                    return 0;
-                }
-                if (rec != LP_FOREIGN) {
-                    th->last_code = (PyObject *)co;
-                    th->last_rec = rec;
-                }
-            }
-            /* Every frame this thread started after it has returned, so this
-             * frame is the newest we know of: adopt it, foreign ones too
-             * (their later lines then cost one comparison). */
-            top = lp_push(tr, th, (PyObject *)co, frame, rec == LP_FOREIGN ? NULL : rec, t0 - th->ovh);
-            if (top == NULL || rec == LP_FOREIGN) {
-                return 0;
-            }
+    case PyTrace_LINE: {
+        if (LP_UNLIKELY(top == NULL || top->frame != (void *)frame)) {
+            return lp_line_first(tr, th, frame);
         }
-        lp_open(tr, top, PyFrame_GetLineNumber(frame), t0 - th->ovh, 1);
-        lp_leave(tr, th, t0);
+        if (top->rec == NULL) { /* a foreign frame we pushed: ignore */
+            return 0;
+        }
+        lp_line *slot = lp_slot_of(tr, th, top->rec, PyFrame_GetLineNumber(frame));
+        int64_t v = lp_vnow(tr, th);
+        lp_close(top, v);
+        lp_open(top, slot, v, 1);
         return 0;
+    }
     case PyTrace_CALL: {
         /* A frame is entered at its first line event (the frame object tells
          * frames apart here, recursion included), so a call costs no clock
@@ -77,53 +102,90 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
          * the rest of it. Generators and coroutines are entered here, because
          * a resumed one runs the rest of its yield line before any line
          * event, and that time is theirs. */
-        PyCodeObject *co = PyFrame_GetCode(frame);
-        Py_DECREF(co); /* the frame holds it; we only need the address */
-        if (!(co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) {
+        PyObject *code = lp_frame_code(frame);
+        if (!(((PyCodeObject *)code)->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) {
             return 0;
         }
-        t0 = lp_clock(tr, 0);
-        lp_code *rec;
-        if (LP_LIKELY((PyObject *)co == th->last_code)) {
-            rec = th->last_rec; /* recursion and repeated calls skip the lookup */
-        } else {
-            rec = lp_code_of(tr, (PyObject *)co);
-            if (rec == NULL) {
-                return 0;
-            }
-            if (rec != LP_FOREIGN) {
-                th->last_code = (PyObject *)co;
-                th->last_rec = rec;
-            }
+        lp_code *rec = lp_code_cached(tr, th, code);
+        if (rec == NULL) {
+            return 0;
         }
         /* Foreign frames are pushed too (rec NULL): their line events then
          * cost one comparison instead of a lookup. */
-        if (rec == LP_FOREIGN) {
-            rec = NULL;
+        lp_frame *f = lp_push(tr, th, code, frame, rec == LP_FOREIGN ? NULL : rec, 0);
+        if (f != NULL && rec != LP_FOREIGN) {
+            lp_line *slot = lp_slot_of(tr, th, rec, lp_resume_line(rec, frame));
+            lp_open(f, slot, lp_vnow(tr, th), 0);
         }
-        int64_t v = t0 - th->ovh;
-        lp_frame *f = lp_push(tr, th, (PyObject *)co, frame, rec, v);
-        if (f == NULL) {
-            return 0;
-        }
-        if (rec != NULL) {
-            lp_open(tr, f, lp_resume_line(rec, frame), v, 0);
-        }
-        lp_leave(tr, th, t0);
         return 0;
     }
     case PyTrace_RETURN: /* return, yield, and unwinding (arg NULL) */
         if (top != NULL && top->frame == (void *)frame) {
-            t0 = lp_clock(tr, 0);
-            if (top->rec != NULL) {
-                lp_close(top, t0 - th->ovh);
+            if (top->open != NULL) {
+                lp_close(top, lp_vnow(tr, th));
             }
             th->depth--;
-            lp_leave(tr, th, t0);
         }
         return 0;
     default: /* exception, opcode */
         return 0;
+    }
+}
+
+/* ===================================================================== the frame-evaluation hook */
+
+/* A frame of code known to be foreign runs with tracing off: no call, line or return events, and
+ * none of the per-instruction work CPython's trace machinery does in a traced frame. Tracing is a
+ * flag of the C-level evaluation loop (_PyCFrame.use_tracing), which a new loop copies from its
+ * caller's; this hook, which CPython calls for every frame while it is installed (Python calls
+ * are then not inlined), sets the caller's flag to what the new frame needs and puts it back
+ * when the frame returns. Code not decided yet is traced, so that the trace function decides it
+ * (the hook never runs Python code); project code is traced. Frames stay traced as CPython would
+ * trace them when the thread is not ours, when a profile function is set (it needs every
+ * frame's events) or while a trace or profile function runs. */
+static PyObject *lp_eval_frame(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
+{
+    if (ts->c_tracefunc != lp_trace || ts->c_profilefunc != NULL || ts->tracing) {
+        return _PyEval_EvalFrameDefault(ts, f, throwflag);
+    }
+    lp_HookObject *h = (lp_HookObject *)ts->c_traceobj;
+    lp_TracerObject *tr = h->tracer;
+    lp_thread *th = h->thread;
+    PyObject *code = (PyObject *)f->f_code;
+    int traced = 1;
+    if (tr != NULL && code != th->last_code) { /* last_code is a project record's */
+        traced = lp_code_find(tr, code) != LP_FOREIGN;
+    }
+    _PyCFrame *caller = ts->cframe;
+    uint8_t saved = caller->use_tracing;
+    caller->use_tracing = traced ? 255 : 0;
+    PyObject *res = _PyEval_EvalFrameDefault(ts, f, throwflag);
+    /* Put back the caller's flag; if our trace function is gone meanwhile (recording stopped,
+     * or sys.settrace), the flag CPython would set for what is installed now. */
+    if (ts->c_tracefunc == lp_trace) {
+        caller->use_tracing = saved;
+    } else {
+        caller->use_tracing = (ts->c_tracefunc != NULL || ts->c_profilefunc != NULL) ? 255 : 0;
+    }
+    return res;
+}
+
+/* Installs the hook unless another frame-evaluation function (a JIT, a debugger) is in place:
+ * then frames are traced as CPython traces them, foreign ones included. */
+void lp_eval_install(void)
+{
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) == _PyEval_EvalFrameDefault) {
+        _PyInterpreterState_SetEvalFrameFunc(interp, lp_eval_frame);
+    }
+}
+
+/* Takes the hook out if it is still ours. */
+void lp_eval_uninstall(void)
+{
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) == lp_eval_frame) {
+        _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
     }
 }
 

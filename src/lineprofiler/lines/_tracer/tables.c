@@ -3,6 +3,9 @@
 #include "tracer.h"
 
 #include <string.h>
+#if PY_VERSION_HEX >= 0x030D0000
+#include <opcode.h> /* RESUME */
+#endif
 
 /* ===================================================================== pointer map */
 
@@ -171,6 +174,35 @@ static void lp_code_presize(lp_code *rec)
     rec->n = (int)(hi - lo + 1);
 }
 
+#if PY_VERSION_HEX >= 0x030D0000
+/* Whether frames of `co` need PY_START to be seen. CPython 3.13 does not emit LINE for a frame's
+ * first line when the instruction after the frame's RESUME is on the same line as RESUME (one-line
+ * functions, lambdas, generator expressions) unless PY_START is on for the code; when the lines
+ * differ, it does. RESUME is found among the first instructions (the prologue before it has no
+ * inline caches); anything unexpected answers yes, which costs an event per call, never a line. */
+static int lp_needs_start(PyCodeObject *co)
+{
+    PyObject *bytes = PyCode_GetCode(co);
+    if (bytes == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    int needs = 1;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    Py_ssize_t n = PyBytes_GET_SIZE(bytes);
+    for (Py_ssize_t i = 0; i + 3 < n && i < 32; i += 2) {
+        if (b[i] == RESUME) {
+            int here = PyCode_Addr2Line(co, (int)i);
+            int next = PyCode_Addr2Line(co, (int)i + 2);
+            needs = here < 0 || next < 0 || here == next;
+            break;
+        }
+    }
+    Py_DECREF(bytes);
+    return needs;
+}
+#endif
+
 /* Decides whether `code` belongs to the project, records the answer, and
  * returns the project record, LP_FOREIGN, or NULL (tracer broken). Runs once
  * per code object: it calls the Python filter, which is not traced (CPython
@@ -255,6 +287,9 @@ lp_code *lp_decide(lp_TracerObject *tr, PyObject *code)
     rec->code = code;
     rec->first_lineno = co->co_firstlineno;
     rec->is_gen = (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    rec->needs_start = lp_needs_start(co);
+#endif
     rec->resume_key = -1;
     rec->base = co->co_firstlineno;
     tr->recs[tr->n_recs++] = rec;
@@ -303,14 +338,14 @@ lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts)
 
 /* lp_thread_get() for callbacks: failures are deferred. Refreshes the
  * one-entry cache. */
-lp_thread *lp_thread_slow(lp_TracerObject *tr, pthread_t self)
+lp_thread *lp_thread_slow(lp_TracerObject *tr, uintptr_t key)
 {
     lp_thread *th = lp_thread_get(tr, PyThreadState_Get());
     if (th == NULL) {
         lp_fail(tr);
         return NULL;
     }
-    tr->last_pthread = self;
+    tr->last_key = key;
     tr->has_last = 1;
     tr->last_thread = th;
     return th;
@@ -334,26 +369,31 @@ lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th)
 
 /* Grows rec's lines[] to cover `line` and re-points every open frame of
  * every thread that pointed into the old array. Rare: arrays are sized from
- * co_lines() when the record is made. Returns 0, or -1 (tracer broken). */
-int lp_grow_and_fix(lp_TracerObject *tr, lp_code *rec, int line)
+ * co_lines() when the record is made. Its time is taken out of thread th's
+ * virtual clock. Returns 0, or -1 (tracer broken). */
+int lp_grow_timed(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line)
 {
+    int64_t t0 = lp_clock(tr, 0);
+    int rc = 0;
     int old_base = rec->base;
     lp_line *old;
     if (lp_code_grow(rec, line, &old) < 0) {
         lp_fail(tr);
-        return -1;
+        rc = -1;
+        old = NULL;
     }
     for (size_t j = 0; old != NULL && tr->threads.slots && j <= tr->threads.mask; j++) {
-        lp_thread *th = (lp_thread *)tr->threads.slots[j].val;
-        for (Py_ssize_t i = 0; th != NULL && i < th->depth; i++) {
-            lp_frame *f = &th->stack[i];
+        lp_thread *other = (lp_thread *)tr->threads.slots[j].val;
+        for (Py_ssize_t i = 0; other != NULL && i < other->depth; i++) {
+            lp_frame *f = &other->stack[i];
             if (f->rec == rec && f->open != NULL) {
                 f->open = &rec->lines[old_base + (f->open - old) - rec->base];
             }
         }
     }
     PyMem_Free(old);
-    return 0;
+    lp_leave(tr, th, t0);
+    return rc;
 }
 
 /* Closes every open line of every thread at "now" and empties the stacks. */

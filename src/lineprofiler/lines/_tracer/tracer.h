@@ -3,18 +3,24 @@
  * What it records: for each code object of the project, hits and time per
  * line. A line's time runs from its LINE event to the next event that ends it
  * in the same frame (the next line, a return, a yield, an unwind), so callees
- * are included. The time this module spends in its own callbacks is removed
- * from every open line, the caller's included (see lp_leave()).
+ * are included. A callback reads the clock once on its common path; the slow
+ * paths (deciding whether code is ours, growing a table) are timed and
+ * removed from every open line, the caller's included (see lp_vnow() and
+ * lp_leave()).
  *
  * How it hears events:
  *  - 3.12+: sys.monitoring (monitoring.c). The Python layer registers the Hook
  *    objects made here (vectorcall callables, no Python frame) for LINE,
- *    PY_START, PY_RESUME, PY_RETURN, PY_YIELD, PY_UNWIND and PY_THROW. Code
- *    outside the project gets DISABLE back wherever the event allows it, so it
- *    runs at full speed after its first event per location.
+ *    PY_RESUME, PY_RETURN, PY_YIELD, PY_UNWIND and PY_THROW, and on 3.13+
+ *    PY_START. Frames are told apart by the interpreter frame that runs the
+ *    callback (the thread state's current frame), so a frame can be entered at
+ *    its first LINE event. Code outside the project gets DISABLE back wherever
+ *    the event allows it, so it runs at full speed after its first event per
+ *    location.
  *  - 3.11: a C trace function (settrace.c), installed per thread. Each thread
  *    gets its own Hook as the trace object, which carries that thread's
- *    state, so the hot path needs no thread lookup.
+ *    state, so the hot path needs no thread lookup. A PEP 523 frame-evaluation
+ *    function runs frames of code known to be foreign with tracing off.
  *
  * Data layout (tables.c): one lp_code per project code object with a flat
  * array of {hits, ticks} indexed by line - base; a pointer-keyed
@@ -59,6 +65,12 @@
 #define LP_HAVE_TSC 0
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
+#define LP_NOINLINE __attribute__((noinline))
+#else
+#define LP_NOINLINE
+#endif
+
 #if PY_VERSION_HEX >= 0x030C0000
 #define LP_MONITORING 1
 #else
@@ -80,9 +92,9 @@ typedef struct {
      * over the whole interval from import to the report. */
     int64_t cal_tsc0;
     int64_t cal_ns0;
-    /* Test-only clock (_set_test_clock): reads return test_now; the read at
-     * the end of every callback first adds test_cost, standing in for the
-     * callback's own work, so tests can check exactly that it is not billed. */
+    /* Test-only clock (_set_test_clock): reads return test_now; the read that
+     * ends a timed slow path (lp_leave()) first adds test_cost, standing in for
+     * its work, so tests can check exactly that it is not billed. */
     int test_clock;
     int64_t test_now;
     int64_t test_cost;
@@ -105,10 +117,14 @@ typedef struct {
     PyObject *code; /* strong: the address cannot be reused while we hold it */
     int first_lineno;
     int is_gen; /* generator, coroutine or async generator */
-    int base;   /* line number of lines[0] */
-    int n;      /* slots in lines[] */
+    /* 3.13+: 1 when LINE may not be emitted for the frame's first line unless
+     * PY_START is listened to (see lp_needs_start()); else PY_START is
+     * disabled for the code and its frames are pushed at their first LINE. */
+    int needs_start;
+    int base; /* line number of lines[0] */
+    int n;    /* slots in lines[] */
     lp_line *lines;
-    int resume_key; /* one-entry cache: resume offset (3.12) -> line */
+    int resume_key; /* one-entry cache: resume offset (3.12+) -> line */
     int resume_line;
 } lp_code;
 
@@ -179,8 +195,8 @@ typedef struct {
     lp_code **recs; /* project records, in discovery order */
     Py_ssize_t n_recs;
     Py_ssize_t cap_recs;
-    lp_map threads;         /* PyThreadState* -> lp_thread* */
-    pthread_t last_pthread; /* one-entry cache for lp_thread_current() */
+    lp_map threads;     /* PyThreadState* -> lp_thread* */
+    uintptr_t last_key; /* one-entry cache for lp_thread_current(): lp_thread_key() */
     int has_last;
     lp_thread *last_thread;
     PyObject *error; /* the first deferred exception, or NULL */
@@ -218,9 +234,9 @@ enum {
 void lp_fail(lp_TracerObject *tr);
 lp_code *lp_decide(lp_TracerObject *tr, PyObject *code);
 lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts);
-lp_thread *lp_thread_slow(lp_TracerObject *tr, pthread_t self);
+lp_thread *lp_thread_slow(lp_TracerObject *tr, uintptr_t key);
 lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th);
-int lp_grow_and_fix(lp_TracerObject *tr, lp_code *rec, int line);
+int lp_grow_timed(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line);
 void lp_close_all(lp_TracerObject *tr);
 void lp_tracer_free_data(lp_TracerObject *tr);
 
@@ -232,12 +248,24 @@ vectorcallfunc lp_path_callback(int kind);
 /* settrace.c */
 int lp_install(lp_TracerObject *tr, PyThreadState *ts);
 void lp_uninstall_all(lp_TracerObject *tr);
+void lp_eval_install(void);
+void lp_eval_uninstall(void);
 #endif
 
 /* module.c */
 PyObject *lp_hook_new(lp_TracerObject *tr, int kind, lp_thread *th);
 
 /* ===================================================================== hot path: clock */
+
+/* The TSC; where there is none, never called (no tracer has LP_CLOCK_TSC). */
+LP_INLINE int64_t lp_tsc(void)
+{
+#if LP_HAVE_TSC
+    return (int64_t)__rdtsc();
+#else
+    return 0;
+#endif
+}
 
 LP_INLINE int64_t lp_clock(lp_TracerObject *tr, int leaving)
 {
@@ -282,8 +310,9 @@ LP_INLINE lp_slot *lp_map_find(lp_map *m, uintptr_t key)
     }
 }
 
-/* The record for `code`: project record, LP_FOREIGN, or NULL (broken). */
-LP_INLINE lp_code *lp_code_of(lp_TracerObject *tr, PyObject *code)
+/* The record for `code` if it was decided already: project record,
+ * LP_FOREIGN, or NULL (not decided yet: see lp_decide_timed()). */
+LP_INLINE lp_code *lp_code_find(lp_TracerObject *tr, PyObject *code)
 {
     lp_slot *s = lp_map_find(&tr->codes, (uintptr_t)code);
     if (LP_LIKELY(s != NULL)) {
@@ -294,24 +323,34 @@ LP_INLINE lp_code *lp_code_of(lp_TracerObject *tr, PyObject *code)
             return LP_FOREIGN;
         }
     }
-    return lp_decide(tr, code);
+    return NULL;
 }
 
-/* The calling thread's state. The fast path keys on pthread_self(), a load
- * from the thread pointer, because PyThreadState_Get() costs two calls
- * through the PLT (one into the TLS resolver) on every event. The slow path,
- * taken on every switch between threads that run project code, identifies
- * the thread by its PyThreadState and id. A dead thread whose pthread_t a
- * new thread reuses with no event of another thread in between shares its
- * state; its stack is empty by then (every frame it entered has returned),
- * so nothing of it is inherited. */
+/* A key for the calling thread, unique among running threads: the thread
+ * pointer, which is what pthread_self() returns on glibc, read inline. */
+LP_INLINE uintptr_t lp_thread_key(void)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__)) && !defined(__clang__)
+    return (uintptr_t)__builtin_thread_pointer();
+#else
+    return (uintptr_t)pthread_self();
+#endif
+}
+
+/* The calling thread's state. The fast path keys on lp_thread_key(), a
+ * register read, because PyThreadState_Get() costs two calls through the PLT
+ * (one into the TLS resolver) on every event. The slow path, taken on every
+ * switch between threads that run project code, identifies the thread by its
+ * PyThreadState and id. A dead thread whose key a new thread reuses with no
+ * event of another thread in between shares its state; its stack is empty by
+ * then (every frame it entered has returned), so nothing of it is inherited. */
 LP_INLINE lp_thread *lp_thread_current(lp_TracerObject *tr)
 {
-    pthread_t self = pthread_self();
-    if (LP_LIKELY(tr->has_last && pthread_equal(self, tr->last_pthread))) {
+    uintptr_t key = lp_thread_key();
+    if (LP_LIKELY(tr->has_last && key == tr->last_key)) {
         return tr->last_thread;
     }
-    return lp_thread_slow(tr, self);
+    return lp_thread_slow(tr, key);
 }
 
 /* ===================================================================== hot path: bookkeeping */
@@ -342,34 +381,70 @@ LP_INLINE void lp_close(lp_frame *f, int64_t v)
     }
 }
 
-/* Opens `line` in frame f at virtual time v, counting a hit if `hit`.
- * Returns 0, or -1 (tracer broken). */
-LP_INLINE int lp_open(lp_TracerObject *tr, lp_frame *f, int line, int64_t v, int hit)
+/* The slot of `line` in rec, grown into if need be; NULL for no line or
+ * when growing failed (tracer broken). The growth's own time is not billed. */
+LP_INLINE lp_line *lp_slot_of(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line)
 {
-    lp_code *rec = f->rec;
     if (LP_UNLIKELY(line < 0)) {
-        f->open = NULL;
-        return 0;
+        return NULL;
     }
     if (LP_UNLIKELY((unsigned)(line - rec->base) >= (unsigned)rec->n)) {
-        if (lp_grow_and_fix(tr, rec, line) < 0) {
-            f->open = NULL;
-            return -1;
+        if (lp_grow_timed(tr, th, rec, line) < 0) {
+            return NULL;
         }
     }
-    lp_line *slot = &rec->lines[line - rec->base];
-    slot->hits += (uint64_t)hit;
-    f->open = slot;
-    f->vstart = v;
-    return 0;
+    return &rec->lines[line - rec->base];
 }
 
-/* End of every callback: the time it took leaves the thread's virtual clock.
- * Read the clock again here, so this callback's work is not billed to the
- * line that opens now nor to any caller's open line. */
+/* Opens `slot` (may be NULL) in frame f at virtual time v, counting a hit
+ * if `hit`. */
+LP_INLINE void lp_open(lp_frame *f, lp_line *slot, int64_t v, int hit)
+{
+    f->open = slot;
+    f->vstart = v;
+    if (slot != NULL) {
+        slot->hits += (uint64_t)hit;
+    }
+}
+
+/* The virtual time now on thread th: the clock less the time this thread
+ * spent in the slow paths of the callbacks.
+ *
+ * The common path of a callback reads the clock once, after everything it
+ * had to look up, and closes and opens lines with that one reading: the few
+ * nanoseconds of its own work before the read are billed to the line that
+ * was open, as CPython's own cost of delivering the event is. A second read
+ * to take them out would cost more than it removes. The slow paths (deciding
+ * whether code is ours, which calls the Python filter; growing a table) are
+ * timed and taken out of every open line: see lp_leave(). */
+LP_INLINE int64_t lp_vnow(lp_TracerObject *tr, lp_thread *th)
+{
+    return lp_clock(tr, 0) - th->ovh;
+}
+
+/* End of a slow path that began at clock reading t0: the time it took leaves
+ * the thread's virtual clock, so it is billed neither to the line that opens
+ * now nor to any caller's open line. */
 LP_INLINE void lp_leave(lp_TracerObject *tr, lp_thread *th, int64_t t0)
 {
     th->ovh += lp_clock(tr, 1) - t0;
+}
+
+/* lp_decide() with its time taken out of the thread's virtual clock. */
+LP_INLINE lp_code *lp_decide_timed(lp_TracerObject *tr, lp_thread *th, PyObject *code)
+{
+    int64_t t0 = lp_clock(tr, 0);
+    lp_code *rec = lp_decide(tr, code);
+    lp_leave(tr, th, t0);
+    return rec;
+}
+
+/* The record for `code`, deciding it (timed) if need be: project record,
+ * LP_FOREIGN, or NULL (tracer broken). */
+LP_INLINE lp_code *lp_code_of(lp_TracerObject *tr, lp_thread *th, PyObject *code)
+{
+    lp_code *rec = lp_code_find(tr, code);
+    return LP_LIKELY(rec != NULL) ? rec : lp_decide_timed(tr, th, code);
 }
 
 #endif /* LP_TRACER_H */
