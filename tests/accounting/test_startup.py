@@ -28,12 +28,12 @@ NOT_AT_IMPORT = (
     "lineprofiler.accounting.windows",
 )
 # Modules a default `Profiler(run_dir=...)` must not load while it is constructed: the
-# capability probes and the metadata files wait for the first snapshot, and value classes are
-# not dataclasses.
+# capability probes and the metadata files wait for the first snapshot, value classes are not
+# dataclasses, and the profiler's own paths are text until a Path is asked for.
 NOT_AT_CONSTRUCTION = (
-    "typing", "dataclasses", "inspect", "socket", "secrets", "random", "ctypes", "traceback",
-    "importlib.metadata", "lineprofiler.lines", "lineprofiler.report", "lineprofiler.integrations",
-    "lineprofiler.accounting.metadata", "lineprofiler.accounting.windows",
+    "typing", "dataclasses", "inspect", "pathlib", "urllib", "socket", "secrets", "random", "ctypes", "traceback",
+    "importlib.metadata", "importlib.util", "contextlib", "lineprofiler.lines", "lineprofiler.report",
+    "lineprofiler.integrations", "lineprofiler.accounting.metadata", "lineprofiler.accounting.windows",
 )
 
 PROBE = r"""

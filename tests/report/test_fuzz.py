@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from lp_report_builders import MS, US, S, SimWorker, actor_loop, gpu_document, key_paths, key_shape, learner_loop
@@ -136,7 +137,7 @@ HOSTILE = [
 
 def check(raw, intact, results):
     """Parse ``raw`` both ways the report does; merge and render whatever is accepted."""
-    path = workerfile.Path("/fuzz/workers/node07/w_run_1_0000abcd.json")
+    path = Path("/fuzz/workers/node07/w_run_1_0000abcd.json")
     # skip_samples: how merge reads (stopping before the samples where the layout allows);
     # whole: how a block reads the samples.
     for skip_samples in (True, False):
@@ -172,7 +173,7 @@ def test_the_structure_damage_reaches_every_key_of_a_real_worker_file(tmp_path, 
 def test_damaged_worker_files_are_refused_cleanly_or_reported(family, tmp_path):
     rng = random.Random(f"lineprofiler-{family}")
     intact_doc, source = baseline_documents(tmp_path)
-    intact = merge.worker_from_document(workerfile.Path("/fuzz/workers/node07/w_intact.json"), intact_doc)
+    intact = merge.worker_from_document(Path("/fuzz/workers/node07/w_intact.json"), intact_doc)
     raw = _writer_bytes(source)
     results = {"refused": 0, "reported": 0}
     if family == "bytes":

@@ -4,6 +4,7 @@ import json
 import os
 import re
 import socket
+from pathlib import Path
 
 import pytest
 from lp_report_builders import MS, SimWorker, actor_loop
@@ -11,7 +12,7 @@ from lp_report_builders import MS, SimWorker, actor_loop
 from lineprofiler.runfiles import histogram, reading, samplefile, workerfile
 from lineprofiler.runfiles.workerfile import WorkerFileError, parse_worker_bytes
 
-PATH = workerfile.Path("/run/workers/node07/w_run_1_0000abcd.json")
+PATH = Path("/run/workers/node07/w_run_1_0000abcd.json")
 
 
 def good_document(**kwargs):

@@ -143,6 +143,16 @@ class ProcessHooks:
             self.fork_caller = sys._getframe(1)  # the frame that called os.fork()
         except ValueError:
             self.fork_caller = None
+        if self.active:
+            # What the child's hooks import must be whole before the fork: a module that another
+            # thread is still importing is copied with its import lock held, and the child's
+            # first use of it would wait forever for a thread the child does not have. pathlib
+            # is the one a profiler imports late (its paths are text until a Path is asked for,
+            # and the child's start file asks): importing it here waits for such a thread.
+            try:
+                import pathlib  # noqa: F401
+            except Exception:
+                pass
         for profiler in list(self.active):
             try:
                 self.mp_register(profiler)  # multiprocessing may have been imported since

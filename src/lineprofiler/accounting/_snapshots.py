@@ -18,14 +18,13 @@ from ._process import PROCESS
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
     from typing import Any
 
 #: How long a write waits for the one before it (a signal's flush racing the thread's).
 LOCK_TIMEOUT_S = 10.0
 
 
-def attach_live(recorder: Any, path: Path, root: Path, identity: dict[str, Any]) -> str | None:
+def attach_live(recorder: Any, path: str, root: str, identity: dict[str, Any]) -> str | None:
     """Create the live file ``path`` and hand it to the recorder, whose tree and counters then
     live in a shared mapping of it. Returns None, or why it could not be done (a file system
     without shared mappings, say): then the snapshots alone carry the numbers."""
@@ -34,7 +33,7 @@ def attach_live(recorder: Any, path: Path, root: Path, identity: dict[str, Any])
     try:
         fd = layout.create_live(path, root=root)
     except (OSError, ValueError) as error:
-        return f"cannot create {path.name}: {getattr(error, 'strerror', None) or error}"
+        return f"cannot create {os.path.basename(path)}: {getattr(error, 'strerror', None) or error}"
     token = _phases.own_io_begin()  # the chunks copied into the file are the profiler's own writes
     try:
         recorder.live_attach(fd, blob)
@@ -43,7 +42,7 @@ def attach_live(recorder: Any, path: Path, root: Path, identity: dict[str, Any])
             layout.remove(path, root=root)
         except OSError:
             pass
-        return f"cannot map {path.name}: {error.strerror or error}"
+        return f"cannot map {os.path.basename(path)}: {error.strerror or error}"
     finally:
         _phases.own_io_end(token)
         os.close(fd)
@@ -63,13 +62,13 @@ class SnapshotWriter:
         build: Callable[[str, bool], dict[str, Any]],
         record_error: Callable[[str], None],
         interval_s: float | None,
-        root: Path,
+        root: str,
     ) -> None:
         self._build = build
         self.root = root
         self._record_error = record_error
         self.interval_s = interval_s
-        self.path: Path | None = None
+        self.path: str | None = None  # text: see Profiler.run_dir
         #: Called by the periodic thread before each of its snapshots (the profiler's first
         #: metadata files); must not raise.
         self.before_periodic: Callable[[], None] | None = None
@@ -92,9 +91,9 @@ class SnapshotWriter:
     def prepare_dir(self) -> None:
         assert self.path is not None
         try:
-            layout.ensure_dir(self.path.parent, root=self.root)
+            layout.ensure_dir(os.path.dirname(self.path), root=self.root)
         except OSError as error:
-            self.note_failure(f"cannot create {self.path.parent}: {error.strerror or error}")
+            self.note_failure(f"cannot create {os.path.dirname(self.path)}: {error.strerror or error}")
 
     def write(self, status: str, *, final: bool = False) -> bool:
         """Build and write one snapshot; True when written. Never raises (bar KeyboardInterrupt)."""

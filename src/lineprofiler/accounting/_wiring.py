@@ -96,7 +96,7 @@ def attach_sampler(profiler: Profiler) -> None:
         return
     try:
         sampler = ResourceSampler(
-            profiler.run_dir, interval_s=profiler.sample_interval_s, timeline_hz=profiler.timeline_hz
+            profiler._run_dir, interval_s=profiler.sample_interval_s, timeline_hz=profiler.timeline_hz
         )
     except Exception as error:  # the environment never makes construction raise
         profiler._record_error(f"resource sampler not started: {type(error).__name__}: {error}")

@@ -124,15 +124,32 @@ def _installed(module: str, distribution: str) -> tuple[bool, str | None, str | 
     """(installed, version, reason) without importing ``module``."""
     if module in sys.modules and sys.modules[module] is None:
         return False, None, f"import of {module} is blocked in this process (sys.modules[{module!r}] is None)"
-    import importlib.util  # here: importing this module must stay cheap
-
     try:
-        spec = importlib.util.find_spec(module)
+        spec = _find_spec(module)
     except (ImportError, ValueError) as error:
         return False, None, f"{module} cannot be found: {error}"
     if spec is None:
         return False, None, f"{module} is not installed"
     return True, _version(module, distribution, spec), None
+
+
+def _find_spec(module: str) -> Any:
+    """``importlib.util.find_spec(module)`` for a top-level name, asking the finders of
+    ``sys.meta_path`` directly (their documented ``find_spec``): importing importlib.util costs a
+    process more than a millisecond, and a profiler asks this while it starts (is torch there?)."""
+    found = sys.modules.get(module)
+    if found is not None:
+        spec = getattr(found, "__spec__", None)
+        if spec is None:
+            raise ValueError(f"{module}.__spec__ is None")
+        return spec
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is not None:
+            spec = find(module, None)
+            if spec is not None:
+                return spec
+    return None
 
 
 def _version(module: str, distribution: str, spec: Any) -> str | None:

@@ -101,8 +101,6 @@ class Profiler:
         lines_project: str | os.PathLike[str] | None = None,
         timeline_hz: float = 10.0,
     ) -> None:
-        from pathlib import Path
-
         from ._options import check_options
         from .identity import ENV_PROFILE, ENV_RUN_DIR, clean_role
 
@@ -128,12 +126,14 @@ class Profiler:
         self.timeline_hz = options.timeline_hz
         self.max_paths = max_paths
         self.max_counters = max_counters
-        self.run_dir = Path(os.path.abspath(os.fspath(run_dir or os.environ.get(ENV_RUN_DIR) or DEFAULT_RUN_DIR)))
+        # Paths are kept as text and made Paths when asked for: pathlib costs a process
+        # milliseconds to import, more than the rest of a profiler's start.
+        self._run_dir: str = os.path.abspath(os.fspath(run_dir or os.environ.get(ENV_RUN_DIR) or DEFAULT_RUN_DIR))
         self.role = clean_role(role)
         self.recorder: _phases.Recorder | None = None
         self.identity: Identity | None = None
-        self.path: Path | None = None
-        self.live_path: Path | None = None
+        self._path: str | None = None  # the worker file
+        self._live_path: str | None = None
         self.window: Any = None  # windows.Window or lines_window.LinesWindow, with backend=...
         self._attachments: list[Any] = []
         self._errors: list[str] = []
@@ -160,16 +160,16 @@ class Profiler:
         from .identity import ENV_ATTEMPT, ENV_RUN_ID, parent_run_id, resolve_host, resolve_run_id
 
         self._snapshots: SnapshotWriter = SnapshotWriter(
-            self._document, self._record_error, self.snapshot_interval_s, self.run_dir
+            self._document, self._record_error, self.snapshot_interval_s, self._run_dir
         )
         self._snapshots.before_periodic = self._write_metadata_if_due
         self._metadata_lock = threading.Lock()
         self._run: RunId = resolve_run_id()
         if self._run.source == "generated":
             # A forkserver child whose server predates the parent's profiler: join the parent.
-            self._run = parent_run_id(self.run_dir, resolve_host()) or self._run
+            self._run = parent_run_id(self._run_dir, resolve_host()) or self._run
         os.environ[ENV_PROFILE] = "1"
-        os.environ[ENV_RUN_DIR] = str(self.run_dir)
+        os.environ[ENV_RUN_DIR] = self._run_dir
         os.environ[ENV_RUN_ID] = self._run.run_id
         os.environ[ENV_ATTEMPT] = str(self._run.attempt)
         self.recorder = _phases.Recorder(measure_cpu=measure_cpu, max_paths=max_paths, max_counters=max_counters)
@@ -194,8 +194,8 @@ class Profiler:
         from .identity import build_identity
 
         self.identity = build_identity(self._options.role, self._run)
-        self.path = self._snapshots.path = layout.worker_path(
-            self.run_dir, self.identity.host, self.identity.run_id, self.identity.pid, self.identity.uuid
+        self._path = self._snapshots.path = layout.worker_file(
+            self._run_dir, self.identity.host, self.identity.run_id, self.identity.pid, self.identity.uuid
         )
         self._start_unix_ns = time.time_ns()
         self._start_mono_ns = time.monotonic_ns()
@@ -209,13 +209,13 @@ class Profiler:
         from ..runfiles import layout
         from ._snapshots import attach_live
 
-        self.live_path = None
-        if self.recorder is None or self.path is None or self.identity is None:
+        self._live_path = None
+        if self.recorder is None or self._path is None or self.identity is None:
             return
-        path = layout.live_path(self.path)
-        error = attach_live(self.recorder, path, self.run_dir, self.identity.to_json())
+        path = layout.beside(self._path, layout.LIVE_SUFFIX)
+        error = attach_live(self.recorder, path, self._run_dir, self.identity.to_json())
         if error is None:
-            self.live_path = path
+            self._live_path = path
         else:
             self._record_error(f"live file: {error}; the numbers are in the snapshots only")
 
@@ -277,7 +277,29 @@ class Profiler:
     def __repr__(self) -> str:
         if not self.enabled:
             return "<Profiler disabled>"
-        return f"<Profiler role={self.role!r} run={self._run.run_id!r} path={str(self.path)!r}>"
+        return f"<Profiler role={self.role!r} run={self._run.run_id!r} path={self._path!r}>"
+
+    @property
+    def run_dir(self) -> Path:
+        """The run directory, absolute."""
+        from pathlib import Path
+
+        return Path(self._run_dir)
+
+    @property
+    def path(self) -> Path | None:
+        """This process's worker file, ``run_dir/workers/<host>/w_<run>_<pid>_<uuid8>.json``;
+        None when disabled."""
+        from pathlib import Path
+
+        return None if self._path is None else Path(self._path)
+
+    @property
+    def live_path(self) -> Path | None:
+        """The live file beside the worker file, or None when there is none."""
+        from pathlib import Path
+
+        return None if self._live_path is None else Path(self._live_path)
 
     @property
     def run_id(self) -> str | None:
@@ -357,7 +379,7 @@ class Profiler:
         if dropped:
             errors.append(f"{dropped} more errors not kept")
         document["errors"] = errors + document["errors"]
-        document["live_file"] = self.live_path.name if self.live_path is not None else None
+        document["live_file"] = os.path.basename(self._live_path) if self._live_path is not None else None
         return document
 
     def _write_metadata_if_due(self) -> None:

@@ -19,21 +19,19 @@ files stand in for ``/proc/self/io``, ``/proc/self/statm`` and ``/proc/self/stat
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 import sys
 import threading
 import time
 from collections import deque
-from pathlib import Path
 
 from ..runfiles import layout, samplefile
 from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START, IntervalCounts, SampleWriter
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from pathlib import Path
     from typing import Any
 
 TEST_PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
@@ -292,6 +290,23 @@ def _choose_source(source: str) -> tuple[str | None, str | None]:
     return "psutil", None
 
 
+class _OwnWrites:
+    """The context manager of :meth:`ResourceSampler.own_writes` (a class, not
+    ``contextlib.contextmanager``: importing contextlib costs a profiler's start)."""
+
+    __slots__ = ("_sampler", "_before")
+
+    def __init__(self, sampler: ResourceSampler) -> None:
+        self._sampler = sampler
+        self._before: tuple[int, ...] | None = None
+
+    def __enter__(self) -> None:
+        self._before = _thread_io()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._sampler._add_own(self._before, _thread_io())
+
+
 class ResourceSampler:
     """Samples this process's RSS, I/O counters and GPU use; writes them beside the worker file.
 
@@ -327,7 +342,7 @@ class ResourceSampler:
             raise ValueError("interval_s must be a number of seconds between 0.001 and 86400")
         if isinstance(capacity, bool) or not isinstance(capacity, int) or not 2 <= capacity <= 1 << 24:
             raise ValueError("capacity must be an int between 2 and 16777216")
-        self.run_dir = None if run_dir is None else Path(run_dir)
+        self._run_dir = run_dir  # made a Path when first asked for (see run_dir)
         self.interval_s = float(interval_s)
         self.capacity = capacity
         self.timeline_hz = float(timeline_hz)
@@ -421,6 +436,15 @@ class ResourceSampler:
             self._impl.close()
 
     @property
+    def run_dir(self) -> Path | None:
+        """Where worker files go, as a Path (pathlib is imported here, not while a profiler starts)."""
+        if self._run_dir is None:
+            return None
+        from pathlib import Path
+
+        return Path(self._run_dir)
+
+    @property
     def backend(self) -> str | None:
         """The former name of :attr:`source`."""
         return self.source
@@ -435,26 +459,24 @@ class ResourceSampler:
 
     # -- own I/O --------------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def own_writes(self) -> Iterator[None]:
-        """Bill the I/O of the enclosed block (this thread's only) to the profiler, not the user.
+    def own_writes(self) -> _OwnWrites:
+        """Bill the I/O of the enclosed block (this thread's only) to the profiler, not the user:
+        ``with sampler.own_writes(): ...``.
 
         Reads ``/proc/thread-self/io`` before and after, so other threads' traffic in the
         meantime stays theirs. Use it around the profiler's own file writes.
         """
-        before = _thread_io()
-        try:
-            yield
-        finally:
-            after = _thread_io()
-            if before is None or after is None or self._impl is None:
-                self._own_unmeasured += 1
-            else:
-                delta = [a - b for a, b in zip(after[:5], before[:5], strict=True)]
-                delta[0] += after[5]  # the closing read itself
-                self._impl.add_own_io(*delta)
-                for i, v in enumerate(delta):
-                    self._own_excluded[i] += v
+        return _OwnWrites(self)
+
+    def _add_own(self, before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> None:
+        if before is None or after is None or self._impl is None:
+            self._own_unmeasured += 1
+            return
+        delta = [a - b for a, b in zip(after[:5], before[:5], strict=True)]
+        delta[0] += after[5]  # the closing read itself
+        self._impl.add_own_io(*delta)
+        for i, v in enumerate(delta):
+            self._own_excluded[i] += v
 
     # -- snapshots ------------------------------------------------------------------------------
 

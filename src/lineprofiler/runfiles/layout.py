@@ -24,16 +24,16 @@ This module imports nothing of the profilers: the report reads with the same nam
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
 import stat
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+    from contextlib import AbstractContextManager
+    from pathlib import Path
     from typing import NoReturn
 
 WORKERS_DIR = "workers"
@@ -51,7 +51,7 @@ TIMELINE_SUFFIX = ".timeline"
 #: A temporary file of an atomic write in progress; readers skip these names.
 TEMP_PREFIX = ".tmp_"
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = r"[^A-Za-z0-9._-]+"  # compiled on first use (re's cache): a process may never need it
 
 
 def sanitize_component(text: str, fallback: str = "unknown") -> str:
@@ -60,7 +60,7 @@ def sanitize_component(text: str, fallback: str = "unknown") -> str:
     Lossy (every run of other characters becomes one ``_``): used for run ids, whose file-name
     form only has to be stable.
     """
-    cleaned = _UNSAFE.sub("_", str(text)).strip("._")[:64]
+    cleaned = re.sub(_UNSAFE, "_", str(text)).strip("._")[:64]
     return cleaned or fallback
 
 
@@ -112,14 +112,34 @@ def worker_file_name(run_id: str, pid: int, uuid8: str) -> str:
     return f"{WORKER_PREFIX}{sanitize_component(run_id)}_{int(pid)}_{uuid8}{JSON_SUFFIX}"
 
 
+def _path(text: str | os.PathLike[str]) -> Path:
+    """``Path(text)``, importing pathlib only here: it costs a process milliseconds to import,
+    so a profiler builds the paths it needs while it starts as text (:func:`worker_file`,
+    :func:`beside`) and pathlib is loaded when a Path is first asked for."""
+    from pathlib import Path
+
+    return Path(text)
+
+
 def worker_dir(run_dir: str | os.PathLike[str], host: str) -> Path:
     """``<run_dir>/workers/<host>``."""
-    return Path(run_dir) / WORKERS_DIR / host_component(host)
+    return _path(run_dir) / WORKERS_DIR / host_component(host)
+
+
+def worker_file(run_dir: str | os.PathLike[str], host: str, run_id: str, pid: int, uuid8: str) -> str:
+    """The worker file of one process, as text (:func:`worker_path` is the same as a Path)."""
+    return os.path.join(os.fspath(run_dir), WORKERS_DIR, host_component(host), worker_file_name(run_id, pid, uuid8))
 
 
 def worker_path(run_dir: str | os.PathLike[str], host: str, run_id: str, pid: int, uuid8: str) -> Path:
     """The worker file of one process."""
-    return worker_dir(run_dir, host) / worker_file_name(run_id, pid, uuid8)
+    return _path(worker_file(run_dir, host, run_id, pid, uuid8))
+
+
+def beside(worker_file: str, suffix: str) -> str:
+    """The file beside a worker file (text) whose name ends in ``suffix`` instead of ``.json``:
+    :data:`LIVE_SUFFIX` gives :func:`live_path` as text."""
+    return worker_file.removesuffix(JSON_SUFFIX) + suffix
 
 
 def sidecar_name(worker_file_name: str) -> str:
@@ -130,19 +150,19 @@ def sidecar_name(worker_file_name: str) -> str:
 
 def timeline_path(worker_file: str | os.PathLike[str]) -> Path:
     """The phase-occupancy file beside a worker file: ``w_run_12_abcd1234.timeline``."""
-    worker_file = Path(worker_file)
+    worker_file = _path(worker_file)
     return worker_file.with_name(worker_file.name.removesuffix(JSON_SUFFIX) + TIMELINE_SUFFIX)
 
 
 def sidecar_path(worker_file: str | os.PathLike[str]) -> Path:
     """The sample file beside a worker file."""
-    worker_file = Path(worker_file)
+    worker_file = _path(worker_file)
     return worker_file.with_name(sidecar_name(worker_file.name))
 
 
 def live_path(worker_file: str | os.PathLike[str]) -> Path:
     """The live file beside a worker file: ``w_run_12_abcd1234.live``."""
-    worker_file = Path(worker_file)
+    worker_file = _path(worker_file)
     return worker_file.with_name(worker_file.name.removesuffix(JSON_SUFFIX) + LIVE_SUFFIX)
 
 
@@ -163,23 +183,23 @@ def create_live(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) -
 
 def metadata_path(run_dir: str | os.PathLike[str], worker_file: str | os.PathLike[str]) -> Path:
     """``<run_dir>/metadata/<host>/m_<run>_<pid>_<uuid8>.json``, named after the worker file."""
-    worker_file = Path(worker_file)
+    worker_file = _path(worker_file)
     name = METADATA_PREFIX + worker_file.name.removeprefix(WORKER_PREFIX)
-    return Path(run_dir) / METADATA_DIR / worker_file.parent.name / name
+    return _path(run_dir) / METADATA_DIR / worker_file.parent.name / name
 
 
 def run_metadata_path(run_dir: str | os.PathLike[str]) -> Path:
     """``<run_dir>/metadata.json``."""
-    return Path(run_dir) / METADATA_FILE
+    return _path(run_dir) / METADATA_FILE
 
 
 def lines_path(run_dir: str | os.PathLike[str], worker_file: str | os.PathLike[str]) -> Path:
     """``<run_dir>/lines/<host>/l_<run>_<pid>_<uuid8>.json``: the line stats of a
     ``backend="lines"`` window, named after the worker file of the same process (same run,
     pid and uuid), so the report pairs the two by name."""
-    worker_file = Path(worker_file)
+    worker_file = _path(worker_file)
     name = LINES_PREFIX + worker_file.name.removeprefix(WORKER_PREFIX)
-    return Path(run_dir) / LINES_DIR / worker_file.parent.name / name
+    return _path(run_dir) / LINES_DIR / worker_file.parent.name / name
 
 
 def artifact_name(tool: str, host: str, pid: int) -> str:
@@ -189,7 +209,7 @@ def artifact_name(tool: str, host: str, pid: int) -> str:
 
 def artifact_path(run_dir: str | os.PathLike[str], tool: str, host: str, pid: int) -> Path:
     """``<run_dir>/backend/<tool>_<host>_<pid>.json``."""
-    return Path(run_dir) / BACKEND_DIR / artifact_name(tool, host, pid)
+    return _path(run_dir) / BACKEND_DIR / artifact_name(tool, host, pid)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,10 +449,9 @@ def read_small(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | N
         return handle.read(limit + 1)[:limit]
 
 
-@contextlib.contextmanager
 def staged(
     path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, notes: list[str] | None = None
-) -> Iterator[str]:
+) -> AbstractContextManager[str]:
     """A path to hand a writer that only takes a file name (torch's and VizTracer's exports).
 
     The name lies in a fresh private folder (mode 0o700) beside ``path``, reached through that
@@ -440,6 +459,14 @@ def staged(
     the writer; when the block ends without an exception, the file it wrote there is renamed to
     ``path``. The folder is removed either way. ``root`` and ``notes`` as for :func:`write_atomic`.
     """
+    import contextlib  # here: only a backend window's export needs it
+
+    return contextlib.contextmanager(_staged)(path, root=root, notes=notes)
+
+
+def _staged(
+    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, notes: list[str] | None = None
+) -> Iterator[str]:
     root_path, parts, make_root = _locate(path, root)
     dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
     name = parts[-1]

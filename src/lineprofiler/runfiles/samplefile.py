@@ -34,7 +34,6 @@ import sys
 import time
 from array import array
 from operator import and_
-from pathlib import Path
 
 from .._record import Record
 from . import layout, reading
@@ -44,6 +43,7 @@ from .layout import sidecar_name as sidecar_name  # still importable from here
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
+    from pathlib import Path
     from typing import Any
 
 MAGIC = b"LPSAMPLE"
@@ -121,6 +121,8 @@ class SampleWriter:
         pid: int | None = None,
         root: str | os.PathLike[str] | None = None,
     ) -> None:
+        from pathlib import Path  # here: importing this module must stay cheap (a profiler's start)
+
         self.path = Path(path)
         self.root = None if root is None else Path(root)
         self._inode: tuple[int, int] | None = None  # (st_dev, st_ino) of the file this writer made
@@ -275,6 +277,8 @@ def read_header(path: str | os.PathLike[str]) -> tuple[tuple[str, ...], int, int
 
     Opens only a regular file (see :mod:`.reading`).
     """
+    from pathlib import Path
+
     path = Path(path)
     try:
         fd, _ = reading.open_regular(path)
@@ -291,6 +295,8 @@ def read_samples(path: str | os.PathLike[str]) -> SampleTable:
     :data:`MAX_FILE_BYTES`. Reads straight into the array (``array.fromfile``): memory is the
     rows themselves, once.
     """
+    from pathlib import Path
+
     path = Path(path)
     data = array("q")
     try:
@@ -397,8 +403,8 @@ def interval_mask(
     return mask, counts
 
 
-_NEGATIVE_RUN = re.compile(rb"[\x80-\xff]+")
-_NONZERO = re.compile(rb"[^\x00]")
+_NEGATIVE_RUN = rb"[\x80-\xff]+"  # compiled on first use (re's cache)
+_NONZERO = rb"[^\x00]"
 
 
 def negative_runs(signs: bytes) -> list[tuple[int, int]]:
@@ -406,14 +412,14 @@ def negative_runs(signs: bytes) -> list[tuple[int, int]]:
     (:meth:`SampleTable.byte_of` ``(name, 7)``): C-speed scans, Python work only per run."""
     if signs.count(0) == len(signs):
         return []  # the common case, at memchr speed
-    return [m.span() for m in _NEGATIVE_RUN.finditer(signs)]
+    return [m.span() for m in re.finditer(_NEGATIVE_RUN, signs)]
 
 
 def nonzero_rows(low: bytes) -> list[int]:
     """Rows whose flags are set, given the flags' low bytes (every flag is a low bit)."""
     if low.count(0) == len(low):
         return []
-    return [m.start() for m in _NONZERO.finditer(low)]
+    return [m.start() for m in re.finditer(_NONZERO, low)]
 
 
 def sign_bytes(col: Sequence[int]) -> bytes:

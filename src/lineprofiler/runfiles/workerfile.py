@@ -82,7 +82,6 @@ import json
 import math
 import os
 import re
-from pathlib import Path
 
 from . import histogram as _histogram
 from . import reading
@@ -96,6 +95,7 @@ from .layout import worker_file_name as worker_file_name
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
     from typing import Any
 
 SCHEMA_VERSION = 1
@@ -110,7 +110,7 @@ _SAMPLES_KEY = b',"samples":'
 SMALL_SAMPLES_BYTES = 64 * 1024
 #: How many nested ``"samples"`` keys the skipping reader steps over before parsing everything.
 _SKIP_ATTEMPTS = 8
-_FILE_RE = re.compile(r"^w_.+_\d+_[0-9a-f]{8}\.json$")
+_FILE_RE = r"^w_.+_\d+_[0-9a-f]{8}\.json$"  # patterns are compiled on first use (re's cache)
 #: The most a reader reads of one worker file. The largest phase tree the profiler can write
 #: (10,000 paths at about 2.3 kB each) is about 23 MB; a larger file is refused, named under
 #: CAVEATS, and the rest of the run is still reported.
@@ -125,7 +125,7 @@ class NewerSchemaError(WorkerFileError):
     """A worker file written by a newer lineprofiler than this one."""
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"
 
 
 def _escape_surrogate(match: re.Match[str]) -> str:
@@ -135,7 +135,7 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 def escape_text(text: str) -> str:
     """``text`` as the writer writes it: each lone surrogate as ``\\xNN`` or ``\\uDNNN``."""
-    return _SURROGATE.sub(_escape_surrogate, text)
+    return re.sub(_SURROGATE, _escape_surrogate, text)
 
 
 def encode_json(obj: Any, *, indent: int | None = None, sort_keys: bool = False) -> bytes:
@@ -150,7 +150,7 @@ def encode_json(obj: Any, *, indent: int | None = None, sort_keys: bool = False)
     except UnicodeEncodeError:
         # Lone surrogates can only stand inside JSON strings: escape them there, where the
         # backslash of the escape is itself written as two.
-        return _SURROGATE.sub(lambda m: "\\" + _escape_surrogate(m), text).encode("utf-8")
+        return re.sub(_SURROGATE, lambda m: "\\" + _escape_surrogate(m), text).encode("utf-8")
 
 
 def _bounded_identity(identity: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -239,7 +239,6 @@ def write_worker_file(
     Raises OSError on failure; the caller (the profiler) counts it and never lets it reach
     user code.
     """
-    path = Path(path)
     # ``samples`` last, announced by ``layout`` before it: a reader can skip the bulk.
     ordered = {k: v for k, v in document.items() if k not in ("samples", "layout")}
     ordered["layout"] = LAYOUT_SAMPLES_LAST
@@ -257,6 +256,8 @@ def scan_worker_files(run_dir: str | os.PathLike[str]) -> tuple[list[Path], list
     skipped. Raises WorkerFileError when ``workers/`` itself exists but cannot be listed;
     returns no files when it does not exist.
     """
+    from pathlib import Path
+
     root = Path(run_dir) / WORKERS_DIR
     try:
         host_dirs = sorted(root.iterdir())
@@ -276,7 +277,7 @@ def scan_worker_files(run_dir: str | os.PathLike[str]) -> tuple[list[Path], list
         except OSError as error:
             problems.append(f"{host_dir}: cannot list: {error.strerror or error}")
             continue
-        found.extend(host_dir / name for name in names if _FILE_RE.match(name))
+        found.extend(host_dir / name for name in names if re.match(_FILE_RE, name))
     return found, problems
 
 
@@ -562,6 +563,8 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
     :data:`SMALL_SAMPLES_BYTES` (an object naming the sample file, as the profiler writes) are
     parsed too, so that a reader need not come back for them. Other files are parsed whole.
     """
+    from pathlib import Path
+
     path = Path(path)
     if not raw:
         raise WorkerFileError(f"{path}: empty file")
@@ -595,6 +598,8 @@ def read_worker_file(path: str | os.PathLike[str], *, skip_samples: bool = False
     file's name is refused without blocking), and only up to :data:`MAX_FILE_BYTES`.
     ``skip_samples``: see :func:`parse_worker_bytes`.
     """
+    from pathlib import Path
+
     path = Path(path)
     try:
         raw = reading.read_limited(path, MAX_FILE_BYTES)
