@@ -29,11 +29,14 @@ NOT_AT_IMPORT = (
 )
 # Modules a default `Profiler(run_dir=...)` must not load while it is constructed: the
 # capability probes and the metadata files wait for the first snapshot, value classes are not
-# dataclasses, and the profiler's own paths are text until a Path is asked for.
+# dataclasses, the profiler's own paths are text until a Path is asked for, and its first files
+# are written without json.
 NOT_AT_CONSTRUCTION = (
     "typing", "dataclasses", "inspect", "pathlib", "urllib", "socket", "secrets", "random", "ctypes", "traceback",
     "importlib.metadata", "importlib.util", "contextlib", "lineprofiler.lines", "lineprofiler.report",
     "lineprofiler.integrations", "lineprofiler.accounting.metadata", "lineprofiler.accounting.windows",
+    # json imports re, and re and signal import enum: the start file is written without json.
+    "json", "re", "enum", "signal", "warnings",
 )
 
 PROBE = r"""

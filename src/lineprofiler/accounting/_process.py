@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
 import threading
 
@@ -74,15 +73,15 @@ class ProcessHooks:
             profiler._record_error("signal handlers not installed: profiler constructed outside the main thread")
             return
         for name in FLUSH_SIGNALS:
-            signum = getattr(signal, name, None)
+            signum = _signals.number(name)
             if signum is None or signum in self.previous_handlers:
                 continue
             try:
-                previous = signal.getsignal(signum)
+                previous = _signals.current(signum)
                 if previous is None:
                     profiler._record_error(f"{name}: a handler installed outside Python is kept; no flush on {name}")
                     continue
-                signal.signal(signum, self.on_signal)
+                _signals.install(signum, self.on_signal)
                 self.previous_handlers[signum] = previous
             except (ValueError, OSError) as error:
                 profiler._record_error(f"{name}: handler not installed: {error}")
@@ -92,15 +91,15 @@ class ProcessHooks:
             return
         for signum, previous in list(self.previous_handlers.items()):
             try:
-                if signal.getsignal(signum) == self.on_signal:
-                    signal.signal(signum, previous)
+                if _signals.current(signum) == self.on_signal:
+                    _signals.install(signum, previous)
                     del self.previous_handlers[signum]
             except (ValueError, OSError):
                 pass
 
     def on_signal(self, signum: int, frame: Any) -> None:
         name = _signals.signal_name(signum)
-        previous = self.previous_handlers.get(signum, signal.SIG_DFL)
+        previous = self.previous_handlers.get(signum, _signals.SIG_DFL)
         ending = _signals.ends_process(previous)
         for profiler in list(self.active):
             try:

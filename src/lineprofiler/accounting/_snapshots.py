@@ -5,11 +5,9 @@ directory warns once per process.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
-import warnings
 
 from ..runfiles import layout, workerfile
 from . import _phases
@@ -24,12 +22,17 @@ if TYPE_CHECKING:
 LOCK_TIMEOUT_S = 10.0
 
 
+def _plain(value: Any) -> Any:
+    return value if value is None or isinstance(value, (str, int)) else str(value)
+
+
 def attach_live(recorder: Any, path: str, root: str, identity: dict[str, Any]) -> str | None:
     """Create the live file ``path`` and hand it to the recorder, whose tree and counters then
     live in a shared mapping of it. Returns None, or why it could not be done (a file system
     without shared mappings, say): then the snapshots alone carry the numbers."""
     keys = ("run_id", "attempt", "role", "host", "pid", "uuid", "rank", "local_rank", "job_id")
-    blob = json.dumps({k: identity.get(k) for k in keys}, default=str).encode()[:2048]
+    fields = {k: _plain(identity.get(k)) for k in keys}
+    blob = workerfile.encode_json(fields)[:2048]  # a reader drops a cut blob, never the file
     try:
         fd = layout.create_live(path, root=root)
     except (OSError, ValueError) as error:
@@ -130,6 +133,8 @@ class SnapshotWriter:
             self._warned = True
             PROCESS.warned_unwritable = True
             try:
+                import warnings  # here: only a run that cannot write needs it
+
                 warnings.warn(
                     f"lineprofiler: cannot write the worker file ({reason}); counting in memory",
                     RuntimeWarning,

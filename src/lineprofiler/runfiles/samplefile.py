@@ -28,7 +28,6 @@ prefixed ``own_`` (the profiler's own I/O so far, to subtract), then ``gpu<i>_bu
 from __future__ import annotations
 
 import os
-import re
 import struct
 import sys
 import time
@@ -412,6 +411,8 @@ def negative_runs(signs: bytes) -> list[tuple[int, int]]:
     (:meth:`SampleTable.byte_of` ``(name, 7)``): C-speed scans, Python work only per run."""
     if signs.count(0) == len(signs):
         return []  # the common case, at memchr speed
+    import re  # here: only the report scans, and a profiled process must not pay for re
+
     return [m.span() for m in re.finditer(_NEGATIVE_RUN, signs)]
 
 
@@ -419,6 +420,8 @@ def nonzero_rows(low: bytes) -> list[int]:
     """Rows whose flags are set, given the flags' low bytes (every flag is a low bit)."""
     if low.count(0) == len(low):
         return []
+    import re
+
     return [m.start() for m in re.finditer(_NONZERO, low)]
 
 
