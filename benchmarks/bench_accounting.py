@@ -6,6 +6,12 @@ shared, so run it a few times and read the ratios.
 
     python benchmarks/bench_accounting.py [--number N] [--repeat R] [--entries M] [--io-bytes B]
 
+With ``measure_cpu=True`` two boundaries of a thread less than 1 us apart share one read of its
+CPU clock, so ``with phase(): pass`` in a tight loop reads it less than twice per phase. The
+row "2 us inside" puts a 2 us busy wait inside each phase (sibling phases back to back: an exit
+and the next entry share a read); the rows "2 us apart" put one inside and one after each phase,
+so that every boundary reads the clock. Each is net of its waits, timed alone.
+
 Each figure is the median over R rounds; a round times every row once (N iterations), so the
 rows share the machine's noise, and each ratio is taken within its round. Figures are net of
 the bare loop's cost (printed too, so the raw figure is one addition away).
@@ -33,6 +39,13 @@ class Empty:
         return False
 
 
+def _gap(ns: int = 2000, clock=time.perf_counter_ns) -> None:
+    """Busy-wait ``ns``: longer than the share window, so the boundaries either side read the clock."""
+    end = clock() + ns
+    while clock() < end:
+        pass
+
+
 def _rss_bytes() -> int:
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -50,12 +63,17 @@ def main(argv: list[str] | None = None) -> int:
         off = Profiler(enabled=False)
         nocpu = Profiler(run_dir=tmp, role="bench", measure_cpu=False, snapshot_interval_s=None)
         cpu = Profiler(run_dir=tmp, role="bench", measure_cpu=True, snapshot_interval_s=None)
-        env = {"empty": Empty(), "off": off, "nocpu": nocpu, "cpu": cpu}
+        env = {"empty": Empty(), "off": off, "nocpu": nocpu, "cpu": cpu, "gap": _gap}
         rows = [
             ("empty Python-class with", "with empty: pass", 1),
             ("phase(), enabled=False", "with off.phase('step'): pass", 1),
             ("phase(), enabled=True, measure_cpu=False", "with nocpu.phase('step'): pass", 1),
             ("phase(), enabled=True, measure_cpu=True", "with cpu.phase('step'): pass", 1),
+            ("(one 2 us busy wait)", "gap()", 10),
+            ("measure_cpu=True, 2 us inside", "with cpu.phase('step'): gap()", 10),
+            ("(two 2 us busy waits)", "gap(); gap()", 10),
+            ("measure_cpu=False, 2 us apart", "with nocpu.phase('step'): gap()\ngap()", 10),
+            ("measure_cpu=True, 2 us apart", "with cpu.phase('step'): gap()\ngap()", 10),
             ("phase(io=True)", "with nocpu.phase('ckpt', io=True): pass", 10),
             ("count()", "nocpu.count('sims', 64)", 1),
         ]
@@ -83,6 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(median of {args.repeat} interleaved rounds, net of the bare loop = "
               f"{statistics.median(loops):.1f} ns/iteration)")
         print(f"{'':44s}{'ns/call':>10s}{'x empty with':>14s}")
+        wait = per_round["(one 2 us busy wait)"]
+        per_round["measure_cpu=True, 2 us inside"] = [
+            a - b for a, b in zip(per_round["measure_cpu=True, 2 us inside"], wait, strict=True)
+        ]
+        waits = per_round["(two 2 us busy waits)"]
+        for label in ("measure_cpu=False, 2 us apart", "measure_cpu=True, 2 us apart"):
+            per_round[label] = [a - b for a, b in zip(per_round[label], waits, strict=True)]
         for label, _s, _d in rows:
             ns = statistics.median(per_round[label])
             ratio = statistics.median(a / b for a, b in zip(per_round[label], per_round[base_label], strict=True))

@@ -144,6 +144,56 @@ def test_real_cpu_time_of_a_busy_phase_is_the_threads_cpu_time():
     assert _phases.thread_cpu_ns() > 0
 
 
+def _busy_wait(ns: int) -> None:
+    end = time.perf_counter_ns() + ns
+    while time.perf_counter_ns() < end:
+        pass
+
+
+def test_boundaries_under_a_microsecond_apart_share_one_cpu_clock_read():
+    # A wall clock that advances 400 ns per read: each exit is 400 ns after its entry and the
+    # next entry 400 ns after that exit, so of every three boundaries in a row one reads the
+    # thread's CPU clock (the window is under 1 us). The CPU clock itself is the real one.
+    ticks = iter(range(0, 10**9, 400))
+    rec = _phases.Recorder(measure_cpu=True, clock=lambda: next(ticks))
+    for _ in range(300):
+        with rec.phase("tight"):
+            pass
+    assert rec.cpu_clock_reads == 200
+    tight = phases_by_path(rec)["tight"]
+    assert tight["cpu_missing"] == 0 and 0 <= tight["cpu_ns"] <= tight["wall_ns"]
+    # On the real clocks, phases whose boundaries lie 20 us apart read it at every boundary.
+    rec = _phases.Recorder(measure_cpu=True)
+    for _ in range(200):
+        with rec.phase("apart"):
+            _busy_wait(20_000)
+        _busy_wait(20_000)
+    assert rec.cpu_clock_reads == 400
+
+
+def test_a_shared_read_does_not_carry_cpu_time_into_a_waiting_phase():
+    rec = _phases.Recorder(measure_cpu=True)
+    before = time.thread_time_ns()
+    spun = 0
+    for _ in range(5):
+        # The sleep's entry follows the spin's exit at once: it takes the exit's CPU reading.
+        t = time.thread_time_ns()
+        with rec.phase("spin"):
+            _busy_wait(10_000_000)
+        spun += time.thread_time_ns() - t
+        with rec.phase("sleep"):
+            time.sleep(0.01)
+    used = time.thread_time_ns() - before
+    got = phases_by_path(rec)
+    spin, sleep = got["spin"], got["sleep"]
+    assert 0 < spin["cpu_ns"] <= spun
+    assert spun - 2_000_000 < spin["cpu_ns"]
+    # Five sleeps of 10 ms: their CPU is their entries and exits, microseconds, not the spins'.
+    assert sleep["cpu_ns"] < 1_000_000, sleep
+    assert sleep["wall_ns"] >= 50_000_000
+    assert spin["cpu_ns"] + sleep["cpu_ns"] <= used
+
+
 def test_an_exception_inside_a_phase_still_closes_it():
     rec = _phases.Recorder(measure_cpu=False)
     with pytest.raises(KeyError):

@@ -155,10 +155,11 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
             f->io0 = c;
         }
     }
-    /* Wall first, CPU second (and the reverse at exit): the CPU window lies inside the wall
-     * window, so wait = wall - cpu never goes negative from the clock reads themselves. */
+    /* Wall first, CPU second, at both ends: a boundary's CPU read may be shared with the one
+     * just before it (lp_cpu_at). The CPU delta is clamped to the wall one at the exit, so
+     * wait = wall - cpu never goes negative from the clock reads themselves. */
     f->t0 = lp_wall(rec);
-    f->cpu0 = rec->measure_cpu ? lp_cpu(rec) : 0;
+    f->cpu0 = rec->measure_cpu ? lp_cpu_at(rec, ts, tstate, f->t0) : 0;
     lp_publish_main(rec, tstate, ts, node->id);
     return Py_NewRef(self);
 }
@@ -430,8 +431,10 @@ static PyObject *lp_phase_exit(lp_PhaseObject *self, PyObject *const *Py_UNUSED(
     if (LP_UNLIKELY(ts == NULL || ts->depth == ts->n_base)) {
         closed = rec->active && lp_exit_elsewhere(self, rec, ts);
     } else {
-        int64_t cpu1 = (rec->measure_cpu && rec->active) ? lp_cpu(rec) : 0;
+        /* Wall before CPU, so that an exit followed at once by the next entry can share one
+         * CPU read (lp_cpu_at); a CPU delta that then exceeds the wall one is clamped. */
         int64_t t1 = lp_wall(rec);
+        int64_t cpu1 = (rec->measure_cpu && rec->active) ? lp_cpu_at(rec, ts, tstate, t1) : 0;
         int32_t top = ts->depth - 1;
         lp_frame *f = &ts->frames[top];
         if (LP_LIKELY(f->phase == self && f->gen == rec->gen && !self->io)) {

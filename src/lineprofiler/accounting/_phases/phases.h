@@ -332,6 +332,7 @@ typedef struct lp_RecorderObject {
     int64_t cross_stack_exits;
     int64_t callback_errors;
     int64_t errors_dropped;
+    int64_t cpu_clock_reads; /* real reads of the thread CPU clock at boundaries (lp_cpu_at) */
     PyObject *errors; /* list of str, at most LP_MAX_ERRORS */
     int64_t own_subtracted[LP_IO_FIELDS];
 } lp_RecorderObject;
@@ -371,6 +372,11 @@ typedef struct lp_StackObject {
     int32_t n_base; /* frames[0, n_base): inherited from another stack, read-only here */
     int32_t cap;
     int64_t dropped;             /* entries refused (frame cap, no memory); their exits are not mismatches */
+    /* The last real read of the thread CPU clock at a boundary of this stack: its value, the
+     * wall time just before it and the thread that made it (see lp_cpu_at). */
+    int64_t cpu_read;
+    int64_t cpu_read_wall;
+    const PyThreadState *cpu_read_tstate;
     struct lp_StackObject *prev; /* the module state's list of live stacks */
     struct lp_StackObject *next;
 } lp_StackObject;
@@ -502,6 +508,35 @@ LP_INLINE int64_t lp_cpu(lp_RecorderObject *rec)
         return lp_py_clock(rec, rec->cpu_clock_fn, "cpu_clock");
     }
     return lp_thread_cpu_ns();
+}
+
+/* Two boundaries of one thread less than this apart share one read of its CPU clock: the later
+ * takes the earlier's value plus the wall time between them. A thread that is running Python
+ * code on both sides of an interval this short was running in between (a descheduling lasts
+ * far longer), so the error is at most this much, and only towards counting time as CPU. It
+ * spares a system call where an exit is followed at once by the next entry. */
+#define LP_CPU_SHARE_NS 1000
+
+/* The thread CPU clock at wall time `wall` (just read) for a boundary on stack `ts`. */
+LP_INLINE int64_t lp_cpu_at(lp_RecorderObject *rec, lp_StackObject *ts, const PyThreadState *tstate, int64_t wall)
+{
+    if (LP_UNLIKELY(rec->cpu_clock_fn != NULL)) {
+        return lp_cpu(rec); /* a test's CPU clock: every boundary reads it */
+    }
+    int64_t since = wall - ts->cpu_read_wall;
+    if (ts->cpu_read_tstate == tstate && since >= 0 && since < LP_CPU_SHARE_NS) {
+        return ts->cpu_read + since;
+    }
+    int64_t cpu = lp_thread_cpu_ns();
+    rec->cpu_clock_reads++;
+    if (cpu >= 0) {
+        ts->cpu_read = cpu;
+        /* The window starts when the system call has returned (the clock was read inside it);
+         * a test's wall clock is not read twice, its sequence is exact. */
+        ts->cpu_read_wall = LP_LIKELY(rec->clock_fn == NULL) ? lp_monotonic_ns() : wall;
+        ts->cpu_read_tstate = tstate;
+    }
+    return cpu;
 }
 
 static inline void lp_own_io_load(lp_state *st, int64_t *out)

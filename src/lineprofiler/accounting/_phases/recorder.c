@@ -437,6 +437,11 @@ static PyObject *lp_recorder_get_measure_cpu(lp_RecorderObject *self, void *Py_U
     return PyBool_FromLong(self->measure_cpu);
 }
 
+static PyObject *lp_recorder_get_cpu_clock_reads(lp_RecorderObject *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromLongLong(self->cpu_clock_reads);
+}
+
 static PyObject *lp_recorder_get_n_nodes(lp_RecorderObject *self, void *Py_UNUSED(c))
 {
     return PyLong_FromLong(self->n_nodes);
@@ -622,6 +627,10 @@ static PyMethodDef lp_recorder_methods[] = {
 static PyGetSetDef lp_recorder_getset[] = {
     {"active", (getter)lp_recorder_get_active, NULL, "Whether phases and counts are recorded.", NULL},
     {"measure_cpu", (getter)lp_recorder_get_measure_cpu, NULL, "Whether thread CPU time is read.", NULL},
+    {"cpu_clock_reads", (getter)lp_recorder_get_cpu_clock_reads, NULL,
+     "System calls made to read the thread CPU clock at phase boundaries (boundaries under 1 us "
+     "apart share one).",
+     NULL},
     {"n_nodes", (getter)lp_recorder_get_n_nodes, NULL, "Nodes in the tree, root and overflow included.",
      NULL},
     {"generation", (getter)lp_recorder_get_generation, NULL, "Changes at start, stop and reset.", NULL},

@@ -123,6 +123,8 @@ lp_StackObject *lp_stack_create(lp_state *st, PyThreadState *tstate, lp_StackObj
     ts->frames = NULL;
     ts->depth = ts->n_base = ts->cap = 0;
     ts->dropped = 0;
+    ts->cpu_read = ts->cpu_read_wall = 0;
+    ts->cpu_read_tstate = NULL; /* no read to share yet */
     /* Linked before anything can fail: the dealloc unlinks in every case. */
     ts->prev = NULL;
     ts->next = st->stacks;
