@@ -333,7 +333,7 @@ typedef struct lp_RecorderObject {
     int64_t callback_errors;
     int64_t errors_dropped;
     int64_t cpu_clock_reads; /* real reads of the thread CPU clock at boundaries (lp_cpu_at) */
-    PyObject *errors; /* list of str, at most LP_MAX_ERRORS */
+    PyObject *errors;        /* list of str, at most LP_MAX_ERRORS */
     int64_t own_subtracted[LP_IO_FIELDS];
 } lp_RecorderObject;
 
@@ -371,7 +371,7 @@ typedef struct lp_StackObject {
     int32_t depth;
     int32_t n_base; /* frames[0, n_base): inherited from another stack, read-only here */
     int32_t cap;
-    int64_t dropped;             /* entries refused (frame cap, no memory); their exits are not mismatches */
+    int64_t dropped; /* entries refused (frame cap, no memory); their exits are not mismatches */
     /* The last real read of the thread CPU clock at a boundary of this stack: its value, the
      * wall time just before it and the thread that made it (see lp_cpu_at). */
     int64_t cpu_read;
@@ -518,7 +518,8 @@ LP_INLINE int64_t lp_cpu(lp_RecorderObject *rec)
 #define LP_CPU_SHARE_NS 1000
 
 /* The thread CPU clock at wall time `wall` (just read) for a boundary on stack `ts`. */
-LP_INLINE int64_t lp_cpu_at(lp_RecorderObject *rec, lp_StackObject *ts, const PyThreadState *tstate, int64_t wall)
+LP_INLINE int64_t lp_cpu_at(lp_RecorderObject *rec, lp_StackObject *ts, const PyThreadState *tstate,
+                            int64_t wall)
 {
     if (LP_UNLIKELY(rec->cpu_clock_fn != NULL)) {
         return lp_cpu(rec); /* a test's CPU clock: every boundary reads it */
