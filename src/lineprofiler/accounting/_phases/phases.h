@@ -373,7 +373,7 @@ typedef struct lp_StackObject {
     int32_t cap;
     int64_t dropped; /* entries refused (frame cap, no memory); their exits are not mismatches */
     /* The last real read of the thread CPU clock at a boundary of this stack: its value, the
-     * wall time just before it and the thread that made it (see lp_cpu_at). */
+     * wall time when it returned and the thread that made it (see lp_cpu_at). */
     int64_t cpu_read;
     int64_t cpu_read_wall;
     const PyThreadState *cpu_read_tstate;
