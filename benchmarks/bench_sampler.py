@@ -88,6 +88,24 @@ def occupancy_cost(timeline_hz: float, seconds: float, threads: int) -> tuple[fl
     return cpu / elapsed / 1e3, data / elapsed * 3600
 
 
+def wakeup_floor_us(hz: float, seconds: float) -> float | None:
+    """Microseconds of CPU per wake-up of a C thread that only wakes ``hz`` times a second
+    (benchmarks/wake_floor.c, built here with cc); None without a compiler."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = str(Path(tmp) / "wake_floor")
+        source = str(Path(__file__).with_name("wake_floor.c"))
+        if subprocess.run([cc, "-O2", "-o", exe, source], capture_output=True).returncode != 0:
+            return None
+        out = subprocess.run([exe, str(hz), str(seconds)], capture_output=True, text=True)
+        return float(out.stdout) if out.returncode == 0 else None
+
+
 def per_call_us(fn, n: int) -> float:
     t0 = time.perf_counter_ns()
     for _ in range(n):
@@ -127,6 +145,12 @@ def main() -> int:
             grow = statistics.median(c[1] for c in cost)
             print(f"  {threads} thread(s) at {hz:4g} Hz: {cpu:8.1f} us of CPU per second of run; "
                   f"timeline file +{grow / 1e6:.2f} MB per hour")
+
+    floors = [f for f in (wakeup_floor_us(10.0, min(args.seconds, 5.0)) for _ in range(args.repeat)) if f]
+    if floors:
+        floor = statistics.median(floors)
+        print(f"  the floor, a thread that only wakes at 10 Hz: {floor:.1f} us per wake-up = "
+              f"{floor * 10:.1f} us of CPU per second of run (the kernel's timer and context switches)")
 
     s = _sampler.Sampler(3600.0, 1 << 16)
     s.start()
