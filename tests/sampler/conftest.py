@@ -76,6 +76,20 @@ def overwrite(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def threads_now() -> int:
+    """The threads of this process, as the kernel counts them (what CPython's fork warning reads)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def fork_warnings(caught, threads_before: int) -> list:
+    """CPython's "multi-threaded fork" warnings among ``caught`` when they can only be ours: if the
+    process had other threads before the test began (left by earlier tests and still ending, or
+    a sanitizer's), CPython warns whatever the sampler does, so there is nothing to judge."""
+    if threads_before > 1:
+        return []
+    return [w for w in caught if "multi-threaded" in str(w.message)]
+
+
 @pytest.fixture
 def helpers():
     class H:
@@ -89,4 +103,6 @@ def helpers():
     h.thread_counters = thread_counters
     h.write_fsync = write_fsync
     h.MiB = MiB
+    h.threads_now = threads_now
+    h.fork_warnings = fork_warnings
     return h
