@@ -32,6 +32,11 @@ UNREACHABLE = (
     "within collect's timeout): its newest files may be missing"
 )
 DIED = "Ray actor Actor pid 4242 on node-2 died (killed by ray.kill): its numbers stop at its last snapshot"
+#: Ray's reason as it gives it for an actor whose node left: on two lines.
+NODE_DIED = (
+    "Ray actor Actor pid 4250 on node-3 died (The actor died because its node has died. Node Id: 3c1a9e2f\n"
+    "\tthe actor's node was terminated expectedly: received SIGTERM): its numbers stop at its last snapshot"
+)
 
 PROFILED = textwrap.dedent(
     """
@@ -115,6 +120,17 @@ def test_a_run_without_a_collect_file_or_with_a_clean_collect_says_nothing_of_ra
     result = lineprofiler("report", run_dir)
     assert result.returncode == 0 and result.stderr == ""
     assert not any("Ray" in line or "ray" in line for line in caveats_of(result.stdout))
+
+
+def test_a_reason_on_several_lines_is_one_line_and_control_characters_are_escaped(run_dir):
+    write_collect(run_dir, [NODE_DIED, "Ray node \x1b[2Jnode-5 left the cluster"])
+    result = lineprofiler("report", run_dir)
+    assert result.returncode == 0 and "\x1b" not in result.stdout
+    assert [line for line in caveats_of(result.stdout) if line.startswith("Ray ")] == [
+        "Ray actor Actor pid 4250 on node-3 died (The actor died because its node has died. Node Id: 3c1a9e2f "
+        "the actor's node was terminated expectedly: received SIGTERM): its numbers stop at its last snapshot",
+        "Ray node \\x1b[2Jnode-5 left the cluster",
+    ]
 
 
 def test_the_collect_of_another_run_does_not_concern_this_one(run_dir):

@@ -50,7 +50,9 @@ def ray_collect_caveats(run: Run) -> list[str]:
         return []
     if collected.run_id is not None and collected.run_id not in {run.run_id, *(m.run_id for m in run.merged)}:
         return []
-    lines = [fmt.printable(line)[:600] for line in collected.caveats[: 2 * CAVEAT_NAMES]]
+    # Ray's reasons may span lines ("...Node Id: ...\n\tthe actor's node was terminated"): a
+    # caveat is one line, so its whitespace runs become single spaces.
+    lines = [fmt.printable(" ".join(line.split()))[:600] for line in collected.caveats[: 2 * CAVEAT_NAMES]]
     more = len(collected.caveats) - 2 * CAVEAT_NAMES
     if more > 0:
         lines.append(f"... and {more} more problems of Ray's collect, listed in {collected.path}")
