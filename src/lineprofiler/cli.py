@@ -60,12 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="phases only: do not load resource samples and skip the blocks built from them (for large runs)",
     )
-    report.add_argument(
-        "--attempt",
-        metavar="ID",
-        help="report this attempt instead of the newest: a run id (RUN_ID or RUN_ID#N) the header names "
-        "as superseded, concurrent or newest",
-    )
+    _add_attempt_option(report, "report")
     report.add_argument(
         "--lines",
         action="store_true",
@@ -109,13 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
         "export",
         help="export a run for other viewers: a Chrome trace-event file for Perfetto",
         description=(
-            "Export the newest attempt under RUN_DIR for another viewer. --perfetto writes Chrome trace-event "
-            "JSON (open it in ui.perfetto.dev or chrome://tracing): one process track per worker, counter "
-            "tracks for RSS, read/write rates and GPU columns from the resource samples."
+            "Export the newest attempt under RUN_DIR (or the one --attempt names) for another viewer. --perfetto "
+            "writes Chrome trace-event JSON (open it in ui.perfetto.dev or chrome://tracing): one process track "
+            "per worker, counter tracks for RSS, read/write rates and GPU columns from the resource samples."
         ),
     )
     export.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (the Profiler's run_dir)")
     export.add_argument("--perfetto", metavar="PATH", required=True, help="write Chrome trace-event JSON here")
+    _add_attempt_option(export, "export")
     top = commands.add_parser(
         "top",
         help="a live terminal view of a running job, from its live files",
@@ -133,6 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_parser(commands)
     _add_view_parser(commands)
     return parser
+
+
+def _add_attempt_option(sub: argparse.ArgumentParser, verb: str) -> None:
+    # One definition, so report and export take the same IDs and refuse a wrong one alike.
+    sub.add_argument(
+        "--attempt",
+        metavar="ID",
+        help=f"{verb} this attempt instead of the newest: a run id (RUN_ID or RUN_ID#N) the report's header names "
+        "as superseded, concurrent or newest",
+    )
 
 
 def _seconds(text: str) -> float:
@@ -347,7 +353,7 @@ def _export(args: argparse.Namespace) -> int:
     from .report.merge import load_run
     from .report.perfetto import trace_json
 
-    run = load_run(args.run_dir)
+    run = load_run(args.run_dir, attempt=args.attempt)
     print(_write(args.perfetto, trace_json(run)))
     return EXIT_OK
 

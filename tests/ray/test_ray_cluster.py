@@ -107,6 +107,11 @@ def test_the_report_shows_every_host_and_actor_and_the_ones_that_stopped(cluster
     for name in ("killed_second", "actor_third"):
         identity = seen["identities"][name]
         assert f"Actor pid {identity['pid']} on {identity['host']} (rank {identity['rank']}) stopped writing" in caveats
+    # ...and every problem the last collect recorded: the node that left, the killed actor
+    collected = json.loads((work / "driver" / "ray" / "collect.json").read_text())["caveats"]
+    assert len(collected) >= 2
+    for line in collected:  # Ray's reasons span lines; the report prints each caveat on one
+        assert f"  - {' '.join(line.split())}\n" in caveats, line
 
 
 def test_the_ray_pipeline_example_on_two_nodes(tmp_path, needs_ray):

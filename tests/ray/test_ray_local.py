@@ -129,3 +129,5 @@ def test_the_report_shows_the_ray_run(local, report):
     assert "LEARNER" in text and "train_step" in text and "self_play" in text
     # the restarted actor: two files with one rank, and the report says so
     assert "rank(s) 4 appear in more than one worker file" in text
+    # the clean collect (ray/collect.json, no caveats) adds no CAVEATS line
+    assert "Ray " not in text.split("CAVEATS", 1)[-1]

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..runfiles.layout import LIVE_SUFFIX
+from ..runfiles.raycollect import RAY_DIR as RAY_DIR
 
-#: ``run_dir/ray/``: collect's own files, never copied from a node nor written over from one.
-RAY_DIR = "ray"
 #: How deep a run directory is walked (it holds workers/<host>/, metadata/<host>/, backend/).
 MAX_DEPTH = 6
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

@@ -56,8 +56,9 @@ except ImportError as _error:  # pragma: no cover - exercised in a subprocess by
     ) from _error
 
 from ..accounting.identity import ENV_ATTEMPT, ENV_HOST, ENV_RUN_ID
+from ..runfiles import raycollect
+from ..runfiles.raycollect import RAY_DIR
 from . import _ray_files
-from ._ray_files import RAY_DIR
 
 __all__ = ["CollectResult", "NodeResult", "collect", "init", "runtime_env", "task_profiler"]
 
@@ -65,12 +66,13 @@ __all__ = ["CollectResult", "NodeResult", "collect", "init", "runtime_env", "tas
 ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
 ENV_PROFILE = "LINEPROFILER_PROFILE"
 
-#: ``run_dir/ray/`` (RAY_DIR) holds ``collect.json`` (nodes and actors, with caveat lines) and
-#: ``state.json`` (what was copied from where, for the next collect).
-COLLECT_FILE = "collect.json"
+#: ``run_dir/ray/`` (RAY_DIR) holds ``collect.json`` (nodes and actors, with caveat lines: its
+#: format is ``runfiles/raycollect.py``, which the report reads) and ``state.json`` (what was
+#: copied from where, for the next collect).
+COLLECT_FILE = raycollect.COLLECT_FILE
 STATE_FILE = "state.json"
-COLLECT_KIND = "lineprofiler-ray-collect"
-COLLECT_SCHEMA = 1
+COLLECT_KIND = raycollect.KIND
+COLLECT_SCHEMA = raycollect.SCHEMA_VERSION
 #: Bytes per object sent through the object store, and how many a node may have in flight.
 CHUNK_BYTES = 4 << 20
 BACKPRESSURE_OBJECTS = 4
@@ -581,11 +583,10 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
         errors = []
         for name, document in (
             (STATE_FILE, {"kind": COLLECT_KIND + "-state", "nodes": known_nodes}),
-            (COLLECT_FILE, {
-                "kind": COLLECT_KIND, "schema_version": COLLECT_SCHEMA, "run_id": run, "job_id": job_id,
-                "collected_unix_ns": time.time_ns(), "nodes": [r.to_json() for r in ordered],
-                "dead_actors": dead_actors, "caveats": caveats,
-            }),
+            (COLLECT_FILE, raycollect.build_document(
+                run_id=run, job_id=job_id, collected_unix_ns=time.time_ns(),
+                nodes=[r.to_json() for r in ordered], dead_actors=dead_actors, caveats=caveats,
+            )),
         ):
             try:
                 _ray_files.write_json(dest / RAY_DIR, name, document)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..runfiles import raycollect
 from . import duplicates as duplicates_mod
 from . import format as fmt
 from .merge import _FINAL, CAVEAT_NAMES, STALE_INTERVALS, STALE_MIN_NS, Run, Worker, utc_time
@@ -37,6 +38,27 @@ def _per_worker(lines: list[str], items: list[tuple[Worker, str]], summary: str)
         lines.append(f"{len(items)} workers {summary}: {_names([w for w, _ in items])}; the first: {items[0][1]}")
 
 
+def ray_collect_caveats(run: Run) -> list[str]:
+    """The problems Ray's last collect recorded in ``ray/collect.json`` (nodes that left or could
+    not be collected, files not copied, actors that died without a final flush), one line each.
+    A collect of another run (an earlier Ray job in the same directory) does not concern this one."""
+    try:
+        collected = raycollect.read_collect_file(run.run_dir)
+    except raycollect.CollectFileError as error:
+        return [f"Ray collect record not used, so what collect failed to bring here is unknown: {error}"]
+    if collected is None:
+        return []
+    if collected.run_id is not None and collected.run_id not in {run.run_id, *(m.run_id for m in run.merged)}:
+        return []
+    # Ray's reasons may span lines ("...Node Id: ...\n\tthe actor's node was terminated"): a
+    # caveat is one line, so its whitespace runs become single spaces.
+    lines = [fmt.printable(" ".join(line.split()))[:600] for line in collected.caveats[: 2 * CAVEAT_NAMES]]
+    more = len(collected.caveats) - 2 * CAVEAT_NAMES
+    if more > 0:
+        lines.append(f"... and {more} more problems of Ray's collect, listed in {collected.path}")
+    return lines
+
+
 def derive_caveats(run: Run) -> list[str]:
     """The CAVEATS lines merge can tell from the files alone, most serious first."""
     lines: list[str] = []
@@ -47,6 +69,7 @@ def derive_caveats(run: Run) -> list[str]:
         lines.append(f"... and {len(run.unreadable) - 2 * CAVEAT_NAMES} more unreadable worker files")
     for problem in run.listing_problems:
         lines.append(f"folder not listed, its workers are missing from every total: {problem}")
+    lines.extend(ray_collect_caveats(run))
     lines.extend(duplicates_mod.caveats(run.duplicates, run.run_dir, CAVEAT_NAMES))
 
     killed = [w for w in run.workers if w.status == "started" and is_stale(w, end)]

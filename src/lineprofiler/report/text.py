@@ -43,6 +43,9 @@ from .text_timeline import timeline_lines
 
 #: How many rows a role block prints before summarising the rest.
 ROLE_ROWS = 8
+#: How many counters COUNTERS prints, and DOMINANT PHASES under one phase, before one line counts
+#: the rest: a run may count thousands of distinct names, and --json lists every one.
+COUNTER_ROWS = 20
 NAME_WIDTH = 30
 RULE = fmt.RULE
 
@@ -268,19 +271,33 @@ def dominant_lines(dominant: Dominant | None) -> list[str]:
         if several:
             line += f"  {fmt.printable(phase.role)}"
         lines.append(line)
-        lines.extend(counter_line(c) for c in phase.counters)
+        lines.extend(counter_line(c) for c in phase.counters[:COUNTER_ROWS])
+        if len(phase.counters) > COUNTER_ROWS:
+            lines.append(f"    {more_counters(len(phase.counters) - COUNTER_ROWS)}")
     return lines
+
+
+def more_counters(count: int) -> str:
+    return f"... {fmt.count(count)} more counter{'s' if count != 1 else ''} (--json lists every one)"
 
 
 def counters_lines(counters: Counters | None) -> list[str]:
     if counters is None or not counters.groups:
         return []
     lines = ["COUNTERS  (under phases not listed above)"]
+    shown = 0
     for group in counters.groups:
+        if shown == COUNTER_ROWS:
+            break
         label = _clip(group.phase) if group.phase else "(no phase open)"
         tag = f"  {fmt.printable(group.role)}" if counters.several_roles else ""
         lines.append(f"  {label}{tag}")
-        lines.extend(counter_line(c) for c in group.counters)
+        rows = group.counters[: COUNTER_ROWS - shown]
+        lines.extend(counter_line(c) for c in rows)
+        shown += len(rows)
+    total = sum(len(group.counters) for group in counters.groups)
+    if total > shown:
+        lines.append(f"  {more_counters(total - shown)}")
     return lines
 
 
@@ -540,6 +557,7 @@ def render(run: Run, options: RenderOptions | None = None) -> str:
 
 __all__ = [
     "ATTEMPT_ROWS",
+    "COUNTER_ROWS",
     "NAME_WIDTH",
     "PRINTERS",
     "ROLE_ROWS",
@@ -557,6 +575,7 @@ __all__ = [
     "io_lines",
     "iterations_lines",
     "memory_lines",
+    "more_counters",
     "render",
     "render_report",
     "role_lines",

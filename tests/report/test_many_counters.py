@@ -1,0 +1,88 @@
+"""A run that counts thousands of distinct counters: the text report prints a bounded number of them
+and says how many it left out and where to see them; ``--json`` keeps every one.
+
+The run is written by a real ``Profiler`` in its own interpreter: 10,000 distinct counters counted
+with no phase open (the COUNTERS block) and 500 inside the run's only phase (which DOMINANT
+PHASES lists, with its counters under it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lineprofiler.report.text import COUNTER_ROWS
+
+OUTSIDE = 10_000
+INSIDE = 500
+
+MANY_COUNTERS = textwrap.dedent(
+    f"""
+    import sys
+    from lineprofiler.accounting import Profiler
+
+    with Profiler(run_dir=sys.argv[1], role="loader", max_counters=20_000) as profiler:
+        with profiler.phase("load"):
+            for i in range({INSIDE}):
+                profiler.count(f"shard_{{i:05d}}", i + 1)
+        for i in range({OUTSIDE}):
+            profiler.count(f"file_{{i:05d}}", 1)
+    """
+)
+
+
+def lineprofiler(*args: object) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "LINEPROFILER_DEBUG"}
+    return subprocess.run([sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("many-counters") / "profile"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
+    subprocess.run([sys.executable, "-c", MANY_COUNTERS, str(run_dir)], check=True, env=env, timeout=120)
+    return run_dir
+
+
+def block(text: str, title: str) -> list[str]:
+    for chunk in text.split("\n\n"):
+        if chunk.startswith(title):
+            return chunk.splitlines()
+    raise AssertionError(f"no {title} block in:\n{text}")
+
+
+def test_the_text_report_prints_a_bounded_number_of_counters_and_counts_the_rest(run_dir):
+    result = lineprofiler("report", run_dir)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert len(result.stdout.splitlines()) < 120  # not one line per counter
+
+    counters = block(result.stdout, "COUNTERS")
+    assert counters[1] == "  (no phase open)"
+    rows = [line for line in counters if line.startswith("    + ")]
+    assert [row.split()[1] for row in rows] == [f"file_{i:05d}" for i in range(COUNTER_ROWS)]
+    assert counters[-1] == f"  ... {OUTSIDE - COUNTER_ROWS:,} more counters (--json lists every one)"
+    assert len(counters) == 2 + COUNTER_ROWS + 1
+
+    dominant = block(result.stdout, "DOMINANT PHASES")
+    assert dominant[1].startswith("load ")
+    rows = [line for line in dominant if line.startswith("    + ")]
+    assert [row.split()[1] for row in rows] == [f"shard_{i:05d}" for i in range(COUNTER_ROWS)]
+    assert dominant[-1] == f"    ... {INSIDE - COUNTER_ROWS:,} more counters (--json lists every one)"
+
+
+def test_json_lists_every_counter(run_dir):
+    result = lineprofiler("report", run_dir, "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    (group,) = document["counters"]["groups"]
+    assert group["phase"] == "" and len(group["counters"]) == OUTSIDE
+    assert {c["name"] for c in group["counters"]} == {f"file_{i:05d}" for i in range(OUTSIDE)}
+    (load,) = document["dominant"]["phases"]
+    assert [c["total"] for c in load["counters"]] == list(range(1, INSIDE + 1))
