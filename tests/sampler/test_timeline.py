@@ -238,7 +238,8 @@ def test_a_fork_child_starts_its_own_timeline(tmp_path):
                 _ticks_pass(s, 3)
                 rows = _rows(s)
                 ok = rows and all(t >= forked_at for t, *_ in rows)
-                ok = ok and {tid for _, tid, _ in rows} == {os.getpid()}
+                # Only this process's one thread; a loaded machine may add skipped-tick markers.
+                ok = ok and {tid for _, tid, _ in rows} - {samplefile.TID_SKIPPED} == {os.getpid()}
                 code = 0 if ok else 3
             finally:
                 os._exit(code)
