@@ -235,3 +235,28 @@ def test_sampler_thread_does_not_keep_the_interpreter_alive(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], timeout=60, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("source", ["proc", "psutil"])
+def test_interleaved_forks_restart_the_sampler_only_after_the_last(tmp_path, source):
+    # Two threads forking: one's whole fork (its hooks and fork()) can run between the other's
+    # before-hook and its fork(). The first parent hook must leave the sampler stopped, or the
+    # second fork would find its thread running.
+    if source == "psutil":
+        pytest.importorskip("psutil")
+    s = sampling.ResourceSampler(tmp_path, interval_s=0.02, source=source)
+    s.start()
+
+    def thread_alive() -> bool:
+        s.stats()  # a method call: where 3.13+ makes the restart it deferred
+        impl = s._impl
+        return impl.stats()["thread_tid"] != 0 if source == "proc" else impl._thread is not None
+
+    assert thread_alive()
+    s.before_fork()  # thread Y's hook
+    s.before_fork()  # thread X's hook, then X's fork() ...
+    s.after_fork_parent()  # ... and X's parent hook
+    assert not thread_alive()  # Y has yet to fork
+    s.after_fork_parent()  # Y forked; its parent hook is the last
+    assert thread_alive()
+    s.close()

@@ -106,6 +106,7 @@ class _PsutilSampler:
         self._starting = False
         self._stops = 0
         self._paused_for_fork = False
+        self._forks_pending = 0  # before_fork() calls whose after-fork hook has not run yet
         self._restart_pending = False
         self._closed = False
         self._opened = False
@@ -211,14 +212,17 @@ class _PsutilSampler:
         return data
 
     def before_fork(self) -> None:
-        # Forks from several threads interleave their hooks: a fork that finds the sampler
-        # already paused by another keeps it paused, so the last fork's parent hook restarts it.
+        # Forks from several threads interleave their hooks (one thread's whole fork can run
+        # between another's before-hook and its fork()): they are counted, a fork that finds the
+        # sampler already paused keeps it paused, and only the last parent hook restarts it.
+        self._forks_pending += 1
         if self._thread is not None or self._restart_pending or self._starting or self._paused_for_fork:
             self.stop()
             self._paused_for_fork = True
 
     def after_fork_parent(self) -> None:
-        if self._paused_for_fork:
+        self._forks_pending = max(0, self._forks_pending - 1)
+        if self._paused_for_fork and self._forks_pending == 0:
             self._paused_for_fork = False
             self._restart_pending = True
             # As the native sampler does: 3.13+ counts threads after these hooks, so there the
@@ -231,6 +235,7 @@ class _PsutilSampler:
         self._thread = None
         self._starting = False
         self._paused_for_fork = False
+        self._forks_pending = 0
         self._restart_pending = False
         self._lock = threading.Lock()
         self._reset()

@@ -353,6 +353,10 @@ PyDoc_STRVAR(lp_before_fork_doc, "before_fork()\n--\n\nStop the thread (joined b
 static PyObject *lp_sampler_before_fork(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
+    /* Counted: two threads' forks interleave their hooks (one thread's whole fork can run
+     * between another's before-hook and its fork()), and only the last one's parent hook may
+     * restart the thread, or the other fork would find it running. */
+    c->forks_pending++;
     if (c->thread_running) {
         lp_thread_stop(c);
         c->paused_for_fork = 1;
@@ -371,7 +375,10 @@ PyDoc_STRVAR(lp_after_fork_parent_doc,
 static PyObject *lp_sampler_after_fork_parent(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
 {
     lp_core *c = self->core;
-    if (c->paused_for_fork) {
+    if (c->forks_pending > 0) {
+        c->forks_pending--;
+    }
+    if (c->paused_for_fork && c->forks_pending == 0) {
         c->paused_for_fork = 0;
         c->restart_pending = 1;
 #if PY_VERSION_HEX >= 0x030D0000
@@ -403,6 +410,7 @@ static PyObject *lp_sampler_after_fork_child(lp_SamplerObject *self, PyObject *P
     int was_sampling = c->thread_running || c->paused_for_fork || c->restart_pending;
     c->thread_running = 0;
     c->paused_for_fork = 0;
+    c->forks_pending = 0; /* the other threads' forks are not this process's */
     c->restart_pending = 0;
     c->have_thread_clock = 0;
     atomic_store(&c->thread_tid, 0);

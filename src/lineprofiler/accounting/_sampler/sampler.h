@@ -150,6 +150,7 @@ typedef struct {
     int stop_requested;
     int thread_started; /* set by the thread once it runs; start() waits for it */
     int paused_for_fork;
+    int forks_pending;   /* before_fork() calls whose after-fork hook has not run yet */
     int restart_pending; /* 3.13+: the parent's restart after fork, left to the next method call */
     clockid_t thread_clock;
     int have_thread_clock;
