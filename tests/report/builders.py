@@ -24,6 +24,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import os
+import subprocess
+import sys
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -536,3 +539,11 @@ def key_paths(shape: Any, prefix: str = "") -> set[str]:
     elif isinstance(shape, list):
         out |= key_paths(shape[0], prefix[:-1] + "[].")
     return out
+
+
+def run_lineprofiler(*args: object) -> subprocess.CompletedProcess[str]:
+    """``python -m lineprofiler ARGS`` in a fresh interpreter, as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if k != "LINEPROFILER_DEBUG"}
+    return subprocess.run(
+        [sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True, text=True, timeout=120, env=env
+    )

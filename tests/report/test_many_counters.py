@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from lp_report_builders import run_lineprofiler as lineprofiler
 
 from lineprofiler.report.text import COUNTER_ROWS
 
@@ -35,12 +36,6 @@ MANY_COUNTERS = textwrap.dedent(
             profiler.count(f"file_{{i:05d}}", 1)
     """
 )
-
-
-def lineprofiler(*args: object) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "LINEPROFILER_DEBUG"}
-    return subprocess.run([sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from lp_report_builders import run_lineprofiler as lineprofiler
 
 from lineprofiler.runfiles import raycollect, workerfile
 from lineprofiler.runfiles.layout import write_atomic
@@ -48,12 +49,6 @@ PROFILED = textwrap.dedent(
             profiler.count("games", 3)
     """
 )
-
-
-def lineprofiler(*args: object) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "LINEPROFILER_DEBUG"}
-    return subprocess.run([sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=env)
 
 
 @pytest.fixture(scope="module")
