@@ -40,16 +40,26 @@ Transition = tuple[int, int, str]
 
 def _run(tmp_path: Path) -> Path:
     run_dir = tmp_path / "run"
-    t0 = time.time() + 2.0  # both interpreters are up and profiling by then
     procs = [
         subprocess.Popen(
-            [sys.executable, str(CHILD), str(run_dir), repr(t0), repr(offset), repr(A), repr(B), str(CYCLES),
-             repr(STALL_FROM), repr(STALL_LEN), repr(HZ)]
+            [sys.executable, str(CHILD), str(run_dir), repr(offset), repr(A), repr(B), str(CYCLES),
+             repr(STALL_FROM), repr(STALL_LEN), repr(HZ)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
         for offset in (0.0, OFFSET)
     ]
+    # t0 once both are profiling, however long their interpreters took to start.
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    t0 = time.time() + 0.5
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(f"{t0!r}\n")
+        p.stdin.close()
     for p in procs:
         assert p.wait(timeout=120) == 0
+        assert p.stdout is not None
+        p.stdout.close()
     return run_dir
 
 

@@ -1,10 +1,10 @@
 """A process with a known phase schedule, for the timeline truth test.
 
-argv: run_dir, t0 (unix seconds), offset_s, period_a, period_b, cycles, stall_from, stall_len,
-hz. From t0 + offset the process is in phase A for period_a then B for period_b, `cycles`
-times, except from t0 + stall_from for stall_len (absolute: every process at once), when it is
-outside all phases. It sleeps in small steps, so it needs little CPU; CPU is not measured, so
-no phase counts as waiting.
+argv: run_dir, offset_s, period_a, period_b, cycles, stall_from, stall_len, hz. Once it is
+profiling it prints "ready" and reads t0 (unix seconds) from stdin. From t0 + offset the process
+is in phase A for period_a then B for period_b, `cycles` times, except from t0 + stall_from for
+stall_len (absolute: every process at once), when it is outside all phases. It sleeps in small
+steps, so it needs little CPU; CPU is not measured, so no phase counts as waiting.
 
 A loaded machine runs the schedule late, so what the process really did is what the test judges
 the timeline against: every change of state is logged with the monotonic clock read just before
@@ -21,11 +21,13 @@ from lineprofiler.accounting import Profiler
 
 def main() -> None:
     run_dir = sys.argv[1]
-    t0, offset, a, b = (float(x) for x in sys.argv[2:6])
-    cycles = int(sys.argv[6])
-    stall_from, stall_len, hz = (float(x) for x in sys.argv[7:10])
+    offset, a, b = (float(x) for x in sys.argv[2:5])
+    cycles = int(sys.argv[5])
+    stall_from, stall_len, hz = (float(x) for x in sys.argv[6:9])
     profiler = Profiler(run_dir=run_dir, role="actor", enabled=True, measure_cpu=False, timeline_hz=hz)
     with profiler:
+        print("ready", flush=True)
+        t0 = float(sys.stdin.readline())
         start = t0 + offset
         end = start + cycles * (a + b)
 
