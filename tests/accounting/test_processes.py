@@ -135,9 +135,13 @@ for _ in range(3):
         profiler.count("done")
 print("ready", flush=True)
 deadline = time.monotonic() + 60
+idled = False
 while time.monotonic() < deadline:
     with profiler.phase("idle"):
         time.sleep(0.01)
+    if not idled:
+        print("idled", flush=True)  # one whole idle entry is recorded
+        idled = True
 print("survived", flush=True)
 """
 
@@ -148,7 +152,7 @@ def test_a_signal_flushes_then_ends_the_process_as_it_would_have(tmp_path, signa
     proc = run_script(tmp_path, WAITING, run_dir, "default", wait=False)
     try:
         wait_for_line(proc, "ready")
-        time.sleep(0.1)
+        wait_for_line(proc, "idled")
         proc.send_signal(getattr(signal, signame))
         proc.wait(TIMEOUT)
     finally:

@@ -74,7 +74,13 @@ SCRIPT = textwrap.dedent(
             child.start()
             child.join()
             assert child.exitcode == 0
-            time.sleep(0.5)
+            # Rows tick by tick: waited for, as a loaded machine runs the sampler's thread seldom.
+            from lineprofiler.accounting.sampling import ResourceSampler
+
+            (sampler,) = [a for a in profiler._attachments if isinstance(a, ResourceSampler)]
+            deadline = time.monotonic() + 60
+            while sampler.stats()["ticks"] < 5 and time.monotonic() < deadline:
+                time.sleep(0.05)
         profiler.close()
     """
 )

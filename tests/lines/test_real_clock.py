@@ -34,15 +34,18 @@ SCRIPT = textwrap.dedent(
 
     profiler = LineProfiler(project_folder=folder)
     box = []
+    calls = 0
     with profiler:
         for seconds in (0.05, 0.02):
+            t0 = time.perf_counter_ns()
             sleepy.nap(seconds, box)
+            calls += time.perf_counter_ns() - t0
     line = None
     for key, fs in profiler.get_stats().items():
         if key[2] == "nap":
             line = fs.lines[3]
     print(json.dumps({"clock": profiler.clock, "line_ns": line.time_ns, "hits": line.hits,
-                      "measured_ns": sum(box)}))
+                      "measured_ns": sum(box), "calls_ns": calls}))
     """
 )
 
@@ -65,8 +68,10 @@ def test_a_sleep_is_read_at_its_length(tmp_path, source):
     assert result["hits"] == 2
     measured = result["measured_ns"]
     assert measured >= 70_000_000  # the two sleeps really slept
-    # The line's time includes the two perf_counter calls around the sleep: a few microseconds.
-    assert abs(result["line_ns"] - measured) <= 0.10 * measured, result
+    # The line's time includes the two perf_counter calls around the sleep: a few microseconds,
+    # unless the process waited for a core between the line's start and them (a loaded
+    # machine); the whole calls, timed by their caller, bound that too.
+    assert 0.90 * measured <= result["line_ns"] <= 1.10 * result["calls_ns"], result
 
 
 def test_the_default_clock_is_the_tsc_where_the_cpu_has_an_invariant_one(tmp_path):

@@ -180,7 +180,13 @@ def test_sigterm_kept_going_then_sigkill_after_the_grace_period_loses_only_the_l
     while not progress(log)[1] and time.monotonic() < deadline:
         time.sleep(0.02)
     (at_sigterm,) = progress(log)[1]
-    time.sleep(1.3)  # the grace period: more steps, and a periodic snapshot or two
+    # The grace period: more steps, and a periodic snapshot after the SIGTERM's flush (waited
+    # for, not slept: a loaded machine may take longer to write one).
+    writes = only_document(run_dir)["snapshot"]["writes"]
+    deadline = time.monotonic() + h.TIMEOUT
+    while only_document(run_dir)["snapshot"]["writes"] <= writes and time.monotonic() < deadline:
+        time.sleep(0.05)
+    wait_for_steps(log, len(progress(log)[0]) + 5)
     proc.send_signal(signal.SIGKILL)
     code, _, _ = finish(proc)
     assert code == -signal.SIGKILL

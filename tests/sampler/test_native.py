@@ -25,6 +25,17 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the nat
 NEVER = 3600.0  # an interval the thread never reaches in a test: rows come from sample() alone
 
 
+def wait_for_ticks(s, n: int) -> dict:
+    """The sampler's stats once its thread has taken n rows of its own. A loaded machine may
+    run the thread seldom (it skips the ticks it missed), so wait for them, not for a time."""
+    deadline = time.monotonic() + 60
+    stats = s.stats()
+    while stats["ticks"] < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+        stats = s.stats()
+    return stats
+
+
 def test_flags_match_the_reader():
     # samplefile repeats the C's flag values so the report need not import C: keep them equal.
     assert (_sampler.FLAG_SEGMENT_START, _sampler.FLAG_CHILD_REAPED, _sampler.FLAG_REAP_UNKNOWN) == (
@@ -65,8 +76,8 @@ def test_rows_are_real_readings(helpers):
 def test_the_sampler_does_not_bill_its_own_reads(helpers):
     # Its /proc reads add to rchar; they go to own_rchar too, so the user's net reads stay 0.
     s = _sampler.Sampler(0.01, 256)
-    s.start()
-    time.sleep(0.2)
+    s.start()  # one row
+    wait_for_ticks(s, 5)
     s.stop()
     t = helpers.table_of(s.columns, s.drain())
     s.close()
@@ -78,11 +89,10 @@ def test_the_sampler_does_not_bill_its_own_reads(helpers):
 
 def test_thread_ticks_on_its_own_and_records_its_cpu_time(helpers):
     s = _sampler.Sampler(0.01, 1024)
-    s.start()
-    time.sleep(0.3)
-    stats = s.stats()
+    s.start()  # the start row: the one tick not the thread's
+    stats = wait_for_ticks(s, 6)
     s.stop()
-    assert stats["running"] and stats["ticks"] >= 5 and stats["thread_tid"] > 0
+    assert stats["running"] and stats["ticks"] >= 6 and stats["thread_tid"] > 0
     assert stats["thread_cpu_ns"] > 0
     assert s.stats()["thread_cpu_ns"] >= stats["thread_cpu_ns"]
     assert not s.running and s.stats()["thread_tid"] == 0
@@ -95,7 +105,7 @@ def test_thread_blocks_every_signal():
     s.start()
     try:
         tid = s.stats()["thread_tid"]
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while tid == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
             tid = s.stats()["thread_tid"]
