@@ -207,3 +207,18 @@ def test_the_collect_file_reads_back_what_collect_writes(tmp_path):
     read = raycollect.read_collect_file(tmp_path)
     assert read is not None
     assert (read.run_id, read.collected_unix_ns, read.caveats) == (RUN_ID, 1_796_000_000_000_000_000, (LEFT, DIED))
+
+
+def test_a_collect_that_brought_no_worker_files_is_named_in_the_error(tmp_path):
+    # Every node unreachable: nothing arrived, and the report says what collect recorded.
+    run_dir = tmp_path / "profile"
+    run_dir.mkdir()
+    write_collect(run_dir, [UNREACHABLE, LEFT])
+    result = lineprofiler("report", run_dir)
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert "no worker files under" in line and f"Ray's collect recorded: {UNREACHABLE} (and 1 more)" in line
+    # Without a collect file, or with an unusable one, the error is the plain one.
+    (run_dir / raycollect.RAY_DIR / raycollect.COLLECT_FILE).write_text("{")
+    plain = lineprofiler("report", run_dir)
+    assert plain.returncode == 2 and "Ray" not in plain.stderr and len(plain.stderr.splitlines()) == 1

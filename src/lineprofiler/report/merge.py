@@ -503,6 +503,20 @@ def _file_run_component(path: Path) -> str | None:
     return parts[0] if len(parts) == 3 else None
 
 
+def _collect_detail(run_dir: Path) -> str:
+    """What Ray's collect recorded, for a run directory it left without worker files."""
+    from ..runfiles import raycollect
+
+    try:
+        collect = raycollect.read_collect_file(run_dir)
+    except raycollect.CollectFileError:
+        return ""
+    if collect is None or not collect.caveats:
+        return ""
+    more = f" (and {len(collect.caveats) - 1} more)" if len(collect.caveats) > 1 else ""
+    return f"; Ray's collect recorded: {collect.caveats[0]}{more}"
+
+
 def load_run(run_dir: str | Path, *, no_samples: bool = False, attempt: str | None = None) -> Run:
     """Read every worker file under ``run_dir`` and merge the newest attempt, or the one
     ``attempt`` names (``run_id`` or ``run_id#N``, as the header prints it).
@@ -527,7 +541,7 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False, attempt: str | No
         raise ReportError(str(error)) from None
     if not files:
         where = run_dir / workerfile.WORKERS_DIR
-        detail = f"; {problems[0]}" if problems else ""
+        detail = f"; {problems[0]}" if problems else _collect_detail(run_dir)
         raise ReportError(f"no worker files under {where} (is {run_dir} a lineprofiler run directory?){detail}")
 
     workers: list[Worker] = []
