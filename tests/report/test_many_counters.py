@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from lp_report_builders import run_lineprofiler as lineprofiler
 
+from lineprofiler.report.html.page import CHART_COUNTERS
 from lineprofiler.report.text import COUNTER_ROWS
 
 OUTSIDE = 10_000
@@ -81,3 +83,23 @@ def test_json_lists_every_counter(run_dir):
     assert {c["name"] for c in group["counters"]} == {f"file_{i:05d}" for i in range(OUTSIDE)}
     (load,) = document["dominant"]["phases"]
     assert [c["total"] for c in load["counters"]] == list(range(1, INSIDE + 1))
+
+
+def test_the_html_chart_draws_the_highest_rates_and_the_table_keeps_every_counter(run_dir, tmp_path):
+    page = tmp_path / "report.html"
+    result = lineprofiler("report", run_dir, "--html", page)
+    assert result.returncode == 0, result.stderr
+    html = page.read_text()
+    svg_start = html.index('data-chart="counter-rates"')
+    chart = html[svg_start : html.index("</svg>", svg_start)]
+    labels = re.findall(r'class="label">([^<]*)</text>', chart)
+    assert len(labels) == CHART_COUNTERS
+    # The shards counted inside the short phase have the highest rates, the largest totals first.
+    document = json.loads(lineprofiler("report", run_dir, "--json").stdout)
+    (load,) = document["dominant"]["phases"]
+    fastest = sorted(load["counters"], key=lambda c: -c["per_s"])[:CHART_COUNTERS]
+    assert {label.split()[0] for label in labels} == {c["name"] for c in fastest}
+    section = html[html.index('id="counters"') :]
+    table = section[: section.index("</table>")]
+    assert table.count("<tr data-role=") == OUTSIDE + INSIDE
+    assert f"highest rates of {OUTSIDE + INSIDE:,} counters" in section

@@ -221,6 +221,10 @@ def dominant_html(dominant: Dominant) -> str:
     return section("dominant", "Dominant phases", tab + note + f'<div class="hists">{"".join(figures)}</div>')
 
 
+#: Counters drawn in the rates chart at most (the highest rates; the table lists all).
+CHART_COUNTERS = 30
+
+
 def counters_html(dominant: Dominant | None, counters: Counters | None) -> str:
     rows = []
     all_counters: list[tuple[str, Counter]] = []
@@ -239,18 +243,26 @@ def counters_html(dominant: Dominant | None, counters: Counters | None) -> str:
             f"{td(fmt.count(c.total), c.total)}{td(fmt.rate(c.per_s), c.per_s)}{td(each, c.each_ns)}</tr>"
         )
     tab = table("counters", ("counter", "phase", "role", "total", "rate", "each"), rows)
+    charted = all_counters
+    if len(all_counters) > CHART_COUNTERS:
+        # A bar per counter of thousands is a page tens of thousands of pixels tall: the chart
+        # keeps the highest rates, in the table's order; the table keeps every counter.
+        ranked = sorted(range(len(all_counters)), key=lambda i: -(all_counters[i][1].per_s or 0.0))
+        charted = [all_counters[i] for i in sorted(ranked[:CHART_COUNTERS])]
     chart = svg.bars(
         "counter-rates",
         [
             svg.Bar(f"{fmt.printable(c.name)} ({fmt.printable(role)})", c.per_s or 0.0,
                     f"{fmt.printable(c.name)} in {fmt.printable(c.phase) or '(no phase open)'}: {fmt.count(c.total)}, "
                     f"{fmt.rate(c.per_s)}" + (f", {fmt.per_each(c.each_ns)}" if c.per == "phase" else ""))
-            for role, c in all_counters
+            for role, c in charted
         ],
         "counter rates",
     )
+    shown = (f" The chart shows the {len(charted)} highest rates of {fmt.count(len(all_counters))} counters; the "
+             "table lists every one.") if len(charted) < len(all_counters) else ""
     note = para("Rates are per second of the phase's wall time summed over the role's processes; a counter with "
-                "no phase open is per second of the role's summed process lifetime.")
+                "no phase open is per second of the role's summed process lifetime." + shown)
     return section("counters", "Counters", tab + chart + note)
 
 
