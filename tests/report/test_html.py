@@ -7,11 +7,9 @@ browser test (``test_html_browser.py``) checks the same page in Chromium.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 from lp_report_builders import MS, SimWorker
@@ -22,16 +20,7 @@ from lineprofiler.report import timeline
 from lineprofiler.report.html import page
 from lineprofiler.report.model import Lane, Span
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"lp_{name}", Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-html_runs = _load("html_runs")
+from . import html_runs
 
 CHARTS = ("phase-share", "process-busy", "latency", "counter-rates", "io-by-phase", "io-rates", "rss", "gpu")
 

@@ -10,27 +10,15 @@ Debian's ``chromium``).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from lineprofiler.cli import main
 from lineprofiler.report import format as fmt
 
+from . import chromium, html_runs
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"lp_{name}", Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-chromium = _load("chromium")
-html_runs = _load("html_runs")
 EXECUTABLE = chromium.find_chromium()
 pytestmark = pytest.mark.skipif(
     EXECUTABLE is None, reason="no Chromium on this machine (apt-get install chromium; CI installs it)"

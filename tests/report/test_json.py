@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 from lineprofiler.cli import main
@@ -14,18 +12,9 @@ from lineprofiler.report import json as report_json
 from lineprofiler.report.merge import load_run
 from lineprofiler.runfiles import histogram
 
+from . import html_runs
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "report.md"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"lp_{name}", Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-html_runs = _load("html_runs")
 
 
 def report_json_of(run_dir, capsys, *flags) -> dict:

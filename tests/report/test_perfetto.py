@@ -10,13 +10,11 @@ of finite numbers; a metadata event (``M``) a known name with its ``args``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from lp_report_builders import MS, T0, S, SimWorker
 
@@ -27,16 +25,8 @@ from lineprofiler.report.merge import load_run
 from lineprofiler.report.model import Lane, Span
 from lineprofiler.runfiles.samplefile import BASE_COLUMNS
 
+from . import html_runs
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"lp_{name}", Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-html_runs = _load("html_runs")
 PHASES = {"M", "X", "C", "B", "E", "i", "I"}
 METADATA = {"process_name": "name", "process_sort_index": "sort_index", "thread_name": "name"}
 
