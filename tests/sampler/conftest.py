@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from array import array
 from pathlib import Path
 
@@ -74,6 +75,18 @@ def overwrite(path: Path, text: str) -> None:
         handle.seek(0)
         handle.truncate()
         handle.write(text)
+
+
+def wait_for_stat(sampler, key: str, at_least: int) -> dict:
+    """The sampler's stats once ``stats()[key]`` (``ticks``, ``timeline_ticks``) reaches
+    ``at_least``, or after 60 s. A loaded machine runs the sampler's thread seldom (it skips the
+    ticks it missed), so tests wait for its ticks, never for a time."""
+    deadline = time.monotonic() + 60
+    stats = sampler.stats()
+    while stats[key] < at_least and time.monotonic() < deadline:
+        time.sleep(0.005)
+        stats = sampler.stats()
+    return stats
 
 
 def threads_now() -> int:

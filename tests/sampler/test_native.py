@@ -20,20 +20,11 @@ from lineprofiler.runfiles.samplefile import (
     interval_mask,
 )
 
+from .conftest import wait_for_stat
+
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the native sampler reads /proc")
 
 NEVER = 3600.0  # an interval the thread never reaches in a test: rows come from sample() alone
-
-
-def wait_for_ticks(s, n: int) -> dict:
-    """The sampler's stats once its thread has taken n rows of its own. A loaded machine may
-    run the thread seldom (it skips the ticks it missed), so wait for them, not for a time."""
-    deadline = time.monotonic() + 60
-    stats = s.stats()
-    while stats["ticks"] < n and time.monotonic() < deadline:
-        time.sleep(0.01)
-        stats = s.stats()
-    return stats
 
 
 def test_flags_match_the_reader():
@@ -77,7 +68,7 @@ def test_the_sampler_does_not_bill_its_own_reads(helpers):
     # Its /proc reads add to rchar; they go to own_rchar too, so the user's net reads stay 0.
     s = _sampler.Sampler(0.01, 256)
     s.start()  # one row
-    wait_for_ticks(s, 5)
+    wait_for_stat(s, "ticks", 5)
     s.stop()
     t = helpers.table_of(s.columns, s.drain())
     s.close()
@@ -90,7 +81,7 @@ def test_the_sampler_does_not_bill_its_own_reads(helpers):
 def test_thread_ticks_on_its_own_and_records_its_cpu_time(helpers):
     s = _sampler.Sampler(0.01, 1024)
     s.start()  # the start row: the one tick not the thread's
-    stats = wait_for_ticks(s, 6)
+    stats = wait_for_stat(s, "ticks", 6)
     s.stop()
     assert stats["running"] and stats["ticks"] >= 6 and stats["thread_tid"] > 0
     assert stats["thread_cpu_ns"] > 0

@@ -26,6 +26,8 @@ from lineprofiler.report.blocks import RenderOptions
 from lineprofiler.report.merge import load_run
 from lineprofiler.runfiles import samplefile
 
+from .conftest import wait_for_stat
+
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 
 HZ = 50.0
@@ -172,11 +174,8 @@ def test_a_known_schedule_is_recovered(tmp_path):
 
 
 def _ticks_pass(sampler, n: int) -> None:
-    """Wait until the sampler has taken n more ticks (however late a loaded machine makes them)."""
-    until = sampler.stats()["timeline_ticks"] + n
-    deadline = time.monotonic() + 60
-    while sampler.stats()["timeline_ticks"] < until and time.monotonic() < deadline:
-        time.sleep(0.005)
+    """Wait until the sampler has taken n more timeline ticks."""
+    wait_for_stat(sampler, "timeline_ticks", sampler.stats()["timeline_ticks"] + n)
 
 
 def _rows(sampler):
