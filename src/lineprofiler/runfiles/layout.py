@@ -63,12 +63,15 @@ def sanitize_component(text: str, fallback: str = "unknown") -> str:
     form only has to be stable.
     """
     kept: list[str] = []
+    in_run = False  # inside a run of unsafe characters, already written as one "_"
     for char in str(text):
         if char in _SAFE:
             kept.append(char)
-        elif not kept or kept[-1] != "\0":
-            kept.append("\0")  # a run of unsafe characters, "_" once it is over
-    cleaned = "".join(kept).replace("\0", "_").strip("._")[:64]
+            in_run = False
+        elif not in_run:
+            kept.append("_")
+            in_run = True
+    cleaned = "".join(kept).strip("._")[:64]
     return cleaned or fallback
 
 
