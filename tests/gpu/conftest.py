@@ -50,6 +50,7 @@ def nvml_build(tmp_path_factory) -> Path:
     _build(out / "libnvml_stub.so", [stub])
     _build(out / "libnvml_stub_noutil.so", [stub], ["-DLPSTUB_NO_UTIL"])
     _build(out / "libnvml_stub_noproc.so", [stub], ["-DLPSTUB_NO_PROC"])
+    _build(out / "libnvml_stub_norunning.so", [stub], ["-DLPSTUB_NO_RUNNING"])
     _build(out / "libnvml_shim.so", [HERE / "nvml_shim.c"])
     return out
 

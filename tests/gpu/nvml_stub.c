@@ -7,11 +7,20 @@
  * count when the caller's buffer is too small. A device can also be scripted "steady": every
  * call then answers one new sample for one pid (0: the calling process) at a fixed SM share,
  * newer than lastSeenTimeStamp, as a process keeping a GPU busy at that share would see.
+ * After fork it behaves as driver 580 did on an H200: the child's copy of the parent's state is
+ * not initialised (every call answers NVML_ERROR_UNINITIALIZED) until the child calls nvmlInit
+ * itself, and nvmlShutdown on that copy is fatal (the real driver crashed the child with
+ * SIGSEGV and left the parent's NVML answering NVML_ERROR_UNKNOWN): here it aborts.
+ * The running-process calls (_v3) list, for the compute call, the steady pid and every pid with a
+ * sample on the device (plus any scripted extra processes), and for the graphics call the pid set
+ * by lpstub_set_graphics. -DLPSTUB_NO_RUNNING leaves both calls out.
  * Global state is fine here: one test process, one scripted device set. Build variants: -DLPSTUB_NO_UTIL leaves out
  * nvmlDeviceGetUtilizationRates, -DLPSTUB_NO_PROC leaves out nvmlDeviceGetProcessUtilization. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define STUB_DEVICES 16
@@ -31,6 +40,13 @@ typedef struct {
     unsigned int decUtil;
 } nvmlProcessUtilizationSample_t;
 
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
 typedef struct stub_device *nvmlDevice_t;
 struct stub_device {
     int index;
@@ -38,6 +54,7 @@ struct stub_device {
 
 static struct {
     int init_rc, count_rc, init_calls, shutdown_calls, inits_open;
+    pid_t init_pid; /* the process whose nvmlInit the open inits belong to */
     unsigned int device_count;
     int handle_rc[STUB_DEVICES];
     int util_rc[STUB_DEVICES];
@@ -51,6 +68,11 @@ static struct {
     unsigned int n_samples[STUB_DEVICES];
     unsigned long long last_seen_arg[STUB_DEVICES];
     int proc_calls[STUB_DEVICES];
+    int running_rc[STUB_DEVICES];
+    int running_calls[STUB_DEVICES];
+    unsigned int extra_processes[STUB_DEVICES];
+    int graphics[STUB_DEVICES];
+    unsigned int graphics_pid[STUB_DEVICES];
     struct stub_device devices[STUB_DEVICES];
 } S;
 
@@ -117,6 +139,23 @@ int lpstub_proc_calls(int dev)
 {
     return S.proc_calls[dev];
 }
+void lpstub_set_running_rc(int dev, int rc)
+{
+    S.running_rc[dev] = rc;
+}
+void lpstub_set_extra_processes(int dev, unsigned int n)
+{
+    S.extra_processes[dev] = n;
+}
+void lpstub_set_graphics(int dev, unsigned int pid) /* pid 0: the calling process */
+{
+    S.graphics[dev] = 1;
+    S.graphics_pid[dev] = pid;
+}
+int lpstub_running_calls(int dev)
+{
+    return S.running_calls[dev];
+}
 int lpstub_init_calls(void)
 {
     return S.init_calls;
@@ -128,8 +167,18 @@ int lpstub_shutdown_calls(void)
 
 /* ---- the NVML calls ---- */
 
+/* Initialised, in this process (a forked child's copy of the parent's state is not). */
+static int stub_ready(void)
+{
+    return S.inits_open > 0 && S.init_pid == getpid();
+}
+
 int nvmlInit_v2(void)
 {
+    if (S.init_pid != getpid()) {
+        S.inits_open = 0; /* a forked child starts uninitialised */
+        S.init_pid = getpid();
+    }
     S.init_calls++;
     if (S.init_rc == 0)
         S.inits_open++;
@@ -138,8 +187,12 @@ int nvmlInit_v2(void)
 
 int nvmlShutdown(void)
 {
+    if (S.inits_open > 0 && S.init_pid != getpid()) {
+        fprintf(stderr, "nvml stub: nvmlShutdown on the parent's NVML state in a forked child\n");
+        abort();
+    }
     S.shutdown_calls++;
-    if (S.inits_open == 0)
+    if (!stub_ready())
         return 1; /* NVML_ERROR_UNINITIALIZED */
     S.inits_open--;
     return 0;
@@ -167,7 +220,7 @@ const char *nvmlErrorString(int rc)
 
 int nvmlDeviceGetCount_v2(unsigned int *count)
 {
-    if (S.inits_open == 0)
+    if (!stub_ready())
         return 1;
     if (S.count_rc)
         return S.count_rc;
@@ -177,7 +230,7 @@ int nvmlDeviceGetCount_v2(unsigned int *count)
 
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
-    if (S.inits_open == 0)
+    if (!stub_ready())
         return 1;
     if (index >= S.device_count || index >= STUB_DEVICES)
         return 2; /* NVML_ERROR_INVALID_ARGUMENT */
@@ -196,7 +249,7 @@ int nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 #ifndef LPSTUB_NO_UTIL
 int nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *rates)
 {
-    if (S.inits_open == 0)
+    if (!stub_ready())
         return 1;
     int i = device->index;
     if (S.util_rc[i])
@@ -211,7 +264,7 @@ int nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *rates)
 int nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *out,
                                     unsigned int *count, unsigned long long last_seen)
 {
-    if (S.inits_open == 0)
+    if (!stub_ready())
         return 1;
     int i = device->index;
     S.proc_calls[i]++;
@@ -249,5 +302,59 @@ int nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationS
             out[n++] = S.samples[i][k];
     *count = n;
     return 0;
+}
+#endif
+
+#ifndef LPSTUB_NO_RUNNING
+#define STUB_RUNNING_MAX (STUB_SAMPLES + 1024)
+static int stub_running(nvmlDevice_t device, int graphics, unsigned int *count, nvmlProcessInfo_t *infos)
+{
+    static unsigned int pids[STUB_RUNNING_MAX];
+    if (!stub_ready())
+        return 1;
+    int i = device->index;
+    S.running_calls[i]++;
+    if (S.running_rc[i])
+        return S.running_rc[i];
+    unsigned int n = 0;
+    if (graphics) {
+        if (S.graphics[i])
+            pids[n++] = S.graphics_pid[i] ? S.graphics_pid[i] : (unsigned int)getpid();
+    } else {
+        if (S.steady[i])
+            pids[n++] = S.steady_pid[i] ? S.steady_pid[i] : (unsigned int)getpid();
+        for (unsigned int k = 0; k < S.n_samples[i]; k++) {
+            unsigned int pid = S.samples[i][k].pid, seen = 0;
+            for (unsigned int j = 0; j < n; j++)
+                seen |= pids[j] == pid;
+            if (!seen)
+                pids[n++] = pid;
+        }
+        for (unsigned int e = 0; e < S.extra_processes[i] && n < STUB_RUNNING_MAX; e++)
+            pids[n++] = 4000000 + e;
+    }
+    if (*count < n) {
+        *count = n;
+        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    }
+    for (unsigned int j = 0; j < n; j++) {
+        memset(&infos[j], 0, sizeof infos[j]);
+        infos[j].pid = pids[j];
+        infos[j].usedGpuMemory = 1ULL << 30;
+    }
+    *count = n;
+    return 0;
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+                                            nvmlProcessInfo_t *infos)
+{
+    return stub_running(device, 0, count, infos);
+}
+
+int nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+                                             nvmlProcessInfo_t *infos)
+{
+    return stub_running(device, 1, count, infos);
 }
 #endif

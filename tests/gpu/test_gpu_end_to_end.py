@@ -116,13 +116,19 @@ def test_nvml_columns_from_the_sampler_reach_the_report(tmp_path, nvml_build):
         "available": True, "unavailable_reason": None, "driver": None,
         "devices": [{"index": 0, "name": "Stub GPU 0"}, {"index": 1, "name": "Stub GPU 1"}],
     }
-    assert learner["samples"]["gpu"] == {"devices": 2, "unavailable_reason": None}
-    # What the sampler wrote, tick by tick, in the learner's sample file.
+    gpu = learner["samples"]["gpu"]
+    assert (gpu["devices"], gpu["unavailable_reason"]) == (2, None)
+    # What the sampler wrote, tick by tick, in the learner's sample file. A row taken within half
+    # an interval of the last NVML read (a snapshot's) says "not measured": -1 busy, -2 this pid.
     table = samplefile.read_samples(path.parent / learner["samples"]["file"])
     assert table.columns[-4:] == ("gpu0_busy", "gpu0_mine", "gpu1_busy", "gpu1_mine")
-    assert table.rows >= 5
-    assert set(table.column("gpu0_busy")) == {92} and set(table.column("gpu0_mine")) == {64}
-    assert set(table.column("gpu1_busy")) == {8} and set(table.column("gpu1_mine")) == {-1}  # none attributed
+    assert gpu["reads"] >= 5 and gpu["reads"] + gpu["reads_skipped"] == table.rows
+    read = [k for k, busy in enumerate(table.column("gpu0_busy")) if busy != -1]
+    assert len(read) == gpu["reads"]
+    for name, value in (("gpu0_busy", 92), ("gpu0_mine", 64), ("gpu1_busy", 8), ("gpu1_mine", -1)):  # 1: none
+        column = table.column(name)
+        assert {column[k] for k in read} == {value}, name
+        assert {column[k] for k in range(table.rows) if k not in read} <= {-1 if name.endswith("busy") else -2}
     _, actor = documents["actor"]
     assert actor["gpu"]["nvml"]["unavailable_reason"] == "NVML sees no GPU"
     assert not any(c.startswith("gpu") for c in actor["samples"]["columns"])

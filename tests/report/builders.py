@@ -338,7 +338,12 @@ class SimWorker:
             "rss_unavailable_reason": None,
             "reap_unavailable_reason": None,
             "phase_unavailable_reason": None,
-            "gpu": {"devices": gpus, "unavailable_reason": None if gpus else "NVML sees no GPU"},
+            "gpu": {
+                "devices": gpus,
+                "reads": rows if gpus else 0,
+                "reads_skipped": 0,
+                "unavailable_reason": None if gpus else "NVML sees no GPU",
+            },
             "own_io_excluded": {name: 0 for name in samplefile.IO_FIELDS},
             "own_io_unmeasured": 0,
             "thread_cpu_ns": 0,

@@ -18,6 +18,8 @@
  *                                                       query failed: not measured.
  *   lp_nvml_device_name(&nv, i, buf, len)    0 and the device's name, or -1
  *   lp_nvml_close(&nv)                       shuts NVML down, frees, unloads; idempotent
+ *   lp_nvml_forget_after_fork(&nv)           in a forked child: drops the parent's state
+ *                                            without calling NVML; lp_nvml_open may follow
  *
  * Never called concurrently for one lp_nvml (the sampler owns it); no Python, no GIL, no
  * process-wide state: two lp_nvml in one process are independent (NVML counts its inits).
@@ -25,9 +27,15 @@
  * The library is libnvidia-ml.so.1. Tests point LINEPROFILER_NVML_LIBRARY at a stub library
  * that answers the same calls; that variable is for tests and diagnosis, not for users.
  *
- * Fork: a child must not use its parent's handle (the driver's state does not survive fork);
- * the sampler closes it in the child (lp_nvml_close is safe there: it only calls nvmlShutdown,
- * frees and unloads) and opens a new one if it samples in the child. */
+ * Fork: a child must not use its parent's handle, nor shut it down. On driver 580 (H200) the
+ * child's copy answers NVML_ERROR_UNINITIALIZED, nvmlShutdown on it killed the child with
+ * SIGSEGV and left the parent's NVML answering NVML_ERROR_UNKNOWN, while a fresh nvmlInit in the
+ * child (and that init's own shutdown later) left both working. So the sampler forgets the
+ * parent's state in the child and opens NVML again if it samples there.
+ *
+ * Cost: nvmlDeviceGetProcessUtilization takes 1.8-2.5 ms per call on that driver (the other
+ * calls here 2-60 us), so it is asked only for a device on which the pid has a compute or
+ * graphics context; a process that never touched the GPU pays two short list calls. */
 #ifndef LP_NVML_H
 #define LP_NVML_H
 
@@ -63,6 +71,14 @@ typedef struct {
     unsigned int decUtil;
 } lp_nvmlProcessUtilizationSample_t;
 
+/* nvmlProcessInfo_t as the _v3 running-process calls fill it. */
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} lp_nvmlProcessInfo_t;
+
 #define LP_NVML_SUCCESS                 0
 #define LP_NVML_ERROR_NOT_FOUND         6
 #define LP_NVML_ERROR_INSUFFICIENT_SIZE 7
@@ -77,6 +93,10 @@ typedef lp_nvmlReturn_t (*lp_nvml_util_fn)(lp_nvmlDevice_t, lp_nvmlUtilization_t
 typedef lp_nvmlReturn_t (*lp_nvml_proc_util_fn)(lp_nvmlDevice_t, lp_nvmlProcessUtilizationSample_t *,
                                                 unsigned int *, unsigned long long);
 typedef lp_nvmlReturn_t (*lp_nvml_name_fn)(lp_nvmlDevice_t, char *, unsigned int);
+typedef lp_nvmlReturn_t (*lp_nvml_running_fn)(lp_nvmlDevice_t, unsigned int *, lp_nvmlProcessInfo_t *);
+
+/* Processes read per running-process call; a device with more answers "cannot tell". */
+#define LP_NVML_RUNNING_MAX 64
 
 typedef struct {
     void *library;
@@ -87,6 +107,10 @@ typedef struct {
     lp_nvml_util_fn utilization;
     lp_nvml_proc_util_fn process_utilization; /* NULL on drivers without it: mine is -2 */
     lp_nvml_name_fn name;
+    /* Compute and graphics processes with a context on a device; NULL on drivers without the
+     * _v3 calls, and then the utilisation query is asked every time. */
+    lp_nvml_running_fn running[2];
+    lp_nvmlProcessInfo_t running_buffer[LP_NVML_RUNNING_MAX];
     lp_nvmlDevice_t devices[LP_NVML_MAX_DEVICES];
     /* Newest sample timestamp seen per device, passed back as lastSeenTimeStamp so each call
      * returns only new samples; 0 before the first call lets the driver pick its window. */
@@ -138,6 +162,16 @@ static inline void lp_nvml_close(lp_nvml *nv)
     memset(nv, 0, sizeof *nv);
 }
 
+/* In a forked child: drop the parent's NVML state without calling into NVML or unloading it.
+ * The child holds a copy of the parent's NVML internals and shares its driver descriptors;
+ * nvmlShutdown or dlclose on that copy is not safe. lp_nvml_open then initialises NVML again
+ * for the child, as a second user of the loaded library. */
+static inline void lp_nvml_forget_after_fork(lp_nvml *nv)
+{
+    free(nv->buffer);
+    memset(nv, 0, sizeof *nv);
+}
+
 static inline int lp_nvml_open(lp_nvml *nv, char *why, size_t why_len)
 {
     char tmp[64];
@@ -165,6 +199,10 @@ static inline int lp_nvml_open(lp_nvml *nv, char *why, size_t why_len)
     LP_NVML__BIND(nv->process_utilization,
                   lp_nvml__symbol(nv->library, "nvmlDeviceGetProcessUtilization", NULL));
     LP_NVML__BIND(nv->name, lp_nvml__symbol(nv->library, "nvmlDeviceGetName", NULL));
+    LP_NVML__BIND(nv->running[0],
+                  lp_nvml__symbol(nv->library, "nvmlDeviceGetComputeRunningProcesses_v3", NULL));
+    LP_NVML__BIND(nv->running[1],
+                  lp_nvml__symbol(nv->library, "nvmlDeviceGetGraphicsRunningProcesses_v3", NULL));
     if (!init || !count || !handle || !nv->shutdown || !nv->utilization) {
         lp_nvml__why(why, why_len, "NVML library lacks nvmlInit/nvmlDeviceGetUtilizationRates", path);
         lp_nvml_close(nv);
@@ -220,6 +258,26 @@ static inline int lp_nvml_device_name(const lp_nvml *nv, int i, char *buf, size_
         return -1;
     name[sizeof name - 1] = '\0';
     snprintf(buf, len, "%s", name);
+    return 0;
+}
+
+/* 1: the pid has a compute or graphics context on device i; 0: it has neither; -1: cannot tell
+ * (a driver without the calls, an error, more processes than the buffer holds). */
+static inline int lp_nvml__present(lp_nvml *nv, int i, unsigned pid)
+{
+    for (int k = 0; k < 2; k++) {
+        if (!nv->running[k])
+            return -1;
+        unsigned int count = LP_NVML_RUNNING_MAX;
+        if (nv->running[k](nv->devices[i], &count, nv->running_buffer) != LP_NVML_SUCCESS)
+            return -1;
+        if (count > LP_NVML_RUNNING_MAX)
+            count = LP_NVML_RUNNING_MAX;
+        for (unsigned int j = 0; j < count; j++) {
+            if (nv->running_buffer[j].pid == pid)
+                return 1;
+        }
+    }
     return 0;
 }
 
@@ -288,7 +346,12 @@ static inline void lp_nvml_sample(lp_nvml *nv, unsigned pid, int32_t *busy, int3
         lp_nvmlUtilization_t rates;
         if (nv->utilization(nv->devices[i], &rates) == LP_NVML_SUCCESS)
             busy[i] = rates.gpu > 100 ? 100 : (int32_t)rates.gpu;
-        mine[i] = lp_nvml__mine(nv, i, pid);
+        /* No context here: nothing can be attributed to the pid, a measured zero, without the
+         * costly query. last_seen stays: the next query returns what came since. */
+        if (nv->process_utilization && lp_nvml__present(nv, i, pid) == 0)
+            mine[i] = LP_NVML_NO_SAMPLE;
+        else
+            mine[i] = lp_nvml__mine(nv, i, pid);
     }
 }
 

@@ -22,6 +22,8 @@ class SamplerStats(TypedDict):
     thread_tid: int  # kernel tid of the running thread, 0 when stopped
     restarts: int  # restarts after fork in this process (3.13+: at the first call after the fork)
     gpu_devices: int
+    gpu_reads: int  # rows that read NVML
+    gpu_reads_skipped: int  # rows within half an interval of the last read: NVML not asked
     timeline_ticks: int
     timeline_skipped: int
     timeline_rows: int

@@ -265,6 +265,8 @@ class _PsutilSampler:
             "stat_reason": "reaped children cannot be detected through psutil",
             "phase_reason": "the psutil sampler cannot read the phase capsule",
             "gpu_devices": 0,
+            "gpu_reads": 0,
+            "gpu_reads_skipped": 0,
             "gpu_reason": "the psutil sampler does not sample NVML",
         }
 
@@ -589,7 +591,12 @@ class ResourceSampler:
             rss_unavailable_reason=stats.get("rss_reason"),
             reap_unavailable_reason=stats.get("stat_reason"),
             phase_unavailable_reason=stats.get("phase_reason"),
-            gpu={"devices": stats.get("gpu_devices", 0), "unavailable_reason": stats.get("gpu_reason")},
+            gpu={
+                "devices": stats.get("gpu_devices", 0),
+                "reads": stats.get("gpu_reads", 0),
+                "reads_skipped": stats.get("gpu_reads_skipped", 0),
+                "unavailable_reason": stats.get("gpu_reason"),
+            },
             own_io_excluded=dict(zip(samplefile.IO_FIELDS, self._own_excluded, strict=True)),
             own_io_unmeasured=self._own_unmeasured,
             thread_cpu_ns=stats.get("thread_cpu_ns"),

@@ -419,6 +419,7 @@ static PyObject *lp_sampler_after_fork_child(lp_SamplerObject *self, PyObject *P
         return NULL;
     }
     c->ticks = c->failed_io = c->failed_rss = c->failed_stat = 0;
+    c->nvml_reads = c->nvml_skipped = 0;
     lp_timeline_reset(c);
     if (c->capi != NULL && c->capi->after_fork_child != NULL) {
         c->capi->after_fork_child(c->capi);
@@ -433,9 +434,10 @@ static PyObject *lp_sampler_after_fork_child(lp_SamplerObject *self, PyObject *P
     if (c->closed || !c->opened) {
         Py_RETURN_NONE;
     }
-    /* NVML handles belong to the parent: open NVML again for this process. */
+    /* NVML handles belong to the parent: forget them (never shut down or unload the parent's
+     * NVML from here) and open NVML again for this process. */
     if (c->nvml_open) {
-        lp_nvml_close(&c->nvml);
+        lp_nvml_forget_after_fork(&c->nvml);
         c->nvml_open = 0;
     }
     c->nvml_tried = 0;
@@ -535,7 +537,7 @@ static PyObject *lp_sampler_stats(lp_SamplerObject *self, PyObject *Py_UNUSED(ig
     }
     pthread_mutex_lock(&c->tick_lock);
     int64_t ticks = c->ticks, failed_io = c->failed_io, failed_rss = c->failed_rss,
-            failed_stat = c->failed_stat;
+            failed_stat = c->failed_stat, nvml_reads = c->nvml_reads, nvml_skipped = c->nvml_skipped;
     pthread_mutex_unlock(&c->tick_lock);
     pthread_mutex_lock(&c->ring_lock);
     int64_t rows_total = c->rows_total, overwritten = c->overwritten, held = c->count;
@@ -554,6 +556,8 @@ static PyObject *lp_sampler_stats(lp_SamplerObject *self, PyObject *Py_UNUSED(ig
         lp_set_item(d, "thread_tid", PyLong_FromLongLong(atomic_load(&c->thread_tid))) < 0 ||
         lp_set_item(d, "restarts", PyLong_FromLongLong(c->restarts)) < 0 ||
         lp_set_item(d, "gpu_devices", PyLong_FromLong(c->n_gpu)) < 0 ||
+        lp_set_item(d, "gpu_reads", PyLong_FromLongLong(nvml_reads)) < 0 ||
+        lp_set_item(d, "gpu_reads_skipped", PyLong_FromLongLong(nvml_skipped)) < 0 ||
         lp_set_item(d, "timeline_ticks", PyLong_FromLongLong(atomic_load(&c->tl_ticks))) < 0 ||
         lp_set_item(d, "timeline_skipped", PyLong_FromLongLong(atomic_load(&c->tl_skipped))) < 0 ||
         lp_set_item(d, "timeline_rows", PyLong_FromLongLong(tl_rows)) < 0 ||

@@ -59,6 +59,7 @@ int lp_core_open(lp_core *c)
         } else if (lp_nvml_open(&c->nvml, c->nvml_reason, LP_REASON_LEN) == 0) {
             int n = lp_nvml_device_count(&c->nvml);
             c->nvml_open = 1;
+            c->nvml_last_ns = 0;
             c->n_gpu = n < 0 ? 0 : (n > LP_NVML_MAX_DEVICES ? LP_NVML_MAX_DEVICES : n);
             c->nvml_reason[0] = '\0';
         }
@@ -213,7 +214,21 @@ void lp_read_row(lp_core *c, int64_t *row)
 
     if (c->n_gpu > 0) {
         int32_t busy[LP_NVML_MAX_DEVICES], mine[LP_NVML_MAX_DEVICES];
-        lp_nvml_sample(&c->nvml, (unsigned)c->pid, busy, mine, c->n_gpu);
+        /* NVML answers with the samples its driver took since the previous read. A read soon
+         * after another (a snapshot's row just before a tick) finds no new sample for the pid,
+         * which would read as a measured zero, and costs a couple of milliseconds on a real
+         * driver: such a row says "not measured" and the next read covers the whole gap. */
+        if (c->nvml_last_ns != 0 && row[LP_COL_T] - c->nvml_last_ns < c->interval_ns / 2) {
+            for (int i = 0; i < c->n_gpu; i++) {
+                busy[i] = -1;
+                mine[i] = -2;
+            }
+            c->nvml_skipped++;
+        } else {
+            lp_nvml_sample(&c->nvml, (unsigned)c->pid, busy, mine, c->n_gpu);
+            c->nvml_last_ns = row[LP_COL_T];
+            c->nvml_reads++;
+        }
         for (int i = 0; i < c->n_gpu; i++) {
             row[LP_BASE_COLS + 2 * i] = busy[i];
             row[LP_BASE_COLS + 2 * i + 1] = mine[i];

@@ -106,6 +106,8 @@ typedef struct {
     int nvml_open;
     int n_gpu;
     char nvml_reason[LP_REASON_LEN];
+    int64_t nvml_last_ns; /* monotonic time of the last NVML read; 0: none since opened */
+    int64_t nvml_reads, nvml_skipped;
     _Atomic int32_t *phase; /* NULL without the capsule */
     char phase_reason[LP_REASON_LEN];
     /* The profiler's own I/O: _phases' counters when the capsule exists, else local_own. */
