@@ -1,7 +1,9 @@
 """Shared pytest set-up: every test runs with a clean lineprofiler environment.
 
 The report's worker-file builders (``tests/report/builders.py``) are loaded here, once, as
-``lp_report_builders``, so that any test folder can build real run directories with them.
+``lp_report_builders``, so that any test folder can build real run directories with them, and
+``tests/installed.py`` (what this machine has: torch and its build, viztracer, a GPU) as
+``lp_installed``.
 
 ``disk_dir`` is a folder on a real block-backed filesystem, for the tests of exact disk
 traffic (``write_bytes``, ``read_bytes``): tmpfs and overlay charge none.
@@ -17,13 +19,19 @@ from pathlib import Path
 
 import pytest
 
-_BUILDERS = "lp_report_builders"
-if _BUILDERS not in sys.modules:
-    _spec = importlib.util.spec_from_file_location(_BUILDERS, Path(__file__).parent / "report" / "builders.py")
-    assert _spec is not None and _spec.loader is not None
-    _module = importlib.util.module_from_spec(_spec)
-    sys.modules[_BUILDERS] = _module
-    _spec.loader.exec_module(_module)
+
+def _load_once(name: str, path: Path) -> None:
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_load_once("lp_report_builders", Path(__file__).parent / "report" / "builders.py")
+_load_once("lp_installed", Path(__file__).parent / "installed.py")
 
 
 @pytest.fixture(autouse=True)

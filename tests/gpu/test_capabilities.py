@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-import ctypes
-import importlib.util
 import json
 import os
 
 import pytest
+from lp_installed import (
+    CUDA_DEVICE,
+    HAS_TORCH,
+    HAS_VIZTRACER,
+    NEEDS_CPU_TORCH,
+    NEEDS_CUDA,
+    NO_TORCH,
+    NVIDIA_DRIVER,
+    ON_A_GPU_HOST,
+    TORCH_HAS_CUDA,
+)
 
 from lineprofiler.accounting import capabilities, metadata
-
-HAS_TORCH = importlib.util.find_spec("torch") is not None
-NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
 
 
 def test_probing_imports_none_of_the_heavy_packages(run_python):
@@ -31,7 +37,7 @@ def test_probing_imports_none_of_the_heavy_packages(run_python):
         assert isinstance(cap["available"], bool), name
         if not cap["available"]:
             assert cap["unavailable_reason"], name
-    assert caps["viztracer"]["available"] is True  # from the all extra
+    assert caps["viztracer"]["available"] is HAS_VIZTRACER
     assert caps["torch"]["available"] is HAS_TORCH
     if HAS_TORCH:
         assert caps["torch"]["imported"] is False
@@ -68,16 +74,7 @@ def test_nvml_library_missing(monkeypatch, tmp_path):
     assert str(missing) in cap.unavailable_reason
 
 
-def _nvidia_driver() -> bool:
-    """Whether libnvidia-ml.so.1 loads here, as the sampler loads it."""
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(_nvidia_driver(), reason="this machine has an NVIDIA driver (libnvidia-ml.so.1 loads)")
+@pytest.mark.skipif(NVIDIA_DRIVER, reason=ON_A_GPU_HOST)
 def test_nvml_on_a_machine_without_a_driver():
     cap = capabilities.nvml()
     assert not cap
@@ -123,6 +120,7 @@ def test_a_probe_that_raises_becomes_a_reason(monkeypatch):
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
+@pytest.mark.skipif(TORCH_HAS_CUDA, reason=NEEDS_CPU_TORCH)
 def test_torch_cuda_says_why_on_the_cpu_build(run_python):
     out = run_python(
         "import json\n"
@@ -137,6 +135,22 @@ def test_torch_cuda_says_why_on_the_cpu_build(run_python):
     assert after["available"] is False
     assert after["unavailable_reason"].endswith("is built without CUDA")
     assert torch_cap["imported"] is True
+
+
+@pytest.mark.skipif(not CUDA_DEVICE, reason=NEEDS_CUDA)
+def test_torch_cuda_is_available_once_torch_is_imported_on_a_cuda_build(run_python):
+    out = run_python(
+        "import json\n"
+        "from lineprofiler.accounting import capabilities\n"
+        "before = capabilities.torch_cuda().as_dict()\n"
+        "import torch\n"
+        "after = capabilities.torch_cuda().as_dict()\n"
+        "print(json.dumps([before, after, torch.cuda.device_count()]))\n"
+    )
+    before, after, devices = json.loads(out)
+    assert before["unavailable_reason"] == "torch is not imported by this process (lineprofiler never imports it)"
+    assert devices >= 1
+    assert after["available"] is True, after
 
 
 @pytest.mark.skipif(HAS_TORCH, reason="torch is installed here")

@@ -1,9 +1,11 @@
 """gpu.py: sync=True, annotate=True (NVTX and record_function) and the VRAM/NVML attachment.
 
-CUDA itself cannot exist on these machines. Where a test needs torch *with* CUDA it uses
+CUDA cannot exist on the machines that run CI. Where a test needs torch *with* CUDA there it uses
 ``cuda_torch``, a stand-in module that has only the torch.cuda calls gpu.py makes and records
 them; everything else runs against the real CPU build of torch (Python 3.11) and the real nvtx
-package, seen through a real NVTX tool library.
+package, seen through a real NVTX tool library. On a machine with a GPU and a CUDA build of
+torch the tests marked ``NEEDS_CUDA`` drive the real thing instead (``benchmarks/gpu_check.py``
+covers the rest).
 """
 
 from __future__ import annotations
@@ -16,12 +18,18 @@ import threading
 import types
 
 import pytest
+from lp_installed import (
+    CUDA_DEVICE,
+    HAS_NVTX,
+    HAS_TORCH,
+    NEEDS_CPU_TORCH,
+    NEEDS_CUDA,
+    NO_NVTX,
+    NO_TORCH,
+    TORCH_HAS_CUDA,
+)
 
 from lineprofiler.accounting import capabilities, gpu
-
-HAS_TORCH = importlib.util.find_spec("torch") is not None
-HAS_NVTX = importlib.util.find_spec("nvtx") is not None
-NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
 
 
 class CudaTorch:
@@ -105,6 +113,7 @@ def test_sync_settles_when_torch_is_imported_later(monkeypatch):
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
+@pytest.mark.skipif(TORCH_HAS_CUDA, reason=NEEDS_CPU_TORCH)
 def test_sync_with_the_cpu_build_of_torch(run_python):
     out = run_python(
         "import sys\n"
@@ -117,6 +126,39 @@ def test_sync_with_the_cpu_build_of_torch(run_python):
         "print(gpu.make_sync(), late._resolved)\n"
     )
     assert out.splitlines() == ["_LateSync False", "None None"]
+@pytest.mark.skipif(not CUDA_DEVICE, reason=NEEDS_CUDA)
+def test_sync_waits_for_queued_kernels_on_a_cuda_build(run_python):
+    # Built before torch is imported: a late sync that settles on torch.cuda.synchronize, a no-op
+    # until CUDA is initialised. After it returns, the queued work is done (the event says so).
+    out = run_python(
+        "import json, time\n"
+        "from lineprofiler.accounting import gpu\n"
+        "late = gpu.make_sync()\n"
+        "import torch\n"
+        "late()  # CUDA not initialised yet: returns at once, creates no context\n"
+        "before_init = torch.cuda.is_initialized()\n"
+        "a = torch.randn(4096, 4096, device='cuda')\n"
+        "late()\n"
+        "x = a\n"
+        "for _ in range(32):\n"
+        "    x = x @ a / 64\n"
+        "done = torch.cuda.Event()\n"
+        "done.record()\n"
+        "queued = not done.query()\n"
+        "t0 = time.perf_counter()\n"
+        "late()\n"
+        "waited = time.perf_counter() - t0\n"
+        "print(json.dumps([before_init, queued, done.query(), waited, gpu.describe_sync(late)]))\n"
+    )
+    before_init, queued, done_after, waited, described = json.loads(out)
+    assert before_init is False
+    assert queued, "32 products of 4096x4096 should still be running right after they are queued"
+    assert done_after is True  # sync returned only once they had finished
+    assert waited > 0.005, waited
+    assert described["mode"] == "torch.cuda.synchronize", described
+
+
+
 
 
 # ---- annotate=True: record_function ----
@@ -204,7 +246,7 @@ def test_each_thread_has_its_own_stack(no_torch, monkeypatch):
 # ---- annotate=True: NVTX, through a real NVTX tool ----
 
 
-@pytest.mark.skipif(not HAS_NVTX, reason="the nvtx package (test extra) is not installed")
+@pytest.mark.skipif(not HAS_NVTX, reason=NO_NVTX)
 def test_nvtx_ranges_reach_an_nvtx_tool(run_python, nvtx_tool, tmp_path):
     log = tmp_path / "nvtx.log"
     out = run_python(
@@ -218,8 +260,8 @@ def test_nvtx_ranges_reach_an_nvtx_tool(run_python, nvtx_tool, tmp_path):
         env={"NVTX_INJECTION64_PATH": str(nvtx_tool), "LP_NVTX_LOG": str(log)},
     )
     described = json.loads(out)
-    # The CPU build of torch has no NVTX, so the ranges go through the nvtx package.
-    assert described["nvtx"] == "nvtx"
+    # The CPU build of torch has no NVTX, so the ranges go through the nvtx package there.
+    assert described["nvtx"] == ("torch.cuda.nvtx" if TORCH_HAS_CUDA else "nvtx")
     assert described["record_function"] is HAS_TORCH
     assert described["errors"] == 0
     assert log.read_text().splitlines() == [
@@ -252,6 +294,7 @@ def test_vram_without_torch_says_why(no_torch, monkeypatch, tmp_path):
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
+@pytest.mark.skipif(TORCH_HAS_CUDA, reason=NEEDS_CPU_TORCH)
 def test_vram_with_the_cpu_build_says_why():
     import torch  # noqa: F401
 
@@ -259,6 +302,35 @@ def test_vram_with_the_cpu_build_says_why():
     gpu.GpuAttachment(nvml=False).contribute(document)
     assert document["gpu"]["vram"]["unavailable_reason"] == "torch is built without CUDA"
     assert "nvml" not in document["gpu"]
+
+
+@pytest.mark.skipif(not CUDA_DEVICE, reason=NEEDS_CUDA)
+def test_vram_peaks_on_a_cuda_build(run_python):
+    # 256 MiB held, 512 MiB more allocated and freed between two reads: the allocator's own peak
+    # carries it to the next read, and the attachment keeps it after the user resets the peaks.
+    out = run_python(
+        "import json, torch\n"
+        "from lineprofiler.accounting import gpu\n"
+        "attachment = gpu.GpuAttachment(nvml=False)\n"
+        "attachment.start()\n"
+        "held = torch.empty(64 << 20, dtype=torch.float32, device='cuda')\n"
+        "attachment.sample()\n"
+        "spike = torch.empty(128 << 20, dtype=torch.float32, device='cuda')\n"
+        "del spike\n"
+        "attachment.sample()\n"
+        "torch.cuda.reset_peak_memory_stats()\n"
+        "document = {}\n"
+        "attachment.contribute(document)\n"
+        "print(json.dumps(document['gpu']['vram']))\n"
+    )
+    vram = json.loads(out)
+    mib = 1 << 20
+    assert vram["available"] is True and vram["unavailable_reason"] is None
+    assert vram["samples"] >= 3
+    assert 256 * mib <= vram["allocated_last"] < 300 * mib
+    assert vram["allocated_peak"] >= 768 * mib
+    assert vram["reserved_peak"] >= vram["allocated_peak"]
+    assert list(vram["devices"]) == ["0"]
 
 
 def test_vram_waits_for_cuda_to_be_initialised(cuda_torch):

@@ -8,18 +8,17 @@ VizTracer are real too.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
 
 import pytest
+from lp_installed import HAS_TORCH, HAS_VIZTRACER, NO_TORCH, NO_VIZTRACER
 
 from lineprofiler.accounting import _phases, gpu, windows
 from lineprofiler.accounting.windows import Backend, Window
 
-HAS_TORCH = importlib.util.find_spec("torch") is not None
-NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
+needs_viztracer = pytest.mark.skipif(not HAS_VIZTRACER, reason=NO_VIZTRACER)
 
 
 def recorder(window: Window | None, annotator=None) -> _phases.Recorder:
@@ -95,6 +94,7 @@ def test_artifact_names_are_per_process():
 # ---- viztracer ----
 
 
+@needs_viztracer
 def test_viztracer_window_traces_the_window_with_phase_names(tmp_path):
     window = Window("viztracer", tmp_path, (2, 4), "iteration")
     assert window.state == "waiting" and window.unavailable_reason is None
@@ -129,6 +129,7 @@ def test_the_recorder_calls_watch_before_annotate_enter():
                      ("watch", 2), ("enter", "iteration"), ("enter", "mcts"), ("exit", "mcts"), ("exit", "iteration")]
 
 
+@needs_viztracer
 def test_stopping_the_profiler_inside_the_window_writes_a_truncated_trace(tmp_path):
     window = Window("viztracer", tmp_path, (2, 100), "iteration")
     run_iterations(recorder(window), 5)
@@ -141,6 +142,7 @@ def test_stopping_the_profiler_inside_the_window_writes_a_truncated_trace(tmp_pa
     assert window.describe()["truncated"] is True
 
 
+@needs_viztracer
 def test_a_window_that_never_opens_writes_nothing(tmp_path):
     window = Window("viztracer", tmp_path, (10, 20), "iteration")
     run_iterations(recorder(window), 5)
@@ -149,6 +151,7 @@ def test_a_window_that_never_opens_writes_nothing(tmp_path):
     assert not (tmp_path / "backend").exists()
 
 
+@needs_viztracer
 def test_start_failure_is_recorded_not_raised(tmp_path):
     window = Window("viztracer", tmp_path, (1, 3), "iteration", options={"no_such_option": 1})
     run_iterations(recorder(window), 4)
@@ -158,6 +161,7 @@ def test_start_failure_is_recorded_not_raised(tmp_path):
     assert not (tmp_path / "backend").exists()
 
 
+@needs_viztracer
 def test_save_failure_is_recorded_not_raised(tmp_path):
     blocker = tmp_path / "run"
     blocker.write_text("a file where the run directory should be")
@@ -167,6 +171,7 @@ def test_save_failure_is_recorded_not_raised(tmp_path):
     assert window.error.split(":")[0] in ("FileExistsError", "NotADirectoryError")
 
 
+@needs_viztracer
 def test_a_forked_child_writes_its_own_file(tmp_path):
     window = Window("viztracer", tmp_path, (2, 4), "iteration")
     rec = recorder(window)
@@ -215,6 +220,7 @@ def test_missing_viztracer_is_a_no_op_with_a_reason(run_python, tmp_path):
     assert not (tmp_path / "backend").exists()
 
 
+@needs_viztracer
 def test_contribute_puts_the_window_in_the_worker_document(tmp_path):
     window = Window("viztracer", tmp_path, (1, 2), "iteration")
     document: dict = {}
@@ -272,6 +278,7 @@ def test_torch_window_without_torch_is_unavailable(tmp_path):
     assert not (tmp_path / "backend").exists()
 
 
+@needs_viztracer
 def test_annotate_hooks_combinations(tmp_path, monkeypatch):
     assert windows.annotate_hooks(None, None) == (None, None)
     annotator = gpu.Annotator(nvtx=False, record_function=False)

@@ -10,8 +10,6 @@ What needs a clean interpreter (an import order, a blocked package) runs in a su
 
 from __future__ import annotations
 
-import ctypes
-import importlib.util
 import json
 import os
 import shutil
@@ -24,23 +22,16 @@ HERE = Path(__file__).resolve().parent
 GPU_TESTS = HERE.parent / "gpu"
 SRC = HERE.parents[1] / "src" / "lineprofiler"
 
-HAS_TORCH = importlib.util.find_spec("torch") is not None
-HAS_VIZTRACER = importlib.util.find_spec("viztracer") is not None
-HAS_NVTX = importlib.util.find_spec("nvtx") is not None
-NO_TORCH = "torch is tested on Python 3.11 only (its CPU wheel is on this machine's disk for 3.11 alone)"
-
-
-def _loads(library: str) -> bool:
-    try:
-        ctypes.CDLL(library)
-    except OSError:
-        return False
-    return True
-
-
-#: Whether this machine has an NVIDIA driver: NVML's library loads, as the sampler loads it.
-NVIDIA_DRIVER = _loads("libnvidia-ml.so.1")
-ON_A_GPU_HOST = "this machine has an NVIDIA driver (libnvidia-ml.so.1 loads): NVML is not absent here"
+# What this machine has: one definition for every test folder (tests/installed.py).
+from lp_installed import (  # noqa: E402, F401
+    HAS_NVTX,
+    HAS_TORCH,
+    HAS_VIZTRACER,
+    NO_TORCH,
+    NVIDIA_DRIVER,
+    ON_A_GPU_HOST,
+    TORCH_HAS_CUDA,
+)
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -8,14 +8,8 @@ import sys
 import textwrap
 
 import pytest
-from lp_integration_helpers import (
-    HAS_TORCH,
-    HAS_VIZTRACER,
-    NVIDIA_DRIVER,
-    ON_A_GPU_HOST,
-    clean_env,
-    worker_documents,
-)
+from lp_installed import HAS_TORCH, HAS_VIZTRACER, NO_TORCH, NVIDIA_DRIVER, ON_A_GPU_HOST, TORCH_HAS_CUDA
+from lp_integration_helpers import clean_env, worker_documents
 
 PIPELINE = """
 import multiprocessing as mp
@@ -115,7 +109,7 @@ def test_a_loadable_nvml_without_devices_gives_its_own_reason(run_python, tmp_pa
     assert block(out, "GPU") == ["absent: NVML sees no GPU"]
 
 
-@pytest.mark.skipif(not HAS_TORCH, reason="torch is tested on Python 3.11 only")
+@pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
 def test_the_report_over_a_torch_run(run_python, tmp_path, report):
     window = {"backend": "torch", "backend_window": (2, 4), "window_phase": "iteration"}
     # NVML pinned to a library that does not exist: the GPU block reads the same on a GPU host.
@@ -127,7 +121,9 @@ def test_the_report_over_a_torch_run(run_python, tmp_path, report):
     assert block(out, "GPU")[0].startswith(f"absent: cannot load NVML (no NVIDIA driver?): {missing}")
     learner = next(d for d in worker_documents(run_dir) if d["identity"]["role"] == "learner")
     assert learner["backend_window"]["state"] == "done"
-    assert learner["gpu"]["vram"]["unavailable_reason"] == "torch is built without CUDA"
+    # The run never touches CUDA: on a CUDA build, its context is never created.
+    expected = "CUDA is not initialised in this process" if TORCH_HAS_CUDA else "torch is built without CUDA"
+    assert learner["gpu"]["vram"]["unavailable_reason"] == expected
     assert learner["errors"] == []
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from lp_integration_helpers import HAS_TORCH, NO_TORCH, phases_by_path, worker_documents
+from lp_installed import HAS_TORCH, NEEDS_CPU_TORCH, NO_TORCH, TORCH_HAS_CUDA
+from lp_integration_helpers import phases_by_path, worker_documents
 
 BODY = """
 from lineprofiler.accounting import Profiler
@@ -46,6 +47,7 @@ def assert_recorded(document: dict) -> None:
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
+@pytest.mark.skipif(TORCH_HAS_CUDA, reason=NEEDS_CPU_TORCH)
 def test_sync_with_the_cpu_build_of_torch_is_a_no_op(run_python, tmp_path):
     document, run_level, own = run_sync(run_python, tmp_path, before="import torch\n")
     assert_recorded(document)
@@ -61,7 +63,10 @@ def test_torch_imported_after_the_profiler_is_picked_up(run_python, tmp_path):
     document, run_level, own = run_sync(run_python, tmp_path, between="p.flush()\nimport torch")
     assert_recorded(document)
     assert run_level["sync"]["mode"] == "pending"  # torch installed, not imported yet
-    assert own["sync"]["mode"] is None and "built without CUDA" in own["sync"]["unavailable_reason"]
+    if TORCH_HAS_CUDA:
+        assert own["sync"]["mode"] == "torch.cuda.synchronize"
+    else:
+        assert own["sync"]["mode"] is None and "built without CUDA" in own["sync"]["unavailable_reason"]
 
 
 def test_sync_without_torch_is_a_no_op(run_python, tmp_path):
