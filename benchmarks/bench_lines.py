@@ -36,6 +36,7 @@ of the same workload; medians over repetitions, the two modes alternating.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import multiprocessing
@@ -167,6 +168,27 @@ def run_floor(name: str, size: int) -> int:
     return _now() - t0
 
 
+def run_monitoring_floor(name: str, size: int, callback: Callable[..., object]) -> int:
+    """The same run with ``callback`` (C) on the LINE and PY_RETURN events, the two our tracer
+    cannot do without for per-line time; 3.12+ only."""
+    fn = getattr(PROFILED, name)
+    mon = sys.monitoring  # type: ignore[attr-defined]
+    events = mon.events.LINE | mon.events.PY_RETURN
+    tool = _free_tool_id()
+    mon.use_tool_id(tool, "bench-floor")
+    t0 = _now()
+    mon.register_callback(tool, mon.events.LINE, callback)
+    mon.register_callback(tool, mon.events.PY_RETURN, callback)
+    mon.set_events(tool, events)
+    fn(size)
+    mon.set_events(tool, 0)
+    t1 = _now()
+    mon.register_callback(tool, mon.events.LINE, None)
+    mon.register_callback(tool, mon.events.PY_RETURN, None)
+    mon.free_tool_id(tool)
+    return t1 - t0
+
+
 class Peer:
     """line_profiler, given the workload's functions."""
 
@@ -237,6 +259,9 @@ def run_workloads(opts: argparse.Namespace) -> dict[str, dict[str, object]]:
         if _tracer.MONITORING or (name != "threads" and hasattr(_tracer, "_set_noop_trace")):
             # On 3.11 the no-op trace function covers the calling thread only.
             modes["floor"] = run_floor
+        if opts.floors and _tracer.MONITORING:
+            modes["noop_lr"] = functools.partial(run_monitoring_floor, callback=_tracer._floor_noop)
+            modes["clock_lr"] = functools.partial(run_monitoring_floor, callback=_tracer._floor_clock)
         if not opts.no_peers and PeerLineProfiler is not None:
             modes["line_profiler"] = Peer(name)
         if not opts.no_peers and PyiProfiler is not None:
@@ -269,6 +294,12 @@ def run_workloads(opts: argparse.Namespace) -> dict[str, dict[str, object]]:
         )
         if untraced:
             print(f"  line_profiler counted no hit in {', '.join(untraced)}: it did not trace that code")
+        if "noop_lr" in times:
+            print(
+                f"  floors on LINE and PY_RETURN: a C no-op {_cell(times, 'noop_lr').strip()}, "
+                f"a C clock read {_cell(times, 'clock_lr').strip()}",
+                flush=True,
+            )
         results[name] = {"size": size, "events": events, "times_ns": times, "peer_untraced": untraced}
     return results
 
@@ -363,6 +394,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="0.1 s runs, 3 repetitions")
     ap.add_argument("--only", choices=sorted(WORKLOADS), action="append", help="run only these workloads")
     ap.add_argument("--no-peers", action="store_true", help="skip line_profiler and pyinstrument")
+    ap.add_argument(
+        "--floors",
+        action="store_true",
+        help="3.12+: also time a C no-op and a C clock read on LINE and PY_RETURN (the events per-line time needs)",
+    )
     ap.add_argument("--json", metavar="PATH", help="also write every measured time here")
     ap.add_argument("--children", action="store_true", help=f"the workloads in {N_WORKERS} spawn workers instead")
     opts = ap.parse_args()

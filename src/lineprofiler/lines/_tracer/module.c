@@ -663,6 +663,35 @@ static PyObject *lp_set_noop_trace(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(lp_floor_noop_doc, "_floor_noop(*args)\n--\n\n"
+                                "BENCHMARK ONLY. A sys.monitoring callback that does nothing: what an\n"
+                                "event costs before any profiler work.");
+
+static PyObject *lp_floor_noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    LP_UNUSED(module);
+    LP_UNUSED(args);
+    LP_UNUSED(nargs);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(lp_floor_clock_doc, "_floor_clock(*args)\n--\n\n"
+                                 "BENCHMARK ONLY. A sys.monitoring callback that only reads the tracer's\n"
+                                 "clock: the least any per-line timing pays per event.");
+
+static PyObject *lp_floor_clock(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    LP_UNUSED(args);
+    LP_UNUSED(nargs);
+    lp_state *st = lp_get_state(module);
+#if LP_HAVE_TSC
+    st->floor_sink += st->default_clock == LP_CLOCK_TSC ? lp_tsc() : lp_monotonic_ns();
+#else
+    st->floor_sink += lp_monotonic_ns();
+#endif
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(lp_default_clock_doc, "default_clock()\n--\n\n"
                                    "The clock new tracers use: 'tsc' (an invariant cycle counter, scaled to\n"
                                    "ns against CLOCK_MONOTONIC at report time) or 'monotonic'.");
@@ -679,6 +708,8 @@ static PyMethodDef lp_module_methods[] = {
     {"_set_foreign_limit", (PyCFunction)lp_set_foreign_limit, METH_O, lp_set_foreign_limit_doc},
     {"_set_presize", (PyCFunction)lp_set_presize, METH_O, lp_set_presize_doc},
     {"_set_noop_trace", (PyCFunction)lp_set_noop_trace, METH_O, lp_set_noop_trace_doc},
+    {"_floor_noop", (PyCFunction)(void (*)(void))lp_floor_noop, METH_FASTCALL, lp_floor_noop_doc},
+    {"_floor_clock", (PyCFunction)(void (*)(void))lp_floor_clock, METH_FASTCALL, lp_floor_clock_doc},
     {"default_clock", (PyCFunction)lp_default_clock, METH_NOARGS, lp_default_clock_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -103,6 +103,7 @@ typedef struct {
     Py_ssize_t foreign_limit;
     /* Size line arrays from co_lines() (0 only in tests: forces growth). */
     int presize;
+    int64_t floor_sink; /* where the benchmark's floor callbacks put their clock reads */
 } lp_state;
 
 /* ===================================================================== records */
