@@ -128,6 +128,9 @@ if mode == "python":
 elif mode == "ignore":
     for name in ("SIGTERM", "SIGUSR1", "SIGHUP"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
+else:  # "default", whatever this process inherited (nohup ignores SIGHUP)
+    for name in ("SIGTERM", "SIGUSR1", "SIGHUP"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 profiler = Profiler(run_dir=sys.argv[1], role="waiter", snapshot_interval_s=3600)
 for _ in range(3):
