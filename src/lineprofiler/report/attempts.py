@@ -60,9 +60,9 @@ def attempt_name(run_id: str, attempt: int) -> str:
     return f"{text} #{attempt}" if attempt else text
 
 
-@dataclass
-class Group:
-    """The worker files of one ``(run_id, attempt)``."""
+class AttemptSpan:
+    """The name and the time span of one attempt's worker files: a :class:`Group` while
+    attempts are sorted out, the merged ``Run`` after."""
 
     run_id: str
     attempt: int
@@ -78,7 +78,17 @@ class Group:
 
     @property
     def end_ns(self) -> int:
+        """The newest flush (or end) of any of its workers."""
         return max(w.stop_ns for w in self.workers)
+
+
+@dataclass
+class Group(AttemptSpan):
+    """The worker files of one ``(run_id, attempt)``."""
+
+    run_id: str
+    attempt: int
+    workers: list[Worker]
 
     @property
     def sources(self) -> set[str]:

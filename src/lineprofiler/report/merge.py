@@ -323,7 +323,7 @@ class UnreadableFile:
 
 
 @dataclass
-class Run:
+class Run(attempts_mod.AttemptSpan):
     """The newest attempt of a run directory, merged; what every report block renders."""
 
     run_dir: Path
@@ -350,19 +350,6 @@ class Run:
     newest: AttemptSummary | None = None
     #: Processes found in more than one worker file, each counted once.
     duplicates: list[duplicates_mod.DuplicateFiles] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return attempt_name(self.run_id, self.attempt)
-
-    @property
-    def start_ns(self) -> int:
-        return min(w.start_ns for w in self.workers)
-
-    @property
-    def end_ns(self) -> int:
-        """The newest flush (or end) of any worker of this attempt."""
-        return max(w.stop_ns for w in self.workers)
 
     @property
     def runtime_ns(self) -> int:
