@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..runfiles import layout, linesfile
 from . import _phases
-from ._options import check_window, check_window_phase
 from .identity import ENV_LINES_PROJECT
+from .window_state import WindowState
 
 if TYPE_CHECKING:
     from ..lines.profiler import LineProfiler
@@ -68,7 +68,7 @@ def project_folder(explicit: str | None = None) -> Path:
     return find_project_root()
 
 
-class LinesWindow:
+class LinesWindow(WindowState):
     """The line profiler of one process, on for entries ``start .. stop - 1`` of a phase.
 
     States as :class:`~.windows.Window`'s: ``"unavailable"`` (the line layer could not be set
@@ -86,22 +86,10 @@ class LinesWindow:
         *,
         project: str | None = None,
     ) -> None:
-        self.start_at, self.stop_at = check_window(window)
-        self.watch_name = check_window_phase(phase)
+        self._init_state(owner.run_dir, window, phase)
         self._owner = owner
-        self.run_dir = owner.run_dir
-        self._lock = threading.RLock()
-        self.state = "waiting"
-        self.error: str | None = None
-        self.unavailable_reason: str | None = None
-        self.partial = False
-        self.started_unix_ns: int | None = None
-        self.stopped_unix_ns: int | None = None
-        self.started_entry: int | None = None
-        self.stopped_entry: int | None = None
-        #: The last entry that began while the window was open (a partial window's extent).
+        #: The last entry that began while the window was open (a truncated window's extent).
         self.last_entry: int | None = None
-        self.artifact: Path | None = None
         self.project: Path | None = None
         self._profiler: LineProfiler | None = None
         try:
@@ -156,7 +144,7 @@ class LinesWindow:
             self._profiler._stop_all()  # open lines end now; an internal error stays for the file
             self.stopped_entry = n
             self.stopped_unix_ns = time.time_ns()
-            self.partial = partial
+            self.truncated = partial
             try:
                 self.artifact = self._write(status, signal)
             except Exception as error:
@@ -207,7 +195,7 @@ class LinesWindow:
             "phase": self.watch_name,
             "start": self.start_at,
             "stop": self.stop_at,
-            "partial": self.partial,
+            "partial": self.truncated,
             "started_entry": self.started_entry,
             "stopped_entry": self.stopped_entry,
             "entries": self.entries,
@@ -230,9 +218,6 @@ class LinesWindow:
 
     # ---- the attachment protocol ----
 
-    def start(self) -> None:
-        pass
-
     def stop(self) -> None:
         """The profiler stops (close, exit, or a signal that ends the process): an open window
         is cut here and written, marked partial."""
@@ -250,16 +235,11 @@ class LinesWindow:
 
     close = stop
 
-    def before_fork(self) -> None:
-        pass
-
-    def after_fork_parent(self) -> None:
-        pass
-
     def after_fork_child(self) -> None:
         """A forked child counts its own entries from zero: a window open in the parent is
         switched off here and what it recorded (the parent's) forgotten."""
-        self._lock = threading.RLock()
+        self._forget_after_fork()
+        self.last_entry = None
         profiler = self._profiler
         if profiler is not None:
             try:
@@ -268,40 +248,10 @@ class LinesWindow:
                 profiler.clear()
             except Exception as error:
                 self._fail(error)
-                return
-        if self.state in ("active", "done", "failed"):
-            self.state = "waiting"
-            self.error = None
-        self.partial = False
-        self.started_unix_ns = self.stopped_unix_ns = None
-        self.started_entry = self.stopped_entry = self.last_entry = None
-        self.artifact = None
 
     def describe(self) -> dict[str, Any]:
         """What metadata.json and the worker document record about this window."""
-        artifact = None
-        if self.artifact is not None:
-            try:
-                artifact = str(self.artifact.relative_to(self.run_dir))
-            except ValueError:
-                artifact = str(self.artifact)
-        return {
-            "backend": self.backend_name,
-            "phase": self.watch_name,
-            "window": [self.start_at, self.stop_at],
-            "state": self.state,
-            "available": self.unavailable_reason is None,
-            "unavailable_reason": self.unavailable_reason,
-            "error": self.error,
-            "artifact": artifact,
-            "truncated": self.partial,
-            "started_entry": self.started_entry,
-            "stopped_entry": self.stopped_entry,
-            "entries": self.entries,
-            "started_unix_ns": self.started_unix_ns,
-            "stopped_unix_ns": self.stopped_unix_ns,
-            "project_folder": None if self.project is None else str(self.project),
-        }
-
-    def contribute(self, document: dict[str, Any]) -> None:
-        document["backend_window"] = self.describe()
+        described = super().describe()
+        described["entries"] = self.entries
+        described["project_folder"] = None if self.project is None else str(self.project)
+        return described

@@ -42,7 +42,8 @@ from typing import Any
 from ..runfiles import layout
 from ..runfiles.layout import BACKEND_DIR
 from . import capabilities
-from ._options import check_window, check_window_phase, parse_backend
+from ._options import parse_backend
+from .window_state import WindowState
 
 __all__ = ["BACKEND_DIR", "Backend", "Window", "annotate_hooks", "artifact_name"]
 
@@ -71,7 +72,7 @@ def artifact_name(backend: Backend, host: str, pid: int) -> str:
     return layout.artifact_name(_ARTIFACT_STEMS[backend], host, pid)
 
 
-class Window:
+class Window(WindowState):
     """One heavy-profiler window in this process.
 
     States: ``"unavailable"`` (package missing: never starts), ``"waiting"``, ``"active"``,
@@ -100,9 +101,8 @@ class Window:
         if parsed is Backend.LINES:
             raise ValueError("backend='lines' runs in a lines_window.LinesWindow, not a Window")
         self.backend = parsed
-        self.start_at, self.stop_at = check_window(window)
-        self.watch_name = check_window_phase(phase)
-        self.run_dir = Path(run_dir)
+        self.backend_name = parsed.value
+        self._init_state(Path(run_dir), window, phase)
         self._host = host
         self.options = dict(options or {})
         #: Whether enter/exit put phase names into the trace; off when an Annotator already does
@@ -111,7 +111,6 @@ class Window:
         # An Annotator whose record_function, once torch is imported, lands in this window's torch
         # trace: while it is active the window adds none of its own (see annotate_hooks).
         self._covered_by: Any = None
-        self._lock = threading.RLock()
         self._local = threading.local()
         # Bumped when a window stops: per-thread stacks holding the stopped profiler's ranges are
         # dropped at their thread's next enter instead of being closed into a dead profiler.
@@ -120,16 +119,7 @@ class Window:
         self._active = False  # the one check enter/exit make outside the window
         self._last_enter: str | None = None
         self._pid = os.getpid()
-        self.state = "waiting"
-        self.error: str | None = None
-        self.truncated = False
-        self.started_unix_ns: int | None = None
-        self.stopped_unix_ns: int | None = None
-        self.started_entry: int | None = None
-        self.stopped_entry: int | None = None
-        self.artifact: Path | None = None
         capability = capabilities.torch() if parsed is Backend.TORCH else capabilities.viztracer()
-        self.unavailable_reason: str | None = None
         if not capability.available:
             self.unavailable_reason = capability.unavailable_reason or f"{parsed.value} is unavailable"
             self.state = "unavailable"
@@ -337,9 +327,6 @@ class Window:
 
     # ---- the attachment protocol ----
 
-    def start(self) -> None:
-        pass
-
     def stop(self) -> None:
         """The profiler stops: an active window is cut short and written, marked truncated."""
         try:
@@ -349,20 +336,15 @@ class Window:
 
     close = stop
 
-    def before_fork(self) -> None:
-        pass
-
-    def after_fork_parent(self) -> None:
-        pass
-
     def after_fork_child(self) -> None:
         """A forked child starts its own count; the parent's running profiler is not its own."""
-        self._lock = threading.RLock()
+        was_active = self.state == "active"
+        self._forget_after_fork()
         self._local = threading.local()
         self._active = False
         self._last_enter = None
         profiler, self._profiler = self._profiler, None
-        if self.state == "active" and self.backend is Backend.VIZTRACER and profiler is not None:
+        if was_active and self.backend is Backend.VIZTRACER and profiler is not None:
             # VizTracer's hooks were copied into the child's thread: switch them off and drop the
             # copied buffer. torch's profiler is left alone: its state belongs to the parent.
             try:
@@ -370,41 +352,7 @@ class Window:
                 profiler.clear()
             except Exception:
                 pass
-        if self.state in ("active", "done", "failed"):
-            self.state = "waiting"
-            self.error = None
-        self.truncated = False
-        self.started_unix_ns = self.stopped_unix_ns = None
-        self.started_entry = self.stopped_entry = None
-        self.artifact = None
         self._pid = os.getpid()
-
-    def describe(self) -> dict[str, Any]:
-        """What metadata.json and the worker document record about this window."""
-        artifact = None
-        if self.artifact is not None:
-            try:
-                artifact = str(self.artifact.relative_to(self.run_dir))
-            except ValueError:
-                artifact = str(self.artifact)
-        return {
-            "backend": self.backend.value,
-            "phase": self.watch_name,
-            "window": [self.start_at, self.stop_at],
-            "state": self.state,
-            "available": self.unavailable_reason is None,
-            "unavailable_reason": self.unavailable_reason,
-            "error": self.error,
-            "artifact": artifact,
-            "truncated": self.truncated,
-            "started_entry": self.started_entry,
-            "stopped_entry": self.stopped_entry,
-            "started_unix_ns": self.started_unix_ns,
-            "stopped_unix_ns": self.stopped_unix_ns,
-        }
-
-    def contribute(self, document: dict[str, Any]) -> None:
-        document["backend_window"] = self.describe()
 
 
 Hook = Callable[[str], None]
