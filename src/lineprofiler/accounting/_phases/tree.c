@@ -118,7 +118,10 @@ void lp_tree_free(lp_RecorderObject *rec)
         for (int32_t i = 0; i < LP_NODE_CHUNK && !rec->chunks_foreign; i++) {
             int32_t id = c * LP_NODE_CHUNK + i;
             if (id < rec->n_nodes) {
-                Py_CLEAR(chunk[i].path);
+                /* Not Py_CLEAR: the chunk may be a mapping of the live file, which must not
+                 * change once the profiler closed (a copy taken then must stay equal to it);
+                 * the chunk is unmapped next, and a str's release runs no code of ours. */
+                Py_XDECREF(chunk[i].path);
             }
         }
         lp_chunk_free(chunk, LP_NODE_CHUNK * sizeof *chunk);
