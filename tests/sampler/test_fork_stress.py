@@ -24,6 +24,15 @@ from lineprofiler.runfiles import workerfile
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
     pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc"),
+    # Under `make test-asan` the C runs on libasan's allocator, which GCC 12's runtime does not
+    # lock across fork(): a child can block forever in malloc when another thread of the parent
+    # was inside the allocator at the fork (seen in gdb: the child's new sampler thread waiting in
+    # SizeClassAllocator64::GetFromAllocator, once in about 100 runs under load). glibc's malloc,
+    # which every other job uses, is fork-safe; the fork paths still run under ASan in
+    # test_sampling.py, test_processes.py and test_timeline.py, with fewer threads around them.
+    pytest.mark.skipif(
+        os.environ.get("LP_ASAN") == "1", reason="libasan's allocator is not fork-safe with threads (GCC 12)"
+    ),
 ]
 
 CHILD = Path(__file__).with_name("fork_stress_child.py")
