@@ -312,3 +312,43 @@ def test_the_new_outputs_need_no_profiler_and_no_c_module(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == "[0, 0, 0, 0] []"
     for name in ("r.html", "c.html", "t.json"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_a_role_of_many_processes_is_one_rss_envelope_and_its_largest_process(tmp_path, capsys):
+    # Twelve actors (more than RSS_BANDS_PER_ROLE), RSS rising by index; two learners (fewer).
+    run_dir = tmp_path / "profile"
+    peaks = {}
+    for role, count in (("actor", 12), ("learner", 2)):
+        for index in range(count):
+            worker = SimWorker(role, rank=len(peaks))
+            with worker.phase("step"):
+                worker.work(5 * MS)
+            worker.wait(html_runs.ROWS * html_runs.S - worker.clock_ns)
+            samples = html_runs._samples(worker, run_dir, index)
+            worker.write(run_dir, samples=samples)
+            peaks[(role, index)] = samples
+    code, _, err = run_cli(capsys, "report", run_dir, "--html", tmp_path / "r.html")
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    chart = html[html.index('data-chart="rss"') : html.index("</svg>", html.index('data-chart="rss"'))]
+    actor_bands = re.findall(r'data-group="rss:actor" data-tip="([^"]*)"', chart)
+    learner_bands = re.findall(r'data-group="rss:learner" data-tip="([^"]*)"', chart)
+    assert len(learner_bands) == 2  # a band each, as before
+    assert len(actor_bands) == 2
+    envelope, largest = actor_bands
+    # Index 11 grows fastest: its peak (with the one-sample spike) is the role's highest.
+    top = 200_000_000 + 39 * 2_000_000 * 12
+    spike = 200_000_000 + 17 * 2_000_000 * 12 + 300_000_000
+    assert envelope.startswith("actor  x12: from its lowest to its highest process")
+    assert fmt.size(max(top, spike)) in envelope
+    assert f"peak {fmt.size(max(top, spike))}" in largest
+    assert "Drawn as one band from the lowest to the highest process" in html
+
+
+def test_the_rss_envelope_is_the_lowest_and_highest_of_each_column():
+    from lineprofiler.report.model import Series
+
+    a = Series(0, 10.0, [1.0, None, 5.0], [2.0, None, 6.0])
+    b = Series(0, 10.0, [3.0, 4.0], [9.0, 4.0])
+    assert page._envelope([a, b]) == Series(0, 10.0, [1.0, 4.0, 5.0], [9.0, 4.0, 6.0])
+    assert page._envelope([a, Series(5, 10.0, [1.0], [1.0])]) is None  # columns that do not line up

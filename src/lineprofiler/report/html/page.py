@@ -27,9 +27,11 @@ from ..model import (
     Iterations,
     Lane,
     Memory,
+    ProcessMemory,
     Report,
     Role,
     SampledIo,
+    Series,
 )
 from . import svg
 from .assets import CSS, JS
@@ -354,6 +356,63 @@ def _peak(values: Sequence[float | None]) -> float | None:
     return max((v for v in values if v is not None), default=None)
 
 
+#: Above this many processes in a role, the RSS chart draws the role's envelope (its lowest and
+#: highest process, column by column) and its largest process instead of a band per process: a
+#: thousand bands cannot be told apart, and each weighs about 15 kB of the page.
+RSS_BANDS_PER_ROLE = 8
+
+
+def _rss_band(m: ProcessMemory, colour: str) -> svg.Band:
+    assert m.rss is not None
+    tip = f"{m.label}: peak {fmt.size(m.peak_bytes)}"
+    if m.peak_at_ns is not None:
+        tip += f" at {fmt.moment(m.peak_at_ns)}"
+    return svg.Band(m.label, m.rss, colour, tip, group=f"rss:{m.role}")
+
+
+def _envelope(series: Sequence[Series]) -> Series | None:
+    """Column by column, the lowest and the highest of ``series``; None when their columns do not
+    line up (then each is drawn on its own)."""
+    first = series[0]
+    if any(s.start_ns != first.start_ns or s.column_ns != first.column_ns for s in series):
+        return None
+    width = max(len(s.low) for s in series)
+    low: list[float | None] = [None] * width
+    high: list[float | None] = [None] * width
+    for s in series:
+        for j, (lo, hi) in enumerate(zip(s.low, s.high, strict=False)):
+            if lo is not None:
+                was = low[j]
+                low[j] = lo if was is None else min(was, lo)
+            if hi is not None:
+                was = high[j]
+                high[j] = hi if was is None else max(was, hi)
+    return Series(first.start_ns, first.column_ns, low, high)
+
+
+def rss_bands(memory: Memory, colours: dict[str, str]) -> tuple[list[svg.Band], list[str]]:
+    """The RSS chart's bands, and the roles drawn as an envelope."""
+    by_role: dict[str, list[ProcessMemory]] = {}
+    for m in memory.members:
+        if m.rss is not None:
+            by_role.setdefault(m.role, []).append(m)
+    bands: list[svg.Band] = []
+    enveloped: list[str] = []
+    for role, members in by_role.items():
+        envelope = None
+        if len(members) > RSS_BANDS_PER_ROLE:
+            envelope = _envelope([m.rss for m in members if m.rss is not None])
+        if envelope is None:
+            bands += [_rss_band(m, colours[role]) for m in members]
+            continue
+        label = f"{fmt.printable(role)}  x{len(members)}"
+        tip = f"{label}: from its lowest to its highest process, {fmt.size(max(m.peak_bytes for m in members))} at most"
+        bands.append(svg.Band(label, envelope, colours[role], tip, group=f"rss:{role}"))
+        bands.append(_rss_band(max(members, key=lambda m: m.peak_bytes), colours[role]))
+        enveloped.append(label)
+    return bands, enveloped
+
+
 def memory_html(memory: Memory, header: Header | None) -> str:
     if not memory.roles:
         reasons = _reasons(((r.reason, r.processes) for r in memory.reasons), memory.processes)
@@ -370,12 +429,7 @@ def memory_html(memory: Memory, header: Header | None) -> str:
     tab = table("memory", ("", "peak", "trend"), rows)
     chart = ""
     colours = {r.role: svg.colour(i) for i, r in enumerate(memory.roles)}
-    bands = [
-        svg.Band(m.label, m.rss, colours[m.role], f"{m.label}: peak {fmt.size(m.peak_bytes)}"
-                 + (f" at {fmt.moment(m.peak_at_ns)}" if m.peak_at_ns is not None else ""), group=f"rss:{m.role}")
-        for m in memory.members
-        if m.rss is not None
-    ]
+    bands, enveloped = rss_bands(memory, colours)
     if bands and header is not None:
         toggles = '<div class="toggles">' + "".join(
             f'<label><input type="checkbox" checked data-toggle="rss:{escape(r, quote=True)}"> {name(r)}</label>'
@@ -384,6 +438,9 @@ def memory_html(memory: Memory, header: Header | None) -> str:
         chart = toggles + svg.over_time("rss", bands, "RSS per process over time", start_ns=header.start_ns,
                                         runtime_ns=header.runtime_ns, unit=fmt.size)
         chart += svg.legend([(fmt.printable(r), c) for r, c in colours.items()])
+        if enveloped:
+            chart += para(f"Drawn as one band from the lowest to the highest process, with the largest process on "
+                          f"its own: {', '.join(enveloped)} (more than {RSS_BANDS_PER_ROLE} processes).")
     notes = para(text.largest_text(memory)) + para(text.MEMORY_TREND_NOTE)
     return section("memory", "Memory (RSS, sampled)", tab + chart + notes)
 
