@@ -346,9 +346,10 @@ def test_a_role_of_many_processes_is_one_rss_envelope_and_its_largest_process(tm
 
 
 def test_the_rss_envelope_is_the_lowest_and_highest_of_each_column():
+    from lineprofiler.report import series
     from lineprofiler.report.model import Series
 
     a = Series(0, 10.0, [1.0, None, 5.0], [2.0, None, 6.0])
     b = Series(0, 10.0, [3.0, 4.0], [9.0, 4.0])
-    assert page._envelope([a, b]) == Series(0, 10.0, [1.0, 4.0, 5.0], [9.0, 4.0, 6.0])
-    assert page._envelope([a, Series(5, 10.0, [1.0], [1.0])]) is None  # columns that do not line up
+    assert series.envelope([a, b]) == Series(0, 10.0, [1.0, 4.0, 5.0], [9.0, 4.0, 6.0])
+    assert series.envelope([a, Series(5, 10.0, [1.0], [1.0])]) is None  # columns that do not line up

@@ -73,4 +73,24 @@ def regroup(values: Sequence[float], start_ns: int, slot_ns: int, n: int = COLUM
     return Series(start_ns=start_ns, column_ns=slots * slot_ns / n, low=low, high=high)
 
 
-__all__ = ["COLUMNS", "columns", "regroup"]
+def envelope(series: Sequence[Series]) -> Series | None:
+    """Column by column, the lowest and the highest of ``series``: one band that holds them all.
+    None when their columns do not line up."""
+    first = series[0]
+    if any(s.start_ns != first.start_ns or s.column_ns != first.column_ns for s in series):
+        return None
+    width = max(len(s.low) for s in series)
+    low: list[float | None] = [None] * width
+    high: list[float | None] = [None] * width
+    for s in series:
+        for j, (lo, hi) in enumerate(zip(s.low, s.high, strict=False)):
+            if lo is not None:
+                was = low[j]
+                low[j] = lo if was is None else min(was, lo)
+            if hi is not None:
+                was = high[j]
+                high[j] = hi if was is None else max(was, hi)
+    return Series(first.start_ns, first.column_ns, low, high)
+
+
+__all__ = ["COLUMNS", "columns", "envelope", "regroup"]

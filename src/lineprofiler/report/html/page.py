@@ -15,7 +15,7 @@ from html import escape
 
 from ... import __version__
 from .. import format as fmt
-from .. import text
+from .. import series, text
 from ..merge import utc_time
 from ..model import (
     Counter,
@@ -31,7 +31,6 @@ from ..model import (
     Report,
     Role,
     SampledIo,
-    Series,
 )
 from . import svg
 from .assets import CSS, JS
@@ -370,26 +369,6 @@ def _rss_band(m: ProcessMemory, colour: str) -> svg.Band:
     return svg.Band(m.label, m.rss, colour, tip, group=f"rss:{m.role}")
 
 
-def _envelope(series: Sequence[Series]) -> Series | None:
-    """Column by column, the lowest and the highest of ``series``; None when their columns do not
-    line up (then each is drawn on its own)."""
-    first = series[0]
-    if any(s.start_ns != first.start_ns or s.column_ns != first.column_ns for s in series):
-        return None
-    width = max(len(s.low) for s in series)
-    low: list[float | None] = [None] * width
-    high: list[float | None] = [None] * width
-    for s in series:
-        for j, (lo, hi) in enumerate(zip(s.low, s.high, strict=False)):
-            if lo is not None:
-                was = low[j]
-                low[j] = lo if was is None else min(was, lo)
-            if hi is not None:
-                was = high[j]
-                high[j] = hi if was is None else max(was, hi)
-    return Series(first.start_ns, first.column_ns, low, high)
-
-
 def rss_bands(memory: Memory, colours: dict[str, str]) -> tuple[list[svg.Band], list[str]]:
     """The RSS chart's bands, and the roles drawn as an envelope."""
     by_role: dict[str, list[ProcessMemory]] = {}
@@ -401,7 +380,7 @@ def rss_bands(memory: Memory, colours: dict[str, str]) -> tuple[list[svg.Band], 
     for role, members in by_role.items():
         envelope = None
         if len(members) > RSS_BANDS_PER_ROLE:
-            envelope = _envelope([m.rss for m in members if m.rss is not None])
+            envelope = series.envelope([m.rss for m in members if m.rss is not None])
         if envelope is None:
             bands += [_rss_band(m, colours[role]) for m in members]
             continue
