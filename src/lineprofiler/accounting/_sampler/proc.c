@@ -220,8 +220,8 @@ void lp_read_row(lp_core *c, int64_t *row)
          * driver: such a row says "not measured" and the next read covers the whole gap. */
         if (c->nvml_last_ns != 0 && row[LP_COL_T] - c->nvml_last_ns < c->interval_ns / 2) {
             for (int i = 0; i < c->n_gpu; i++) {
-                busy[i] = -1;
-                mine[i] = -2;
+                busy[i] = -1; /* not measured, as lp_nvml_sample writes it */
+                mine[i] = LP_NVML_UNREADABLE;
             }
             c->nvml_skipped++;
         } else {

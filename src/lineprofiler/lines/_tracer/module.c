@@ -684,11 +684,8 @@ static PyObject *lp_floor_clock(PyObject *module, PyObject *const *args, Py_ssiz
     LP_UNUSED(args);
     LP_UNUSED(nargs);
     lp_state *st = lp_get_state(module);
-#if LP_HAVE_TSC
+    /* Without a TSC no tracer uses LP_CLOCK_TSC (and lp_tsc() is never reached). */
     st->floor_sink += st->default_clock == LP_CLOCK_TSC ? lp_tsc() : lp_monotonic_ns();
-#else
-    st->floor_sink += lp_monotonic_ns();
-#endif
     Py_RETURN_NONE;
 }
 
