@@ -22,17 +22,6 @@ HERE = Path(__file__).resolve().parent
 GPU_TESTS = HERE.parent / "gpu"
 SRC = HERE.parents[1] / "src" / "lineprofiler"
 
-# What this machine has: one definition for every test folder (tests/installed.py).
-from lp_installed import (  # noqa: E402, F401
-    HAS_NVTX,
-    HAS_TORCH,
-    HAS_VIZTRACER,
-    NO_TORCH,
-    NVIDIA_DRIVER,
-    ON_A_GPU_HOST,
-    TORCH_HAS_CUDA,
-)
-
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}

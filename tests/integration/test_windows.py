@@ -11,9 +11,8 @@ import os
 import socket
 
 import pytest
-from lp_integration_helpers import HAS_NVTX, HAS_TORCH, HAS_VIZTRACER, NO_TORCH, trace_events, worker_documents
-
-NO_VIZTRACER = "viztracer is not installed"
+from lp_installed import HAS_NVTX, HAS_TORCH, HAS_VIZTRACER, NO_TORCH, NO_VIZTRACER
+from lp_integration_helpers import trace_events, worker_documents
 
 # A child script's common part: phases around a little real work, `n` iterations.
 LOOP = """
