@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+from .._terminal import printable  # noqa: F401  (re-exported: the report calls fmt.printable)
+
 NA = "n/a"
 #: The width of a block's rule line, as in the seed's report.
 RULE_WIDTH = 62
@@ -195,8 +197,3 @@ def clip_left(text: str, width: int) -> str:
     return "\u2026" + text[-(width - 1):]
 
 
-def printable(text: str) -> str:
-    """Text from a worker file made safe for one line of a terminal: control characters escaped."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
