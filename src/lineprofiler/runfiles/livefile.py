@@ -29,7 +29,7 @@ from typing import Any
 from . import layout
 
 MAGIC = b"LPLIVE\0\0"
-VERSION = 1
+VERSION = 2
 SEGMENT_MAGIC = 0x4753504C
 SEG_NODES = 1
 SEG_COUNTERS = 2

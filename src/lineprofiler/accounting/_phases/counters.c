@@ -56,20 +56,19 @@ static lp_counter *lp_counter_get(lp_RecorderObject *rec, int32_t node, PyObject
             rec->cchunks = chunks;
             rec->cchunk_cap = cap;
         }
-        lp_counter *chunk =
-            lp_chunk_alloc(rec, LP_SEG_COUNTERS, rec->n_cchunks, LP_COUNTER_CHUNK * sizeof(lp_counter));
+        lp_counter *chunk = calloc(LP_COUNTER_CHUNK, sizeof *chunk);
         if (chunk == NULL) {
             return NULL;
         }
         rec->cchunks[rec->n_cchunks++] = chunk;
+        lp_live_chunk_added(rec, LP_SEG_COUNTERS, rec->n_cchunks - 1);
     }
     lp_counter *c = lp_counter_at(rec, rec->n_counters);
     c->node = node;
     c->name = canon;
     c->total = 0;
-    lp_live_set_name(c->lname, &c->lname_len, &c->lname_cut, canon);
     rec->counter_slots[j] = ++rec->n_counters;
-    lp_live_publish(rec);
+    lp_live_counter_added(rec, c);
     return c;
 }
 
@@ -165,5 +164,8 @@ PyObject *lp_recorder_count(lp_RecorderObject *self, PyObject *const *args, Py_s
         sum = n > 0 ? INT64_MAX : INT64_MIN; /* saturate rather than wrap */
     }
     c->total = sum;
+    if (c->live != NULL) {
+        c->live->total = sum;
+    }
     Py_RETURN_NONE;
 }

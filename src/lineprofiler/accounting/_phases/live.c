@@ -1,20 +1,36 @@
-/* The live file: the tree's node chunks and the counter chunks as shared mappings of one file
+/* The live file: a mirror of the tree's nodes and of the counters in a shared mapping of one file
  * beside the worker file, so that every entry and count is in the page cache the instant it is
  * recorded and survives a SIGKILL or the OOM killer; only a machine crash loses the tail.
  *
- * Layout: a header page (lp_live_header: identity, layout, the published node and counter
- * counts), then segments appended as the tree grows, each a segment header (lp_live_segment)
- * and one chunk. Chunks are always whole pages of their own mapping (anonymous until a file is
- * attached), so attaching copies each chunk into the file and maps the file over the same
- * address: node and counter pointers never move. A fork child detaches at its reset and never
- * writes to its parent's file. */
+ * Layout: a header page (lp_live_header: identity, layout, the published record counts), then
+ * segments appended as the tree grows, each a segment header (lp_live_segment) and one chunk of
+ * records. The file is mapped into one reserved range of address space at the offsets it has on
+ * disk, so the range says what is ours.
+ *
+ * The file is a guest's notebook, not the process's memory. The tree and the counters live in
+ * private memory; each record is only ever written, from the private values, never read back:
+ * whatever another process does to the file, it cannot steer this one. Two things it can do are
+ * handled here:
+ *
+ * - It can shrink the file (truncate it, copy a shorter file over it): a store into a page past
+ *   the new end raises SIGBUS. The handler below recognises an address in one of our ranges,
+ *   maps anonymous memory over the whole range (the store then completes into memory that goes
+ *   nowhere), marks the file lost, and returns; the recorder notices at its next snapshot, records
+ *   why, and lets the file go. Every other SIGBUS goes to the handler that was there before us.
+ * - A fork child shares the parent's mapping until it detaches. A child made by a fork that
+ *   bypasses Python's hooks (a C extension's, ctypes') runs none of them, so a pthread_atfork
+ *   child handler maps anonymous memory over every range first: the child cannot write the
+ *   parent's file, whatever it records before its profiler notices it is a new process. */
 #include "phases.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,19 +43,202 @@ typedef struct {
     uint32_t bytes; /* the whole segment, header included */
 } lp_live_segment;
 
-/* ===================================================================== chunks */
+/* ===================================================================== the mapped ranges */
+
+/* What the SIGBUS handler and the fork hook need, so it is file-level state: the ranges of
+ * address space our live files are mapped into. A slot is claimed and released with the GIL
+ * held; the handler and the fork hook only read it, and write `state`. */
+enum { LP_RANGE_OK = 0, LP_RANGE_LOST = 1, LP_RANGE_FORKED = 2 };
+
+typedef struct {
+    _Atomic(uintptr_t) start; /* 0: a free slot */
+    _Atomic(size_t) bytes;
+    _Atomic int fd;
+    _Atomic int state;
+    _Atomic(uintptr_t) fault; /* the address of the store that found the file shrunk */
+} lp_range;
+
+static lp_range lp_ranges[LP_LIVE_SLOTS];
+static struct sigaction lp_previous_sigbus;
+static pthread_once_t lp_live_once = PTHREAD_ONCE_INIT;
+static int lp_sigbus_installed;
+
+/* Anonymous memory over a whole range: stores into it complete and go nowhere. mmap is a plain
+ * system call, safe in a signal handler and in a fork child. */
+static int lp_range_unshare(lp_range *r)
+{
+    uintptr_t start = atomic_load(&r->start);
+    size_t bytes = atomic_load(&r->bytes);
+    if (start == 0) {
+        return -1;
+    }
+    void *m = mmap((void *)start, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    return m == MAP_FAILED ? -1 : 0;
+}
+
+/* A SIGBUS with no address of ours (sent with kill(), or re-raised by another handler that ran
+ * before us, as faulthandler does): ours if one of our files is now shorter than its mapping. */
+static int lp_rescue_shrunk(void)
+{
+    int rescued = 0;
+    for (int i = 0; i < LP_LIVE_SLOTS; i++) {
+        lp_range *r = &lp_ranges[i];
+        int fd = atomic_load(&r->fd);
+        struct stat st;
+        if (atomic_load(&r->start) == 0 || fd < 0 || fstat(fd, &st) != 0) {
+            continue;
+        }
+        /* the header is always mapped: a file shorter than it is one we can no longer use */
+        if (st.st_size < LP_LIVE_HEADER && atomic_load(&r->state) == LP_RANGE_OK &&
+            lp_range_unshare(r) == 0) {
+            atomic_store(&r->state, LP_RANGE_LOST);
+            rescued = 1;
+        }
+    }
+    return rescued;
+}
+
+static void lp_sigbus(int signum, siginfo_t *info, void *context)
+{
+    int saved_errno = errno;
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    if (info->si_code > 0) { /* a fault: si_addr is the address */
+        for (int i = 0; i < LP_LIVE_SLOTS; i++) {
+            lp_range *r = &lp_ranges[i];
+            uintptr_t start = atomic_load(&r->start);
+            if (start != 0 && addr >= start && addr - start < atomic_load(&r->bytes)) {
+                if (lp_range_unshare(r) == 0) {
+                    atomic_store(&r->fault, addr);
+                    atomic_store(&r->state, LP_RANGE_LOST);
+                    errno = saved_errno;
+                    return; /* the store runs again, into the anonymous memory */
+                }
+                break;
+            }
+        }
+    } else if (lp_rescue_shrunk()) {
+        errno = saved_errno;
+        return;
+    }
+    /* Not ours: as if we were not there. */
+    const struct sigaction *prev = &lp_previous_sigbus;
+    if (prev->sa_flags & SA_SIGINFO) {
+        if (prev->sa_sigaction != NULL) {
+            prev->sa_sigaction(signum, info, context);
+        }
+    } else if (prev->sa_handler == SIG_IGN && info->si_code <= 0) {
+        /* an ignored signal someone sent stays ignored (a fault cannot be ignored) */
+    } else if (prev->sa_handler == SIG_DFL || prev->sa_handler == SIG_IGN) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        (void)sigaction(SIGBUS, &dfl, NULL);
+        if (info->si_code <= 0) {
+            (void)raise(SIGBUS); /* blocked until we return, then the default action */
+        }
+        /* a fault: returning runs the store again, and the default action ends the process */
+    } else {
+        prev->sa_handler(signum);
+    }
+    errno = saved_errno;
+}
+
+static void lp_live_atfork_child(void)
+{
+    for (int i = 0; i < LP_LIVE_SLOTS; i++) {
+        lp_range *r = &lp_ranges[i];
+        if (atomic_load(&r->start) != 0 && lp_range_unshare(r) == 0) {
+            atomic_store(&r->state, LP_RANGE_FORKED);
+        }
+    }
+}
+
+static void lp_live_once_init(void)
+{
+    for (int i = 0; i < LP_LIVE_SLOTS; i++) {
+        atomic_init(&lp_ranges[i].start, 0);
+        atomic_init(&lp_ranges[i].bytes, 0);
+        atomic_init(&lp_ranges[i].fd, -1);
+        atomic_init(&lp_ranges[i].state, LP_RANGE_OK);
+        atomic_init(&lp_ranges[i].fault, 0);
+    }
+    (void)pthread_atfork(NULL, NULL, lp_live_atfork_child);
+}
+
+/* Our SIGBUS handler, installed once per process before the first shared mapping. */
+static int lp_sigbus_install(void)
+{
+    if (lp_sigbus_installed) {
+        return 0;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = lp_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGBUS, &sa, &lp_previous_sigbus) != 0) {
+        return -1;
+    }
+    lp_sigbus_installed = 1;
+    return 0;
+}
+
+static int lp_range_claim(char *base, size_t bytes, int fd)
+{
+    for (int i = 0; i < LP_LIVE_SLOTS; i++) {
+        lp_range *r = &lp_ranges[i];
+        if (atomic_load(&r->start) == 0) {
+            atomic_store(&r->bytes, bytes);
+            atomic_store(&r->fd, fd);
+            atomic_store(&r->state, LP_RANGE_OK);
+            atomic_store(&r->fault, 0);
+            atomic_store(&r->start, (uintptr_t)base); /* last: the slot is whole when seen */
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void lp_range_release(int slot)
+{
+    if (slot >= 0 && slot < LP_LIVE_SLOTS) {
+        atomic_store(&lp_ranges[slot].start, 0);
+        atomic_store(&lp_ranges[slot].fd, -1);
+    }
+}
+
+/* ===================================================================== sizes */
+
+static size_t lp_page(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    return page > 0 ? (size_t)page : 4096;
+}
 
 static size_t lp_seg_bytes(size_t payload)
 {
-    long page = sysconf(_SC_PAGESIZE);
-    size_t p = page > 0 ? (size_t)page : 4096;
-    size_t need = LP_LIVE_SEGMENT + payload;
-    return (need + p - 1) / p * p;
+    size_t p = lp_page();
+    return (LP_LIVE_SEGMENT + payload + p - 1) / p * p;
+}
+
+#define LP_NODE_SEG    lp_seg_bytes(LP_NODE_CHUNK * sizeof(lp_live_node))
+#define LP_COUNTER_SEG lp_seg_bytes(LP_COUNTER_CHUNK * sizeof(lp_live_counter))
+
+/* Address space for the largest file these caps can make: the header, every node chunk (root
+ * and overflow included) and every counter chunk (the overflow counter included). Reserved,
+ * not committed. */
+static size_t lp_live_reserve_bytes(lp_RecorderObject *rec)
+{
+    size_t node_chunks = ((size_t)rec->max_paths + 2 + LP_NODE_CHUNK - 1) / LP_NODE_CHUNK;
+    size_t counter_chunks = ((size_t)rec->max_counters + 1 + LP_COUNTER_CHUNK - 1) / LP_COUNTER_CHUNK;
+    return LP_LIVE_HEADER + node_chunks * LP_NODE_SEG + counter_chunks * LP_COUNTER_SEG;
 }
 
 /* Blocks reserved on disk, so a later store into the mapping cannot fault on a full disk where
  * the file system supports it; a plain extension elsewhere. */
-static int lp_live_reserve(int fd, off_t off, size_t len)
+static int lp_file_reserve(int fd, off_t off, size_t len)
 {
     int r = posix_fallocate(fd, off, (off_t)len);
     if (r == 0) {
@@ -52,64 +251,10 @@ static int lp_live_reserve(int fd, off_t off, size_t len)
     return -1;
 }
 
-static int lp_live_mine(lp_RecorderObject *rec)
-{
-    return rec->live_fd >= 0 && rec->live_pid == (long)getpid();
-}
-
-/* Records why the live file stopped growing, marks it abandoned for readers, and detaches:
- * later chunks are memory only, and the worker file's snapshots carry them. */
-static void lp_live_abandon(lp_RecorderObject *rec, const char *what, int err)
-{
-    PyErr_Format(PyExc_OSError, "%s: %s; numbers after this point are in the snapshots only", what,
-                 strerror(err));
-    lp_record_error(rec, "live file");
-    if (rec->live_hdr != NULL) {
-        __atomic_store_n(&rec->live_hdr->epoch, UINT64_MAX, __ATOMIC_RELEASE);
-    }
-    lp_live_detach(rec);
-}
-
-/* A zeroed chunk of `payload` bytes after a segment header: in the live file when one is
- * attached in this process, else anonymous memory. NULL when out of memory. */
-void *lp_chunk_alloc(lp_RecorderObject *rec, int kind, int32_t index, size_t payload)
-{
-    size_t bytes = lp_seg_bytes(payload);
-    char *base = MAP_FAILED;
-    if (lp_live_mine(rec)) {
-        off_t off = (off_t)rec->live_size;
-        if (lp_live_reserve(rec->live_fd, off, bytes) == 0) {
-            base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, rec->live_fd, off);
-        }
-        if (base == MAP_FAILED) {
-            lp_live_abandon(rec, "the live file could not grow", errno);
-        } else {
-            rec->live_size = (int64_t)(off + (off_t)bytes);
-        }
-    }
-    if (base == MAP_FAILED) {
-        base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (base == MAP_FAILED) {
-            return NULL;
-        }
-    }
-    lp_live_segment *seg = (lp_live_segment *)base;
-    seg->kind = (uint32_t)kind;
-    seg->index = index;
-    seg->bytes = (uint32_t)bytes;
-    __atomic_store_n(&seg->magic, LP_SEG_MAGIC, __ATOMIC_RELEASE);
-    return base + LP_LIVE_SEGMENT;
-}
-
-void lp_chunk_free(void *chunk, size_t payload)
-{
-    if (chunk != NULL) {
-        (void)munmap((char *)chunk - LP_LIVE_SEGMENT, lp_seg_bytes(payload));
-    }
-}
+/* ===================================================================== records */
 
 /* A name's UTF-8 bytes, cut at a character boundary to LP_LIVE_NAME. */
-void lp_live_set_name(char *dst, uint16_t *len, uint8_t *cut, PyObject *name)
+static void lp_set_name(char *dst, uint16_t *len, uint8_t *cut, PyObject *name)
 {
     Py_ssize_t n = 0;
     const char *utf8 = PyUnicode_AsUTF8AndSize(name, &n);
@@ -131,47 +276,280 @@ void lp_live_set_name(char *dst, uint16_t *len, uint8_t *cut, PyObject *name)
     *len = (uint16_t)n;
 }
 
+/* Every field of a node's record from the private node (at attach, and for a new node). */
+static void lp_record_fill(lp_live_node *r, const lp_node *node)
+{
+    __atomic_store_n(&r->seq, node->seq | 1u, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    r->id = node->id;
+    r->parent = node->parent;
+    r->depth = node->depth;
+    r->entries = node->entries;
+    r->wall_ns = node->wall_ns;
+    r->self_ns = node->self_ns;
+    r->cpu_ns = node->cpu_ns;
+    r->cpu_missing = node->cpu_missing;
+    r->min_ns = node->min_ns;
+    r->max_ns = node->max_ns;
+    r->io = node->io;
+    r->sync = node->sync;
+    r->overflow = node->overflow;
+    memcpy(r->io_delta, node->io_delta, sizeof r->io_delta);
+    r->io_measured = node->io_measured;
+    r->io_failed = node->io_failed;
+    memcpy(r->hist, node->hist, sizeof r->hist);
+    if (node->name != NULL) {
+        lp_set_name(r->lname, &r->lname_len, &r->lname_cut, node->name);
+    } else {
+        r->lname_len = 0;
+        r->lname_cut = 0;
+    }
+    __atomic_store_n(&r->seq, node->seq & ~1u, __ATOMIC_RELEASE);
+}
+
+void lp_live_node_sync(lp_node *node)
+{
+    if (node->live != NULL) {
+        lp_record_fill(node->live, node);
+    }
+}
+
+static void lp_counter_fill(lp_live_counter *r, const lp_counter *c)
+{
+    r->node = c->node;
+    r->total = c->total;
+    lp_set_name(r->lname, &r->lname_len, &r->lname_cut, c->name);
+}
+
+static void lp_live_forget_records(lp_RecorderObject *rec)
+{
+    for (int32_t id = 0; id < rec->n_nodes; id++) {
+        lp_node_at(rec, id)->live = NULL;
+    }
+    for (int32_t i = 0; i < rec->n_counters; i++) {
+        lp_counter_at(rec, i)->live = NULL;
+    }
+    lp_live *lv = &rec->live;
+    for (int32_t c = 0; c < lv->records_cap; c++) {
+        lv->node_records[c] = NULL;
+        lv->counter_records[c] = NULL;
+    }
+    lv->n_nodes = lv->n_counters = 0;
+}
+
+/* ===================================================================== growth */
+
+int lp_live_mine(lp_RecorderObject *rec)
+{
+    return rec->live.fd >= 0 && rec->live.pid == (long)getpid();
+}
+
+/* Stops adding segments: what the file holds stays exact and current; nodes and counters made
+ * from now on are in the snapshots only. Readers see the flag. */
+static void lp_live_freeze(lp_RecorderObject *rec, const char *what, int err)
+{
+    lp_live *lv = &rec->live;
+    if (lv->frozen) {
+        return;
+    }
+    lv->frozen = 1;
+    lv->hdr->flags = LP_LIVE_FROZEN; /* the only flag: the mapping is never read back */
+    PyErr_Format(PyExc_OSError,
+                 "%s: %s; it keeps what it has, and paths and counters made from now on are in "
+                 "the snapshots only",
+                 what, strerror(err));
+    lp_record_error(rec, "live file");
+}
+
+static int lp_records_grow(lp_live *lv, int32_t need)
+{
+    if (need <= lv->records_cap) {
+        return 0;
+    }
+    int32_t cap = lv->records_cap ? lv->records_cap : 16;
+    while (cap < need) {
+        cap *= 2;
+    }
+    lp_live_node **nodes = PyMem_Realloc(lv->node_records, (size_t)cap * sizeof *nodes);
+    if (nodes == NULL) {
+        return -1;
+    }
+    lv->node_records = nodes;
+    lp_live_counter **counters = PyMem_Realloc(lv->counter_records, (size_t)cap * sizeof *counters);
+    if (counters == NULL) {
+        return -1;
+    }
+    lv->counter_records = counters;
+    for (int32_t c = lv->records_cap; c < cap; c++) {
+        nodes[c] = NULL;
+        counters[c] = NULL;
+    }
+    lv->records_cap = cap;
+    return 0;
+}
+
+/* Maps one more segment of the file after the last one and returns its records, or NULL (the
+ * file is then frozen). */
+static char *lp_live_add_segment(lp_RecorderObject *rec, int kind, int32_t index)
+{
+    lp_live *lv = &rec->live;
+    size_t bytes = kind == LP_SEG_NODES ? LP_NODE_SEG : LP_COUNTER_SEG;
+    off_t off = (off_t)lv->size;
+    if ((size_t)off + bytes > lv->reserved) {
+        lp_live_freeze(rec, "the live file is at its reserved size", ENOSPC);
+        return NULL;
+    }
+    if (lp_records_grow(lv, index + 1) < 0) {
+        lp_live_freeze(rec, "no memory for the live file's index", ENOMEM);
+        return NULL;
+    }
+    if (lp_file_reserve(lv->fd, off, bytes) < 0) {
+        lp_live_freeze(rec, "the live file could not grow", errno);
+        return NULL;
+    }
+    char *seg = mmap(lv->base + off, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, lv->fd, off);
+    if (seg == MAP_FAILED) {
+        int err = errno;
+        /* the reservation, back where the mapping failed */
+        (void)mmap(lv->base + off, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+                   -1, 0);
+        lp_live_freeze(rec, "the live file could not be mapped", err);
+        return NULL;
+    }
+    lv->size = (int64_t)(off + (off_t)bytes);
+    lp_live_segment *head = (lp_live_segment *)seg;
+    head->kind = (uint32_t)kind;
+    head->index = index;
+    head->bytes = (uint32_t)bytes;
+    __atomic_store_n(&head->magic, LP_SEG_MAGIC, __ATOMIC_RELEASE);
+    return seg + LP_LIVE_SEGMENT;
+}
+
+/* A new private chunk of nodes or counters: its segment in the file, where one can be had. */
+void lp_live_chunk_added(lp_RecorderObject *rec, int kind, int32_t index)
+{
+    if (!lp_live_check(rec) || rec->live.frozen) {
+        return;
+    }
+    lp_live *lv = &rec->live;
+    /* records are a prefix: a chunk after one that has none gets none either */
+    if (index > 0) {
+        int before = index - 1 < lv->records_cap &&
+                     (kind == LP_SEG_NODES ? (void *)lv->node_records[index - 1]
+                                           : (void *)lv->counter_records[index - 1]) != NULL;
+        if (!before) {
+            return;
+        }
+    }
+    char *records = lp_live_add_segment(rec, kind, index);
+    if (records == NULL) {
+        return;
+    }
+    if (kind == LP_SEG_NODES) {
+        lv->node_records[index] = (lp_live_node *)records;
+    } else {
+        lv->counter_records[index] = (lp_live_counter *)records;
+    }
+}
+
+void lp_live_node_added(lp_RecorderObject *rec, lp_node *node)
+{
+    lp_live *lv = &rec->live;
+    int32_t c = node->id / LP_NODE_CHUNK;
+    node->live = NULL;
+    if (lv->hdr == NULL || c >= lv->records_cap || lv->node_records[c] == NULL) {
+        return;
+    }
+    node->live = &lv->node_records[c][node->id % LP_NODE_CHUNK];
+    lp_record_fill(node->live, node);
+    lv->n_nodes = node->id + 1;
+    lp_live_publish(rec);
+}
+
+void lp_live_counter_added(lp_RecorderObject *rec, lp_counter *counter)
+{
+    lp_live *lv = &rec->live;
+    int32_t i = rec->n_counters - 1; /* counter is the newest */
+    int32_t c = i / LP_COUNTER_CHUNK;
+    counter->live = NULL;
+    if (lv->hdr == NULL || c >= lv->records_cap || lv->counter_records[c] == NULL) {
+        return;
+    }
+    counter->live = &lv->counter_records[c][i % LP_COUNTER_CHUNK];
+    lp_counter_fill(counter->live, counter);
+    lv->n_counters = i + 1;
+    lp_live_publish(rec);
+}
+
 /* ===================================================================== attach and detach */
 
 void lp_live_detach(lp_RecorderObject *rec)
 {
-    if (rec->live_hdr != NULL) {
-        (void)munmap(rec->live_hdr, LP_LIVE_HEADER);
-        rec->live_hdr = NULL;
+    lp_live *lv = &rec->live;
+    lp_live_forget_records(rec);
+    if (lv->base != NULL) {
+        lp_range_release(lv->slot);
+        (void)munmap(lv->base, lv->reserved);
     }
-    if (rec->live_fd >= 0) {
-        (void)close(rec->live_fd);
-        rec->live_fd = -1;
+    if (lv->fd >= 0) {
+        (void)close(lv->fd);
     }
-    rec->live_size = 0;
+    PyMem_Free(lv->node_records);
+    PyMem_Free(lv->counter_records);
+    memset(lv, 0, sizeof *lv);
+    lv->fd = -1;
+    lv->slot = -1;
+}
+
+/* Whether the live file is still this process's to write (1), after letting it go if it was
+ * lost: shrunk under us (the SIGBUS handler's mark), or the parent's, in a fork child. */
+int lp_live_check(lp_RecorderObject *rec)
+{
+    lp_live *lv = &rec->live;
+    if (lv->fd < 0) {
+        return 0;
+    }
+    int state = lv->slot >= 0 ? atomic_load(&lp_ranges[lv->slot].state) : LP_RANGE_OK;
+    if (state == LP_RANGE_LOST) {
+        PyErr_Format(PyExc_OSError,
+                     "another process shrank or replaced it while it was mapped (a store at offset %zd "
+                     "faulted); it was let go, and the numbers are in the snapshots only from now on",
+                     (Py_ssize_t)(atomic_load(&lp_ranges[lv->slot].fault) - (uintptr_t)lv->base));
+        lp_record_error(rec, "live file lost");
+        lp_live_detach(rec);
+        return 0;
+    }
+    if (state == LP_RANGE_FORKED || !lp_live_mine(rec)) {
+        lp_live_detach(rec); /* the parent's file: the child never writes to it */
+        return 0;
+    }
+    return 1;
 }
 
 /* reset(): in a fork child the parent's file is let go untouched; in the process that made
  * it, the file is emptied to its header and the epoch bumped, so a reader starts over. */
 void lp_live_before_reset(lp_RecorderObject *rec)
 {
-    if (rec->live_fd < 0) {
+    if (!lp_live_check(rec)) {
         return;
     }
-    if (!lp_live_mine(rec)) {
-        rec->chunks_foreign = 1;
-        lp_live_detach(rec);
+    lp_live *lv = &rec->live;
+    __atomic_store_n(&lv->hdr->n_nodes, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&lv->hdr->n_counters, 0, __ATOMIC_RELEASE);
+    lv->epoch++;
+    __atomic_store_n(&lv->hdr->epoch, lv->epoch, __ATOMIC_RELEASE);
+    lp_live_forget_records(rec);
+    /* the segments' range back to a reservation before the file shrinks under it */
+    (void)mmap(lv->base + LP_LIVE_HEADER, lv->reserved - LP_LIVE_HEADER, PROT_NONE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    if (ftruncate(lv->fd, LP_LIVE_HEADER) < 0) {
+        lv->size = LP_LIVE_HEADER;
+        lp_live_freeze(rec, "the live file could not be emptied", errno);
         return;
     }
-    __atomic_store_n(&rec->live_hdr->n_nodes, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&rec->live_hdr->n_counters, 0, __ATOMIC_RELEASE);
-    __atomic_fetch_add(&rec->live_hdr->epoch, 1, __ATOMIC_RELEASE);
-}
-
-void lp_live_after_reset(lp_RecorderObject *rec)
-{
-    if (lp_live_mine(rec)) {
-        if (ftruncate(rec->live_fd, LP_LIVE_HEADER) < 0) {
-            lp_live_abandon(rec, "the live file could not be emptied", errno);
-            return;
-        }
-        rec->live_size = LP_LIVE_HEADER;
-    }
+    lv->size = LP_LIVE_HEADER;
+    lv->frozen = 0;
+    lv->hdr->flags = 0;
 }
 
 static void lp_live_fill_header(lp_RecorderObject *rec, lp_live_header *h, const char *ident, Py_ssize_t n)
@@ -180,8 +558,8 @@ static void lp_live_fill_header(lp_RecorderObject *rec, lp_live_header *h, const
     h->version = LP_LIVE_VERSION;
     h->header_bytes = LP_LIVE_HEADER;
     h->segment_bytes = LP_LIVE_SEGMENT;
-    h->node_bytes = sizeof(lp_node);
-    h->counter_bytes = sizeof(lp_counter);
+    h->node_bytes = sizeof(lp_live_node);
+    h->counter_bytes = sizeof(lp_live_counter);
     h->chunk_nodes = LP_NODE_CHUNK;
     h->chunk_counters = LP_COUNTER_CHUNK;
     h->n_buckets = LP_N_BUCKETS;
@@ -191,59 +569,71 @@ static void lp_live_fill_header(lp_RecorderObject *rec, lp_live_header *h, const
     struct timespec ts;
     h->created_unix_ns =
         clock_gettime(CLOCK_REALTIME, &ts) == 0 ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec : 0;
-    h->off_seq = offsetof(lp_node, seq);
-    h->off_id = offsetof(lp_node, id);
-    h->off_parent = offsetof(lp_node, parent);
-    h->off_entries = offsetof(lp_node, entries);
-    h->off_wall = offsetof(lp_node, wall_ns);
-    h->off_self = offsetof(lp_node, self_ns);
-    h->off_cpu = offsetof(lp_node, cpu_ns);
-    h->off_cpu_missing = offsetof(lp_node, cpu_missing);
-    h->off_min = offsetof(lp_node, min_ns);
-    h->off_max = offsetof(lp_node, max_ns);
-    h->off_io = offsetof(lp_node, io);
-    h->off_sync = offsetof(lp_node, sync);
-    h->off_overflow = offsetof(lp_node, overflow);
-    h->off_depth = offsetof(lp_node, depth);
-    h->off_io_delta = offsetof(lp_node, io_delta);
-    h->off_io_measured = offsetof(lp_node, io_measured);
-    h->off_io_failed = offsetof(lp_node, io_failed);
-    h->off_hist = offsetof(lp_node, hist);
-    h->off_lname_len = offsetof(lp_node, lname_len);
-    h->off_lname_cut = offsetof(lp_node, lname_cut);
-    h->off_lname = offsetof(lp_node, lname);
-    h->coff_node = offsetof(lp_counter, node);
-    h->coff_total = offsetof(lp_counter, total);
-    h->coff_lname_len = offsetof(lp_counter, lname_len);
-    h->coff_lname_cut = offsetof(lp_counter, lname_cut);
-    h->coff_lname = offsetof(lp_counter, lname);
+    h->off_seq = offsetof(lp_live_node, seq);
+    h->off_id = offsetof(lp_live_node, id);
+    h->off_parent = offsetof(lp_live_node, parent);
+    h->off_entries = offsetof(lp_live_node, entries);
+    h->off_wall = offsetof(lp_live_node, wall_ns);
+    h->off_self = offsetof(lp_live_node, self_ns);
+    h->off_cpu = offsetof(lp_live_node, cpu_ns);
+    h->off_cpu_missing = offsetof(lp_live_node, cpu_missing);
+    h->off_min = offsetof(lp_live_node, min_ns);
+    h->off_max = offsetof(lp_live_node, max_ns);
+    h->off_io = offsetof(lp_live_node, io);
+    h->off_sync = offsetof(lp_live_node, sync);
+    h->off_overflow = offsetof(lp_live_node, overflow);
+    h->off_depth = offsetof(lp_live_node, depth);
+    h->off_io_delta = offsetof(lp_live_node, io_delta);
+    h->off_io_measured = offsetof(lp_live_node, io_measured);
+    h->off_io_failed = offsetof(lp_live_node, io_failed);
+    h->off_hist = offsetof(lp_live_node, hist);
+    h->off_lname_len = offsetof(lp_live_node, lname_len);
+    h->off_lname_cut = offsetof(lp_live_node, lname_cut);
+    h->off_lname = offsetof(lp_live_node, lname);
+    h->coff_node = offsetof(lp_live_counter, node);
+    h->coff_total = offsetof(lp_live_counter, total);
+    h->coff_lname_len = offsetof(lp_live_counter, lname_len);
+    h->coff_lname_cut = offsetof(lp_live_counter, lname_cut);
+    h->coff_lname = offsetof(lp_live_counter, lname);
     h->identity_len = (uint32_t)n;
     memcpy(h->identity, ident, (size_t)n);
 }
 
-/* Copies one chunk into the file at `off` and maps the file over it, at the same address. */
-static int lp_live_move_chunk(int fd, void *chunk, size_t payload, off_t off)
+/* Records for every node and counter made before the file was attached. */
+static void lp_live_copy_tree(lp_RecorderObject *rec)
 {
-    char *base = (char *)chunk - LP_LIVE_SEGMENT;
-    size_t bytes = lp_seg_bytes(payload);
-    if (lp_live_reserve(fd, off, bytes) < 0) {
-        return -1;
+    for (int32_t c = 0; c * LP_NODE_CHUNK < rec->n_nodes; c++) {
+        lp_live_chunk_added(rec, LP_SEG_NODES, c);
     }
-    size_t done = 0;
-    while (done < bytes) {
-        ssize_t w = pwrite(fd, base + done, bytes - done, off + (off_t)done);
-        if (w < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
+    for (int32_t id = 0; id < rec->n_nodes; id++) {
+        lp_live_node_added(rec, lp_node_at(rec, id));
+    }
+    for (int32_t c = 0; c * LP_COUNTER_CHUNK < rec->n_counters; c++) {
+        lp_live_chunk_added(rec, LP_SEG_COUNTERS, c);
+    }
+    lp_live *lv = &rec->live;
+    for (int32_t i = 0; i < rec->n_counters; i++) {
+        lp_counter *counter = lp_counter_at(rec, i);
+        int32_t c = i / LP_COUNTER_CHUNK;
+        if (c < lv->records_cap && lv->counter_records[c] != NULL) {
+            counter->live = &lv->counter_records[c][i % LP_COUNTER_CHUNK];
+            lp_counter_fill(counter->live, counter);
+            lv->n_counters = i + 1;
         }
-        done += (size_t)w;
     }
-    if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED) {
-        return -1;
+    lp_live_publish(rec);
+}
+
+static PyObject *lp_attach_failed(int fd, char *base, size_t reserved, int slot)
+{
+    int err = errno;
+    lp_range_release(slot);
+    if (base != NULL) {
+        (void)munmap(base, reserved);
     }
-    return 0;
+    (void)close(fd);
+    errno = err;
+    return PyErr_SetFromErrno(PyExc_OSError);
 }
 
 PyObject *lp_recorder_live_attach(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -261,50 +651,49 @@ PyObject *lp_recorder_live_attach(lp_RecorderObject *self, PyObject *const *args
         PyErr_Format(PyExc_ValueError, "identity over %d bytes", LP_LIVE_IDENTITY);
         return NULL;
     }
-    if (lp_live_mine(self)) {
+    if (lp_live_check(self)) {
         PyErr_SetString(PyExc_RuntimeError, "a live file is already attached");
         return NULL;
     }
-    lp_live_detach(self); /* a copy of the parent's, in a fork child that has not reset */
+    (void)pthread_once(&lp_live_once, lp_live_once_init);
+    if (lp_sigbus_install() < 0) {
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
     int dfd = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);
     if (dfd < 0) {
         return PyErr_SetFromErrno(PyExc_OSError);
     }
-    lp_live_header *h = MAP_FAILED;
-    if (ftruncate(dfd, 0) == 0 && lp_live_reserve(dfd, 0, LP_LIVE_HEADER) == 0) {
-        h = mmap(NULL, LP_LIVE_HEADER, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
+    size_t reserved = lp_live_reserve_bytes(self);
+    char *base = mmap(NULL, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+        return lp_attach_failed(dfd, NULL, 0, -1);
     }
-    if (h == MAP_FAILED) {
-        int err = errno;
+    int slot = lp_range_claim(base, reserved, dfd);
+    if (slot < 0) {
+        (void)munmap(base, reserved);
         (void)close(dfd);
-        errno = err;
-        return PyErr_SetFromErrno(PyExc_OSError);
+        PyErr_Format(PyExc_OSError, "%d live files are mapped in this process already", LP_LIVE_SLOTS);
+        return NULL;
     }
-    lp_live_fill_header(self, h, PyBytes_AS_STRING(args[1]), n);
-    off_t off = LP_LIVE_HEADER;
-    int failed = 0;
-    for (int32_t c = 0; c < self->n_chunks && !failed; c++) {
-        failed = lp_live_move_chunk(dfd, self->chunks[c], LP_NODE_CHUNK * sizeof(lp_node), off) < 0;
-        off += (off_t)lp_seg_bytes(LP_NODE_CHUNK * sizeof(lp_node));
+    if (ftruncate(dfd, 0) < 0 || lp_file_reserve(dfd, 0, LP_LIVE_HEADER) < 0 ||
+        mmap(base, LP_LIVE_HEADER, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dfd, 0) == MAP_FAILED) {
+        return lp_attach_failed(dfd, base, reserved, slot);
     }
-    for (int32_t c = 0; c < self->n_cchunks && !failed; c++) {
-        failed = lp_live_move_chunk(dfd, self->cchunks[c], LP_COUNTER_CHUNK * sizeof(lp_counter), off) < 0;
-        off += (off_t)lp_seg_bytes(LP_COUNTER_CHUNK * sizeof(lp_counter));
+    lp_live *lv = &self->live;
+    lv->fd = dfd;
+    lv->pid = (long)getpid();
+    lv->slot = slot;
+    lv->base = base;
+    lv->reserved = reserved;
+    lv->size = LP_LIVE_HEADER;
+    lv->hdr = (lp_live_header *)base;
+    lp_live_fill_header(self, lv->hdr, PyBytes_AS_STRING(args[1]), n);
+    lp_live_copy_tree(self);
+    if (!lp_live_check(self)) {
+        PyErr_SetString(PyExc_OSError, "the live file was lost while it was being written");
+        return NULL;
     }
-    if (failed) {
-        int err = errno;
-        h->epoch = UINT64_MAX; /* abandoned: readers ignore the file */
-        (void)munmap(h, LP_LIVE_HEADER);
-        (void)close(dfd);
-        errno = err;
-        return PyErr_SetFromErrno(PyExc_OSError);
-    }
-    self->live_fd = dfd;
-    self->live_pid = (long)getpid();
-    self->live_hdr = h;
-    self->live_size = (int64_t)off;
-    lp_live_publish(self);
-    memcpy(h->magic, "LPLIVE\0\0", 8);
+    memcpy(lv->hdr->magic, "LPLIVE\0\0", 8);
     Py_RETURN_NONE;
 }
 
@@ -316,5 +705,31 @@ PyObject *lp_recorder_live_detach(lp_RecorderObject *self, PyObject *Py_UNUSED(i
 
 PyObject *lp_recorder_get_live(lp_RecorderObject *self, void *Py_UNUSED(c))
 {
-    return PyBool_FromLong(lp_live_mine(self));
+    return PyBool_FromLong(lp_live_check(self));
+}
+
+/* live_ranges() -> [(start, bytes, state)]: the mapped ranges of this process, for tests. */
+PyObject *lp_mod_live_ranges(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    (void)pthread_once(&lp_live_once, lp_live_once_init);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < LP_LIVE_SLOTS; i++) {
+        uintptr_t start = atomic_load(&lp_ranges[i].start);
+        if (start == 0) {
+            continue;
+        }
+        PyObject *item =
+            Py_BuildValue("(Knl)", (unsigned long long)start, (Py_ssize_t)atomic_load(&lp_ranges[i].bytes),
+                          (long)atomic_load(&lp_ranges[i].state));
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return out;
 }

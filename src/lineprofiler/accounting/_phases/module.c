@@ -90,6 +90,10 @@ static PyMethodDef lp_mod_methods[] = {
     {"own_io_end", lp_mod_own_io_end, METH_O,
      "Add what moved since own_io_begin to the process's own-I/O total; returns it, or None."},
     {"own_io", lp_mod_own_io, METH_NOARGS, "The bytes the profiler's own writes moved in this process."},
+    {"live_ranges", lp_mod_live_ranges, METH_NOARGS,
+     "live_ranges() -> [(start, bytes, state)]: the address ranges live files are mapped into (state 0 in "
+     "use, "
+     "1 lost: the file shrank under a store, 2 the parent's, in a fork child)."},
     {"path_of", lp_mod_path_of, METH_O, "path_of(id): a node id's path in the primary recorder, or None."},
     {"main_thread_phase", lp_mod_main_thread_phase, METH_NOARGS,
      "The node id published for the main thread's innermost phase (-1: none)."},

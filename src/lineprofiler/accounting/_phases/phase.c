@@ -178,11 +178,6 @@ LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts,
         d = 0;
     }
     int64_t self_ns = d - f->child_ns;
-    /* Odd while the entry is added, so a reader of the live file never takes half of it. On
-     * x86 both fences are compiler barriers only. */
-    uint32_t seq = node->seq;
-    __atomic_store_n(&node->seq, seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
     node->entries++;
     node->wall_ns += d;
     node->self_ns += self_ns > 0 ? self_ns : 0;
@@ -192,7 +187,8 @@ LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts,
     if (d > node->max_ns) {
         node->max_ns = d;
     }
-    node->hist[lp_bucket(rec->st, d)]++;
+    int bucket = lp_bucket(rec->st, d);
+    node->hist[bucket]++;
     if (rec->measure_cpu) {
         if (f->cpu0 >= 0 && cpu1 >= 0) {
             int64_t c = cpu1 - f->cpu0;
@@ -231,7 +227,32 @@ LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts,
     if (f->phase->sync) {
         node->sync = 1;
     }
-    __atomic_store_n(&node->seq, seq + 2, __ATOMIC_RELEASE);
+    lp_live_node *r = node->live;
+    if (r != NULL) {
+        /* The record is written from the private node, never read: odd while the entry is
+         * added, so a reader of the live file never takes half of it. On x86 both fences are
+         * compiler barriers only. */
+        uint32_t seq = node->seq;
+        __atomic_store_n(&r->seq, seq + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        r->entries = node->entries;
+        r->wall_ns = node->wall_ns;
+        r->self_ns = node->self_ns;
+        r->min_ns = node->min_ns;
+        r->max_ns = node->max_ns;
+        r->hist[bucket] = node->hist[bucket];
+        r->cpu_ns = node->cpu_ns;
+        r->cpu_missing = node->cpu_missing;
+        if (LP_UNLIKELY(f->phase->io || f->phase->sync)) {
+            r->io = node->io;
+            r->sync = node->sync;
+            memcpy(r->io_delta, node->io_delta, sizeof r->io_delta);
+            r->io_measured = node->io_measured;
+            r->io_failed = node->io_failed;
+        }
+        node->seq = seq + 2;
+        __atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
+    }
     if (f->parent >= 0) {
         ts->frames[f->parent].child_ns += d;
         if (LP_UNLIKELY(f->parent < ts->n_base)) {

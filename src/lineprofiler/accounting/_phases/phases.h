@@ -59,7 +59,9 @@
 #define LP_LIVE_HEADER          4096   /* the live file's header: identity and layout */
 #define LP_LIVE_IDENTITY        2048   /* bytes of identity JSON the header keeps */
 #define LP_LIVE_SEGMENT         64     /* a chunk's segment header in the live file */
-#define LP_LIVE_VERSION         1
+#define LP_LIVE_VERSION         2
+#define LP_LIVE_FROZEN          1u   /* flags: the file stopped growing */
+#define LP_LIVE_SLOTS           1024 /* live files mapped at once per process */
 #define LP_SEG_NODES            1
 #define LP_SEG_COUNTERS         2
 #define LP_ROOT                 0
@@ -116,11 +118,47 @@ static inline void lp_err_restore(PyObject *exc)
 
 /* ===================================================================== types */
 
-/* A node lives in a chunk of memory that is, once a live file is attached, a shared mapping
- * of that file: every store below reaches the page cache at once, so a SIGKILL loses nothing.
- * `seq` is odd while an entry is being added (a reader retries or reports it in flight). */
-typedef struct lp_node {
+/* The live file's records: plain data only, written by this process and never read back by
+ * it, so whatever the file's bytes become (another process truncates, overwrites or copies over
+ * it), the process's behaviour does not change. A record is a mirror of a private node or
+ * counter, stored after each change; `seq` is odd while an entry is being added (a reader
+ * retries or reports it in flight). */
+typedef struct lp_live_node {
     uint32_t seq;
+    int32_t id;
+    int32_t parent;
+    int32_t depth;
+    int64_t entries;
+    int64_t wall_ns;
+    int64_t self_ns;
+    int64_t cpu_ns;
+    int64_t cpu_missing;
+    int64_t min_ns;
+    int64_t max_ns;
+    uint8_t io;
+    uint8_t sync;
+    uint8_t overflow;
+    int64_t io_delta[LP_IO_FIELDS];
+    int64_t io_measured;
+    int64_t io_failed;
+    uint64_t hist[LP_N_BUCKETS];
+    uint16_t lname_len; /* the name's UTF-8 bytes, at most LP_LIVE_NAME */
+    uint8_t lname_cut;  /* 1: the name was longer and is cut */
+    char lname[LP_LIVE_NAME];
+} lp_live_node;
+
+typedef struct lp_live_counter {
+    int32_t node;
+    uint16_t lname_len;
+    uint8_t lname_cut;
+    int64_t total;
+    char lname[LP_LIVE_NAME];
+} lp_live_counter;
+
+/* A node of the phase tree, in private memory (chunks: a node never moves). `live` is its
+ * record in the live file while one is attached in this process. */
+typedef struct lp_node {
+    uint32_t seq; /* the record's sequence number, kept here so the record is never read */
     int32_t id;
     int32_t parent;
     PyObject *name; /* borrowed: the canonical name, owned by the recorder's names dict */
@@ -144,10 +182,8 @@ typedef struct lp_node {
     int64_t open_entries;
     int64_t open_ns;
     int64_t open_self_ns;
+    lp_live_node *live;
     uint64_t hist[LP_N_BUCKETS];
-    uint16_t lname_len; /* the name's UTF-8 bytes in the live file, at most LP_LIVE_NAME */
-    uint8_t lname_cut;  /* 1: the name was longer and is cut */
-    char lname[LP_LIVE_NAME];
 } lp_node;
 
 typedef struct {
@@ -158,11 +194,9 @@ typedef struct {
 
 typedef struct {
     int32_t node;
-    uint16_t lname_len;
-    uint8_t lname_cut;
-    PyObject *name; /* borrowed canonical name */
-    int64_t total;  /* one aligned store per count(): never torn */
-    char lname[LP_LIVE_NAME];
+    PyObject *name;        /* borrowed canonical name */
+    int64_t total;         /* one aligned store per count(): never torn */
+    lp_live_counter *live; /* its record in the live file, or NULL */
 } lp_counter;
 
 /* The live file's first page. The reader takes every offset and size from here, so a layout
@@ -185,15 +219,37 @@ typedef struct {
     int32_t n_nodes;
     int32_t n_counters;
     uint64_t epoch; /* bumped by reset(): a reader seeing it change starts over */
-    /* offsets in lp_node */
+    /* offsets in lp_live_node */
     uint32_t off_seq, off_id, off_parent, off_entries, off_wall, off_self, off_cpu, off_cpu_missing;
     uint32_t off_min, off_max, off_io, off_sync, off_overflow, off_depth, off_io_delta, off_io_measured;
     uint32_t off_io_failed, off_hist, off_lname_len, off_lname_cut, off_lname;
-    /* offsets in lp_counter */
+    /* offsets in lp_live_counter */
     uint32_t coff_node, coff_total, coff_lname_len, coff_lname_cut, coff_lname;
     uint32_t identity_len;
     char identity[LP_LIVE_IDENTITY]; /* the process's identity as JSON, from Python */
+    /* version 2 */
+    uint32_t flags; /* LP_LIVE_FROZEN */
 } lp_live_header;
+
+/* The live file as this process keeps it: one reserved range of address space that the header
+ * and the segments are mapped into, at the offsets they have in the file, so one range tells the
+ * SIGBUS handler and the fork hook what is ours (see live.c). Private memory. */
+typedef struct {
+    int fd;     /* -1 while none is attached */
+    long pid;   /* the process that attached it: a fork child never writes to it */
+    int slot;   /* its entry in live.c's table of mapped ranges */
+    int frozen; /* 1: it could not grow; later nodes and counters are in the snapshots only */
+    char *base;
+    size_t reserved;
+    int64_t size; /* bytes of the file mapped so far */
+    uint64_t epoch;
+    lp_live_header *hdr;
+    int32_t n_nodes;                   /* nodes with a record: a prefix of the tree */
+    int32_t n_counters;                /* counters with a record: a prefix too */
+    lp_live_node **node_records;       /* per node chunk: its records, or NULL */
+    lp_live_counter **counter_records; /* per counter chunk */
+    int32_t records_cap;               /* entries in each of the two arrays */
+} lp_live;
 
 typedef struct {
     PyObject *key;   /* strong: keeps the pointer from being reused by another object */
@@ -294,15 +350,7 @@ typedef struct lp_RecorderObject {
     int32_t n_cchunks;
     int32_t cchunk_cap;
     int32_t n_counters;
-    /* the live file: -1 / NULL while none is attached (chunks are then anonymous memory) */
-    int live_fd;
-    long live_pid; /* the process that attached it: a fork child never writes to it */
-    lp_live_header *live_hdr;
-    /* Set in a fork child between its reset's detach and the tree's free: the chunks are still
-     * the parent's shared mapping, whose lazily built path pointers the parent keeps writing
-     * (pointers into the parent's heap), so the free must not decref them. */
-    int chunks_foreign;
-    int64_t live_size;
+    lp_live live;           /* the live file, when one is attached */
     int32_t *counter_slots; /* index + 1; 0 is empty */
     uint32_t counter_mask;
     /* names and phase objects */
@@ -411,15 +459,18 @@ int lp_tree_init(lp_RecorderObject *rec);
 PyObject *lp_node_path(lp_RecorderObject *rec, int32_t id);
 
 /* live.c */
-void *lp_chunk_alloc(lp_RecorderObject *rec, int kind, int32_t index, size_t payload);
-void lp_chunk_free(void *chunk, size_t payload);
-void lp_live_set_name(char *dst, uint16_t *len, uint8_t *cut, PyObject *name);
+void lp_live_node_added(lp_RecorderObject *rec, lp_node *node);
+void lp_live_counter_added(lp_RecorderObject *rec, lp_counter *c);
+void lp_live_chunk_added(lp_RecorderObject *rec, int kind, int32_t index);
+void lp_live_node_sync(lp_node *node);
 void lp_live_before_reset(lp_RecorderObject *rec);
-void lp_live_after_reset(lp_RecorderObject *rec);
 void lp_live_detach(lp_RecorderObject *rec);
+int lp_live_check(lp_RecorderObject *rec);
+int lp_live_mine(lp_RecorderObject *rec);
 PyObject *lp_recorder_live_attach(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *lp_recorder_live_detach(lp_RecorderObject *self, PyObject *ignored);
 PyObject *lp_recorder_get_live(lp_RecorderObject *self, void *c);
+PyObject *lp_mod_live_ranges(PyObject *module, PyObject *ignored);
 
 /* counters.c */
 PyObject *lp_recorder_count(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -566,12 +617,12 @@ static inline lp_counter *lp_counter_at(lp_RecorderObject *rec, int32_t i)
     return &rec->cchunks[i / LP_COUNTER_CHUNK][i % LP_COUNTER_CHUNK];
 }
 
-/* Makes the nodes and counters made so far visible to a reader of the live file. */
+/* Makes the records made so far visible to a reader of the live file. */
 static inline void lp_live_publish(lp_RecorderObject *rec)
 {
-    if (rec->live_hdr != NULL) {
-        __atomic_store_n(&rec->live_hdr->n_nodes, rec->n_nodes, __ATOMIC_RELEASE);
-        __atomic_store_n(&rec->live_hdr->n_counters, rec->n_counters, __ATOMIC_RELEASE);
+    if (rec->live.hdr != NULL) {
+        __atomic_store_n(&rec->live.hdr->n_nodes, rec->live.n_nodes, __ATOMIC_RELEASE);
+        __atomic_store_n(&rec->live.hdr->n_counters, rec->live.n_counters, __ATOMIC_RELEASE);
     }
 }
 

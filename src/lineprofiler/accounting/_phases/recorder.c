@@ -308,7 +308,6 @@ static PyObject *lp_recorder_reset(lp_RecorderObject *self, PyObject *Py_UNUSED(
     self->gen++;
     lp_live_before_reset(self);
     lp_tree_free(self);
-    lp_live_after_reset(self);
     lp_clear_health(self);
     if (self->errors != NULL && PyList_SetSlice(self->errors, 0, PY_SSIZE_T_MAX, NULL) < 0) {
         return NULL;
@@ -496,7 +495,8 @@ static PyObject *lp_recorder_new(PyTypeObject *type, PyObject *args, PyObject *k
     self->active = 1;
     self->gen = 1;
     self->measure_cpu = measure_cpu;
-    self->live_fd = -1;
+    self->live.fd = -1;
+    self->live.slot = -1;
     self->max_paths = max_paths;
     self->max_counters = max_counters;
     self->max_depth = max_depth;

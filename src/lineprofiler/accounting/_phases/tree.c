@@ -21,11 +21,12 @@ static lp_node *lp_node_new(lp_RecorderObject *rec, int32_t parent, PyObject *na
             rec->chunks = chunks;
             rec->chunk_cap = cap;
         }
-        lp_node *chunk = lp_chunk_alloc(rec, LP_SEG_NODES, rec->n_chunks, LP_NODE_CHUNK * sizeof *chunk);
+        lp_node *chunk = calloc(LP_NODE_CHUNK, sizeof *chunk);
         if (chunk == NULL) {
             return NULL;
         }
         rec->chunks[rec->n_chunks++] = chunk;
+        lp_live_chunk_added(rec, LP_SEG_NODES, rec->n_chunks - 1);
     }
     lp_node *node = lp_node_at(rec, id);
     memset(node, 0, sizeof *node);
@@ -34,11 +35,8 @@ static lp_node *lp_node_new(lp_RecorderObject *rec, int32_t parent, PyObject *na
     node->name = name;
     node->depth = parent >= 0 ? lp_node_at(rec, parent)->depth + 1 : 0;
     node->min_ns = INT64_MAX;
-    if (name != NULL) {
-        lp_live_set_name(node->lname, &node->lname_len, &node->lname_cut, name);
-    }
     rec->n_nodes++;
-    lp_live_publish(rec);
+    lp_live_node_added(rec, node);
     return node;
 }
 
@@ -115,16 +113,13 @@ void lp_tree_free(lp_RecorderObject *rec)
 {
     for (int32_t c = 0; c < rec->n_chunks; c++) {
         lp_node *chunk = rec->chunks[c];
-        for (int32_t i = 0; i < LP_NODE_CHUNK && !rec->chunks_foreign; i++) {
+        for (int32_t i = 0; i < LP_NODE_CHUNK; i++) {
             int32_t id = c * LP_NODE_CHUNK + i;
             if (id < rec->n_nodes) {
-                /* Not Py_CLEAR: the chunk may be a mapping of the live file, which must not
-                 * change once the profiler closed (a copy taken then must stay equal to it);
-                 * the chunk is unmapped next, and a str's release runs no code of ours. */
-                Py_XDECREF(chunk[i].path);
+                Py_CLEAR(chunk[i].path); /* private memory: in a fork child, the child's own copy */
             }
         }
-        lp_chunk_free(chunk, LP_NODE_CHUNK * sizeof *chunk);
+        free(chunk);
     }
     free(rec->chunks);
     rec->chunks = NULL;
@@ -134,7 +129,7 @@ void lp_tree_free(lp_RecorderObject *rec)
     rec->child_mask = 0;
     rec->child_used = 0;
     for (int32_t c = 0; c < rec->n_cchunks; c++) {
-        lp_chunk_free(rec->cchunks[c], LP_COUNTER_CHUNK * sizeof(lp_counter));
+        free(rec->cchunks[c]);
     }
     free(rec->cchunks);
     rec->cchunks = NULL;
@@ -142,9 +137,6 @@ void lp_tree_free(lp_RecorderObject *rec)
     free(rec->counter_slots);
     rec->counter_slots = NULL;
     rec->counter_mask = 0;
-    /* The paths the parent had built before the fork are left to leak here: which pointers
-     * are still the child's own cannot be told from memory the parent writes. */
-    rec->chunks_foreign = 0;
 }
 
 int lp_tree_init(lp_RecorderObject *rec)
@@ -156,6 +148,7 @@ int lp_tree_init(lp_RecorderObject *rec)
         return -1;
     }
     over->overflow = 1;
+    lp_live_node_sync(over);
     return 0;
 }
 
