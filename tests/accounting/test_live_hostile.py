@@ -262,3 +262,53 @@ def test_a_python_fork_child_leaves_the_parents_file_alone(tmp_path: Path) -> No
     assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["live"] == {"before": 100, "after": 50}
+
+
+FROZEN = textwrap.dedent(
+    """
+    import json, resource, signal, sys
+    from lineprofiler.accounting import Profiler
+
+    # Files of this process may not grow past the live file's first node segment: the next one
+    # fails (EFBIG), as on a full disk, and the file must keep what it has.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
+    prof = Profiler(sys.argv[1], role="f", enabled=True, measure_cpu=False, snapshot_interval_s=3600)
+    for rounds in range(3):
+        for i in range(150):
+            with prof.phase(f"p{i}"):
+                prof.count("c")
+    print(json.dumps({"live": str(prof.live_path)}), flush=True)
+    sys.stdin.readline()
+    prof.close()
+    """
+)
+
+
+def test_a_live_file_that_cannot_grow_keeps_what_it_has(tmp_path: Path) -> None:
+    limit = 4096 + 200 * 1024  # the header and one node segment (about 160 kB), not two
+    child = subprocess.Popen(
+        [sys.executable, "-c", FROZEN, str(tmp_path), str(limit)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line, child.stderr.read() if child.stderr else ""
+    live_path = Path(json.loads(line)["live"])
+    data = live_path.read_bytes()
+    flags = int.from_bytes(data[livefile._HEADER.size + 2048 :][:4], "little")
+    assert flags == 1  # frozen, not abandoned
+    live = livefile.read_live(live_path, data=data)
+    assert live.usable, live.problems
+    # the first chunk's paths are in the file, exact and current; the rest only in memory
+    entries = {p["path"]: p["entries"] for p in live.phases}
+    assert 0 < len(entries) < 150
+    assert set(entries.values()) == {3}
+    _, err = child.communicate("go\n", timeout=60)
+    assert child.returncode == 0, err[-2000:]
+    document = _final_document(tmp_path)
+    assert {p["path"]: p["entries"] for p in document["phases"]} == {f"p{i}": 3 for i in range(150)}
+    assert any("could not grow" in e for e in document["errors"]), document["errors"]
