@@ -4,6 +4,11 @@
 Exit status: 0 when a report was printed (even with CAVEATS), 2 when nothing could be reported
 or the command line was wrong, 1 for an internal error. Errors are one line on stderr, never a
 traceback (set ``LINEPROFILER_DEBUG=1`` to see one for an internal error).
+
+Everything printed here goes through :func:`~lineprofiler._terminal.printable`, line by line:
+the reports, the paths of the files written and the errors (which name run directories, files
+and arguments) hold text from files and from the command line, whose control characters must
+show as escapes, never act on the terminal.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 from . import __version__
+from ._terminal import printable
 
 PROG = "lineprofiler"
 EXIT_OK = 0
@@ -32,6 +38,16 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _print_text(text: str, *, end: str = "\n") -> None:
+    """A report on stdout, each of its lines escaped (text its renderer escaped is unchanged)."""
+    print("\n".join(printable(line) for line in text.split("\n")), end=end)
+
+
+def _print_line(text: str, *, file: IO[str] | None = None) -> None:
+    """One line (a path written, an error): a newline inside it is shown escaped too."""
+    print(printable(text), file=file)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -278,7 +294,7 @@ def _view(args: argparse.Namespace) -> int:
     options = ViewOptions(
         top=args.top, functions=args.functions, min_us=args.min_us, sort=args.sort, by_role=args.by_role
     )
-    sys.stdout.write(render_view(saved, options))
+    _print_text(render_view(saved, options), end="")
     return EXIT_OK
 
 
@@ -316,14 +332,15 @@ def _report(args: argparse.Namespace) -> int:
     if args.json:
         from .report import json as report_json
 
+        # json.dumps escapes every control and non-ASCII character: nothing here needs escaping.
         print(report_json.dumps(report_json.document(report, run.caveats)))
     elif args.html is not None:
         from .report.html import render_html
 
         path = args.html or os.path.join(args.run_dir, "report.html")
-        print(_write(path, render_html(report)))
+        _print_line(_write(path, render_html(report)))
     else:
-        print(render_report(report))
+        _print_text(render_report(report))
     return EXIT_OK
 
 
@@ -339,13 +356,13 @@ def _compare(args: argparse.Namespace) -> int:
             raise ReportError(f"{label}: {error}") from None
     document = compare_runs(*runs)
     if args.json:
-        print(json.dumps(document, indent=2, allow_nan=False))
+        print(json.dumps(document, indent=2, allow_nan=False))  # ASCII, controls escaped
     elif args.html is not None:
         from .report.html import render_compare_html
 
-        print(_write(args.html, render_compare_html(document)))
+        _print_line(_write(args.html, render_compare_html(document)))
     else:
-        print(render_compare(document))
+        _print_text(render_compare(document))
     return EXIT_OK
 
 
@@ -354,7 +371,7 @@ def _export(args: argparse.Namespace) -> int:
     from .report.perfetto import trace_json
 
     run = load_run(args.run_dir, attempt=args.attempt)
-    print(_write(args.perfetto, trace_json(run)))
+    _print_line(_write(args.perfetto, trace_json(run)))
     return EXIT_OK
 
 
@@ -386,10 +403,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_top(args.run_dir, args.interval, once=args.once)
         return _compare(args)
     except _UsageError as error:
-        print(error, file=sys.stderr)
+        _print_line(str(error), file=sys.stderr)
         return EXIT_BAD_INPUT
     except InputError as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
+        _print_line(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # `lineprofiler report run/ | head`: the reader left; not an error of ours.
@@ -404,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         if os.environ.get("LINEPROFILER_DEBUG"):
             raise
-        print(
+        _print_line(
             f"{PROG}: internal error: {error.__class__.__name__}: {error} "
             f"(set LINEPROFILER_DEBUG=1 for a traceback, and please report it)",
             file=sys.stderr,

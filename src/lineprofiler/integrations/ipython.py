@@ -66,6 +66,7 @@ def _make_magics() -> Any:
     from IPython.core.error import UsageError
     from IPython.core.magic import Magics, line_cell_magic, magics_class
 
+    from .._terminal import printable
     from ..lines.render import HINT_MAGIC, SORT_KEYS, render_report
 
     @magics_class
@@ -123,7 +124,7 @@ def _make_magics() -> Any:
             print(text, end="")
             if "o" in opts:
                 path = profiler.dump(_unquote(opts["o"][-1]))
-                print(f"Saved to {path}")
+                print(f"Saved to {printable(str(path))}")
             if "r" in opts:
                 return profiler
             return None

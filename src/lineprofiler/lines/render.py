@@ -1,6 +1,9 @@
 """The two text tables: per function (print_stats) and the top lines overall (print_global_top_stats).
 
 Both work on the FunctionStats that get_stats() returns, so they run on unpickled stats too.
+File names, qualnames and source lines are shown through :func:`printable` (a source line
+with a raw escape or carriage return would otherwise act on the terminal), and the columns
+are sized on that escaped text.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from .._terminal import printable
 from .stats import FunctionStats, LineStats, StatsKey
 
 __all__ = [
@@ -57,14 +61,20 @@ def format_ns(ns: float) -> str:
 
 
 def _display_path(filename: str, root: Path | None) -> str:
+    """``filename`` relative to ``root`` when it lies below it, escaped for the terminal."""
     if root is not None:
         try:
             real = os.path.realpath(filename)
             if real.startswith(str(root) + os.sep):
-                return os.path.relpath(real, root)
+                return printable(os.path.relpath(real, root))
         except (OSError, ValueError):
             pass
-    return filename
+    return printable(filename)
+
+
+def _source_text(source: str | None) -> str:
+    """A source line for a table cell: tabs as spaces (indentation stays readable), the rest escaped."""
+    return UNAVAILABLE if source is None else printable(source.expandtabs())
 
 
 def _line_order(sort_by: str):
@@ -107,7 +117,7 @@ def render_stats(
     for f in funcs:
         lines = sorted(f.lines.values(), key=_line_order(sort_by))
         shown = lines if top_n_lines is None else lines[:top_n_lines]
-        out.append(f"Function: {f.qualname} at {_display_path(f.filename, root)}:{f.first_lineno}")
+        out.append(f"Function: {printable(f.qualname)} at {_display_path(f.filename, root)}:{f.first_lineno}")
         note = "" if len(shown) == len(lines) else f"   (top {len(shown)} of {len(lines)} lines by {sort_by})"
         out.append(f"Total time: {format_ns(f.time_ns)}   Hits: {f.hits:,}{note}")
         out.append("")
@@ -117,7 +127,7 @@ def render_stats(
         for ln in shown:
             share = 100.0 * ln.time_ns / f.time_ns if f.time_ns > 0 else 0.0
             per_hit = format_ns(ln.time_ns / ln.hits) if ln.hits else "-"
-            src = ln.source if ln.source is not None else UNAVAILABLE
+            src = _source_text(ln.source)
             out.append(
                 f"{ln.lineno:>6}  {ln.hits:>12,}  {format_ns(ln.time_ns):>11}  {per_hit:>10}  {share:>6.1f}  {src}"
             )
@@ -159,21 +169,22 @@ def render_global(
     out = [f"Top {len(shown)} of {n_all} lines by {sort_by} ({len(stats)} functions)"]
     locs = [f"{_display_path(f.filename, root)}:{ln.lineno}" for f, ln in shown]
     loc_w = min(max(len("Location"), *(len(s) for s in locs)), 60)
-    fn_w = min(max(len("Function"), *(len(f.qualname) for f, _ in shown)), 40)
+    names = [printable(f.qualname) for f, _ in shown]
+    fn_w = min(max(len("Function"), *(len(name) for name in names)), 40)
     wall = total_ns is not None and total_ns > 0
     header = f"{'#':>4}  {'Time':>11}  {'Hits':>12}  {'Per hit':>10}  "
     header += f"{'% wall':>6}  " if wall else ""
     header += f"{'Location':<{loc_w}}  {'Function':<{fn_w}}  Source"
     out.append(header)
     out.append("-" * len(header))
-    for i, ((f, ln), loc) in enumerate(zip(shown, locs, strict=True), 1):
+    for i, ((_, ln), loc, name) in enumerate(zip(shown, locs, names, strict=True), 1):
         per_hit = format_ns(ln.time_ns / ln.hits) if ln.hits else "-"
-        src = ln.source.strip() if ln.source is not None else UNAVAILABLE
+        src = _source_text(None if ln.source is None else ln.source.strip())
         row = f"{i:>4}  {format_ns(ln.time_ns):>11}  {ln.hits:>12,}  {per_hit:>10}  "
         if wall:
             assert total_ns is not None
             row += f"{100.0 * ln.time_ns / total_ns:>6.1f}  "
-        row += f"{loc:<{loc_w}}  {f.qualname:<{fn_w}}  {src}"
+        row += f"{loc:<{loc_w}}  {name:<{fn_w}}  {src}"
         out.append(row)
     return "\n".join(out) + "\n"
 
@@ -194,11 +205,11 @@ def render_nothing(
     """What to say when a profiler was on but no line of the project ran: which folder was
     traced, how much code ran outside it, and what to pass (``hint``) to profile that code."""
     out = ["No line timings recorded: no code of the project folder ran while the profiler was on."]
-    out.append(f"  Project folder traced: {os.fspath(folder)}")
+    out.append(f"  Project folder traced: {printable(os.fspath(folder))}")
     if codes_outside:
         out.append(f"  Code objects that ran outside it: {codes_outside:,}")
     if outside_files:
-        shown = ", ".join(outside_files[:3])
+        shown = ", ".join(printable(name) for name in outside_files[:3])
         more = f" and {len(outside_files) - 3:,} more" if len(outside_files) > 3 else ""
         out.append(f"  Files outside it that ran (the standard library and installed packages left out): {shown}{more}")
     out.append(f"  To profile other code, pass {hint}")

@@ -1,7 +1,8 @@
 """``lineprofiler view``: saved line profiles, merged over the processes that wrote them.
 
 Reads files only (no C tracer): one file, or a directory of process files. Prints who wrote
-them (and who left nothing), then the tables, for all processes together or per role.
+them (and who left nothing), then the tables, for all processes together or per role. Every
+text the files hold (roles, hosts, paths, errors) is shown through :func:`printable`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._terminal import printable
 from ..runfiles.linesfile import LinesFile, MergedLines
 from .render import HINT_CLI, render_nothing, render_report
 from .saved import SavedProfile
@@ -41,8 +43,8 @@ def render_processes(saved: SavedProfile) -> str:
     groups: dict[str, list[LinesFile]] = {}
     for p in procs:
         groups.setdefault(p.group, []).append(p)
-    hosts = sorted({p.process["host"] for p in procs})
-    roles = ", ".join(f"{name} x{len(members)}" for name, members in groups.items())
+    hosts = sorted({printable(p.process["host"]) for p in procs})
+    roles = ", ".join(f"{printable(name)} x{len(members)}" for name, members in groups.items())
     out = [f"Line profile of {len(procs)} process{'es' if len(procs) != 1 else ''} ({roles})"]
     if len(hosts) > 1:
         out.append(f"Hosts: {', '.join(hosts)}")
@@ -50,30 +52,30 @@ def render_processes(saved: SavedProfile) -> str:
     for p in unfinished:
         why = next((e for e in p.errors if e.startswith("not profiled")), None)
         if why:
-            out.append(f"  ! {p.describe()} left nothing: {why}")
+            out.append(f"  ! {printable(p.describe())} left nothing: {printable(why)}")
         else:
             out.append(
-                f"  ! {p.describe()} left nothing: it ended without writing its file "
+                f"  ! {printable(p.describe())} left nothing: it ended without writing its file "
                 "(killed by SIGKILL, ended with os._exit outside multiprocessing) or is still running"
             )
     silent = merged.silent
     if silent:
         out.append(f"  {len(silent)} process(es) ran no line of the project: pid {_pids(silent)}")
     for problem in saved.problems:
-        out.append(f"  ! unreadable: {problem}")
+        out.append(f"  ! unreadable: {printable(problem)}")
     for conflict in merged.conflicts:
         versions = "; ".join(
             f"{digest[:8]} in pid {', '.join(map(str, pids[:6]))}{' ...' if len(pids) > 6 else ''}"
             for digest, pids in conflict.versions
         )
         out.append(
-            f"  ! {conflict.file}: the source differed between processes ({versions}); "
+            f"  ! {printable(conflict.file)}: the source differed between processes ({versions}); "
             f"only the first is merged, the others are shown as '[source <hash>]'"
         )
     for p in procs:
         for error in p.errors:
             if not error.startswith("not profiled"):
-                out.append(f"  ! {p.describe()}: {error}")
+                out.append(f"  ! {printable(p.describe())}: {printable(error)}")
     return "\n".join(out) + "\n"
 
 
@@ -108,8 +110,9 @@ def render_view(saved: SavedProfile, opts: ViewOptions) -> str:
         groups.setdefault(p.group, []).append(p)
     for name, members in groups.items():
         sub = SavedProfile(members, path=saved.path)
-        rule = "=" * max(10, 72 - len(name))
-        parts.append(f"{name.upper()}  ({len(members)} process{'es' if len(members) != 1 else ''}) {rule}\n\n")
+        title = printable(name.upper())
+        rule = "=" * max(10, 72 - len(title))
+        parts.append(f"{title}  ({len(members)} process{'es' if len(members) != 1 else ''}) {rule}\n\n")
         parts.append(_render_merged(sub, opts))
         parts.append("\n")
     return "".join(parts)

@@ -171,7 +171,7 @@ def render_compare(doc: dict[str, Any]) -> str:
         side = doc[key]
         label = "COMPARE  " if key == "a" else "         "
         lines.append(
-            f"{label}{key.upper()}  {fmt.printable(side['run_dir'])}  run {side['run']}, "
+            f"{label}{key.upper()}  {fmt.printable(side['run_dir'])}  run {fmt.printable(side['run'])}, "
             f"{fmt.duration(side['runtime_ns'])}, {side['processes']} processes"
         )
     lines.append(
@@ -197,7 +197,7 @@ def render_compare(doc: dict[str, Any]) -> str:
                 f"{key.upper()} {n} process{'es' if n != 1 else ''}"
                 + (f", imbalance {fmt.ratio(imbalance)}" if n else "")
             )
-        lines.append(f"{fmt.printable(role['role']).upper()}  ({'; '.join(about)})")
+        lines.append(f"{fmt.printable(role['role'].upper())}  ({'; '.join(about)})")
         lines.append("\u2500" * len(head))
         lines.append(head)
         rows = [r for r in role["phases"] if (r["a"] and r["a"]["self_ns"] > 0) or (r["b"] and r["b"]["self_ns"] > 0)]

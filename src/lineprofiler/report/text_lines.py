@@ -70,7 +70,7 @@ def window_text(role: LinesRole) -> str:
 
 def role_title(role: LinesRole) -> str:
     noun = "process" if role.processes == 1 else "processes"
-    head = f"{fmt.printable(role.role).upper()}  ({role.files} of {role.processes} {noun} left line stats"
+    head = f"{fmt.printable(role.role.upper())}  ({role.files} of {role.processes} {noun} left line stats"
     window = window_text(role)
     return head + (f"; {window})" if window else ")")
 

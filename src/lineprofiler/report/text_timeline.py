@@ -72,7 +72,7 @@ def timeline_lines(timeline: Timeline | None) -> list[str]:
     for role in timeline.roles:
         lines += _role_lines(role, timeline)
     for reason in timeline.reasons:
-        lines.append(f"  no timeline for {reason.processes} process(es): {reason.reason}")
+        lines.append(f"  no timeline for {reason.processes} process(es): {fmt.printable(reason.reason)}")
     return lines
 
 
