@@ -4,6 +4,9 @@
     python scenarios.py cluster WORK_DIR OUT_JSON    # ray.cluster_utils.Cluster: three nodes, each
                                                      # writing to WORK_DIR/node-<name>, the driver
                                                      # to WORK_DIR/driver
+    python scenarios.py shared  WORK_DIR OUT_JSON    # two nodes writing to the driver's own run
+                                                     # directory: the default node_run_dir, then
+                                                     # one shared path spelled two ways
 
 Each writes what it saw (identities, pids, collect results) to OUT_JSON; the tests hold the run
 directory and ``lineprofiler report`` against it. Nothing here asserts: a scenario that cannot
@@ -15,7 +18,9 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -240,6 +245,152 @@ def cluster(work: Path, out: Path) -> None:
     out.write_text(json.dumps(seen, indent=1))
 
 
+def _file_id(path: str | os.PathLike[str]) -> list[int]:
+    info = os.stat(path)
+    return [info.st_dev, info.st_ino]
+
+
+def _mappings_of(path: str) -> list[dict]:
+    """This process's mappings of the file named ``path`` (``/proc/self/maps``): the inode each
+    maps, and whether the kernel says that inode was unlinked (``(deleted)``)."""
+    name = os.path.basename(path)
+    found = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and os.path.basename(fields[5].strip().removesuffix(" (deleted)")) == name:
+                found.append({"inode": int(fields[4]), "deleted": fields[5].strip().endswith("(deleted)")})
+    return found
+
+
+@ray.remote(num_cpus=0, max_concurrency=2)
+class Recorder:
+    """Enters one phase over and over on a thread of its own, until told to stop: it records
+    while collect runs. No snapshot but the start file until it closes, so that what it recorded
+    is in its live file only."""
+
+    def __init__(self, role: str) -> None:
+        self.profiler = Profiler(role=role, snapshot_interval_s=3600.0)
+        self.live = str(self.profiler.live_path)
+        self.live_id = _file_id(self.live)
+        self.entries = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._record, daemon=True)
+
+    def start(self) -> dict:
+        self.thread.start()
+        return {"pid": os.getpid(), "live": self.live, "live_id": self.live_id}
+
+    def _record(self) -> None:
+        while not self.stopping.is_set():
+            with self.profiler.phase("step"):
+                self.profiler.count("items")
+            self.entries += 1
+            time.sleep(0.002)
+
+    def entries_so_far(self) -> int:
+        return self.entries
+
+    def stop(self) -> dict:
+        self.stopping.set()
+        self.thread.join()
+        return {
+            "entries": self.entries,
+            "live_id_after": _file_id(self.live),
+            "mappings": _mappings_of(self.live),
+            "mapped_inode_now": os.stat(self.live).st_ino,
+        }
+
+    def finish(self) -> None:
+        self.profiler.close()
+
+
+def _wait_for_more(recorders: list, than: list[int], timeout_s: float = 120.0) -> list[int]:
+    """Every recorder's entry count, once each has gone past ``than``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        now = ray.get([r.entries_so_far.remote() for r in recorders])
+        if all(n > before for n, before in zip(now, than, strict=True)):
+            return now
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the recorders stopped recording: {now} after {than}")
+        time.sleep(0.05)
+
+
+def _report_json(run_dir: Path) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-m", "lineprofiler", "report", "--json", str(run_dir)],
+        env={k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"report failed: {result.stderr[-3000:]}")
+    return json.loads(result.stdout)
+
+
+def _shared_job(address: str, node_ids: dict, run_dir: Path, node_run_dir: str | None) -> dict:
+    """One job whose nodes write to ``run_dir`` itself: two recorders per node, a collect while
+    they record, a final one while they still record, the report while they run, then closed."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    for name in ("LINEPROFILER_RUN_ID", "LINEPROFILER_ATTEMPT"):
+        os.environ.pop(name, None)  # the previous job's, exported by its lp_ray.init
+    seen: dict = {"run_id": lp_ray.init(run_dir=run_dir, node_run_dir=node_run_dir, address=address)}
+    roles = [f"{node}{i}" for node in node_ids for i in range(2)]
+    recorders = [
+        Recorder.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_ids[role[:-1]], soft=False)).remote(
+            role
+        )
+        for role in roles
+    ]
+    seen["started"] = dict(zip(roles, ray.get([r.start.remote() for r in recorders]), strict=True))
+    counts = _wait_for_more(recorders, [0] * len(roles))
+    seen["collects"] = []
+    for _ in range(2):  # a collect during the job, and the final one: both while the actors record
+        seen["collects"].append(_collect_summary(lp_ray.collect()))
+        counts = _wait_for_more(recorders, counts)  # ...and record on after it
+    seen["stopped"] = dict(zip(roles, ray.get([r.stop.remote() for r in recorders]), strict=True))
+    seen["live_report"] = _report_json(run_dir)  # the actors run on: their numbers are in the live files
+    ray.get([r.finish.remote() for r in recorders])
+    seen["after_close"] = _collect_summary(lp_ray.collect())
+    # A state.json edited by hand or by another program: collect goes on with what it can use.
+    state = {"gone": 5, node_ids["second"]: {"host": 7, "files": {"workers/x": 3}, "last_collected_unix_ns": "now"}}
+    (run_dir / "ray" / "state.json").write_text(json.dumps({"nodes": state}))
+    try:
+        seen["corrupt_state"] = _collect_summary(lp_ray.collect())
+    except Exception as error:
+        seen["corrupt_state"] = {"raised": f"{type(error).__name__}: {error}"}
+    ray.shutdown()
+    return seen
+
+
+def shared(work: Path, out: Path) -> None:
+    from ray.cluster_utils import Cluster
+
+    work.mkdir(parents=True, exist_ok=True)
+    explicit = work / "explicit"
+    explicit.mkdir()
+    spelled_otherwise = work / "explicit-link"  # the same folder by another path, as another mount
+    spelled_otherwise.symlink_to(explicit)
+    common = {"include_dashboard": False, "object_store_memory": 80 * 1024 * 1024}
+    c = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "env_vars": {"LP_SHARED": str(explicit)}, **common}
+    )
+    second = c.add_node(num_cpus=1, env_vars={"LP_SHARED": str(spelled_otherwise)}, **common)
+    c.wait_for_nodes()
+    node_ids = {"head": c.head_node.node_id, "second": second.node_id}
+    seen = {
+        "node_ids": node_ids,
+        # lp_ray.init's default: every node writes to the driver's path, here one host's folder
+        "default": _shared_job(c.address, node_ids, work / "default", None),
+        "explicit": _shared_job(c.address, node_ids, explicit, "${LP_SHARED}"),
+    }
+    c.shutdown()
+    out.write_text(json.dumps(seen, indent=1))
+
+
 if __name__ == "__main__":
     what, folder, result = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
-    {"local": local, "cluster": cluster}[what](folder, result)
+    {"local": local, "cluster": cluster, "shared": shared}[what](folder, result)

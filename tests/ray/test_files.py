@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lineprofiler.integrations import _ray_files as files
+from lineprofiler.runfiles import layout
 
 
 def _tree(root: Path, content: dict[str, bytes]) -> None:
@@ -156,3 +157,121 @@ def test_an_unreadable_file_costs_itself_only(tmp_path, monkeypatch):
     monkeypatch.setattr(files.os, "open", refusing)
     result = _copy(source, dest, {})
     assert result.files == 3 and result.errors == ["metadata/nodeA/m_run_1_00000001.json: Permission denied"]
+
+
+GOOD_A = {"kind": "pieces", "pieces": [["workers/nodeA/a.json", [2, 1, 1, 1], 0, b"{}", True]]}
+GOOD_B = {"kind": "pieces", "pieces": [["workers/nodeA/b.json", [2, 1, 2, 1], 0, b"[]", True]]}
+DONE = {"kind": "done", "present": ["workers/nodeA/a.json", "workers/nodeA/b.json"], "errors": []}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not a message",
+        None,
+        {"kind": "what"},
+        {"kind": "pieces", "pieces": 5},
+        {"kind": "pieces", "pieces": [["workers/nodeA/c.json", [1], 0, b"x"]]},
+        {"kind": "pieces", "pieces": [["workers/nodeA/c.json", 7, 0, b"x", True]]},
+        {"kind": "pieces", "pieces": [["workers/nodeA/c.json", [1], "0", b"x", True]]},
+        {"kind": "pieces", "pieces": [["workers/nodeA/c.json", [1], 0, "text", True]]},
+        {"kind": "pieces", "pieces": [["workers/nodeA/c.json", [1], 0, b"x", "maybe"]]},
+        {"kind": "done", "present": 5},
+        {"kind": "done", "present": [["not", "hashable"]]},
+        {"kind": "done", "present": [], "errors": 5},
+    ],
+    ids=repr,
+)
+def test_a_malformed_message_costs_itself_and_one_error(tmp_path, bad):
+    dest = tmp_path / "driver"
+    dest.mkdir()
+    copied: dict = {}
+    result = files.receive(dest, iter([GOOD_A, bad, GOOD_B, DONE]), copied)
+    assert len(result.errors) == 1 and "ignored" in result.errors[0], result.errors
+    assert result.done and result.files == 2 and result.removed == 0
+    assert _contents(dest) == {"workers/nodeA/a.json": b"{}", "workers/nodeA/b.json": b"[]"}
+    assert set(copied) == {"workers/nodeA/a.json", "workers/nodeA/b.json"}
+
+
+def test_a_malformed_message_inside_a_file_drops_that_file_only(tmp_path):
+    dest = tmp_path / "driver"
+    dest.mkdir()
+    first = {"kind": "pieces", "pieces": [["workers/nodeA/c.samples", [4, 1, 3, 1], 0, b"ab", False]]}
+    rest = {"kind": "pieces", "pieces": [["workers/nodeA/c.samples", [4, 1, 3, 1], 2, b"cd", True]]}
+    result = files.receive(dest, iter([first, {"kind": "pieces", "pieces": None}, rest, GOOD_A]), {})
+    assert len(result.errors) == 1
+    assert _contents(dest) == {"workers/nodeA/a.json": b"{}"}
+    assert list(dest.rglob(".tmp*")) == []
+
+
+def _inode(path: Path) -> int:
+    return os.stat(path).st_ino
+
+
+def _mapped_inodes(path: Path) -> set[tuple[int, bool]]:
+    """(inode, unlinked) of each of this process's mappings of ``path`` (/proc/self/maps)."""
+    found = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].strip().removesuffix(" (deleted)") == str(path):
+                found.add((int(fields[4]), fields[5].strip().endswith("(deleted)")))
+    return found
+
+
+def test_a_run_dir_streamed_onto_itself_is_left_as_it_is(tmp_path):
+    """The node's run directory is the driver's, undetected (as by a collect of an older
+    lineprofiler on the node): every file, and the live file a process maps, stays in place."""
+    import mmap
+
+    root = tmp_path / "run"
+    _tree(root, {**CONTENT, "workers/nodeA/w_run_1_00000001.live": bytes(4096)})
+    live = root / "workers/nodeA/w_run_1_00000001.live"
+    before = {rel: _inode(root / rel) for rel in _contents(root)}
+    with open(live, "r+b") as handle, mmap.mmap(handle.fileno(), 4096) as mapping:
+        copied: dict = {}
+        stream = files.stream_files(str(root), copied, 1000)
+        result = files.receive(root, stream, copied, node_machine=layout.machine_id())
+        assert result.errors == [] and result.done
+        assert (result.files, result.bytes, result.removed, result.in_place) == (0, 0, 0, len(before))
+        assert {rel: _inode(root / rel) for rel in before} == before
+        assert _mapped_inodes(live) == {(before["workers/nodeA/w_run_1_00000001.live"], False)}
+        mapping[:5] = b"still"
+        assert live.read_bytes()[:5] == b"still"  # the mapping writes to the file at its name
+        # a later stream that no longer lists the files removes none of them: they are not copies
+        gone = files.receive(root, iter([{"kind": "done", "present": [], "errors": []}]), copied,
+                             node_machine=layout.machine_id())
+        assert gone.removed == 0 and {rel: _inode(root / rel) for rel in before} == before
+    assert list(root.rglob(".tmp*")) == []
+
+
+def test_a_node_on_another_machine_gets_copies_even_where_inodes_agree(tmp_path):
+    source, dest = tmp_path / "node", tmp_path / "driver"
+    _tree(source, CONTENT)
+    dest.mkdir()
+    copied: dict = {}
+    result = files.receive(dest, files.stream_files(str(source), copied, 1000), copied, node_machine="elsewhere")
+    assert result.files == len(CONTENT) and result.in_place == 0
+    assert _contents(dest) == CONTENT
+
+
+def test_a_node_tells_the_drivers_run_dir_by_its_identity_or_by_the_marker(tmp_path):
+    driver, other = tmp_path / "driver", tmp_path / "other"
+    (driver / "ray").mkdir(parents=True)
+    other.mkdir()
+    token = "0123456789abcdef0123456789abcdef"
+    identity = list(layout.file_identity(driver))
+    assert files.same_directory(str(driver), {"identity": identity, "token": ""})
+    os.symlink(driver, tmp_path / "link")
+    assert files.same_directory(str(tmp_path / "link"), {"identity": identity, "token": ""})
+    assert not files.same_directory(str(other), {"identity": identity, "token": token})
+    # another machine's identity (a shared file system): the marker the driver wrote says it
+    elsewhere = {"identity": ["another-boot-id", *identity[1:]], "token": token}
+    assert not files.same_directory(str(driver), elsewhere)
+    Path(files.marker_path(driver, token)).write_bytes(token.encode())
+    assert files.same_directory(str(driver), elsewhere)
+    assert not files.same_directory(str(driver), {**elsewhere, "token": token[::-1]})  # another collect's
+    assert not files.same_directory(str(driver), {**elsewhere, "token": "../../etc"})
+    # a node whose ray/ is a link to the driver's is not the driver's run directory
+    os.symlink(driver / "ray", other / "ray")
+    assert not files.same_directory(str(other), elsewhere)

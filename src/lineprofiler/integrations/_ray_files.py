@@ -7,6 +7,11 @@ renames it when its last piece arrived, so a reader (the report, during the job)
 or the new one, never half of one. Paths are checked piece by piece: a path from a node names a
 file inside the run directory's folders or nothing, and no step follows a symbolic link.
 ``lineprofiler.integrations.ray`` carries the pieces through Ray's object store.
+
+A node's run directory may be the driver's own (one host, or a shared file system): the node
+end then sends nothing (:func:`same_directory`), and the driver end never renames over, nor
+removes, a file that is the node's file itself. A running process maps its live file: a copy
+renamed over it would leave its numbers going to an unlinked inode.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..runfiles import layout
 from ..runfiles.layout import LIVE_SUFFIX
 from ..runfiles.raycollect import RAY_DIR as RAY_DIR
 
@@ -63,12 +69,13 @@ def walk(root: str) -> Iterator[tuple[str, os.stat_result]]:
 
 
 def signature(info: os.stat_result, path: str | None = None) -> list[Any]:
-    """What says a file changed: size, modification time and inode (a rename is a new inode).
+    """What says a file changed: size, modification time and inode (a rename is a new inode),
+    and the device, which with the inode says which file it is (:func:`is_source`).
 
     A live file (``.live``) is written through a shared mapping, whose stores the kernel does
     not stamp into the modification time: its signature adds a digest of its bytes.
     """
-    mark: list[Any] = [info.st_size, info.st_mtime_ns, info.st_ino]
+    mark: list[Any] = [info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev]
     if path is not None and path.endswith(LIVE_SUFFIX):
         mark.append(_digest(path))
     return mark
@@ -90,6 +97,38 @@ def _digest(path: str) -> str:
     return digest.hexdigest()
 
 
+#: The driver's marker for one collect: ``ray/.here-<token>``, holding the token. The token is
+#: new each time, so it is a name no node looked up before, which a shared file system cannot
+#: answer from a cache.
+MARKER_PREFIX = ".here-"
+_TOKEN_DIGITS = frozenset("0123456789abcdef")
+
+
+def marker_path(root: str | os.PathLike[str], token: str) -> str:
+    return os.path.join(os.fspath(root), RAY_DIR, MARKER_PREFIX + token)
+
+
+def same_directory(root: str, probe: Mapping[str, Any]) -> bool:
+    """True when ``root`` (a node's run directory) is the driver's: it has the driver's file
+    identity (``probe["identity"]``, :func:`layout.file_identity`, which holds on one machine),
+    or the driver's marker for this collect (``probe["token"]``), as a shared file system shows
+    it to every machine. The marker is read without following a link: a node whose ``ray/`` is a
+    link to the driver's is not the driver's run directory."""
+    identity = probe.get("identity")
+    if isinstance(identity, (list, tuple)) and len(identity) == 3:
+        here = layout.file_identity(root)
+        if here is not None and list(here) == list(identity):
+            return True
+    token = probe.get("token")
+    if not isinstance(token, str) or not 16 <= len(token) <= 64 or not set(token) <= _TOKEN_DIGITS:
+        return False
+    try:
+        found = layout.read_small(marker_path(root, token), root=root, limit=len(token))
+    except (OSError, ValueError):
+        return False
+    return found == token.encode("ascii")
+
+
 def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Iterator[dict[str, Any]]:
     """The node end: ``{"kind": "pieces", "pieces": [[path, signature, offset, data, last], ...]}``
     holding at most ``chunk_bytes`` of data each, then ``{"kind": "done", "present": [every path],
@@ -108,7 +147,7 @@ def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Itera
     for rel, info in files:
         present.append(rel)
         full = os.path.join(root, rel)
-        if list(known.get(rel) or ()) == signature(info, full):
+        if known.get(rel) == signature(info, full):
             continue
         try:
             fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC)
@@ -185,14 +224,35 @@ def open_folder(root_fd: int, parts: list[str], *, create: bool) -> int:
         raise
 
 
+def is_source(dir_fd: int, name: str, mark: list[Any], same_machine: bool) -> bool:
+    """True when the file at ``name`` (in ``dir_fd``) is the node's file itself, not a copy: the
+    node runs on this machine, and the device and inode of its signature are this file's."""
+    if not same_machine or len(mark) < 4 or type(mark[2]) is not int or type(mark[3]) is not int:
+        return False
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) == (mark[3], mark[2])
+
+
+class _LeftInPlace(Exception):
+    """The destination is the node's file itself: nothing to copy."""
+
+
 class _Incoming:
     """One file arriving in pieces: a temporary file beside its destination, renamed at the end
-    (a rename replaces a symbolic link at the destination rather than writing through it)."""
+    (a rename replaces a symbolic link at the destination rather than writing through it).
+    Raises _LeftInPlace where the destination is the node's file itself."""
 
-    def __init__(self, root_fd: int, rel: str, mark: list[int]) -> None:
+    def __init__(self, root_fd: int, rel: str, mark: list[Any], same_machine: bool) -> None:
         parts = path_parts(rel)
         self.rel, self.mark, self.name, self.written, self.fd = rel, mark, parts[-1], 0, -1
+        self.same_machine = same_machine
         self.dir_fd = open_folder(root_fd, parts[:-1], create=True)
+        if is_source(self.dir_fd, self.name, mark, same_machine):
+            os.close(self.dir_fd)
+            raise _LeftInPlace(rel)
         self.tmp = f".tmp_ray_{secrets.token_hex(6)}"
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
@@ -209,11 +269,16 @@ class _Incoming:
             view = view[os.write(self.fd, view) :]
         self.written += len(data)
 
-    def finish(self) -> None:
+    def finish(self) -> bool:
+        """Rename the copy into place; False (and no copy) where the node's file itself is there."""
         os.close(self.fd)
         self.fd = -1
         try:
+            if is_source(self.dir_fd, self.name, self.mark, self.same_machine):
+                os.unlink(self.tmp, dir_fd=self.dir_fd)
+                return False
             os.replace(self.tmp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+            return True
         finally:
             os.close(self.dir_fd)
 
@@ -228,15 +293,18 @@ class _Incoming:
         os.close(self.dir_fd)
 
 
-def remove_copy(root_fd: int, rel: str) -> bool:
-    """Remove a copy whose original is gone: a regular file only, reached without a link."""
+def remove_copy(root_fd: int, rel: str, mark: list[Any], same_machine: bool) -> bool:
+    """Remove a copy whose original is gone: a regular file only, reached without a link, and
+    never the node's file itself (``mark``: the signature it was copied with)."""
     try:
         parts = path_parts(rel)
         fd = open_folder(root_fd, parts[:-1], create=False)
-    except (UnsafePath, OSError):
+    except (UnsafePath, OSError, ValueError):
         return False
     try:
         if not stat.S_ISREG(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+            return False
+        if is_source(fd, parts[-1], mark, same_machine):
             return False
         os.unlink(parts[-1], dir_fd=fd)
         return True
@@ -246,6 +314,48 @@ def remove_copy(root_fd: int, rel: str) -> bool:
         os.close(fd)
 
 
+class MalformedMessage(Exception):
+    """A message from a node that is not one :func:`stream_files` yields."""
+
+
+#: One piece as :func:`stream_files` makes it: path, signature, offset, data, last (or ABORT).
+Piece = tuple[Any, list[Any], int, bytes, Any]
+
+
+def _pieces(item: dict[str, Any]) -> list[Piece]:
+    """A ``pieces`` message's pieces, checked for shape (paths are checked file by file)."""
+    raw = item.get("pieces")
+    if not isinstance(raw, list):
+        raise MalformedMessage("a pieces message without a list of pieces")
+    checked: list[Piece] = []
+    for index, piece in enumerate(raw):
+        if not isinstance(piece, (list, tuple)) or len(piece) != 5:
+            raise MalformedMessage(f"piece {index} is not [path, signature, offset, data, last]")
+        rel, mark, offset, data, last = piece
+        if not isinstance(mark, (list, tuple)) or not all(isinstance(x, (int, str)) for x in mark):
+            raise MalformedMessage(f"piece {index}: its signature is not a list of numbers and text")
+        if type(offset) is not int or offset < 0:
+            raise MalformedMessage(f"piece {index}: its offset is not a byte count")
+        if not isinstance(data, (bytes, bytearray)):
+            raise MalformedMessage(f"piece {index}: its data is not bytes")
+        if not isinstance(last, bool) and last != ABORT:
+            raise MalformedMessage(f"piece {index}: its last field is neither true, false nor {ABORT!r}")
+        checked.append((rel, list(mark), offset, bytes(data), last))
+    return checked
+
+
+def _done(item: dict[str, Any]) -> tuple[list[str] | None, list[str]]:
+    """A ``done`` message's paths present on the node (None: say nothing of removals) and errors."""
+    present, errors = item.get("present"), item.get("errors")
+    if present is not None and (not isinstance(present, list) or not all(isinstance(r, str) for r in present)):
+        raise MalformedMessage("a done message whose present is not a list of paths")
+    if errors is None:
+        errors = []
+    if not isinstance(errors, list) or not all(isinstance(e, str) for e in errors):
+        raise MalformedMessage("a done message whose errors are not a list of lines")
+    return present, [e[:300] for e in errors]
+
+
 @dataclass
 class Received:
     """What :func:`receive` did."""
@@ -253,28 +363,53 @@ class Received:
     files: int = 0
     bytes: int = 0
     removed: int = 0
+    #: Files left where they were: the destination was the node's file itself.
+    in_place: int = 0
     done: bool = False
     errors: list[str] = field(default_factory=list)
 
 
 def receive(
-    root: str | os.PathLike[str], items: Iterable[dict[str, Any]], copied: dict[str, list[int]]
+    root: str | os.PathLike[str],
+    items: Iterable[Any],
+    copied: dict[str, list[Any]],
+    *,
+    node_machine: str | None = None,
 ) -> Received:
     """The driver end: write a node's stream (see :func:`stream_files`) under ``root``.
 
     ``copied`` maps each path copied from this node before to its signature; it is updated in
     place (new copies added, removed files dropped). A bad path or a broken piece costs its own
-    file only, named in ``errors``; an exception from ``items`` (the node died) propagates, with
-    every file finished before it in place and in ``copied``.
+    file only, and a malformed message itself only, each named in ``errors``; an exception from
+    ``items`` (the node died) propagates, with every file finished before it in place and in
+    ``copied``. ``node_machine``: the node's :func:`layout.machine_id`; where it is this
+    machine's, a destination that is the node's file itself is left as it is, never renamed
+    over nor removed (a running process maps its live file).
     """
     result = Received()
+    same_machine = node_machine is not None and node_machine == layout.machine_id()
     root_fd = os.open(os.fspath(root), os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
     current: _Incoming | None = None
     try:
-        for item in items:
-            kind = item.get("kind")
+        for number, item in enumerate(items):
+            try:
+                if not isinstance(item, dict):
+                    raise MalformedMessage(f"a {type(item).__name__}, not a message")
+                kind = item.get("kind")
+                if kind == "pieces":
+                    pieces = _pieces(item)
+                elif kind == "done":
+                    present, errors = _done(item)
+                else:
+                    raise MalformedMessage(f"a message of unknown kind {str(kind)[:40]!r}")
+            except MalformedMessage as error:
+                if current is not None:  # its next pieces may have been in this message
+                    current.abort()
+                    current = None
+                result.errors.append(f"message {number} from the node ignored: {error}")
+                continue
             if kind == "pieces":
-                for rel, mark, offset, data, last in item["pieces"]:
+                for rel, mark, offset, data, last in pieces:
                     try:
                         if current is not None and current.rel != rel:
                             current.abort()  # a file whose last piece never came
@@ -286,27 +421,34 @@ def receive(
                             continue
                         if current is None:
                             if offset != 0:
-                                continue  # the rest of a file whose start was refused
-                            current = _Incoming(root_fd, rel, list(mark))
+                                continue  # the rest of a file whose start was refused or left in place
+                            try:
+                                current = _Incoming(root_fd, rel, mark, same_machine)
+                            except _LeftInPlace:
+                                copied[rel] = mark
+                                result.in_place += 1
+                                continue
                         current.write(offset, data)
                         if last:
                             finished, current = current, None
-                            finished.finish()
+                            if finished.finish():
+                                result.files += 1
+                                result.bytes += finished.written
+                            else:
+                                result.in_place += 1
                             copied[rel] = finished.mark
-                            result.files += 1
-                            result.bytes += finished.written
-                    except (UnsafePath, OSError) as error:
+                    except (UnsafePath, OSError, ValueError) as error:
                         if current is not None:
                             current.abort()
                             current = None
                         result.errors.append(str(error) if isinstance(error, UnsafePath) else f"{rel}: {error}")
-            elif kind == "done":
-                result.errors.extend(str(e) for e in item.get("errors") or [])
-                present = item.get("present")
+            else:
+                result.errors.extend(errors)
                 if present is not None:
                     keep = set(present)
                     for rel in [r for r in copied if r not in keep]:
-                        if remove_copy(root_fd, rel):
+                        mark = copied[rel]
+                        if remove_copy(root_fd, rel, mark if isinstance(mark, list) else [], same_machine):
                             result.removed += 1
                         del copied[rel]
                 result.done = True

@@ -31,7 +31,10 @@ runs many tasks: use :func:`task_profiler`, one Profiler per process and role.
 
 :func:`collect` streams each live node's run directory to the driver through Ray's object store
 (:mod:`._ray_files` does the files), and writes ``run_dir/ray/collect.json``: the nodes, the dead
-actors that left no final flush, and ``caveats``, one line each for the report.
+actors that left no final flush, and ``caveats``, one line each for the report. A node whose run
+directory is the driver's (the default ``node_run_dir`` on one host, a shared file system) sends
+nothing: copying its files onto themselves would put a copy over the live file each running
+process maps, and its numbers from then on would go to an unlinked inode.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ except ImportError as _error:  # pragma: no cover - exercised in a subprocess by
     ) from _error
 
 from ..accounting.identity import ENV_ATTEMPT, ENV_HOST, ENV_RUN_ID
-from ..runfiles import raycollect
+from ..runfiles import layout, raycollect
 from ..runfiles.raycollect import RAY_DIR
 from . import _ray_files
 
@@ -342,13 +345,16 @@ def init(
 # ---------------------------------------------------------------------- collect: the node side
 
 
-def read_node(known: Mapping[str, Any], skip_if: str | None, chunk_bytes: int) -> Iterator[dict[str, Any]]:
-    """Run on a node by :func:`collect`: ``{"kind": "hello", ...}`` (this node, its run
-    directory), then :func:`_ray_files.stream_files` of that directory. ``skip_if``: the driver's
-    own run directory, on the driver's node: a node run directory that is that same folder is not
-    copied onto itself."""
+def read_node(known: Mapping[str, Any], probe: Mapping[str, Any], chunk_bytes: int) -> Iterator[dict[str, Any]]:
+    """Run on a node by :func:`collect`: ``{"kind": "hello", ...}`` (this node, its machine, its
+    run directory), then :func:`_ray_files.stream_files` of that directory. ``probe``: what tells
+    the driver's run directory (:func:`_ray_files.same_directory`); a node run directory that is
+    that folder (one host, a shared file system) is not sent, so never copied onto itself."""
     root = os.environ.get(ENV_RUN_DIR) or ""
-    hello: dict[str, Any] = {"kind": "hello", "run_dir": root, "host": None, "same": False, "missing": False}
+    hello: dict[str, Any] = {
+        "kind": "hello", "run_dir": root, "host": None, "machine": layout.machine_id(), "same": False,
+        "missing": False,
+    }
     try:
         node_id = ray.get_runtime_context().get_node_id()
         hello["host"] = os.environ.get(ENV_HOST, "").strip() or host_label(node_id, ray.nodes())
@@ -356,7 +362,7 @@ def read_node(known: Mapping[str, Any], skip_if: str | None, chunk_bytes: int) -
         pass
     if not root or not os.path.isdir(root):
         hello["missing"] = True
-    elif skip_if is not None and os.path.realpath(root) == os.path.realpath(skip_if):
+    elif _ray_files.same_directory(root, probe):
         hello["same"] = True
     yield hello
     if hello["missing"] or hello["same"]:
@@ -376,12 +382,15 @@ class NodeResult:
     host: str | None
     ip: str | None
     alive: bool
-    #: "collected", "same-dir" (the driver's own run directory), "left" (no longer in the
-    #: cluster), "failed" (the node's task failed: see ``errors``) or "collecting" (unfinished)
+    #: "collected", "same-dir" (its run directory is the driver's: nothing to copy), "left" (no
+    #: longer in the cluster), "failed" (the node's task failed: see ``errors``) or
+    #: "collecting" (unfinished)
     state: str = "collecting"
     files: int = 0
     bytes: int = 0
     removed: int = 0
+    #: files not copied because the driver's copy is the node's file itself
+    in_place: int = 0
     node_run_dir: str | None = None
     last_collected_unix_ns: int | None = None
     reason: str | None = None
@@ -391,8 +400,8 @@ class NodeResult:
         return {
             "node_id": self.node_id, "host": self.host, "ip": self.ip, "alive": self.alive, "state": self.state,
             "files_copied": self.files, "bytes_copied": self.bytes, "files_removed": self.removed,
-            "node_run_dir": self.node_run_dir, "last_collected_unix_ns": self.last_collected_unix_ns,
-            "reason": self.reason, "errors": self.errors[:20],
+            "files_in_place": self.in_place, "node_run_dir": self.node_run_dir,
+            "last_collected_unix_ns": self.last_collected_unix_ns, "reason": self.reason, "errors": self.errors[:20],
         }
 
 
@@ -482,14 +491,68 @@ def _unfinished(dest: Path, actor: dict[str, Any]) -> bool:
     return bool(statuses) and not any(status in ("exited", "signalled") for status in statuses)
 
 
+def _known_nodes(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``state.json``'s nodes, each with only what collect uses, of the types it uses: a file
+    edited by hand or cut short costs what it no longer says, never an exception."""
+    saved = state.get("nodes")
+    known: dict[str, dict[str, Any]] = {}
+    if not isinstance(saved, dict):
+        return known
+    for node_id, node in saved.items():
+        if not isinstance(node_id, str) or not isinstance(node, dict):
+            continue
+        files = node.get("files")
+        last = node.get("last_collected_unix_ns")
+        known[node_id] = {
+            "host": _text(node.get("host")),
+            "ip": _text(node.get("ip")),
+            "files": {
+                rel: mark for rel, mark in (files.items() if isinstance(files, dict) else ())
+                if isinstance(rel, str) and isinstance(mark, list)
+            },
+            "last_collected_unix_ns": last if type(last) is int and last > 0 else None,
+        }
+    return known
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _place_marker(dest: Path, errors: list[str]) -> dict[str, Any]:
+    """What a node needs to tell that its run directory is ``dest``
+    (:func:`_ray_files.same_directory`): ``dest``'s file identity, and the token of a marker
+    written under ``dest/ray/`` for this collect."""
+    token = secrets.token_hex(16)
+    try:
+        layout.write_atomic(_ray_files.marker_path(dest, token), token.encode("ascii"), root=dest)
+    except OSError as error:
+        errors.append(
+            f"{dest / RAY_DIR}: marker not written ({error.strerror or error}): a node that shares this run "
+            f"directory from another machine cannot tell"
+        )
+        token = ""
+    identity = layout.file_identity(dest)
+    return {"identity": list(identity) if identity is not None else None, "token": token}
+
+
+def _remove_marker(dest: Path, probe: Mapping[str, Any]) -> None:
+    if probe.get("token"):
+        with contextlib.suppress(OSError):
+            layout.remove(_ray_files.marker_path(dest, probe["token"]), root=dest)
+
+
 def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float = 600.0) -> CollectResult:
     """Copy every live node's run-directory files that changed since the last collect into
     ``run_dir`` (default: the driver's, as :func:`init` set it), and write ``run_dir/ray/
     collect.json``. Call it from the driver, while Ray runs: during the job for a live report,
     and at its end before ``ray.shutdown()``.
 
-    A node that fails or does not answer within ``timeout_s`` costs its own files only; it is
-    named in the result and in ``collect.json``. Raises RuntimeError when Ray is not running.
+    A node whose run directory is ``run_dir`` itself (the default ``node_run_dir`` on one host,
+    or a shared file system) is left as it is: its files, and the live files its processes
+    map, are never copied onto themselves. A node that fails, sends what collect cannot read, or
+    does not answer within ``timeout_s`` costs its own files only; it is named in the result and
+    in ``collect.json``. Raises RuntimeError when Ray is not running.
     """
     if not ray.is_initialized():
         raise RuntimeError("lineprofiler: collect needs a running Ray (call it before ray.shutdown())")
@@ -502,13 +565,8 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     with _collect_lock:
-        state = _ray_files.read_json(dest / RAY_DIR / STATE_FILE)
-        saved = state.get("nodes")
-        known_nodes: dict[str, Any] = saved if isinstance(saved, dict) else {}
-        try:
-            driver_node = ray.get_runtime_context().get_node_id()
-        except Exception:
-            driver_node = None
+        errors: list[str] = []
+        known_nodes = _known_nodes(_ray_files.read_json(dest / RAY_DIR / STATE_FILE))
         nodes = ray.nodes()
         labels = {str(n["NodeID"]): host_label(str(n["NodeID"]), nodes) or "" for n in nodes}
         found = ray_run()
@@ -517,62 +575,38 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
         results: dict[str, NodeResult] = {}
         streams: dict[str, Any] = {}
         reader = _cache.get("reader") or _cache.setdefault("reader", ray.remote(read_node))
-        for n in nodes:
-            node_id = str(n["NodeID"])
-            before = known_nodes.get(node_id) or {}
-            result = NodeResult(
-                node_id, before.get("host") or labels.get(node_id), n.get("NodeManagerAddress"), bool(n.get("Alive")),
-                last_collected_unix_ns=before.get("last_collected_unix_ns"),
-            )
-            if not result.alive:
-                ran_here = bool(before) or any(a["node_id"] == node_id for a in dead_actors)
-                if ran_here:
-                    result.state = "left"
-                    result.reason = str(n.get("DeathReasonMessage") or "") or None
-                    results[node_id] = result
-                continue
-            results[node_id] = result
-            files = before.get("files") if isinstance(before.get("files"), dict) else {}
-            streams[node_id] = reader.options(
-                num_cpus=0, max_retries=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-                _generator_backpressure_num_objects=BACKPRESSURE_OBJECTS,
-            ).remote(files, str(dest) if node_id == driver_node else None, CHUNK_BYTES)
-        for node_id, known in known_nodes.items():  # collected before, gone from Ray's table since
-            if node_id not in results and node_id not in {str(n["NodeID"]) for n in nodes}:
-                results[node_id] = NodeResult(
-                    node_id, known.get("host"), known.get("ip"), False, state="left",
-                    last_collected_unix_ns=known.get("last_collected_unix_ns"),
+        probe = _place_marker(dest, errors)
+        try:
+            for n in nodes:
+                node_id = str(n["NodeID"])
+                before = known_nodes.get(node_id) or {}
+                result = NodeResult(
+                    node_id, before.get("host") or labels.get(node_id), n.get("NodeManagerAddress"),
+                    bool(n.get("Alive")), last_collected_unix_ns=before.get("last_collected_unix_ns"),
                 )
-        for node_id, stream in streams.items():
-            result = results[node_id]
-            before = known_nodes.setdefault(node_id, {})
-            files = dict(before.get("files") or {}) if isinstance(before.get("files"), dict) else {}
-            try:
-                items = _items(stream, deadline)
-                hello = next(items, None) or {}
-                result.host = hello.get("host") or result.host
-                result.node_run_dir = hello.get("run_dir")
-                if hello.get("missing"):
-                    result.errors.append(f"no run directory {hello.get('run_dir')!r} on this node")
-                received = _ray_files.receive(dest, items, files)
-                result.files, result.bytes, result.removed = received.files, received.bytes, received.removed
-                result.errors.extend(received.errors)
-                if received.done:
-                    result.state = "same-dir" if hello.get("same") else "collected"
-            except Exception as error:
-                result.state = "failed"
-                result.errors.insert(0, f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300]}")
-            finally:
-                try:
-                    ray.cancel(stream, force=True)
-                except Exception:
-                    pass
-            if result.state in ("collected", "same-dir"):
-                result.last_collected_unix_ns = time.time_ns()
-            before.update(
-                host=result.host, ip=result.ip, files=files, last_collected_unix_ns=result.last_collected_unix_ns
-            )
+                if not result.alive:
+                    ran_here = bool(before) or any(a["node_id"] == node_id for a in dead_actors)
+                    if ran_here:
+                        result.state = "left"
+                        result.reason = str(n.get("DeathReasonMessage") or "") or None
+                        results[node_id] = result
+                    continue
+                results[node_id] = result
+                streams[node_id] = reader.options(
+                    num_cpus=0, max_retries=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                    _generator_backpressure_num_objects=BACKPRESSURE_OBJECTS,
+                ).remote(before.get("files") or {}, probe, CHUNK_BYTES)
+            for node_id, known in known_nodes.items():  # collected before, gone from Ray's table since
+                if node_id not in results and node_id not in {str(n["NodeID"]) for n in nodes}:
+                    results[node_id] = NodeResult(
+                        node_id, known.get("host"), known.get("ip"), False, state="left",
+                        last_collected_unix_ns=known.get("last_collected_unix_ns"),
+                    )
+            for node_id, stream in streams.items():
+                _receive_node(dest, results[node_id], known_nodes.setdefault(node_id, {}), stream, deadline)
+        finally:
+            _remove_marker(dest, probe)
         ordered = sorted(results.values(), key=lambda r: (r.state != "same-dir", r.host or "", r.node_id))
         hosts = {r.node_id: r.host for r in ordered if r.host}
         for actor in dead_actors:
@@ -580,7 +614,6 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
         dead_actors = [a for a in dead_actors if _unfinished(dest, a)]
         caveats = _caveats(ordered, dead_actors)
         run = configured.get("run_id") or os.environ.get(ENV_RUN_ID) or (found[0] if found else None)
-        errors = []
         for name, document in (
             (STATE_FILE, {"kind": COLLECT_KIND + "-state", "nodes": known_nodes}),
             (COLLECT_FILE, raycollect.build_document(
@@ -593,6 +626,39 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
             except OSError as error:  # the copies are in place; the next collect copies them again
                 errors.append(f"{dest / RAY_DIR / name} not written: {error.strerror or error}")
     return CollectResult(dest, ordered, caveats, dead_actors, errors)
+
+
+def _receive_node(dest: Path, result: NodeResult, before: dict[str, Any], stream: Any, deadline: float) -> None:
+    """One node's stream into ``dest``: ``result`` says what came of it, ``before`` (its entry in
+    ``state.json``) what was copied from it, for the next collect."""
+    files = dict(before.get("files") or {})
+    try:
+        items = _items(stream, deadline)
+        hello = next(items, None)
+        if not isinstance(hello, dict) or hello.get("kind") != "hello":
+            raise _ray_files.MalformedMessage("the node's first message is not its hello")
+        result.host = _text(hello.get("host")) or result.host
+        result.node_run_dir = _text(hello.get("run_dir"))
+        if hello.get("missing") is True:
+            result.errors.append(f"no run directory {result.node_run_dir!r} on this node")
+        received = _ray_files.receive(dest, items, files, node_machine=_text(hello.get("machine")))
+        result.files, result.bytes, result.removed = received.files, received.bytes, received.removed
+        result.in_place = received.in_place
+        result.errors.extend(received.errors)
+        if received.done:
+            result.state = "same-dir" if hello.get("same") is True else "collected"
+    except Exception as error:
+        result.state = "failed"
+        first = (str(error).strip().splitlines() or [""])[0][:300]
+        result.errors.insert(0, f"{type(error).__name__}: {first}")
+    finally:
+        try:
+            ray.cancel(stream, force=True)
+        except Exception:
+            pass
+    if result.state in ("collected", "same-dir"):
+        result.last_collected_unix_ns = time.time_ns()
+    before.update(host=result.host, ip=result.ip, files=files, last_collected_unix_ns=result.last_collected_unix_ns)
 
 
 def _items(stream: Any, deadline: float) -> Iterator[dict[str, Any]]:

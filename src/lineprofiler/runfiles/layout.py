@@ -224,6 +224,39 @@ def artifact_path(run_dir: str | os.PathLike[str], tool: str, host: str, pid: in
 
 
 # ---------------------------------------------------------------------------------------------
+# Telling one file from another, across the processes of a machine
+# ---------------------------------------------------------------------------------------------
+
+_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def machine_id() -> str | None:
+    """This machine's boot id: processes that read the same one run on one kernel, where a
+    file's ``(st_dev, st_ino)`` names the same file for all of them (containers included: a
+    folder bind-mounted into two keeps its device and inode). None where it cannot be read."""
+    try:
+        with open(_BOOT_ID, "rb") as handle:
+            text = handle.read(64).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def file_identity(path: str | os.PathLike[str]) -> tuple[str, int, int] | None:
+    """``(machine_id, st_dev, st_ino)`` of ``path``: equal for two paths, read by processes
+    anywhere, only when they name one file (or folder) on one machine. A link at ``path`` is
+    followed (a run directory may be a link to scratch storage). None where it cannot be said."""
+    machine = machine_id()
+    if machine is None:
+        return None
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return machine, info.st_dev, info.st_ino
+
+
+# ---------------------------------------------------------------------------------------------
 # Writing inside a run directory without ever leaving it
 # ---------------------------------------------------------------------------------------------
 #
