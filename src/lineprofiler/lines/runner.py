@@ -524,6 +524,8 @@ def run(opts: RunOptions) -> int:
             this_run.show()
     finally:
         _Process.remove_closer(this_run)
+        if this_run.interrupted_pid != os.getpid():
+            atexit.unregister(this_run.end_by_sigint)
     return status
 
 
