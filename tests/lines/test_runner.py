@@ -44,7 +44,7 @@ if __name__ == "__main__":
         raise KeyboardInterrupt
 '''
 
-HELPER = '''\
+HELPER = """\
 import json, sys
 
 def work(n):
@@ -64,7 +64,7 @@ def describe_main():
         "spec": spec.name if spec else None, "package": main.__package__,
         "loader": type(main.__loader__).__name__, "doc": main.__doc__,
     }
-'''
+"""
 
 
 def cli(*args, cwd, env=None, **kwargs):

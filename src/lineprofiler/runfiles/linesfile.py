@@ -235,8 +235,7 @@ def build_document(
         name = _text(file)
         names.setdefault(name, hashes.get(file))
         rows = [
-            [int(ln), int(hits), max(0, int(ns)), None if src is None else _text(src)]
-            for ln, hits, ns, src in lines
+            [int(ln), int(hits), max(0, int(ns)), None if src is None else _text(src)] for ln, hits, ns, src in lines
         ]
         if rows:
             funcs.append({"file": name, "first_line": int(first_line), "qualname": _text(qualname), "lines": rows})
