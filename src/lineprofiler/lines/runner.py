@@ -10,12 +10,15 @@ Non-daemon threads are waited for, as at interpreter exit, before the tables are
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import importlib.machinery
 import importlib.util
+import io
 import os
 import runpy
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -25,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _signals
+from .._terminal import printable
 from ..errors import InputError
 from ..runfiles import linesfile
 from .project import find_project_root
@@ -186,28 +191,42 @@ def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
 
 
 def _print_exception(error: BaseException) -> None:
-    """As Python prints an uncaught exception (through sys.excepthook), without our frames."""
+    """As Python prints an uncaught exception (through sys.excepthook), without our frames;
+    nothing when the program closed or dropped its stderr, as there."""
     tb = _trim(error.__traceback__)
     error.__traceback__ = tb  # the default hook prints the exception's own traceback
     try:
         sys.excepthook(type(error), error, tb)
     except Exception:
-        import traceback
+        try:
+            import traceback
 
-        traceback.print_exception(type(error), error, tb)
+            if sys.stderr is not None:
+                traceback.print_exception(type(error), error, tb)
+        except Exception:
+            pass
 
 
-def _exit_status(error: SystemExit) -> int:
+def _exit_status(error: SystemExit, output: _Output) -> int:
     code = error.code
     if code is None:
         return 0
     if isinstance(code, int):
         return code
     try:
-        print(code, file=sys.stderr)
+        text = str(code)
     except Exception:
-        pass
+        text = ""
+    output.write(text + "\n", stderr=True)  # where Python prints it: sys.stderr, else the one it started with
     return 1
+
+
+def _exit_code_seen(code: int) -> int:
+    """The exit status a parent sees after ``sys.exit(code)``: Python exits with ``code`` as a
+    C long (-1 when it does not fit), and a POSIX parent sees its low 8 bits."""
+    if not -(2**63) <= code < 2**63:
+        code = -1
+    return code & 0xFF if os.name == "posix" else code
 
 
 def _wait_for_threads() -> None:
@@ -218,8 +237,209 @@ def _wait_for_threads() -> None:
             thread.join()
 
 
+def _stream_fd(stream: Any) -> int | None:
+    """The file descriptor behind one of Python's own text streams; None for anything else
+    (a StringIO, a wrapper of the program's), which is written through its ``write``."""
+    if not isinstance(stream, io.TextIOWrapper):
+        return None
+    try:
+        return stream.fileno()
+    except (OSError, ValueError):
+        return None
+
+
+def _fd_identity(fd: int) -> tuple[int, int] | None:
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        pass  # the reader left, the disk is full: our text is lost, the program's status is not
+
+
+class _Output:
+    """Where the profiler's own text goes once the program has ended, whatever it did to its
+    streams: the program's ``sys.stdout`` (``sys.stderr``), else the stream Python started
+    with, else that stream's descriptor, else nowhere. Never raises.
+
+    Python's own streams are written at the descriptor, after the program's buffered output
+    (``flush_program``; not where the process ends without flushing, as ``os._exit``, an exec
+    and a signal do), so nothing of ours is left in a buffer to fail at interpreter exit. A
+    descriptor 1 or 2 is only written while it is still the file it was when the run began: a
+    program that closed it may have opened one of its own files under the same number."""
+
+    def __init__(self) -> None:
+        self.identity = {1: _fd_identity(1), 2: _fd_identity(2)}
+
+    def _same(self, fd: int) -> bool:
+        known = self.identity.get(fd)
+        return known is not None and _fd_identity(fd) == known
+
+    def write(self, text: str, *, stderr: bool = False, flush_program: bool = True) -> None:
+        fd = 2 if stderr else 1
+        candidates = (sys.stderr, sys.__stderr__) if stderr else (sys.stdout, sys.__stdout__)
+        for stream in dict.fromkeys(s for s in candidates if s is not None):
+            try:
+                if self._write_stream(stream, text, flush_program):
+                    return
+            except Exception:
+                continue
+        if self._same(fd):  # Python's stream is closed or dropped; its descriptor is not
+            _write_fd(fd, text.encode("utf-8", "backslashreplace"))
+
+    def _write_stream(self, stream: Any, text: str, flush_program: bool) -> bool:
+        """False when ``stream`` cannot take the text (closed, its descriptor gone or reused)."""
+        if getattr(stream, "closed", False):
+            return False
+        fd = _stream_fd(stream)
+        if fd is None:
+            stream.write(text)
+            stream.flush()
+            return True
+        if fd in self.identity and not self._same(fd):
+            return False
+        if _fd_identity(fd) is None:
+            return False
+        if flush_program:
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        _write_fd(fd, text.encode(getattr(stream, "encoding", None) or "utf-8", "backslashreplace"))
+        return True
+
+    def say(self, message: str) -> None:
+        """One line of ours on stderr (its text may come from files: escaped)."""
+        self.write(printable(message) + "\n", stderr=True)
+
+
+class _Run:
+    """What one ``lineprofiler run`` leaves: its file (``-o``) and its tables, written once
+    whichever way the program ends: returning (:meth:`save`, then :meth:`show`), or through
+    an ending that skips the rest of the runner (a signal, ``os._exit``, an exec), for which
+    the children module's hooks call :meth:`on_ending`."""
+
+    def __init__(
+        self,
+        profiler: Any,
+        opts: RunOptions,
+        out_path: Path | None,
+        out_is_dir: bool,
+        session: Any,
+        temp_dir: str | None,
+    ) -> None:
+        self.pid = os.getpid()
+        self.profiler = profiler
+        self.opts = opts
+        self.out_path = out_path
+        self.out_is_dir = out_is_dir
+        self.session = session
+        self.temp_dir = temp_dir
+        self.output = _Output()
+        self.written: Path | None = None
+        self.saved = False
+        self.shown = False
+        #: The process whose program ended by KeyboardInterrupt: it ends by SIGINT, as Python.
+        self.interrupted_pid: int | None = None
+
+    def start(self) -> None:
+        """The start file (with ``-o``): a run killed outright leaves it, saying what it was."""
+        from .children import _Process
+
+        try:
+            if self.session is not None:
+                self.session.begin()
+            elif self.out_path is not None:
+                _write_one(self.profiler, self.out_path, "started", self.output, stats={})
+        except OSError as error:
+            raise RunError(f"-o {self.opts.output}: cannot write there: {error.strerror or error}") from None
+        _Process.add_closer(self)
+
+    def save(self, status: str, *, exit_code: int | None = None, signal_name: str | None = None) -> None:
+        """Recording off, the file written. In a fork child the program made, only its own
+        session file (with ``-o DIR``): the runner's file and tables are the parent's."""
+        if self.saved:
+            return
+        self.profiler._stop_all()
+        if self.session is not None:
+            self.session.end(status, exit_code=exit_code, signal_name=signal_name)  # once: later calls do nothing
+        if os.getpid() != self.pid:
+            return
+        self.saved = True
+        if self.session is not None:
+            self.written = self.out_path if self.session.finished else None
+        elif self.out_path is not None:
+            self.written = _write_one(
+                self.profiler, self.out_path, status, self.output, exit_code=exit_code, signal_name=signal_name
+            )
+
+    def show(self, *, flush_program: bool = True) -> None:
+        """The tables on stdout, where the file went on stderr; the temporary folder removed."""
+        if self.shown or os.getpid() != self.pid:
+            return
+        self.shown = True
+        folder = self.out_path if self.out_is_dir else None
+        try:
+            text, messages = _render_result(self.profiler, self.opts, folder)
+        except Exception as error:  # never the program's status: one line, and the file stays
+            text, messages = "", [f"lineprofiler: could not print the tables: {error!r}"]
+        self.output.write(text, flush_program=flush_program)
+        for message in messages:
+            self.output.say(message)
+        if self.written is not None and self.temp_dir is None:
+            where = self.out_path if self.out_is_dir else self.written
+            self.output.say(f"lineprofiler: saved to {where} (lineprofiler view {where})")
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+    def finish(self, status: str, *, exit_code: int | None = None, signal_name: str | None = None) -> None:
+        from .children import _Process
+
+        with _Process.holding_signals(), _Process.quiet_sigpipe():
+            self.save(status, exit_code=exit_code, signal_name=signal_name)
+            self.show(flush_program=False)  # os._exit, exec and a signal drop the program's buffers
+
+    # -- the endings that skip the runner (called by the children module's hooks)
+
+    def on_ending(self, ending: Any) -> None:
+        if ending.how == "signal":
+            self.finish("signalled", signal_name=ending.signal_name)
+        else:
+            self.finish("exited", exit_code=ending.exit_code)
+
+    def on_exec_failed(self) -> None:
+        # The program goes on: the file and the tables are written again, whole, at its end.
+        self.saved = self.shown = False
+        self.written = None
+
+    def end_by_sigint(self) -> None:
+        """At interpreter exit, after the program's atexit handlers: end by SIGINT as Python
+        does after an uncaught KeyboardInterrupt, so the parent's wait status is the same."""
+        if self.interrupted_pid != os.getpid():
+            return
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:
+                pass
+        try:
+            _signals.install(signal.SIGINT, _signals.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        except (OSError, ValueError):
+            pass  # the exit status stays 130
+
+
 def run(opts: RunOptions) -> int:
     """Run the target profiled and print; returns the exit status. RunError for bad input."""
+    from .children import _Process
     from .profiler import LineProfiler
 
     target = _script_target(opts.script) if opts.script is not None else _module_target(opts.module or "")
@@ -246,7 +466,11 @@ def run(opts: RunOptions) -> int:
             exclude=profiler._filter.exclude,
             root_pid=os.getpid(),
         )
-        session = Session(profiler, config, root=True, label="main", export_env=opts.children)
+        session = Session(
+            profiler, config, root=True, label="main", export_env=opts.children, start_file=temp_dir is None
+        )
+    this_run = _Run(profiler, opts, out_path, out_is_dir, session, temp_dir)
+    atexit.register(this_run.end_by_sigint)  # before the program's: it runs after theirs
     saved_argv, saved_path0, saved_main = list(sys.argv), (sys.path[0] if sys.path else None), sys.modules["__main__"]
     sys.argv[:] = [target.argv0, *opts.args]
     if sys.path:
@@ -255,22 +479,20 @@ def run(opts: RunOptions) -> int:
         sys.path.insert(0, target.path0)
     status = 0
     ran = False
-    written: Path | None = None
-    runner_pid = os.getpid()
     try:
         profiler.enable()
         if opts.module is not None:
             _check_module(opts.module)  # imports its parent packages, as python -m does: profiled
-        if session is not None:
-            session.begin()
+        this_run.start()
         ran = True
         try:
             target.run()
         except SystemExit as error:
-            status = _exit_status(error)
+            status = _exit_status(error, this_run.output)
         except KeyboardInterrupt as error:
             _print_exception(error)
             status = 130
+            this_run.interrupted_pid = os.getpid()
         except BaseException as error:
             _print_exception(error)
             status = 1
@@ -278,49 +500,73 @@ def run(opts: RunOptions) -> int:
             _wait_for_threads()
         except KeyboardInterrupt:
             status = 130
+            this_run.interrupted_pid = os.getpid()
     finally:
         profiler._stop_all()
         try:  # written while sys.argv is still the program's: the file records it
-            if session is not None:
-                written = session.end("exited", exit_code=status)
-            elif out_path is not None and ran and os.getpid() == runner_pid:
-                written = _write_one(profiler, out_path, status)
+            if ran:
+                with _Process.holding_signals():
+                    if this_run.interrupted_pid == os.getpid():
+                        this_run.save("signalled", signal_name="SIGINT")  # how the process will end
+                    else:
+                        this_run.save("exited", exit_code=_exit_code_seen(status))
         finally:
             sys.argv[:] = saved_argv
             if saved_path0 is not None and sys.path:
                 sys.path[0] = saved_path0
             sys.modules["__main__"] = saved_main
-    if os.getpid() != runner_pid:
+    if os.getpid() != this_run.pid:
         # A child the program forked (os.fork) that ran on to the end of the program: it exits
         # as Python would; the tables and the saved file are the runner's, in the parent.
         return status
-    sys.stdout.flush()
-    _print_result(profiler, opts, out_path if out_is_dir else None)
-    if written is not None and temp_dir is None:
-        where = out_path if out_is_dir else written
-        print(f"lineprofiler: saved to {where} (lineprofiler view {where})", file=sys.stderr)
-    if temp_dir is not None:
-        shutil.rmtree(temp_dir, ignore_errors=True)
+    try:
+        with _Process.holding_signals(), _Process.quiet_sigpipe():
+            this_run.show()
+    finally:
+        _Process.remove_closer(this_run)
+        if this_run.interrupted_pid != os.getpid():
+            atexit.unregister(this_run.end_by_sigint)
     return status
 
 
-def _write_one(profiler: Any, path: Path, status: int) -> Path | None:
+def _write_one(
+    profiler: Any,
+    path: Path,
+    status: str,
+    output: _Output,
+    *,
+    exit_code: int | None = None,
+    signal_name: str | None = None,
+    stats: dict[Any, Any] | None = None,
+) -> Path | None:
+    """The run's file at ``path`` (``-o FILE``); None, with one line on stderr, when it cannot
+    be written. ``stats={}`` for the start file."""
     from .saved import document_from_stats, process_info
 
     errors: list[str] = []
-    try:
+    if stats is None:
         stats = profiler._collect_quietly(errors)
-        process = process_info("exited", start_unix_ns=profiler._created_unix_ns, label="main", exit_code=status)
-        document = document_from_stats(stats, process=process, profile=profiler._profile_info(), errors=errors)
+    process = process_info(
+        status,
+        start_unix_ns=profiler._created_unix_ns,
+        label="main",
+        exit_code=exit_code,
+        signal=signal_name,
+    )
+    document = document_from_stats(stats, process=process, profile=profiler._profile_info(), errors=errors)
+    if status == "started":
+        linesfile.write_lines_file(path, document)  # OSError: the caller's to report
+        return path
+    try:
         linesfile.write_lines_file(path, document)
         return path
     except OSError as error:
-        print(f"lineprofiler: could not save to {path}: {error.strerror or error}", file=sys.stderr)
+        output.say(f"lineprofiler: could not save to {path}: {error.strerror or error}")
         return None
 
 
-def _print_result(profiler: Any, opts: RunOptions, folder: Path | None) -> None:
-    out = sys.stdout
+def _render_result(profiler: Any, opts: RunOptions, folder: Path | None) -> tuple[str, list[str]]:
+    """What the run prints: the tables (stdout) and lines for stderr."""
     errors: list[str] = []
     if opts.children and folder is not None:
         from .saved import SavedProfile
@@ -329,31 +575,24 @@ def _print_result(profiler: Any, opts: RunOptions, folder: Path | None) -> None:
         try:
             saved = SavedProfile.load(folder)
         except linesfile.LinesFileError as error:
-            print(f"lineprofiler: {error}", file=sys.stderr)
-            return
+            return "", [f"lineprofiler: {error}"]
         nothing = profiler.nothing_recorded(hint=HINT_CLI) if not saved.get_stats() else None
         if nothing is not None:
-            out.write("\n" + render_processes(saved) + "\n" + nothing)
-            return
+            return "\n" + render_processes(saved) + "\n" + nothing, []
         view = ViewOptions(top=opts.top, functions=opts.functions, min_us=opts.min_us, sort=opts.sort)
-        out.write("\n" + render_view(saved, view))
-        return
+        return "\n" + render_view(saved, view), []
     stats = profiler._collect_quietly(errors)
-    for message in errors:
-        print(f"lineprofiler: {message}", file=sys.stderr)
+    messages = [f"lineprofiler: {message}" for message in errors]
     nothing = profiler.nothing_recorded(hint=HINT_CLI) if not stats else None
     if nothing is not None:
-        out.write("\n" + nothing)
-        return
-    out.write(
-        "\n"
-        + render_report(
-            stats,
-            functions=opts.functions,
-            top_n=opts.top,
-            min_time_us=opts.min_us,
-            sort_by=opts.sort,
-            root=profiler.project_folder,
-            total_ns=profiler.wall_time_ns,
-        )
+        return "\n" + nothing, messages
+    text = render_report(
+        stats,
+        functions=opts.functions,
+        top_n=opts.top,
+        min_time_us=opts.min_us,
+        sort_by=opts.sort,
+        root=profiler.project_folder,
+        total_ns=profiler.wall_time_ns,
     )
+    return "\n" + text, messages

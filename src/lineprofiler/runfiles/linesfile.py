@@ -20,10 +20,14 @@ are integer nanoseconds.
     for the process that started profiling, a multiprocessing process kind such as
     ``"SpawnPoolWorker"``, or the script a subprocess ran), ``start_unix_ns``\\* int,
     ``end_unix_ns``: int or null, ``status``\\* str: ``"started"`` (written when a child began,
-    before it had anything to say; a file still saying so was left by a process that ended
-    without writing, e.g. SIGKILL), ``"exited"`` (written at exit), ``"signalled"`` (written
-    from SIGTERM, SIGUSR1 or SIGHUP), ``"dumped"`` (an explicit ``dump()``) or ``"stopped"``
-    (the profiler was switched off); ``signal``: str or null; ``exit_code``: int or null.
+    and by ``lineprofiler run -o`` when the run began, before there was anything to say; a file
+    still saying so was left by a process that ended without writing: see
+    :data:`UNFINISHED_REASON`), ``"exited"`` (written at exit, in ``os._exit`` or before an
+    exec), ``"signalled"`` (written from a signal: one whose default action ended the process,
+    or a snapshot on SIGTERM, SIGUSR1 or SIGHUP handled by the program), ``"dumped"`` (an
+    explicit ``dump()``) or ``"stopped"`` (the profiler was switched off); ``signal``: str or
+    null; ``exit_code``: int or null (the status the process exited with, when known: the
+    runner's, ``os._exit``'s; null at an exec).
     A file written by an accounting ``Profiler(backend="lines")`` window also has ``run_id``:
     str, ``attempt``: int and ``uuid``: str (those of the worker file of the same process, so
     a report keeps only the files of the attempt it shows), and ``rank``: int or null.
@@ -76,6 +80,7 @@ __all__ = [
     "KIND",
     "SCHEMA_VERSION",
     "STATUSES",
+    "UNFINISHED_REASON",
     "FunctionRecord",
     "LineRecord",
     "LinesFile",
@@ -99,6 +104,14 @@ __all__ = [
 SCHEMA_VERSION = 1
 KIND = "lineprofiler-lines"
 STATUSES = ("started", "exited", "signalled", "dumped", "stopped")
+#: Why a process may have left only its ``"started"`` file, for readers to say so: every ending
+#: that Python sees writes the file (exit, an exception, ``os._exit``, an exec, a signal whose
+#: default action ends the process), so what is left is what no process can catch.
+UNFINISHED_REASON = (
+    "it ended without writing its file: killed by SIGKILL (the OOM killer sends it too), crashed "
+    "(a segfault, abort()), ended by a signal whose handler was put back to the default outside "
+    "Python's signal module, or is still running"
+)
 _FILE_RE = re.compile(r"^l_.+_\d+_[0-9a-f]{8}\.json$")
 _INT_LIMIT = 2**63
 _NONE = type(None)
@@ -222,8 +235,7 @@ def build_document(
         name = _text(file)
         names.setdefault(name, hashes.get(file))
         rows = [
-            [int(ln), int(hits), max(0, int(ns)), None if src is None else _text(src)]
-            for ln, hits, ns, src in lines
+            [int(ln), int(hits), max(0, int(ns)), None if src is None else _text(src)] for ln, hits, ns, src in lines
         ]
         if rows:
             funcs.append({"file": name, "first_line": int(first_line), "qualname": _text(qualname), "lines": rows})
