@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._terminal import printable
-from ..runfiles.linesfile import LinesFile, MergedLines
+from ..runfiles.linesfile import UNFINISHED_REASON, LinesFile, MergedLines
 from .render import HINT_CLI, render_nothing, render_report
 from .saved import SavedProfile
 
@@ -54,10 +54,7 @@ def render_processes(saved: SavedProfile) -> str:
         if why:
             out.append(f"  ! {printable(p.describe())} left nothing: {printable(why)}")
         else:
-            out.append(
-                f"  ! {printable(p.describe())} left nothing: it ended without writing its file "
-                "(killed by SIGKILL, ended with os._exit outside multiprocessing) or is still running"
-            )
+            out.append(f"  ! {printable(p.describe())} left nothing: {UNFINISHED_REASON}")
     silent = merged.silent
     if silent:
         out.append(f"  {len(silent)} process(es) ran no line of the project: pid {_pids(silent)}")
