@@ -134,7 +134,8 @@ SAMPLED = textwrap.dedent(
         while time.monotonic() < end:
             pytarget.double(calls)
             calls += 1
-    hits = {str(ln): s.hits for (_, _, name), st in p.get_stats().items() if name == "double" for ln, s in st.lines.items()}
+    (double,) = [st for (_, _, name), st in p.get_stats().items() if name == "double"]
+    hits = {str(ln): s.hits for ln, s in double.lines.items()}
     print(json.dumps({"calls": calls, "hits": hits}), flush=True)
     """
 )
