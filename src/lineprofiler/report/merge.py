@@ -137,10 +137,11 @@ class Worker:
     busy_ns: int
     #: Which rule chose the run id (``identity.run_id_source``); None in files that do not say.
     run_id_source: str | None = None
-    #: Where the phase and counter numbers came from: ``"json"`` (the worker file), or
-    #: ``"live"`` (the live file, newer than its last snapshot), with why in ``live_note``.
+    #: Where the phase and counter numbers came from: ``"json"`` (the worker file), ``"live"``
+    #: (the live file, newer than its last snapshot), or ``"json: <why the live file was not used>"``.
     numbers_from: str = "json"
-    live_note: str | None = None
+    #: What CAVEATS says about the live file beside it (its problems).
+    live_notes: list[str] = field(default_factory=list)
 
     @property
     def has_data(self) -> bool:
@@ -468,9 +469,10 @@ def read_worker(task: tuple[Path, bool]) -> Worker | UnreadableFile:
             size = 0
         # Merge never needs the samples: stop before them where the layout allows.
         document = workerfile.read_worker_file(path, skip_samples=True)
-        document, numbers_from = live.prefer_live_numbers(path, document)
-        worker = worker_from_document(path, document, no_samples=no_samples, size=size)
-        worker.numbers_from = numbers_from
+        numbers = live.prefer_live_numbers(path, document)
+        worker = worker_from_document(path, numbers.document, no_samples=no_samples, size=size)
+        worker.numbers_from = numbers.source
+        worker.live_notes = numbers.notes
         return worker
     except workerfile.WorkerFileError as error:
         return UnreadableFile(path, str(error))
