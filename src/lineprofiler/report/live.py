@@ -15,6 +15,10 @@ from typing import Any
 from ..runfiles import livefile, workerfile
 from . import format as fmt
 
+#: A worker file's modification time more than this after its last flush says the directory
+#: was copied without its files' times: a live file's time then says nothing about its writer.
+COPIED_MTIME_NS = 60 * 1_000_000_000
+
 
 @dataclass
 class Numbers:
@@ -23,8 +27,22 @@ class Numbers:
     document: dict[str, Any]
     #: ``"json"``, ``"live"``, or ``"json: <why the live file was not used>"``.
     source: str
-    #: What the report should say about the live file (its problems).
+    #: The latest moment the process is known to have lived, when its live file shows it lived
+    #: past its last snapshot (None: the snapshot's times stand).
+    alive_until_ns: int | None = None
+    #: What the report should say about the live file (its problems, how the lifetime was found).
     notes: list[str] = field(default_factory=list)
+    #: True when the worker file is only the start file: the process died before any snapshot.
+    before_first_snapshot: bool = False
+    #: False when the lifetime is the phase time recorded, for want of a later sign of life: a
+    #: share of that lifetime would be the report's guess, not a measurement.
+    lifetime_measured: bool = True
+
+
+def _top_level_wall(phases: list[dict[str, Any]]) -> int:
+    from .merge import _count  # merge imports this module: the field reader is taken at call time
+
+    return sum(_count(p, "wall_ns") for p in phases if "/" not in p.get("path", ""))
 
 
 def prefer_live_numbers(path: Path, document: dict[str, Any]) -> Numbers:
@@ -77,7 +95,9 @@ def prefer_live_numbers(path: Path, document: dict[str, Any]) -> Numbers:
     except workerfile.WorkerFileError as error:
         reason = fmt.printable(str(error).removeprefix(f"{path}: "))
         return Numbers(document, f"json: live file {name} holds numbers no worker file may hold ({reason})")
-    return Numbers(merged, "live", notes=notes)
+    numbers = Numbers(merged, "live", notes=notes, before_first_snapshot=document["times"]["status"] == "started")
+    _extend_lifetime(numbers, path, document, live)
+    return numbers
 
 
 def _replace(document: dict[str, Any], live: livefile.LiveFile) -> dict[str, Any] | str:
@@ -140,3 +160,34 @@ def _with(
         # Killed before its first snapshot: the start file, with the live file's numbers.
         updated["times"] = dict(document["times"], status="running")
     return updated
+
+
+def _extend_lifetime(numbers: Numbers, path: Path, document: dict[str, Any], live: livefile.LiveFile) -> None:
+    """The process's lifetime from the live file's evidence of life, when it lived past its last
+    snapshot: the later of the live file's last change (when the directory kept its files'
+    times) and the snapshot's lifetime plus the phase time recorded since."""
+    times = document["times"]
+    flush, elapsed = times["last_flush_unix_ns"], times["elapsed_ns"]
+    recorded = max(0, _top_level_wall(numbers.document["phases"]) - _top_level_wall(document["phases"]))
+    by_phases = elapsed + recorded
+    by_mtime = 0
+    try:
+        copied = path.stat().st_mtime_ns - flush > COPIED_MTIME_NS
+    except OSError:
+        copied = True
+    if not copied and live.mtime_ns > flush:
+        by_mtime = elapsed + (live.mtime_ns - flush)
+    lifetime = max(elapsed, by_phases, by_mtime)
+    if lifetime <= elapsed:
+        return
+    numbers.alive_until_ns = flush + (lifetime - elapsed)
+    numbers.document["times"] = dict(numbers.document["times"], elapsed_ns=lifetime)
+    if by_mtime >= by_phases:
+        numbers.notes.append(f"its lifetime ({fmt.duration(lifetime)}) runs to its live file's last change")
+        return
+    numbers.lifetime_measured = False
+    why = "this directory's files lost their times" if copied else "its live file's time lags its stores"
+    numbers.notes.append(
+        f"its lifetime is not known ({why}): the phase time it recorded ({fmt.duration(lifetime)}) stands for it, "
+        "and its time in phases is not measured"
+    )
