@@ -202,7 +202,7 @@ def test_live_file_cut_or_newer_is_a_caveat(tmp_path: Path) -> None:
     live.write_bytes(bytes(newer))
     run = load_run(tmp_path)
     (worker,) = run.workers
-    assert worker.numbers_from.startswith("json: live file version 99")
+    assert worker.numbers_from.startswith(f"json: live file {live.name}: live file version 99")
     prof.recorder.live_detach()  # type: ignore[union-attr]
     prof.close()
 

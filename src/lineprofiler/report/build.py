@@ -125,7 +125,7 @@ def _role(role: RoleStats) -> Role:
         busy_ns=role.busy_ns,
         lifetime_ns=lifetime,
         mean_busy_ns=role.mean_busy_ns,
-        busy_fraction=role.busy_ns / lifetime if lifetime > 0 else None,
+        busy_fraction=role.busy_fraction,
         phases=phases,
         busiest=process(slowest) if slowest is not None else None,
         members=[process(w) for w in role.workers],

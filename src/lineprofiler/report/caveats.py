@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..runfiles import raycollect
+from ..runfiles import layout, raycollect
 from . import duplicates as duplicates_mod
 from . import format as fmt
 from .merge import _FINAL, CAVEAT_NAMES, STALE_INTERVALS, STALE_MIN_NS, Run, Worker, utc_time
@@ -36,6 +36,43 @@ def _per_worker(lines: list[str], items: list[tuple[Worker, str]], summary: str)
         lines.extend(line for _, line in items)
     else:
         lines.append(f"{len(items)} workers {summary}: {_names([w for w, _ in items])}; the first: {items[0][1]}")
+
+
+def _live_line(worker: Worker) -> str:
+    """The CAVEATS line of a worker reported from its live file."""
+    name = fmt.printable(layout.live_path(worker.path).name)
+    if worker.before_first_snapshot:
+        text = (
+            f"{worker.label} was killed before its first snapshot: numbers from its live file {name}, "
+            "everything it recorded until it stopped"
+        )
+    else:
+        text = (
+            f"{worker.label}: numbers from its live file {name}, newer than its last snapshot "
+            f"({utc_time(worker.last_flush_ns)}): everything it recorded until it stopped"
+        )
+    notes = "; ".join(worker.live_notes)
+    return f"{text}; {notes[:400]}" if notes else text
+
+
+#: Phase time may pass a lifetime by this share of it (the two are read from different clocks)...
+OVERFULL_SHARE = 0.005
+#: ...or by this much, before CAVEATS says so.
+OVERFULL_MIN_NS = 1_000_000
+
+
+def _overfull_line(worker: Worker) -> str | None:
+    """Why a worker's phase time cannot be a share of its lifetime, when it holds more."""
+    if not worker.has_data or worker.busy_ns <= 0:
+        return None
+    excess = worker.busy_ns - worker.elapsed_ns
+    if excess <= max(OVERFULL_MIN_NS, OVERFULL_SHARE * worker.elapsed_ns):
+        return None
+    return (
+        f"{worker.label}: its top-level phases hold {fmt.duration(worker.busy_ns)}, "
+        f"{fmt.duration(excess)} more than its lifetime of {fmt.duration(worker.elapsed_ns)} (phases on several "
+        "threads at once, or a lifetime cut short): its time in phases counts as 100% and its numbers are suspect"
+    )
 
 
 def ray_collect_caveats(run: Run) -> list[str]:
@@ -92,24 +129,22 @@ def derive_caveats(run: Run) -> list[str]:
     live = [w for w in run.workers if w.numbers_from == "live"]
     _per_worker(
         lines,
-        [
-            (
-                w,
-                f"{w.label}: numbers from its live file, newer than its last snapshot "
-                f"({utc_time(w.last_flush_ns)}): everything it recorded until it stopped",
-            )
-            for w in live
-        ],
+        [(w, _live_line(w)) for w in live],
         "are reported from their live files (newer than their last snapshots)",
     )
     not_live = [w for w in run.workers if w.numbers_from.startswith("json: ")]
     _per_worker(
         lines,
         [
-            (w, f"{w.label}: numbers from its last snapshot ({fmt.printable(w.numbers_from[6:])[:200]})")
+            (w, f"{w.label}: numbers from its last snapshot ({fmt.printable(w.numbers_from[6:])[:300]})")
             for w in not_live
         ],
         "are reported from their last snapshots, their live files not used",
+    )
+    _per_worker(
+        lines,
+        [(w, line) for w in run.workers if (line := _overfull_line(w)) is not None],
+        "hold more phase time than their lifetimes",
     )
     stale = [w for w in run.workers if w.status != "started" and w.numbers_from != "live" and is_stale(w, end)]
     _per_worker(

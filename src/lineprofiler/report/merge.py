@@ -137,10 +137,18 @@ class Worker:
     busy_ns: int
     #: Which rule chose the run id (``identity.run_id_source``); None in files that do not say.
     run_id_source: str | None = None
-    #: Where the phase and counter numbers came from: ``"json"`` (the worker file), or
-    #: ``"live"`` (the live file, newer than its last snapshot), with why in ``live_note``.
+    #: Where the phase and counter numbers came from: ``"json"`` (the worker file), ``"live"``
+    #: (the live file, newer than its last snapshot), or ``"json: <why the live file was not used>"``.
     numbers_from: str = "json"
-    live_note: str | None = None
+    #: What CAVEATS says about the live file beside it (its problems, how the lifetime was found).
+    live_notes: list[str] = field(default_factory=list)
+    #: The latest moment it is known to have lived, from its live file, when past its last flush.
+    alive_until_ns: int | None = None
+    #: Only its start file was written: it died before its first snapshot.
+    before_first_snapshot: bool = False
+    #: False when ``elapsed_ns`` is the phase time it recorded, for want of a later sign of
+    #: life (see :mod:`.live`): it is then left out of its role's time in phases.
+    lifetime_measured: bool = True
 
     @property
     def has_data(self) -> bool:
@@ -149,8 +157,11 @@ class Worker:
 
     @property
     def stop_ns(self) -> int:
-        """When this worker's numbers stop: its end, else its last flush."""
-        return self.end_ns if self.end_ns is not None else self.last_flush_ns
+        """When this worker's numbers stop: its end, else its last flush or, later, the last
+        sign of life its live file gives."""
+        if self.end_ns is not None:
+            return self.end_ns
+        return max(self.last_flush_ns, self.alive_until_ns or 0)
 
     @property
     def label(self) -> str:
@@ -279,6 +290,19 @@ class RoleStats:
     @property
     def lifetime_ns(self) -> int:
         return sum(w.elapsed_ns for w in self.data_workers)
+
+    @property
+    def busy_fraction(self) -> float | None:
+        """Share of the role's process lifetime spent inside a top-level phase, at most 1: a
+        process whose phases add up to more than its lifetime (threads in phases at once)
+        counts as busy for its whole lifetime. Processes whose lifetime is not known (killed
+        before a snapshot, with no later sign of life) are left out; None when none is left."""
+        measured = [w for w in self.data_workers if w.lifetime_measured]
+        lifetime = sum(w.elapsed_ns for w in measured)
+        if lifetime <= 0:
+            return None
+        value = sum(min(w.busy_ns, w.elapsed_ns) for w in measured) / lifetime
+        return min(1.0, value) if math.isfinite(value) else None
 
     @property
     def mean_busy_ns(self) -> float | None:
@@ -468,9 +492,13 @@ def read_worker(task: tuple[Path, bool]) -> Worker | UnreadableFile:
             size = 0
         # Merge never needs the samples: stop before them where the layout allows.
         document = workerfile.read_worker_file(path, skip_samples=True)
-        document, numbers_from = live.prefer_live_numbers(path, document)
-        worker = worker_from_document(path, document, no_samples=no_samples, size=size)
-        worker.numbers_from = numbers_from
+        numbers = live.prefer_live_numbers(path, document)
+        worker = worker_from_document(path, numbers.document, no_samples=no_samples, size=size)
+        worker.numbers_from = numbers.source
+        worker.live_notes = numbers.notes
+        worker.alive_until_ns = numbers.alive_until_ns
+        worker.before_first_snapshot = numbers.before_first_snapshot
+        worker.lifetime_measured = numbers.lifetime_measured
         return worker
     except workerfile.WorkerFileError as error:
         return UnreadableFile(path, str(error))
@@ -648,12 +676,8 @@ def merge_workers(
 
 
 def busy_fraction(role: RoleStats) -> float | None:
-    """Share of the role's process lifetime spent inside a top-level phase."""
-    lifetime = role.lifetime_ns
-    if lifetime <= 0:
-        return None
-    value = role.busy_ns / lifetime
-    return value if math.isfinite(value) else None
+    """Share of the role's process lifetime spent inside a top-level phase (at most 1)."""
+    return role.busy_fraction
 
 
 # The CAVEATS lines live in their own module, which reads this one's types (imported last).

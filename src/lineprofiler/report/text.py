@@ -213,6 +213,8 @@ def busiest_text(role: Role) -> str | None:
 
 def time_in_phases_text(role: Role) -> str | None:
     if role.busy_fraction is None:
+        if role.busy_ns > 0 and role.lifetime_ns > 0:
+            return "time in phases: not measured (the lifetimes of its processes are not known; see CAVEATS)"
         return None
     return f"time in phases: {fmt.percent(role.busy_fraction)} of the processes' lifetime"
 

@@ -39,6 +39,8 @@ STALLED_INTERVALS = 3
 #: Phases and counters shown per role (fewer when the terminal is short).
 MAX_PHASES = 12
 MAX_COUNTERS = 5
+#: Unreadable live files named at the foot of a frame.
+MAX_UNREADABLE = 5
 _LIVE_RE = re.compile(r"^w_(.+)_(\d+)_([0-9a-f]{8})" + re.escape(layout.LIVE_SUFFIX) + "$")
 
 
@@ -135,16 +137,21 @@ class Top:
         self._read_worker_file(proc)
         try:
             live = livefile.read_live_retrying(proc.live_path)
-        except (livefile.LiveFileError, OSError) as error:
-            proc.problem = str(error)
+        except livefile.LiveFileError as error:
+            proc.problem = error.reason
+            return
+        except Exception as error:  # a reader's bug costs this file, not the view
+            if os.environ.get("LINEPROFILER_DEBUG"):
+                raise
+            proc.problem = f"internal error: {error.__class__.__name__}"
             return
         if not proc.identity:
             proc.identity = dict(live.identity)
-        proc.created_unix_ns = live.created_unix_ns
         if not live.usable:
             proc.problem = "; ".join(live.problems) or "live file not usable"
             return
-        proc.problem = None
+        proc.created_unix_ns = live.created_unix_ns
+        proc.problem = f"read in part: {'; '.join(live.problems)}" if live.problems else None
         sample = _Sample(
             now,
             {p["path"]: (p["entries"], p["self_ns"], p["wall_ns"]) for p in live.phases},
@@ -175,14 +182,21 @@ class Top:
             proc.status = times["status"]
 
     def shown(self) -> tuple[list[_Process], int]:
-        """The processes of the newest attempt, and how many others there are."""
-        readable = [p for p in self.processes.values()]
-        if not readable:
+        """The processes of the newest attempt, and how many others there are. The newest is
+        told by the creation times of the files that could be read (an unreadable one's time
+        is not known)."""
+        every = list(self.processes.values())
+        if not every:
             return [], 0
+        readable = [p for p in every if p.current is not None] or every
         newest = max(readable, key=lambda p: p.created_unix_ns)
         key = (newest.run_component, newest.attempt)
-        shown = [p for p in readable if (p.run_component, p.attempt) == key]
-        return shown, len(readable) - len(shown)
+        shown = [p for p in every if (p.run_component, p.attempt) == key]
+        return shown, len(every) - len(shown)
+
+    def unreadable(self) -> list[_Process]:
+        """The processes whose live file could not be read whole at the last poll, of any attempt."""
+        return sorted((p for p in self.processes.values() if p.problem is not None), key=lambda p: p.live_path)
 
     def state(self, proc: _Process, now: float) -> str:
         """``updating``, ``stalled``, ``exited``, ``signalled`` or ``unreadable``."""
@@ -217,13 +231,30 @@ class Top:
         roles: dict[str, list[_Process]] = {}
         for proc in shown:
             roles.setdefault(proc.role, []).append(proc)
-        budget = None if height is None else max(1, (height - len(lines)) // max(1, len(roles)))
+        trailer = self._unreadable_lines(self.unreadable())
+        budget = None if height is None else max(1, (height - len(lines) - len(trailer)) // max(1, len(roles)))
         for role in sorted(roles):
             block = self._role_block(role, roles[role], now, first)
             lines.append("")
             lines.extend(block if budget is None else block[: max(budget - 1, 2)])
+        lines.extend(trailer)
         clipped = [line if len(line) <= width else line[: max(width - 1, 1)] + "\u2026" for line in lines]
         return clipped if height is None else clipped[:height]
+
+    def _unreadable_lines(self, bad: list[_Process]) -> list[str]:
+        """Which live files could not be read, and why (the rest of the view goes on without them)."""
+        if not bad:
+            return []
+        lines = ["", f"{len(bad)} live file{'s' if len(bad) != 1 else ''} could not be read (or only in part):"]
+        for proc in bad[:MAX_UNREADABLE]:
+            try:
+                shown = str(proc.live_path.relative_to(self.run_dir))
+            except ValueError:
+                shown = str(proc.live_path)
+            lines.append(f"  {fmt.printable(shown)}: {fmt.printable(proc.problem or '')}")
+        if len(bad) > MAX_UNREADABLE:
+            lines.append(f"  ... and {len(bad) - MAX_UNREADABLE} more")
+        return lines
 
     def _role_block(self, role: str, procs: list[_Process], now: float, first: bool) -> list[str]:
         deltas: dict[str, list[float]] = {}  # path -> [entries/s, self_ns, wall_ns, entries]
@@ -284,7 +315,7 @@ class Top:
             if kind == "stalled":
                 text += f" (no change for {fmt.moment((now - proc.last_change) * 1e9)})"
             elif kind == "unreadable" and proc.problem:
-                text += f" ({fmt.printable(proc.problem)})"
+                text += " (its live file could not be read: see below)"
             by_state.setdefault(kind, []).append(text)
         lines = []
         for kind in ("updating", "stalled", "unreadable", "signalled", "exited"):
