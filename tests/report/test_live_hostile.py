@@ -169,7 +169,7 @@ def test_the_seed_is_whole(run: tuple[Path, Path]) -> None:
     run_dir, live = run
     read = read_or_refuse(live)
     assert read is not None and read.usable and not read.problems
-    assert read.total_entries == 3 * STEPS and read.version == 1
+    assert read.total_entries == 3 * STEPS and read.version == livefile.VERSION
     assert assert_reported_beside(run_dir, live)  # its caveat: killed before its first snapshot
 
 
@@ -320,6 +320,7 @@ def test_a_frozen_live_file_is_merged_with_the_snapshot(tmp_path: Path) -> None:
 
 def test_version_1_abandoned_stays_unusable(run: tuple[Path, Path]) -> None:
     _, live = run
+    put(live, VERSION_AT, "<I", 1)
     put(live, 72, "<Q", ABANDONED_EPOCH)
     read = read_or_refuse(live)
     assert read is not None and not read.usable and "abandoned" in read.problems[0]
