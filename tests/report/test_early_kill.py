@@ -153,3 +153,39 @@ def test_phase_time_past_the_lifetime_is_a_caveat_and_shares_stay_at_most_100(tm
     (line,) = [line for line in doc["caveats"] if "more than its lifetime" in line]
     assert "loader pid" in line and "suspect" in line
     assert all(value <= 100.0 for value in _percents(_report(run_dir)))
+
+
+GAPS = """
+import sys, time
+from lineprofiler.accounting import Profiler
+prof = Profiler(sys.argv[1], role="actor", enabled=True, snapshot_interval_s=600.0)
+end = time.monotonic() + 2.0
+while time.monotonic() < end:
+    with prof.phase("act"):
+        time.sleep(0.01)
+    time.sleep(0.04)  # outside any phase: four fifths of the time
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_last_phase_exit_gives_the_lifetime(tmp_path: Path) -> None:
+    """A job that spends most of its time between phases, SIGKILLed before its first snapshot:
+    its lifetime runs to its last phase exit (the live file's own stamp, not the phase time
+    summed), and its phases are a measured fifth of it."""
+    script = tmp_path / "job.py"
+    script.write_text(GAPS)
+    run_dir = tmp_path / "run"
+    before = time.time_ns()
+    proc = subprocess.Popen([sys.executable, str(script), str(run_dir)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    after = time.time_ns()
+    (worker,) = load_run(run_dir).workers
+    assert worker.numbers_from == "live" and worker.lifetime_measured
+    assert 1.9e9 <= worker.elapsed_ns <= after - before, worker.elapsed_ns
+    doc = json.loads(_report(run_dir, "--json"))
+    (role,) = doc["roles"]
+    assert role["busy_fraction"] is not None and 0.1 < role["busy_fraction"] < 0.4, role["busy_fraction"]

@@ -8,6 +8,7 @@ numbers only (a line under CAVEATS, the snapshot's numbers instead), never the r
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,11 +178,18 @@ def _extend_lifetime(numbers: Numbers, path: Path, document: dict[str, Any], liv
         copied = True
     if not copied and live.mtime_ns > flush:
         by_mtime = elapsed + (live.mtime_ns - flush)
-    lifetime = max(elapsed, by_phases, by_mtime)
+    # The writer's own stamp of a recent phase exit: its clock, so a copied directory keeps it.
+    # A stamp from the future (a corrupt or hostile file) is not evidence of anything.
+    alive = live.alive_unix_ns
+    by_stamp = elapsed + (alive - flush) if flush < alive <= time.time_ns() else 0
+    lifetime = max(elapsed, by_phases, by_mtime, by_stamp)
     if lifetime <= elapsed:
         return
     numbers.alive_until_ns = flush + (lifetime - elapsed)
     numbers.document["times"] = dict(numbers.document["times"], elapsed_ns=lifetime)
+    if by_stamp >= max(by_phases, by_mtime):
+        numbers.notes.append(f"its lifetime ({fmt.duration(lifetime)}) runs to its last phase exit")
+        return
     if by_mtime >= by_phases:
         numbers.notes.append(f"its lifetime ({fmt.duration(lifetime)}) runs to its live file's last change")
         return

@@ -69,6 +69,11 @@ _HEADER = struct.Struct("<8s10I2q2iQ21I5II")
 #: Where version 2's ``flags`` word is: right after the identity area.
 FLAGS_OFFSET = _HEADER.size + IDENTITY_BYTES
 _FLAGS = struct.Struct("<I")
+#: Version 2's ``alive_unix_ns``, right after the flags: the wall clock of a recent phase exit
+#: (stamped at most every 10 ms), the process's last sign of life when it was killed. The
+#: file's mtime cannot serve: stores into a shared mapping move it only at writeback.
+ALIVE_OFFSET = FLAGS_OFFSET + 4
+_ALIVE = struct.Struct("<q")
 _NODE_FIELDS = (
     "seq id parent entries wall self cpu cpu_missing min max io sync overflow depth io_delta "
     "io_measured io_failed hist lname_len lname_cut lname"
@@ -119,6 +124,8 @@ class LiveFile:
     usable: bool = True
     #: Version 2's flags word (0 in version 1).
     flags: int = 0
+    #: Version 2: the wall clock of a recent phase exit (0 when unknown: version 1).
+    alive_unix_ns: int = 0
     #: The published counts the header holds (what the writer had made when read).
     n_nodes: int = 0
     n_counters: int = 0
@@ -283,6 +290,9 @@ def read_live(path: str | os.PathLike[str], *, data: bytes | None = None) -> Liv
         if header_bytes < FLAGS_OFFSET + _FLAGS.size or len(data) < FLAGS_OFFSET + _FLAGS.size:
             return _unusable(live, f"its header is too short for version {version}'s flags: not used")
         (live.flags,) = _FLAGS.unpack_from(data, FLAGS_OFFSET)
+        if header_bytes >= ALIVE_OFFSET + _ALIVE.size and len(data) >= ALIVE_OFFSET + _ALIVE.size:
+            (alive,) = _ALIVE.unpack_from(data, ALIVE_OFFSET)
+            live.alive_unix_ns = max(0, alive)
     lay = _Layout(
         header_bytes,
         seg_bytes,

@@ -314,6 +314,19 @@ void lp_live_node_sync(lp_node *node)
     }
 }
 
+/* The header's sign of life: the wall clock now, as of a phase exit at monotonic `mono_ns`.
+ * The file's mtime cannot serve: stores into a shared mapping move it only at writeback. */
+void lp_live_stamp_alive(lp_RecorderObject *rec, int64_t mono_ns)
+{
+    lp_live *lv = &rec->live;
+    rec->live.alive_mono_ns = mono_ns;
+    struct timespec ts;
+    if (lv->hdr != NULL && clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+        __atomic_store_n(&lv->hdr->alive_unix_ns, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec,
+                         __ATOMIC_RELAXED);
+    }
+}
+
 static void lp_counter_fill(lp_live_counter *r, const lp_counter *c)
 {
     r->node = c->node;
@@ -569,6 +582,7 @@ static void lp_live_fill_header(lp_RecorderObject *rec, lp_live_header *h, const
     struct timespec ts;
     h->created_unix_ns =
         clock_gettime(CLOCK_REALTIME, &ts) == 0 ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec : 0;
+    h->alive_unix_ns = h->created_unix_ns;
     h->off_seq = offsetof(lp_live_node, seq);
     h->off_id = offsetof(lp_live_node, id);
     h->off_parent = offsetof(lp_live_node, parent);

@@ -252,6 +252,10 @@ LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts,
         }
         node->seq = seq + 2;
         __atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
+        /* one compare per exit; a wall-clock read at most every 10 ms */
+        if (LP_UNLIKELY(t1 - rec->live.alive_mono_ns >= LP_LIVE_ALIVE_NS)) {
+            lp_live_stamp_alive(rec, t1);
+        }
     }
     if (f->parent >= 0) {
         ts->frames[f->parent].child_ns += d;

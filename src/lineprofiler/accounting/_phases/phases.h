@@ -60,8 +60,9 @@
 #define LP_LIVE_IDENTITY        2048   /* bytes of identity JSON the header keeps */
 #define LP_LIVE_SEGMENT         64     /* a chunk's segment header in the live file */
 #define LP_LIVE_VERSION         2
-#define LP_LIVE_FROZEN          1u   /* flags: the file stopped growing */
-#define LP_LIVE_SLOTS           1024 /* live files mapped at once per process */
+#define LP_LIVE_FROZEN          1u       /* flags: the file stopped growing */
+#define LP_LIVE_ALIVE_NS        10000000 /* alive_unix_ns is stamped at most every 10 ms */
+#define LP_LIVE_SLOTS           1024     /* live files mapped at once per process */
 #define LP_SEG_NODES            1
 #define LP_SEG_COUNTERS         2
 #define LP_ROOT                 0
@@ -228,7 +229,8 @@ typedef struct {
     uint32_t identity_len;
     char identity[LP_LIVE_IDENTITY]; /* the process's identity as JSON, from Python */
     /* version 2 */
-    uint32_t flags; /* LP_LIVE_FROZEN */
+    uint32_t flags;        /* LP_LIVE_FROZEN */
+    int64_t alive_unix_ns; /* wall clock of a recent phase exit: a sign of life after SIGKILL */
 } lp_live_header;
 
 /* The live file as this process keeps it: one reserved range of address space that the header
@@ -243,6 +245,7 @@ typedef struct {
     size_t reserved;
     int64_t size; /* bytes of the file mapped so far */
     uint64_t epoch;
+    int64_t alive_mono_ns; /* the monotonic time alive_unix_ns was last stamped at */
     lp_live_header *hdr;
     int32_t n_nodes;                   /* nodes with a record: a prefix of the tree */
     int32_t n_counters;                /* counters with a record: a prefix too */
@@ -463,6 +466,7 @@ void lp_live_node_added(lp_RecorderObject *rec, lp_node *node);
 void lp_live_counter_added(lp_RecorderObject *rec, lp_counter *c);
 void lp_live_chunk_added(lp_RecorderObject *rec, int kind, int32_t index);
 void lp_live_node_sync(lp_node *node);
+void lp_live_stamp_alive(lp_RecorderObject *rec, int64_t mono_ns);
 void lp_live_before_reset(lp_RecorderObject *rec);
 void lp_live_detach(lp_RecorderObject *rec);
 int lp_live_check(lp_RecorderObject *rec);
