@@ -235,7 +235,7 @@ def test_output_to_a_file_and_to_a_directory(project, tmp_path):
     [
         (["run", "missing.py"], "can't open file"),
         (["run", "-m", "no_such_module_here"], "no module named 'no_such_module_here'"),
-        (["run", "-m", "json"], "'json' is a package and cannot be run"),
+        (["run", "-m", "app"], "'app' is a package and cannot be run"),  # the stdlib's runnable set grows
         (["run", "-o", "app/main.py/out.json", "app/main.py"], "does not exist"),
         (["run", "-o", "/proc/lineprofiler-test.json", "app/main.py"], "cannot write there"),
         (["run", "--children", "-o", "app/main.py", "app/main.py"], "must be a directory"),
