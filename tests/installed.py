@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import sys
 from pathlib import Path
+
+import pytest
 
 
 def _loads(library: str) -> bool:
@@ -40,8 +43,25 @@ NVIDIA_DRIVER = _loads("libnvidia-ml.so.1")
 CUDA_DEVICE = TORCH_HAS_CUDA and _loads("libcuda.so.1")
 
 NO_TORCH = "torch is not installed here (CI installs its CPU wheel, for Python 3.11 only)"
-NO_VIZTRACER = "viztracer is not installed here"
+NO_VIZTRACER = f"viztracer is not installed here (Python {sys.version_info[0]}.{sys.version_info[1]})"
 NO_NVTX = "the nvtx package (test extra) is not installed here"
 NEEDS_CPU_TORCH = "needs the CPU build of torch: this torch is built with CUDA"
 NEEDS_CUDA = "needs a CUDA build of torch and an NVIDIA driver (the GPU machine)"
 ON_A_GPU_HOST = "this machine has an NVIDIA driver (libnvidia-ml.so.1 loads): NVML is not absent here"
+
+#: The start methods a multiprocessing test runs under: each fixed one, and the default context,
+#: which is forkserver on Linux from 3.14 on (before, it is fork: the fork case covers it).
+START_METHODS = [
+    "spawn",
+    "fork",
+    "forkserver",
+    pytest.param(
+        "default",
+        marks=pytest.mark.skipif(sys.version_info < (3, 14), reason="the default is fork before 3.14: covered"),
+    ),
+]
+
+
+def start_method(method: str) -> str | None:
+    """``multiprocessing.get_context``'s argument for a START_METHODS value (None: the default)."""
+    return None if method == "default" else method

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from lp_installed import START_METHODS, start_method
 
 from lineprofiler.report.merge import load_run
 from lineprofiler.runfiles import layout, livefile
@@ -81,7 +82,7 @@ def _drain(conn) -> list[bytes]:  # type: ignore[no-untyped-def]
 
 
 def _round(method: str, run_dir: Path, n: int, rng: random.Random) -> int:
-    ctx = mp.get_context(method)
+    ctx = mp.get_context(start_method(method))
     procs = []
     for _i in range(n):
         reader, writer = ctx.Pipe(duplex=False)
@@ -158,7 +159,7 @@ def _round(method: str, run_dir: Path, n: int, rng: random.Random) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["spawn", "fork", "forkserver"])
+@pytest.mark.parametrize("method", START_METHODS)
 def test_sigkill_at_random_points_loses_nothing(method: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LINEPROFILER_RUN_ID", RUN_ID)
     rng = random.Random(hash(method) & 0xFFFF)

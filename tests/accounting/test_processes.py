@@ -14,6 +14,7 @@ import textwrap
 import time
 
 import pytest
+from lp_installed import START_METHODS
 
 from lineprofiler.runfiles import workerfile
 
@@ -60,7 +61,7 @@ def work(i, raise_at):
 
 if __name__ == "__main__":
     method, n, run_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    ctx = mp.get_context(method)
+    ctx = mp.get_context(None if method == "default" else method)
     learner = Profiler(run_dir=run_dir, role="learner", snapshot_interval_s=60)
     with learner.phase("launch"):
         procs = [ctx.Process(target=work, args=(i, n - 1)) for i in range(n)]
@@ -99,14 +100,14 @@ def check_workers(tmp_path, method, n):
     assert sorted(totals) == [5 * (i + 1) for i in range(n)]  # the raising worker's data is there too
 
 
-@pytest.mark.parametrize("method", ["spawn", "fork", "forkserver"])
+@pytest.mark.parametrize("method", START_METHODS)
 @pytest.mark.parametrize("n", [1, 4])
 def test_workers_join_the_run(tmp_path, method, n):
     check_workers(tmp_path, method, n)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["spawn", "fork", "forkserver"])
+@pytest.mark.parametrize("method", START_METHODS)
 def test_sixteen_workers_join_the_run(tmp_path, method):
     check_workers(tmp_path, method, 16)
 

@@ -1,7 +1,7 @@
 """One job of the one-run tests: a parent that starts workers, each constructing its own
 ``Profiler(run_dir=..., role="actor")``, the most natural code there is.
 
-    python one_run_job.py RUN_DIR --kind process|pool|executor|subprocess --method spawn|fork|forkserver
+    python one_run_job.py RUN_DIR --kind process|pool|executor|subprocess --method spawn|fork|forkserver|default
                           --workers N [--profiled] [--faults] [--barrier DIR --peers K] [--child INDEX]
 
 ``--profiled``: the parent constructs ``Profiler(role="learner")`` before starting workers;
@@ -87,7 +87,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("run_dir")
     parser.add_argument("--kind", default="process", choices=["process", "pool", "executor", "subprocess"])
-    parser.add_argument("--method", default="spawn", choices=["spawn", "fork", "forkserver"])
+    parser.add_argument("--method", default="spawn", choices=["spawn", "fork", "forkserver", "default"])
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--profiled", action="store_true")
     parser.add_argument("--faults", action="store_true")
@@ -105,7 +105,7 @@ def main() -> int:
         learner = Profiler(run_dir=args.run_dir, role="learner", snapshot_interval_s=60)
     if args.kind != "subprocess":
         barrier(args.barrier, args.peers)  # two jobs' parents, certainly alive at once
-    ctx = mp.get_context(args.method)
+    ctx = mp.get_context(None if args.method == "default" else args.method)
     codes: list[int | None] = []
     if args.kind == "process":
         procs = [

@@ -69,9 +69,12 @@ def test_mpirun_four_ranks_are_one_role_of_one_run(tmp_path):
     run_dir = tmp_path / "profile"
     # Open MPI refuses to run as root unless told twice (CI runs as root in a container), and
     # 4 ranks on 2 cores need oversubscription; set through the environment, so the command
-    # line is the plain one users type.
+    # line is the plain one users type. Open MPI 5 (PRRTE: Debian sid's) reads its own variable.
     env = h.clean_env(
-        OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1"
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+        PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe",
     )
     result = h.run(
         ["mpirun", "-n", "4", sys.executable, h.EXAMPLES / "mpi_allreduce.py", "--run-dir", run_dir, "--steps", STEPS,

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lp_installed import START_METHODS
 from lp_pipeline_helpers import clean_env, documents, run
 
 from lineprofiler.report.merge import load_run
@@ -96,7 +97,7 @@ def process_case(tmp_path: Path, method: str, workers: int, profiled: bool) -> N
 
 
 @pytest.mark.parametrize("profiled", [False, True], ids=["unprofiled-parent", "profiled-parent"])
-@pytest.mark.parametrize("method", ["spawn", "fork", "forkserver"])
+@pytest.mark.parametrize("method", START_METHODS)
 @pytest.mark.parametrize("workers", [1, 4])
 def test_process_children_are_one_run(tmp_path, method, workers, profiled):
     process_case(tmp_path, method, workers, profiled)
@@ -104,7 +105,7 @@ def test_process_children_are_one_run(tmp_path, method, workers, profiled):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("profiled", [False, True], ids=["unprofiled-parent", "profiled-parent"])
-@pytest.mark.parametrize("method", ["spawn", "fork", "forkserver"])
+@pytest.mark.parametrize("method", START_METHODS)
 def test_sixteen_process_children_are_one_run(tmp_path, method, profiled):
     process_case(tmp_path, method, 16, profiled)
 

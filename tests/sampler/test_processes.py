@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from lp_installed import START_METHODS, start_method
 
 from lineprofiler.accounting import sampling
 from lineprofiler.report.blocks.resources import reduce_io
@@ -146,12 +147,12 @@ def _mp_forked_worker(payload: str) -> None:
 _FORKED: dict = {}
 
 
-@pytest.mark.parametrize("method", ["spawn", "fork", "forkserver"])
+@pytest.mark.parametrize("method", START_METHODS)
 def test_multiprocessing_children_sample_themselves(disk_dir, method, monkeypatch):
     run_dir = disk_dir / "run"
     threads_before = threads_now()
-    ctx = multiprocessing.get_context(method)
-    if method == "spawn" or method == "forkserver":
+    ctx = multiprocessing.get_context(start_method(method))
+    if ctx.get_start_method() in ("spawn", "forkserver"):
         procs = [ctx.Process(target=_mp_worker, args=(str(run_dir), str(disk_dir / f"p{i}.bin"))) for i in range(2)]
         parent = None
     else:

@@ -172,6 +172,8 @@ def _auto_label(root_pid: int) -> str:
         if name != "MainProcess":
             return _MP_NAME_SUFFIX.sub("", name) or name
     orig = getattr(sys, "orig_argv", [])
+    if "-c" in orig and any("multiprocessing.forkserver" in a for a in orig):
+        return "ForkServer"  # the server itself (3.14+ runs the main module's top level there)
     if "-c" in orig and any("multiprocessing.spawn" in a for a in orig):
         return "multiprocessing child"
     argv0 = sys.argv[0] if sys.argv else ""

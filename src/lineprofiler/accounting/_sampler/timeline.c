@@ -3,8 +3,13 @@
  * it never takes the GIL and allocates nothing. */
 #include "sampler.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "_clock.h"
 
@@ -48,7 +53,21 @@ static void lp_timeline_push(lp_core *c, const int64_t *rows, int n)
 
 /* ===================================================================== one tick */
 
-/* One row per thread that holds a slot (its innermost phase, -1 when it is in none), one
+/* Whether thread `tid` of this process has ended. A thread that left its last phase keeps its
+ * slot until its stack is freed, which from 3.14 on can be well after the thread itself has
+ * ended (its context outlives it); a row for it then would show a thread that is not there.
+ * A signal 0 sends nothing: it only asks whether the thread exists. */
+static int lp_thread_ended(int64_t tid)
+{
+#if defined(__linux__)
+    return syscall(SYS_tgkill, (long)getpid(), (long)tid, 0) != 0 && errno == ESRCH;
+#else
+    (void)tid;
+    return 0;
+#endif
+}
+
+/* One row per live thread that holds a slot (its innermost phase, -1 when it is in none), one
  * tid-0 row when no thread does, and first a marker row when `skipped` ticks were missed. */
 void lp_timeline_tick(lp_core *c, int64_t skipped)
 {
@@ -75,6 +94,9 @@ void lp_timeline_tick(lp_core *c, int64_t skipped)
         int32_t phase = atomic_load_explicit(&s->phase, memory_order_relaxed);
         if (atomic_load_explicit(&s->owner, memory_order_acquire) != owner) {
             continue; /* freed or reclaimed while read: this thread is gone */
+        }
+        if (phase < 0 && lp_thread_ended(tid)) {
+            continue; /* in no phase because it has ended */
         }
         rows[n * LP_TL_COLS] = now;
         rows[n * LP_TL_COLS + 1] = tid;
