@@ -16,7 +16,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from lp_installed import START_METHODS, start_method
+
+try:
+    from lp_installed import START_METHODS, start_method
+except ImportError:  # a spawn or forkserver child importing this module for its target: no conftest
+    START_METHODS, start_method = [], None  # type: ignore[assignment]
 
 from lineprofiler.report.merge import load_run
 from lineprofiler.runfiles import layout, livefile

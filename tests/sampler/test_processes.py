@@ -11,7 +11,11 @@ import warnings
 from pathlib import Path
 
 import pytest
-from lp_installed import START_METHODS, start_method
+
+try:
+    from lp_installed import START_METHODS, start_method
+except ImportError:  # a spawn or forkserver child importing this module for its target: no conftest
+    START_METHODS, start_method = [], None  # type: ignore[assignment]
 
 from lineprofiler.accounting import sampling
 from lineprofiler.report.blocks.resources import reduce_io
