@@ -154,7 +154,8 @@ def role_html(role: Role) -> str:
                 m.label,
                 m.busy_ns,
                 f"{m.label}: {fmt.duration(m.busy_ns)} in phases"
-                + (f", {fmt.percent(m.busy_ns / m.lifetime_ns)} of its lifetime" if m.lifetime_ns > 0 else ""),
+                # at most the whole lifetime: threads' phases in parallel add up to more
+                + (f", {fmt.percent(min(1.0, m.busy_ns / m.lifetime_ns))} of its lifetime" if m.lifetime_ns else ""),
                 highlight=m == straggler,
                 note="straggler" if m == straggler else "",
             )
