@@ -17,7 +17,7 @@ def test_module_imports(name):
 def test_histogram_error_bound():
     from lineprofiler.runfiles import histogram
 
-    assert 0.044 < histogram.RELATIVE_ERROR < 0.0446
+    assert 0.0526 < histogram.RELATIVE_ERROR < 0.0528  # 4.45 % from 1 us up; whole-ns edges below
     assert histogram.bucket_index(histogram.EDGES[0] - 1) == 0
     assert histogram.bucket_index(histogram.EDGES[-1]) == histogram.N_BUCKETS - 1
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from lineprofiler.report.merge import load_run
-from lineprofiler.runfiles import livefile
+from lineprofiler.runfiles import histogram, livefile
 
 RUN_ID = "hostile"
 STEPS = 100
@@ -297,13 +297,12 @@ def test_a_frozen_live_file_is_merged_with_the_snapshot(tmp_path: Path) -> None:
     c_node = by_path["c"]["id"]
     data = bytearray(live.read_bytes())
     assert struct.unpack_from("<i", data, N_NODES_AT) == (c_node + 1,)  # c is the newest node
-    struct.pack_into("<I", data, VERSION_AT, 2)
     struct.pack_into("<i", data, N_NODES_AT, c_node)
     struct.pack_into("<i", data, N_COUNTERS_AT, 2)  # counters "n" under a and b; c's is later
     struct.pack_into("<I", data, FLAGS_AT, FROZEN)
     live.write_bytes(bytes(data))
     frozen = livefile.read_live(live)
-    assert frozen.usable and frozen.frozen and frozen.version == 2
+    assert frozen.usable and frozen.frozen and frozen.version == livefile.VERSION
     assert sorted(p["path"] for p in frozen.phases) == ["a", "b"]
 
     (worker,) = load_run(run_dir).workers
@@ -321,6 +320,7 @@ def test_a_frozen_live_file_is_merged_with_the_snapshot(tmp_path: Path) -> None:
 def test_version_1_abandoned_stays_unusable(run: tuple[Path, Path]) -> None:
     _, live = run
     put(live, VERSION_AT, "<I", 1)
+    put(live, N_BUCKETS_AT, "<I", histogram.N_BUCKETS_1US)  # version 1's scheme
     put(live, 72, "<Q", ABANDONED_EPOCH)
     read = read_or_refuse(live)
     assert read is not None and not read.usable and "abandoned" in read.problems[0]

@@ -5,7 +5,7 @@ of the role's self times) in A and B and its change in percentage points; p50 an
 and B and their relative change.
 
 A p50/p99 change is marked real only beyond the histograms' bucket error. Each side's quantile
-is a bucket midpoint within ``histogram.RELATIVE_ERROR`` (4.45 %) of a value really recorded,
+is a bucket midpoint within ``histogram.RELATIVE_ERROR`` (5.27 %) of a value really recorded,
 so two runs whose true quantiles are nearly equal can still be reported one bucket apart: a
 ratio of up to one bucket's width (2 ** (1/8), 9.05 %; 9.1 % for the buckets near 1 us, whose
 edges are rounded to whole nanoseconds) in either direction. Changes within that band are printed but not marked, and so

@@ -1,18 +1,24 @@
 """The phase histogram's bucket scheme: the readable reference for the C in ``accounting/_phases/histogram.c``.
 
-Buckets are fixed and logarithmic, 8 per doubling of duration, from 1 us to about 10^4 s:
+Buckets are fixed and logarithmic, 8 per doubling of duration, from 31.25 ns (about what two reads
+of the clock around an empty phase take) to about 10^4 s:
 
-* ``EDGES[k] = round(1000 * 2 ** (k / 8))`` nanoseconds, for ``k`` in ``0..LAST_EDGE``;
-* bucket 0 holds durations below ``EDGES[0]`` (underflow);
+* ``EDGES[k] = round(1000 * 2 ** ((k - BELOW_1US) / 8))`` nanoseconds, for ``k`` in
+  ``0..LAST_EDGE`` (``EDGES[BELOW_1US]`` is 1 us);
+* bucket 0 holds durations below ``EDGES[0]`` (31 ns; underflow);
 * bucket ``k`` (1..LAST_EDGE) holds ``EDGES[k-1] <= ns < EDGES[k]``;
 * bucket ``LAST_EDGE + 1`` holds durations at or above ``EDGES[LAST_EDGE]`` (overflow).
 
 A bucket is reported by its geometric midpoint ``sqrt(EDGES[k-1] * EDGES[k])``. A value
 ``v`` recorded in ``[lo, hi)`` is then reported within ``sqrt(hi / lo) - 1`` of itself:
-``sqrt(r) - 1`` = 4.43 % for ``r = 2 ** (1/8)``, and 4.45 % at worst because the edges are
-whole nanoseconds (the buckets near 1 us are a little wider). :data:`RELATIVE_ERROR` is that
-worst case, computed from the edges. Reported quantiles are also clamped to the phase's exact
-min and max.
+``sqrt(r) - 1`` = 4.43 % for ``r = 2 ** (1/8)``, and 5.27 % at worst because the edges are
+whole nanoseconds (the buckets below 1 us are a little wider or narrower). :data:`RELATIVE_ERROR`
+is that worst case, computed from the edges. Reported quantiles are also clamped to the phase's
+exact min and max.
+
+Files written before the scheme reached below 1 us (``"log2x8-1us"``, 268 buckets) still read:
+their bucket ``k`` is this scheme's ``k + BELOW_1US`` (the same edges), and their underflow
+bucket (below 1 us) becomes the bucket just below 1 us (see :func:`from_1us_scheme`).
 
 Counts merge exactly by addition, which is what lets the report merge many processes.
 """
@@ -24,19 +30,32 @@ import math
 from collections.abc import Iterable, Mapping
 
 BUCKETS_PER_DOUBLING = 8
-MIN_NS = 1000
-LAST_EDGE = 266  # EDGES[266] is about 1.02e13 ns, a little over 10^4 s
+#: The edge at 1 us: five doublings of 8 buckets below it.
+ONE_US_NS = 1000
+BELOW_1US = 40
+LAST_EDGE = 266 + BELOW_1US  # EDGES[306] is about 1.02e13 ns, a little over 10^4 s
 N_BUCKETS = LAST_EDGE + 2
-SCHEME = "log2x8-1us"
+SCHEME = "log2x8-31.25ns"
+#: The scheme before 0.2 (and version 1 and 2 live files): the same edges from 1 us up.
+SCHEME_1US = "log2x8-1us"
+N_BUCKETS_1US = 268
 
 EDGES: tuple[int, ...] = tuple(
-    int(math.floor(MIN_NS * 2.0 ** (k / BUCKETS_PER_DOUBLING) + 0.5)) for k in range(LAST_EDGE + 1)
+    int(math.floor(ONE_US_NS * 2.0 ** ((k - BELOW_1US) / BUCKETS_PER_DOUBLING) + 0.5)) for k in range(LAST_EDGE + 1)
 )
+MIN_NS = EDGES[0]
 
 RATIO = 2.0 ** (1.0 / BUCKETS_PER_DOUBLING)
 #: The worst relative error of a reported quantile inside the covered range, against the
-#: value really recorded: the widest bucket's sqrt(hi / lo) - 1 (4.45 %).
+#: value really recorded: the widest bucket's sqrt(hi / lo) - 1 (5.27 %, below 1 us; 4.45 % above).
 RELATIVE_ERROR = max(math.sqrt(EDGES[k] / EDGES[k - 1]) - 1.0 for k in range(1, LAST_EDGE + 1))
+
+
+def from_1us_scheme(index: int) -> int:
+    """This scheme's bucket for bucket ``index`` of :data:`SCHEME_1US`. Its underflow bucket (any
+    duration below 1 us) becomes the bucket just below 1 us: the reported value is then at most
+    what the old scheme reported (1 us), and quantiles are clamped to the phase's exact min."""
+    return index + BELOW_1US if index > 0 else BELOW_1US
 
 
 def bucket_index(ns: int) -> int:

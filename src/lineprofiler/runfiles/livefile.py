@@ -37,7 +37,7 @@ from . import histogram, layout
 
 MAGIC = b"LPLIVE\0\0"
 #: The newest version this reader knows; it reads every version from 1 up to it.
-VERSION = 2
+VERSION = 3
 SEGMENT_MAGIC = 0x4753504C
 SEG_NODES = 1
 SEG_COUNTERS = 2
@@ -231,6 +231,8 @@ class _Layout:
     name_bytes: int
     node_off: dict[str, int]
     counter_off: dict[str, int]
+    #: Versions 1 and 2 wrote the histogram scheme that starts at 1 us (histogram.SCHEME_1US).
+    version: int = VERSION
 
 
 def _layout_problem(lay: _Layout) -> str | None:
@@ -247,8 +249,9 @@ def _layout_problem(lay: _Layout) -> str | None:
     ):
         if value <= 0:
             return f"its {what} is zero"
-    if lay.n_buckets != histogram.N_BUCKETS:
-        return f"its histograms have {lay.n_buckets} buckets, this reader's {histogram.N_BUCKETS}"
+    expected = histogram.N_BUCKETS_1US if lay.version < 3 else histogram.N_BUCKETS
+    if lay.n_buckets != expected:
+        return f"its histograms have {lay.n_buckets} buckets, {expected} in version {lay.version}"
     for kind, size, offsets in (
         ("node", lay.node_bytes, lay.node_off),
         ("counter", lay.counter_bytes, lay.counter_off),
@@ -304,6 +307,7 @@ def read_live(path: str | os.PathLike[str], *, data: bytes | None = None) -> Liv
         name_bytes,
         dict(zip(_NODE_FIELDS, values[16:37], strict=True)),
         dict(zip(_COUNTER_FIELDS, values[37:42], strict=True)),
+        version,
     )
     wrong = _layout_problem(lay)
     if wrong is not None:
@@ -407,6 +411,8 @@ def _read_nodes(live: LiveFile, data: bytes, lay: _Layout, chunks: dict[int, int
                 impossible += 1
             continue
         hist = [[b, n] for b, n in enumerate(hist_format.unpack_from(data, base + off["hist"])) if n]
+        if lay.version < 3:
+            hist = [[histogram.from_1us_scheme(b), n] for b, n in hist]
         if wall < 0 or mn < 0 or mx < 0 or any(n >= _INT64_LIMIT for _, n in hist):
             impossible += 1
             continue

@@ -32,7 +32,8 @@ not know, so later versions may add keys without a schema break. A file whose
 ``config`` object: ``measure_cpu`` bool, ``window_phase`` str or null, ``backend`` str or
     null, ``annotate`` bool, anything else the profiler was given.
 
-``histogram``\\* object: ``scheme`` (``"log2x8-1us"``, see :mod:`.histogram`), ``n_buckets`` int.
+``histogram``\\* object: ``scheme`` (``"log2x8-31.25ns"``; files written before 0.2 say ``"log2x8-1us"``,
+read as the new scheme, see :mod:`.histogram`), ``n_buckets`` int.
 
 ``phases``\\* list of objects, one per phase path seen in this process:
     ``path``\\* str (``"iteration/self_play/mcts"``), ``entries``\\* int, ``wall_ns``\\* int,
@@ -483,10 +484,11 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
     _check(document.get("times"), "times", _TIMES, path)
     _check(document.get("snapshot"), "snapshot", _SNAPSHOT, path)
     _check(document.get("histogram"), "histogram", _HISTOGRAM, path)
-    if document["histogram"]["scheme"] != _histogram.SCHEME:
+    scheme = document["histogram"]["scheme"]
+    if scheme not in (_histogram.SCHEME, _histogram.SCHEME_1US):
         raise WorkerFileError(
-            f"{path}: unknown histogram scheme {ascii(document['histogram']['scheme'])[:60]} "
-            f"(this lineprofiler reads {_histogram.SCHEME!r})"
+            f"{path}: unknown histogram scheme {ascii(scheme)[:60]} "
+            f"(this lineprofiler reads {_histogram.SCHEME!r} and {_histogram.SCHEME_1US!r})"
         )
     _check_optional_object(document, "config", _CONFIG, path)
     _check_optional_object(document, "caps", _CAPS, path)
@@ -505,7 +507,8 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
         raise WorkerFileError(f"{path}: 'phases' is not a list")
     if not isinstance(counters, list):
         raise WorkerFileError(f"{path}: 'counters' is not a list")
-    n_buckets = _histogram.N_BUCKETS
+    old_scheme = scheme == _histogram.SCHEME_1US
+    n_buckets = _histogram.N_BUCKETS_1US if old_scheme else _histogram.N_BUCKETS
     for i, phase in enumerate(phases):
         _check(phase, f"phases[{i}]", _PHASE, path)
         if not phase["path"]:
@@ -520,6 +523,11 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
                 or not 0 <= pair[1] < _INT_LIMIT
             ):
                 raise WorkerFileError(f"{path}: 'phases[{i}].hist' holds a malformed bucket")
+        if old_scheme:
+            phase["hist"] = [[_histogram.from_1us_scheme(b), n] for b, n in phase["hist"]]
+    if old_scheme:
+        # Read as this scheme from here on: every reader after validation sees one scheme.
+        document["histogram"] = dict(document["histogram"], scheme=_histogram.SCHEME, n_buckets=_histogram.N_BUCKETS)
     for i, counter in enumerate(counters):
         _check(counter, f"counters[{i}]", _COUNTER, path)
     return document

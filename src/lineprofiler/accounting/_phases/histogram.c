@@ -9,7 +9,8 @@ void lp_init_edges(lp_state *st)
 {
     for (int k = 0; k <= LP_LAST_EDGE; k++) {
         /* The same IEEE operations as histogram.py, so the tables are equal (tested). */
-        double v = (double)LP_MIN_NS * pow(2.0, (double)k / (double)LP_BUCKETS_PER_DOUBLING);
+        double v =
+            (double)LP_ONE_US_NS * pow(2.0, (double)(k - LP_BELOW_1US) / (double)LP_BUCKETS_PER_DOUBLING);
         st->edges[k] = (int64_t)floor(v + 0.5);
     }
     /* For each cell (floor(log2 ns), next 3 bits) the bucket of the cell's lowest value: the

@@ -38,28 +38,30 @@
 
 /* ===================================================================== constants */
 
-/* The histogram scheme of runfiles/histogram.py: EDGES[k] = round(1000 * 2**(k/8)). */
+/* The histogram scheme of runfiles/histogram.py: EDGES[k] = round(1000 * 2**((k - 40)/8)),
+ * from 31 ns (EDGES[0]) through 1 us (EDGES[40]) to about 10^4 s. */
 #define LP_BUCKETS_PER_DOUBLING 8
-#define LP_MIN_NS               1000
-#define LP_LAST_EDGE            266
+#define LP_ONE_US_NS            1000
+#define LP_BELOW_1US            40
+#define LP_LAST_EDGE            (266 + LP_BELOW_1US)
 #define LP_N_BUCKETS            (LP_LAST_EDGE + 2)
 
 #define LP_DEFAULT_MAX_PATHS    10000
 #define LP_DEFAULT_MAX_COUNTERS 10000
 #define LP_DEFAULT_MAX_DEPTH    256 /* path components; deeper entries go to the overflow node */
 #define LP_MAX_MAX_DEPTH        100000
-#define LP_MAX_ERRORS           32     /* error strings kept; the rest are only counted */
-#define LP_MAX_FRAMES           100000 /* frames per stack before entries are dropped */
-#define LP_MAX_INHERITED        8      /* recorders whose open frame a new stack inherits */
-#define LP_NODE_CHUNK           64     /* nodes per allocation: node pointers never move */
-#define LP_NAME_CACHE           64     /* direct-mapped name -> canonical name cache */
-#define LP_PHASE_CACHE          128    /* direct-mapped (name, flags) -> Phase cache */
-#define LP_COUNTER_CHUNK        64     /* counters per allocation: counter pointers never move */
-#define LP_LIVE_NAME            200    /* UTF-8 bytes of a name kept in the live file */
-#define LP_LIVE_HEADER          4096   /* the live file's header: identity and layout */
-#define LP_LIVE_IDENTITY        2048   /* bytes of identity JSON the header keeps */
-#define LP_LIVE_SEGMENT         64     /* a chunk's segment header in the live file */
-#define LP_LIVE_VERSION         2
+#define LP_MAX_ERRORS           32       /* error strings kept; the rest are only counted */
+#define LP_MAX_FRAMES           100000   /* frames per stack before entries are dropped */
+#define LP_MAX_INHERITED        8        /* recorders whose open frame a new stack inherits */
+#define LP_NODE_CHUNK           64       /* nodes per allocation: node pointers never move */
+#define LP_NAME_CACHE           64       /* direct-mapped name -> canonical name cache */
+#define LP_PHASE_CACHE          128      /* direct-mapped (name, flags) -> Phase cache */
+#define LP_COUNTER_CHUNK        64       /* counters per allocation: counter pointers never move */
+#define LP_LIVE_NAME            200      /* UTF-8 bytes of a name kept in the live file */
+#define LP_LIVE_HEADER          4096     /* the live file's header: identity and layout */
+#define LP_LIVE_IDENTITY        2048     /* bytes of identity JSON the header keeps */
+#define LP_LIVE_SEGMENT         64       /* a chunk's segment header in the live file */
+#define LP_LIVE_VERSION         3        /* 3: the histogram reaches below 1 us */
 #define LP_LIVE_FROZEN          1u       /* flags: the file stopped growing */
 #define LP_LIVE_ALIVE_NS        10000000 /* alive_unix_ns is stamped at most every 10 ms */
 #define LP_LIVE_SLOTS           1024     /* live files mapped at once per process */
@@ -535,7 +537,7 @@ LP_INLINE int lp_bucket(const lp_state *st, int64_t ns)
         return LP_LAST_EDGE + 1;
     }
     int l = 63 - __builtin_clzll((unsigned long long)ns);
-    int m = (int)(((uint64_t)ns >> (l - 3)) & 7u); /* ns >= 1000, so l >= 9 */
+    int m = (int)(((uint64_t)ns >> (l - 3)) & 7u); /* ns >= 31, so l >= 4 */
     int b = st->bucket_start[l * 8 + m];
     while (b <= LP_LAST_EDGE && ns >= st->edges[b]) {
         b++;
