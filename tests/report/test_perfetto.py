@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 
+import pytest
 from lp_report_builders import MS, T0, S, SimWorker
 
 from lineprofiler.cli import main
@@ -28,7 +30,12 @@ from lineprofiler.runfiles.samplefile import BASE_COLUMNS
 from . import html_runs
 
 PHASES = {"M", "X", "C", "B", "E", "i", "I"}
-METADATA = {"process_name": "name", "process_sort_index": "sort_index", "thread_name": "name"}
+METADATA = {
+    "process_name": "name",
+    "process_labels": "labels",
+    "process_sort_index": "sort_index",
+    "thread_name": "name",
+}
 
 
 def validate(doc: dict) -> list[dict]:
@@ -166,3 +173,56 @@ def test_export_takes_any_attempt_as_report_does(tmp_path):
     line = f"lineprofiler: no attempt 'job-8' in {run_dir}; its attempts: job-7 #1, job-7\n"
     assert refused[1].stderr == refused[0].stderr == line
     assert not (tmp_path / "t.json").exists()
+
+
+ENDINGS_JOB = """
+import os, signal, sys, time
+from lineprofiler.accounting import Profiler
+
+how = sys.argv[2]
+profiler = Profiler(run_dir=sys.argv[1], role=how, snapshot_interval_s=None)
+with profiler.phase("step"):
+    profiler.count("items", 1)
+if how == "exits":
+    profiler.close()
+    sys.exit(0)
+profiler.flush()  # a snapshot: status "running"
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_how_a_process_ended_is_its_label_and_an_instant_not_a_lifelong_slice(tmp_path, capsys):
+    """Three real processes: one exits, one is ended by SIGTERM (the profiler's final flush says
+    "signalled"), one is SIGKILLed after a snapshot (its file still says "running"). No slice is
+    named after how a process ended; each process carries it as its label, and the two that
+    ended have an instant event named so at their end."""
+    run_dir = tmp_path / "profile"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
+    env["LINEPROFILER_RUN_ID"] = "endings"
+    exits = subprocess.run([sys.executable, "-c", ENDINGS_JOB, str(run_dir), "exits"], env=env, timeout=120)
+    assert exits.returncode == 0
+    for how, sig in (("terminated", signal.SIGTERM), ("killed", signal.SIGKILL)):
+        child = subprocess.Popen(
+            [sys.executable, "-c", ENDINGS_JOB, str(run_dir), how], env=env, stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        child.send_signal(sig)
+        assert child.wait(timeout=120) == -sig
+    events = validate(export(run_dir, tmp_path / "trace.json", capsys))
+    run = load_run(run_dir)
+    roles = {e["pid"]: e["args"]["name"].split(" ", 1)[0] for e in events if e["name"] == "process_name"}
+    labels = {roles[e["pid"]]: e["args"]["labels"] for e in events if e["name"] == "process_labels"}
+    assert labels == {"exits": "exited", "terminated": "signalled SIGTERM", "killed": "running"}
+    lifetimes = [e for e in events if e["ph"] == "X" and e["tid"] == 0]
+    assert len(lifetimes) == len(run.workers) == 3
+    assert {e["name"] for e in lifetimes} == {"lifetime"}
+    assert {roles[e["pid"]]: e["args"]["status"] for e in lifetimes} == labels
+    statuses = {"exited", "signalled", "running", "started", "signalled SIGTERM"}
+    assert not [e for e in events if e["ph"] == "X" and e["name"] in statuses]
+    instants = {roles[e["pid"]]: e for e in events if e["ph"] == "i"}
+    assert set(instants) == {"exits", "terminated"}  # the SIGKILLed one never said it ended
+    for role, event in instants.items():
+        assert event["name"] == labels[role] and event["tid"] == 0 and event["s"] == "t"
+        (lifetime,) = [e for e in lifetimes if e["pid"] == event["pid"]]
+        assert event["ts"] == pytest.approx(lifetime["ts"] + lifetime["dur"])  # at the end of its life

@@ -2,7 +2,8 @@
 
 ::
 
-    lp_ray.init(run_dir="profile")      # in the driver, instead of ray.init() (takes its arguments)
+    lp_ray.init(run_dir="profile")      # in the driver: starts Ray (takes ray.init's arguments),
+                                        # or joins the Ray that ray.init() or a framework started
 
     @ray.remote
     class Actor:
@@ -11,10 +12,13 @@
 
     lp_ray.collect("profile")           # every node's files, into the driver's run dir
 
-:func:`init` puts ``LINEPROFILER_RUN_DIR`` and ``LINEPROFILER_PROFILE`` in the job's runtime
-environment, so every worker process of the job, on every node, has them. Ray fixes a job's
-runtime environment when ``ray.init`` connects: to call ``ray.init`` yourself, pass it
-``runtime_env=lp_ray.runtime_env("profile")``.
+Every worker process of the job, on every node, needs ``LINEPROFILER_RUN_DIR`` and
+``LINEPROFILER_PROFILE``. When :func:`init` starts Ray, it puts them in the job's runtime
+environment. Ray fixes a job's runtime environment when ``ray.init`` connects, so when Ray is
+already running (the user's own ``ray.init()``, Ray Tune's or Ray Train's, a notebook's cluster),
+:func:`init` leaves them in Ray's key-value store under the job's id instead, and a worker of the
+job that lacks them takes them from there (:func:`adopt_job_env`, which the Profiler calls before
+it reads its environment) when it constructs its first Profiler after :func:`init`.
 
 Inside a connected Ray process, ``lineprofiler.accounting.identity`` asks the functions below
 (only where Ray is imported) for what the environment does not say: the run id
@@ -40,6 +44,7 @@ process maps, and its numbers from then on would go to an unlinked inode.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -63,7 +68,7 @@ from ..runfiles import layout, raycollect
 from ..runfiles.raycollect import RAY_DIR
 from . import _ray_files
 
-__all__ = ["CollectResult", "NodeResult", "collect", "init", "runtime_env", "task_profiler"]
+__all__ = ["CollectResult", "NodeResult", "adopt_job_env", "collect", "init", "runtime_env", "task_profiler"]
 
 # The Profiler's own environment variables (accounting/profiler.py reads them).
 ENV_RUN_DIR = "LINEPROFILER_RUN_DIR"
@@ -254,6 +259,7 @@ def task_profiler(role: str | None = None, **kwargs: Any) -> Iterator[Any]:
     """
     from ..accounting import Profiler
 
+    adopt_job_env()
     name = role if role is not None else (task_role() or "task")
     with _lock:
         profiler = _task_profilers.get(name)
@@ -301,11 +307,15 @@ def init(
     run_dir: str | os.PathLike[str] = "profile", *, node_run_dir: str | None = None, **ray_init_kwargs: Any
 ) -> str:
     """Start Ray for a profiled job (``ray.init(**ray_init_kwargs)`` with :func:`runtime_env`
-    merged in), or check the job Ray already runs; returns the run id.
+    merged in), or join the job of the Ray this process already runs; returns the run id.
 
-    In this process it exports ``LINEPROFILER_RUN_DIR`` (``run_dir``) and ``LINEPROFILER_RUN_ID``,
-    so a Profiler constructed in the driver afterwards joins the run. Raises RuntimeError when
-    Ray was started without the profiler's runtime environment (its workers cannot be given it).
+    Ray already running without the profiler's runtime environment (a plain ``ray.init()``, a
+    framework's, a notebook's cluster): the variables go to Ray's key-value store for this job,
+    where the job's workers find them (:func:`adopt_job_env`); actors and tasks that construct
+    their Profiler after this call join the run. In this process it exports
+    ``LINEPROFILER_RUN_DIR`` (``run_dir``) and ``LINEPROFILER_RUN_ID``, so a Profiler constructed
+    in the driver afterwards joins the run. RuntimeError for ``ray.init`` arguments when Ray is
+    already running, or when Ray's key-value store cannot be written.
     """
     ours = runtime_env(run_dir, node_run_dir=node_run_dir)["env_vars"]
     if ray.is_initialized():
@@ -315,13 +325,11 @@ def init(
             have = dict((ray.get_runtime_context().runtime_env or {}).get("env_vars") or {})
         except Exception:
             have = {}
-        if ENV_RUN_DIR not in have:
-            raise RuntimeError(
-                "lineprofiler: Ray was started without the profiler's runtime environment; call "
-                "lp_ray.init(run_dir, ...) instead of ray.init(...), or pass "
-                "runtime_env=lp_ray.runtime_env(run_dir) to ray.init"
-            )
-        node_dir = str(have[ENV_RUN_DIR])
+        if ENV_RUN_DIR in have:
+            node_dir = str(have[ENV_RUN_DIR])
+        else:
+            _publish_job_env(ours)
+            node_dir = ours[ENV_RUN_DIR]
     else:
         given = ray_init_kwargs.pop("runtime_env", None) or {}
         merged = dict(given)
@@ -342,6 +350,65 @@ def init(
     return run
 
 
+# ---------------------------------------------------------------------- a job Ray started without us
+
+#: The variables :func:`init` hands to the job's workers; nothing else is taken from the store.
+_JOB_ENV_NAMES = (ENV_RUN_DIR, ENV_PROFILE, ENV_RUN_ID, ENV_ATTEMPT)
+_UNSET_VARIABLE = re.compile(r"\$\{[A-Za-z0-9_]+\}")
+
+
+def _job_env_key(job_id: str) -> str:
+    return f"job/{job_id}/env"
+
+
+def _publish_job_env(variables: Mapping[str, str]) -> None:
+    """Leaves ``variables`` in Ray's key-value store for this job's workers. RuntimeError when it
+    cannot: the workers would then record outside the run."""
+    try:
+        from ray.experimental import internal_kv as kv
+
+        job = str(ray.get_runtime_context().get_job_id())
+        value = json.dumps({name: str(variables[name]) for name in _JOB_ENV_NAMES})
+        kv._internal_kv_put(_job_env_key(job), value, overwrite=True, namespace=_KV_NAMESPACE)
+    except Exception as error:
+        raise RuntimeError(
+            f"lineprofiler: Ray is running without the profiler's runtime environment, and its key-value store "
+            f"cannot take it ({type(error).__name__}: {error}); call lp_ray.init(run_dir, ...) before Ray starts, or "
+            f"pass runtime_env=lp_ray.runtime_env(run_dir) to ray.init"
+        ) from None
+
+
+def _expand(value: str) -> str:
+    """``${VAR}`` from this process's environment, as Ray expands a runtime environment's
+    variables: a variable that is not set becomes empty."""
+    return _UNSET_VARIABLE.sub("", os.path.expandvars(value))
+
+
+def adopt_job_env() -> bool:
+    """In a Ray worker process whose environment lacks ``LINEPROFILER_RUN_DIR``: export the
+    variables :func:`init` left in Ray's key-value store for this job, when Ray was already running
+    without the profiler's runtime environment, so that the Profiler constructed next joins the
+    run. True when it exported them. Never raises; once the process has the variables, it costs
+    an environment lookup."""
+    if os.environ.get(ENV_RUN_DIR) or not connected() or not _is_worker():
+        return False
+    try:
+        from ray.experimental import internal_kv as kv
+
+        job = str(ray.get_runtime_context().get_job_id())
+        raw = kv._internal_kv_get(_job_env_key(job), namespace=_KV_NAMESPACE)
+        found = json.loads(raw) if raw else None
+    except Exception:
+        return False
+    if not isinstance(found, dict) or not isinstance(found.get(ENV_RUN_DIR), str):
+        return False
+    for name in _JOB_ENV_NAMES:
+        value = found.get(name)
+        if isinstance(value, str):
+            os.environ[name] = _expand(value)
+    return bool(os.environ.get(ENV_RUN_DIR))
+
+
 # ---------------------------------------------------------------------- collect: the node side
 
 
@@ -350,6 +417,7 @@ def read_node(known: Mapping[str, Any], probe: Mapping[str, Any], chunk_bytes: i
     run directory), then :func:`_ray_files.stream_files` of that directory. ``probe``: what tells
     the driver's run directory (:func:`_ray_files.same_directory`); a node run directory that is
     that folder (one host, a shared file system) is not sent, so never copied onto itself."""
+    adopt_job_env()  # a job Ray started without the profiler's runtime environment
     root = os.environ.get(ENV_RUN_DIR) or ""
     hello: dict[str, Any] = {
         "kind": "hello", "run_dir": root, "host": None, "machine": layout.machine_id(), "same": False,

@@ -7,8 +7,11 @@ timestamps (``ts``, ``dur``) in microseconds from the run's start.
 * One process track per worker file, named ``role host pid (rank)``. Trace pids are the
   worker's position in the run (1, 2, ...), because real pids collide across nodes; the real
   pid is in the name. A ``process_sort_index`` keeps each role's workers together.
-* On each process's thread 0, one complete event spanning its lifetime, named by how it ended
-  (``exited``, ``signalled``, ``running``), with its busy time and top phases as arguments.
+* On each process's thread 0, one complete event named ``lifetime`` spanning its lifetime, with
+  its status, busy time and top phases as arguments. How it ended is process metadata, as
+  Perfetto shows it beside the process's name: a ``process_labels`` event (``exited``,
+  ``signalled SIGTERM``, ``running``: still running at its last snapshot, ``started``: its start
+  file only), and for an ended process an instant event at its end named the same.
 * Counter tracks from its resource samples: ``RSS`` (bytes), ``I/O rate`` (``disk read``,
   ``cache read`` and ``write`` in bytes per second over each valid sample interval, net of the
   profiler's own I/O; intervals the report drops are left out) and ``GPU <i>`` (``busy %`` of
@@ -38,6 +41,38 @@ def process_name(worker: Worker) -> str:
     """``role host pid (rank)``; without a rank, ``role host pid``."""
     name = f"{worker.role} {worker.host} {worker.pid}"
     return name if worker.rank is None else f"{name} ({worker.rank})"
+
+
+def status_label(worker: Worker) -> str:
+    """How the process ended, or that it had not: ``exited``, ``signalled SIGTERM``, ``running``."""
+    if worker.status == "signalled" and worker.signal:
+        return f"signalled {worker.signal}"
+    return worker.status
+
+
+def _lifetime(worker: Worker, pid: int, start: int) -> Iterator[dict[str, Any]]:
+    """The lifetime slice, and the instant at the end of a process that ended. The slice is not
+    named after the status: a slice that says "signalled" for the whole life of a process reads
+    as if it spent its life being signalled."""
+    top = sorted(
+        ((p["path"], p["self_ns"]) for p in worker.document["phases"] if p["self_ns"] > 0), key=lambda kv: -kv[1]
+    )[:5]
+    label = status_label(worker)
+    yield {
+        "name": "lifetime",
+        "ph": "X",
+        "pid": pid,
+        "tid": 0,
+        "ts": (worker.start_ns - start) / _NS_PER_US,
+        "dur": max(0, worker.stop_ns - worker.start_ns) / _NS_PER_US,
+        "args": {
+            "status": label,
+            "busy_ms": worker.busy_ns / 1e6,
+            **{f"self ms: {path}": ns / 1e6 for path, ns in top},
+        },
+    }
+    if worker.end_ns is not None and worker.status in ("exited", "signalled"):
+        yield {"name": label, "ph": "i", "s": "t", "pid": pid, "tid": 0, "ts": (worker.end_ns - start) / _NS_PER_US}
 
 
 def _keep(times: Sequence[int], values: Sequence[float], max_points: int) -> list[int]:
@@ -134,24 +169,12 @@ def trace_events(run: Run, *, max_points: int = MAX_POINTS) -> list[dict[str, An
         pid = pids[id(worker)]
         for meta, args in (
             ("process_name", {"name": process_name(worker)}),
+            ("process_labels", {"labels": status_label(worker)}),
             ("process_sort_index", {"sort_index": role_order[worker.role]}),
             ("thread_name", {"name": "process"}),
         ):
             events.append({"name": meta, "ph": "M", "pid": pid, "tid": 0, "args": args})
-        top = sorted(
-            ((p["path"], p["self_ns"]) for p in worker.document["phases"] if p["self_ns"] > 0), key=lambda kv: -kv[1]
-        )[:5]
-        events.append(
-            {
-                "name": worker.status,
-                "ph": "X",
-                "pid": pid,
-                "tid": 0,
-                "ts": (worker.start_ns - start) / _NS_PER_US,
-                "dur": max(0, worker.stop_ns - worker.start_ns) / _NS_PER_US,
-                "args": {"busy_ms": worker.busy_ns / 1e6, **{f"self ms: {path}": ns / 1e6 for path, ns in top}},
-            }
-        )
+        events.extend(_lifetime(worker, pid, start))
     if not run.no_samples:
         for info in sample_infos(run, options):
             if info.sidecar is None:
@@ -210,4 +233,4 @@ def trace_json(run: Run, *, max_points: int = MAX_POINTS) -> str:
     return f'{{"displayTimeUnit":"ms","otherData":{other},"traceEvents":[\n{events}\n]}}\n'
 
 
-__all__ = ["MAX_POINTS", "process_name", "trace_document", "trace_events", "trace_json"]
+__all__ = ["MAX_POINTS", "process_name", "status_label", "trace_document", "trace_events", "trace_json"]

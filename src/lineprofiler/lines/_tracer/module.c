@@ -264,6 +264,7 @@ static void lp_tracer_dealloc(lp_TracerObject *self)
         lp_thread *th = (lp_thread *)self->threads.slots[j].val;
         if (th != NULL) {
             PyMem_Free(th->stack);
+            Py_XDECREF(th->user_exc);
 #if !LP_MONITORING
             Py_XDECREF(th->prev_obj);
 #endif

@@ -51,6 +51,16 @@ LP_INLINE PyObject *lp_disable(lp_TracerObject *tr)
     return Py_NewRef(tr->disable);
 }
 
+/* What a callback that got no record from lp_code_of() returns: None, or NULL with the user's
+ * exception raised when one arrived while it decided (see lp_decide()). */
+LP_INLINE PyObject *lp_no_record(lp_thread *th)
+{
+    if (LP_UNLIKELY(lp_raise_user_exc(th) < 0)) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* The interpreter frame running on thread th: what tells frames apart,
  * recursion included. Callbacks run inside the frame whose event they
  * receive, so this is that frame. Read through th->tstate, which only a
@@ -109,7 +119,7 @@ static LP_NOINLINE PyObject *lp_line_new(lp_TracerObject *tr, lp_thread *th, PyO
         return lp_disable(tr);
     }
     if (LP_UNLIKELY(rec == NULL)) {
-        Py_RETURN_NONE;
+        return lp_no_record(th);
     }
     lp_frame *top = lp_push(tr, th, code, frame, rec, 0);
     if (LP_LIKELY(top != NULL)) {
@@ -219,7 +229,7 @@ LP_INLINE PyObject *lp_on_enter(PyObject *self, PyObject *const *args, size_t na
         return lp_disable(tr);
     }
     if (rec == NULL) {
-        Py_RETURN_NONE;
+        return lp_no_record(th);
     }
 #if PY_VERSION_HEX >= 0x030D0000
     if (how == LP_ENTER_START && !rec->needs_start) {
@@ -253,8 +263,14 @@ static LP_NOINLINE PyObject *lp_exit_other(lp_TracerObject *tr, PyObject *code, 
             Py_RETURN_NONE;
         }
     }
-    if (can_disable && lp_code_of(tr, th, code) == LP_FOREIGN) {
-        return lp_disable(tr);
+    if (can_disable) {
+        lp_code *rec = lp_code_of(tr, th, code);
+        if (rec == LP_FOREIGN) {
+            return lp_disable(tr);
+        }
+        if (rec == NULL) {
+            return lp_no_record(th);
+        }
     }
     Py_RETURN_NONE;
 }

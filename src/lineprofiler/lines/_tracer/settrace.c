@@ -56,7 +56,7 @@ static LP_NOINLINE int lp_line_first(lp_TracerObject *tr, lp_thread *th, PyFrame
     PyObject *code = lp_frame_code(frame);
     lp_code *rec = lp_code_cached(tr, th, code);
     if (rec == NULL) {
-        return 0;
+        return lp_raise_user_exc(th); /* see lp_decide() */
     }
     if (rec == LP_FOREIGN) {
         lp_push(tr, th, code, frame, NULL, 0);
@@ -108,7 +108,7 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         }
         lp_code *rec = lp_code_cached(tr, th, code);
         if (rec == NULL) {
-            return 0;
+            return lp_raise_user_exc(th);
         }
         /* Foreign frames are pushed too (rec NULL): their line events then
          * cost one comparison instead of a lookup. */
@@ -277,8 +277,12 @@ static PyObject *lp_on_thread(PyObject *self, PyObject *const *args, size_t narg
         lp_fail(tr);
         Py_RETURN_NONE;
     }
+    /* Only for code decided already: deciding runs the filter, and the user's exception that may
+     * arrive meanwhile cannot be raised from here, as a Python trace function that raises is
+     * taken off its thread. Undecided code is met at its first line instead. */
     if (PyVectorcall_NARGS(nargsf) >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
-        PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
+        PyUnicode_CompareWithASCIIString(args[1], "call") == 0 &&
+        lp_code_find(tr, lp_frame_code((PyFrameObject *)args[0])) != NULL) {
         lp_trace(ts->c_traceobj, (PyFrameObject *)args[0], PyTrace_CALL, Py_None);
     }
     Py_RETURN_NONE;

@@ -33,9 +33,14 @@
  * function as it did when the tracer was one file; the slow paths they fall
  * back to are out of line in tables.c.
  *
- * Failure policy: a callback never raises. The first error is kept, the
- * tracer stops recording ("broken"), and the Python layer raises the kept
- * error from disable() or get_stats(). What was recorded before stays.
+ * Failure policy: a callback never raises an error of its own. The first
+ * error is kept, the tracer stops recording ("broken"), and the Python layer
+ * raises the kept error from disable() or get_stats(). What was recorded
+ * before stays. An exception that is not the tracer's but arrives while a
+ * callback runs Python code (a signal handler's KeyboardInterrupt, run by
+ * CPython at a check inside the filter) is the user's: the callback raises
+ * it into the user's code, where it would have surfaced anyway, and the
+ * tracer records on (see lp_decide()).
  *
  * Thread safety: everything here runs with the GIL held (callbacks, methods).
  * The module does not declare Py_MOD_GIL_NOT_USED, so a free-threaded build
@@ -152,6 +157,10 @@ typedef struct {
     int64_t ovh;
     PyObject *last_code; /* one-entry cache for PY_START: code -> project record */
     lp_code *last_rec;
+    /* The user's exception that arrived while a callback on this thread was
+     * deciding code (strong), raised by that callback as it returns; NULL
+     * between callbacks. Per thread: a callback can let other threads run. */
+    PyObject *user_exc;
 #if !LP_MONITORING
     Py_tracefunc prev_func; /* the trace function we replaced on start() */
     PyObject *prev_obj;     /* strong */
@@ -233,7 +242,8 @@ enum {
 
 /* tables.c */
 void lp_fail(lp_TracerObject *tr);
-lp_code *lp_decide(lp_TracerObject *tr, PyObject *code);
+int lp_raise_user_exc(lp_thread *th);
+lp_code *lp_decide(lp_TracerObject *tr, lp_thread *th, PyObject *code);
 lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts);
 lp_thread *lp_thread_slow(lp_TracerObject *tr, uintptr_t key);
 lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th);
@@ -435,13 +445,15 @@ LP_INLINE void lp_leave(lp_TracerObject *tr, lp_thread *th, int64_t t0)
 LP_INLINE lp_code *lp_decide_timed(lp_TracerObject *tr, lp_thread *th, PyObject *code)
 {
     int64_t t0 = lp_clock(tr, 0);
-    lp_code *rec = lp_decide(tr, code);
+    lp_code *rec = lp_decide(tr, th, code);
     lp_leave(tr, th, t0);
     return rec;
 }
 
 /* The record for `code`, deciding it (timed) if need be: project record,
- * LP_FOREIGN, or NULL (tracer broken). */
+ * LP_FOREIGN, or NULL (tracer broken, or the user's exception arrived while
+ * deciding: the callback does nothing more and returns
+ * lp_raise_user_exc()'s answer). */
 LP_INLINE lp_code *lp_code_of(lp_TracerObject *tr, lp_thread *th, PyObject *code)
 {
     lp_code *rec = lp_code_find(tr, code);
