@@ -163,3 +163,40 @@ def test_pseudo_files_need_include(tmp_path):
     stats = p2.get_stats()
     assert {k[0] for k in stats} == {"<generated>"}
     assert all(ln.source is None for fs in stats.values() for ln in fs.lines.values())
+
+
+def test_an_exception_a_signal_handler_raises_inside_the_filter_is_the_users(tmp_path):
+    """A SIGALRM handler's TimeoutError that lands while the filter runs is raised (the tracer
+    hands it to the user's code); a filename that makes the filter fail every time is not ours."""
+    import signal
+
+    from lineprofiler.lines.project import ProjectFilter
+
+    flt = ProjectFilter(tmp_path)
+    code = compile("pass", str(tmp_path / "mod.py"), "exec")
+
+    def on_alarm(signum, frame):
+        raise TimeoutError("the user's deadline")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    original = flt.is_project_file
+    calls = []
+
+    def interrupted_once(filename):
+        calls.append(filename)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGALRM)  # the handler runs here, inside the filter
+        return original(filename)
+
+    flt.is_project_file = interrupted_once  # type: ignore[method-assign]
+    try:
+        with pytest.raises(TimeoutError, match="deadline"):
+            flt(code)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+    def always_fails(filename):
+        raise ValueError("an odd filename")
+
+    flt.is_project_file = always_fails  # type: ignore[method-assign]
+    assert flt(code) is False

@@ -129,11 +129,17 @@ class ProjectFilter:
         return f"ProjectFilter({str(self.folder)!r}, include={self.include!r}, exclude={self.exclude!r})"
 
     def __call__(self, code: CodeType) -> bool:
-        """Called by the C tracer once per code object; never raises."""
+        """Called by the C tracer once per code object. Raises only an exception that is not
+        the filter's: one a signal handler raised while the filter ran (the tracer hands it to
+        the user's code); an odd filename that makes the filter itself fail is just not ours."""
         try:
             return self.is_project_file(code.co_filename)
-        except Exception:  # a guest in the user's process: an odd filename is just not ours
-            return False
+        except Exception as first:
+            try:
+                self.is_project_file(code.co_filename)
+            except Exception:
+                return False  # the filter's own failure: it repeats
+            raise first  # noqa: B904  (a signal handler's exception: the user's, as it was)
 
     def is_project_file(self, filename: str) -> bool:
         hit = self._by_filename.get(filename)
