@@ -210,3 +210,20 @@ def test_the_whole_job_idle_is_a_stall(tmp_path, monkeypatch):
     assert (loader.start_ns, loader.length_ns, loader.phases) == (4 * S, 2 * S, ["wait_batch"])
     (main,) = stalls["trainer"]
     assert (main.start_ns, main.length_ns, main.phases) == (4 * S, 2 * S, [""])
+
+
+def test_one_roles_window_phase_names_the_same_phase_in_a_role_without_one(tmp_path):
+    # The learner's profiler names "iteration"; the actors' set none but run an "iteration" too.
+    learner = SimWorker("learner", window_phase="iteration")
+    actor = SimWorker("actor")
+    for worker in (learner, actor):
+        for _ in range(10):
+            with worker.phase("iteration"), worker.phase("work"):
+                worker.work(3 * MS)
+            with worker.phase("poll"):  # more entries than the loop: not what ITERATIONS shows
+                worker.work(10 * US)
+            with worker.phase("poll"):
+                worker.work(10 * US)
+        worker.write(tmp_path)
+    lines = render(load_run(tmp_path)).splitlines()
+    assert "ITERATIONS  phase iteration (window_phase)" in lines

@@ -236,9 +236,14 @@ def counters(run: Run, options: RenderOptions) -> Counters | None:
 MOST_ENTERED_TOP = "the most-entered top-level phase"
 
 
-def role_window_phase(role: RoleStats) -> str | None:
-    """The ``window_phase`` most of the role's processes were configured with (another role's
-    says nothing about this one's loop)."""
+def _entered(role: RoleStats, name: str) -> bool:
+    return any(p.entries for path, p in role.phases.items() if path == name or p.leaf == name)
+
+
+def role_window_phase(role: RoleStats, run: Run) -> str | None:
+    """The ``window_phase`` most of the role's processes were configured with; for a role whose
+    profilers set none, the run's, when the role entered it (a learner's ``window_phase``
+    "iteration" names the actors' "iteration" too, but says nothing about a role without one)."""
     names: dict[str, int] = {}
     for worker in role.workers:
         config = worker.document.get("config")
@@ -247,7 +252,8 @@ def role_window_phase(role: RoleStats) -> str | None:
             names[name] = names.get(name, 0) + 1
     if names:
         return min(names.items(), key=lambda item: (-item[1], item[0]))[0]
-    return None
+    configured = run.window_phase
+    return configured if configured is not None and _entered(role, configured) else None
 
 
 def role_loop(role: RoleStats, configured: str | None) -> tuple[str, str] | None:
@@ -255,9 +261,7 @@ def role_loop(role: RoleStats, configured: str | None) -> tuple[str, str] | None
     it; else its most-entered top-level phase, and from there down into a child entered more
     often that holds at least half its wall time, while there is one: a trainer's ``epoch`` holds
     its loop ``epoch/step``. None when the role entered no top-level phase."""
-    if configured is not None and any(
-        p.entries for path, p in role.phases.items() if path == configured or p.leaf == configured
-    ):
+    if configured is not None and _entered(role, configured):
         return configured, "window_phase"
     top = [p for p in role.phases.values() if p.entries > 0 and "/" not in p.path]
     if not top:
@@ -286,7 +290,7 @@ def role_loop(role: RoleStats, configured: str | None) -> tuple[str, str] | None
 def iteration_phase(run: Run) -> tuple[str, str] | None:
     """``(phase, why)`` of the first role that entered a phase (see :func:`role_loop`)."""
     for role in run.roles.values():
-        chosen = role_loop(role, role_window_phase(role))
+        chosen = role_loop(role, role_window_phase(role, run))
         if chosen is not None:
             return chosen
     return None
@@ -309,7 +313,7 @@ def iterations(run: Run, options: RenderOptions) -> Iterations | None:
     do not stand for the trainer's steps."""
     per_role = []
     for role in run.roles.values():
-        chosen = role_loop(role, role_window_phase(role))
+        chosen = role_loop(role, role_window_phase(role, run))
         if chosen is None:
             continue
         name, why = chosen
