@@ -69,9 +69,12 @@ def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
     assert lines[head + 2] == "    + mcts_simulations          76,800     6,377.0/s   156.8us/ea"
 
     iterations = next(i for i, line in enumerate(lines) if line.startswith("ITERATIONS"))
-    assert lines[iterations] == "ITERATIONS  (1,200 entries)  phase iteration (the most-entered top-level phase)"
+    # Each role its own loop: the learner's train_step too, not only the actors' iteration.
+    assert lines[iterations] == "ITERATIONS  per role, its own loop (Profiler(window_phase=NAME) picks another)"
+    assert lines[iterations + 1] == "  ACTOR  (1,200 entries)  phase iteration (the most-entered top-level phase)"
+    assert lines[iterations + 3] == "  LEARNER  (10 entries)  phase train_step (the most-entered top-level phase)"
     per_iteration = [m + ENV_NS for m in mcts_durations()]
-    assert lines[iterations + 1].split() == [
+    assert lines[iterations + 2].split() == [
         "mean", "12.1ms",
         "p50", fmt.duration(expected_quantile(per_iteration, 0.50)),
         "p95", fmt.duration(expected_quantile(per_iteration, 0.95)),

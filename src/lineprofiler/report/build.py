@@ -71,7 +71,7 @@ def header(run: Run, options: RenderOptions) -> Header:
         start_ns=run.start_ns,
         end_ns=run.end_ns,
         processes=len(run.workers),
-        roles={role.name: len(role.workers) for role in run.roles.values()},
+        roles={role.name: len(role.workers) - len(role.unprofiled_workers) for role in run.roles.values()},
         hosts=run.hosts,
         ranks=run.ranks,
         job_ids=run.job_ids,
@@ -81,6 +81,7 @@ def header(run: Run, options: RenderOptions) -> Header:
         merged=[attempt(a) for a in run.merged],
         status=run.status,
         newest=attempt(run.newest) if run.newest is not None else None,
+        unprofiled={role.name: n for role in run.roles.values() if (n := len(role.unprofiled_workers))},
     )
 
 
@@ -116,10 +117,11 @@ def _role(role: RoleStats) -> Role:
         ]
     slowest = role.slowest
     lifetime = role.lifetime_ns
+    unprofiled = len(role.unprofiled_workers)
     return Role(
         name=role.name,
-        processes=len(role.workers),
-        without_data=len(role.workers) - len(role.data_workers),
+        processes=len(role.workers) - unprofiled,
+        without_data=len(role.workers) - unprofiled - len(role.data_workers),
         imbalance=role.imbalance,
         phase_time_ns=total,
         busy_ns=role.busy_ns,
@@ -128,7 +130,8 @@ def _role(role: RoleStats) -> Role:
         busy_fraction=role.busy_fraction,
         phases=phases,
         busiest=process(slowest) if slowest is not None else None,
-        members=[process(w) for w in role.workers],
+        members=[process(w) for w in role.workers if not w.forked_unprofiled],
+        unprofiled=unprofiled,
     )
 
 
@@ -229,32 +232,68 @@ def counters(run: Run, options: RenderOptions) -> Counters | None:
 # -- iterations ------------------------------------------------------------------------------------
 
 
-def iteration_phase(run: Run) -> tuple[str, str] | None:
-    """``(phase, why)``: the configured ``window_phase`` if it was entered, else the most-entered
-    top-level phase; None when no phase was entered at all."""
+#: Why a role's loop was picked when no ``window_phase`` names it.
+MOST_ENTERED_TOP = "the most-entered top-level phase"
+
+
+def _entered(role: RoleStats, name: str) -> bool:
+    return any(p.entries for path, p in role.phases.items() if path == name or p.leaf == name)
+
+
+def role_window_phase(role: RoleStats, run: Run) -> str | None:
+    """The ``window_phase`` most of the role's processes were configured with; for a role whose
+    profilers set none, the run's, when the role entered it (a learner's ``window_phase``
+    "iteration" names the actors' "iteration" too, but says nothing about a role without one)."""
+    names: dict[str, int] = {}
+    for worker in role.workers:
+        config = worker.document.get("config")
+        name = config.get("window_phase") if isinstance(config, dict) else None
+        if isinstance(name, str):
+            names[name] = names.get(name, 0) + 1
+    if names:
+        return min(names.items(), key=lambda item: (-item[1], item[0]))[0]
     configured = run.window_phase
-    if configured is not None and any(
-        p.entries
-        for role in run.roles.values()
-        for path, p in role.phases.items()
-        if path == configured or p.leaf == configured
-    ):
+    return configured if configured is not None and _entered(role, configured) else None
+
+
+def role_loop(role: RoleStats, configured: str | None) -> tuple[str, str] | None:
+    """``(phase, why)``: the role's own loop. The configured ``window_phase`` if the role entered
+    it; else its most-entered top-level phase, and from there down into a child entered more
+    often that holds at least half its wall time, while there is one: a trainer's ``epoch`` holds
+    its loop ``epoch/step``. None when the role entered no top-level phase."""
+    if configured is not None and _entered(role, configured):
         return configured, "window_phase"
-    # Top-level phases only, summed over the roles: (entries, wall) per path.
-    top: dict[str, list[int]] = {}
-    for role in run.roles.values():
-        for path, p in role.phases.items():
-            if p.entries > 0 and "/" not in path:
-                sums = top.setdefault(path, [0, 0])
-                sums[0] += p.entries
-                sums[1] += p.wall_ns
+    top = [p for p in role.phases.values() if p.entries > 0 and "/" not in p.path]
     if not top:
         return None
-    best = max(top, key=lambda path: (top[path][0], top[path][1], path))
-    why = "the most-entered top-level phase"
+    loop = max(top, key=lambda p: (p.entries, p.wall_ns, p.path))
+    why = MOST_ENTERED_TOP
+    while True:
+        inner = [
+            p
+            for p in role.phases.values()
+            if p.path.startswith(loop.path + "/")
+            and p.depth == loop.depth + 1
+            and p.entries > loop.entries
+            and 2 * p.wall_ns >= loop.wall_ns
+        ]
+        if not inner:
+            break
+        outer = loop.path
+        loop = max(inner, key=lambda p: (p.entries, p.wall_ns, p.path))
+        why = f"the loop inside {fmt.printable(outer)!r}, {MOST_ENTERED_TOP}" if why == MOST_ENTERED_TOP else why
     if configured is not None:
         why += f"; window_phase {fmt.printable(configured)!r} was never entered"
-    return best, why
+    return loop.path, why
+
+
+def iteration_phase(run: Run) -> tuple[str, str] | None:
+    """``(phase, why)`` of the first role that entered a phase (see :func:`role_loop`)."""
+    for role in run.roles.values():
+        chosen = role_loop(role, role_window_phase(role, run))
+        if chosen is not None:
+            return chosen
+    return None
 
 
 def _matching(role: RoleStats, name: str) -> PhaseStats | None:
@@ -270,17 +309,21 @@ def _matching(role: RoleStats, name: str) -> PhaseStats | None:
 
 
 def iterations(run: Run, options: RenderOptions) -> Iterations | None:
-    chosen = iteration_phase(run)
-    if chosen is None:
-        return None
-    name, why = chosen
+    """Per role, the iterations of its own loop: a DataLoader worker's many ``getitem`` entries
+    do not stand for the trainer's steps."""
     per_role = []
     for role in run.roles.values():
+        chosen = role_loop(role, role_window_phase(role, run))
+        if chosen is None:
+            continue
+        name, why = chosen
         stats = _matching(role, name)
         if stats is not None:
             per_role.append(
                 IterationRole(
                     role=role.name,
+                    phase=name,
+                    why=why,
                     entries=stats.entries,
                     mean_ns=stats.mean_ns,
                     p50_ns=stats.quantile(0.50),
@@ -291,7 +334,7 @@ def iterations(run: Run, options: RenderOptions) -> Iterations | None:
             )
     if not per_role:
         return None
-    return Iterations(phase=name, why=why, roles=per_role)
+    return Iterations(phase=per_role[0].phase, why=per_role[0].why, roles=per_role)
 
 
 # -- the report ------------------------------------------------------------------------------------
@@ -354,5 +397,7 @@ __all__ = [
     "iteration_phase",
     "iterations",
     "process",
+    "role_loop",
+    "role_window_phase",
     "roles",
 ]

@@ -109,7 +109,7 @@ def derive_caveats(run: Run) -> list[str]:
     lines.extend(ray_collect_caveats(run))
     lines.extend(duplicates_mod.caveats(run.duplicates, run.run_dir, CAVEAT_NAMES))
 
-    killed = [w for w in run.workers if w.status == "started" and is_stale(w, end)]
+    killed = [w for w in run.workers if w.status == "started" and not w.forked_unprofiled and is_stale(w, end)]
     _per_worker(
         lines,
         [
@@ -122,7 +122,7 @@ def derive_caveats(run: Run) -> list[str]:
         ],
         "were killed before any data (only their start files exist)",
     )
-    not_yet = [w for w in run.workers if w.status == "started" and not is_stale(w, end)]
+    not_yet = [w for w in run.workers if w.status == "started" and not w.forked_unprofiled and not is_stale(w, end)]
     if not_yet:
         lines.append(f"{len(not_yet)} worker(s) had written no data yet (just started): {_names(not_yet)}")
 

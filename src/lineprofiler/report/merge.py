@@ -149,11 +149,27 @@ class Worker:
     #: False when ``elapsed_ns`` is the phase time it recorded, for want of a later sign of
     #: life (see :mod:`.live`): it is then left out of its role's time in phases.
     lifetime_measured: bool = True
+    #: A fork child of a profiled process that never profiled anything of its own (set by
+    #: :func:`merge_workers`): its file comes from the profiler it inherited. Not a process of
+    #: its role's numbers, and not one that "just started".
+    forked_unprofiled: bool = False
 
     @property
     def has_data(self) -> bool:
         """False for a start file only: the process was known to exist, nothing more."""
         return self.status != "started"
+
+    @property
+    def recorded_nothing(self) -> bool:
+        """No phase entered (closed or open) and no counter counted."""
+        phases = self.document["phases"]
+        return not self.document["counters"] and not any(p["entries"] or _count(p, "open_entries") for p in phases)
+
+    @property
+    def fork_parent_pid(self) -> int | None:
+        """The pid of the profiled process it was forked from, when it is a fork child."""
+        value = self.document["identity"].get("fork_parent_pid")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     @property
     def stop_ns(self) -> int:
@@ -281,7 +297,12 @@ class RoleStats:
 
     @property
     def data_workers(self) -> list[Worker]:
-        return [w for w in self.workers if w.has_data]
+        return [w for w in self.workers if w.has_data and not w.forked_unprofiled]
+
+    @property
+    def unprofiled_workers(self) -> list[Worker]:
+        """Fork children that inherited a profiler and recorded nothing ("forked, not profiled")."""
+        return [w for w in self.workers if w.forked_unprofiled]
 
     @property
     def busy_ns(self) -> int:
@@ -638,6 +659,7 @@ def merge_workers(
             continue
         own_unreadable.append(bad)
 
+    mark_unprofiled_forks(merged)
     roles: dict[str, RoleStats] = {}
     for worker in merged:
         role = roles.get(worker.role)
@@ -673,6 +695,35 @@ def merge_workers(
     run.duplicates = duplicates
     run.caveats = derive_caveats(run)
     return run
+
+
+def mark_unprofiled_forks(workers: list[Worker]) -> None:
+    """Mark the fork children that never profiled anything of their own.
+
+    A process forked from a profiled one inherits its profiler, which writes the child's start
+    file; a child that never enters a phase (a DataLoader worker that never made its own
+    Profiler) leaves that file alone, or a final one with nothing in it. It ran, just not
+    profiled: a final status says so, and so does a job that is over (its parent's file, or
+    every file with data, is final) or that went on long after the child began (the start file
+    is stale). A start file in a job still running, recent, is a process that just started.
+    """
+    by_process = {(w.host, w.pid): w for w in workers}
+    end = max((w.last_flush_ns for w in workers), default=0)
+    profiled = [w for w in workers if w.has_data and not w.recorded_nothing]
+    others_final = bool(profiled) and all(w.status in _FINAL for w in profiled)
+    for worker in workers:
+        parent_pid = worker.fork_parent_pid
+        if parent_pid is None or not worker.recorded_nothing:
+            continue
+        if worker.status in _FINAL:
+            worker.forked_unprofiled = True
+            continue
+        if worker.status != "started":
+            continue
+        parent = by_process.get((worker.host, parent_pid))
+        parent_final = parent is not None and parent.status in _FINAL
+        if parent_final or others_final or is_stale(worker, end):
+            worker.forked_unprofiled = True
 
 
 def busy_fraction(role: RoleStats) -> float | None:

@@ -109,12 +109,16 @@ class Header:
     status: str
     #: The newest attempt, when another one is reported.
     newest: Attempt | None
+    #: Per role, its fork children that never profiled anything ("forked, not profiled"): not
+    #: counted in ``roles``.
+    unprofiled: dict[str, int] = field(default_factory=dict)
 
 
 # -- roles ----------------------------------------------------------------------------------------
 
-#: A role's busiest process is a straggler from this imbalance on (below it, load is even).
-STRAGGLER_FROM = 1.005
+#: A role's busiest process is a straggler past this imbalance (its busy time over the role's
+#: mean): at or below it, the difference is noise (a 1.04 is one process's 40 ms in a second).
+STRAGGLER_FROM = 1.10
 
 
 @dataclass
@@ -147,6 +151,7 @@ class PhaseShare:
 @dataclass
 class Role:
     name: str
+    #: Its processes, less the fork children that never profiled anything (``unprofiled``).
     processes: int
     without_data: int
     imbalance: float | None
@@ -162,13 +167,18 @@ class Role:
     #: The busiest process (None: no process recorded data).
     busiest: Process | None
     members: list[Process]
+    #: Fork children of its processes that inherited the profiler and recorded nothing: they
+    #: ran, unprofiled, and are in none of its numbers.
+    unprofiled: int = 0
+    #: The busiest process is a straggler past this imbalance.
+    straggler_from: float = STRAGGLER_FROM
 
     @property
     def straggler(self) -> Process | None:
-        """The busiest process when the role is imbalanced enough for it to matter."""
+        """The busiest process when the role is imbalanced past :data:`STRAGGLER_FROM`."""
         if self.busiest is None or not self.mean_busy_ns or self.imbalance is None:
             return None
-        return self.busiest if self.imbalance >= STRAGGLER_FROM else None
+        return self.busiest if self.imbalance > self.straggler_from else None
 
     def rest(self, shown: int) -> tuple[int, int, float]:
         """``(phases, self_ns, share)`` of the phases past the first ``shown``."""
@@ -239,6 +249,10 @@ class Counters:
 @dataclass
 class IterationRole:
     role: str
+    #: The role's own loop: the phase its iterations are entries of.
+    phase: str
+    #: Why this phase: ``window_phase``, or how it was picked.
+    why: str
     entries: int
     mean_ns: float | None
     p50_ns: float | None
@@ -249,10 +263,15 @@ class IterationRole:
 
 @dataclass
 class Iterations:
+    #: The first role's phase and why (each role has its own: ``roles[i].phase``).
     phase: str
-    #: Why this phase: ``window_phase``, or the most-entered top-level phase.
     why: str
     roles: list[IterationRole]
+
+    @property
+    def one_phase(self) -> bool:
+        """Every role's iterations are entries of the same phase, picked the same way."""
+        return len({(r.phase, r.why) for r in self.roles}) <= 1
 
 
 # -- resources --------------------------------------------------------------------------------------

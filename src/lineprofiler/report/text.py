@@ -64,7 +64,7 @@ def _clip(name: str, width: int = NAME_WIDTH - 1) -> str:
 def header_lines(header: Header | None) -> list[str]:
     if header is None:
         return []
-    roles = ", ".join(f"{fmt.printable(name)} x{n}" for name, n in header.roles.items())
+    roles = roles_text(header)
     lines = [f"Runtime {fmt.duration(header.runtime_ns)}   Processes {header.processes}   Roles {roles}"]
     hosts = [fmt.printable(h) for h in header.hosts]
     shown = ", ".join(hosts) if len(hosts) <= 8 else ", ".join(hosts[:6]) + f", ... {hosts[-1]}"
@@ -190,24 +190,45 @@ def short_names(paths: Sequence[str]) -> dict[str, str]:
     return names
 
 
+def unprofiled_text(n: int) -> str:
+    """``4 forked, not profiled``: fork children that inherited the profiler and recorded nothing."""
+    return f"{n} forked, not profiled"
+
+
+def roles_text(header: Header) -> str:
+    """``trainer x1 (+ 4 forked, not profiled), dataloader x4``."""
+    parts = []
+    for name, n in header.roles.items():
+        unprofiled = header.unprofiled.get(name, 0)
+        parts.append(f"{fmt.printable(name)} x{n}" + (f" (+ {unprofiled_text(unprofiled)})" if unprofiled else ""))
+    return ", ".join(parts)
+
+
 def role_title(role: Role) -> str:
     """``ACTOR  (16 processes, imbalance 1.22)``."""
     n = role.processes
     parts = [f"{n} process{'es' if n != 1 else ''}"]
     if role.without_data:
         parts.append(f"{role.without_data} without data")
+    if role.unprofiled:
+        parts.append(unprofiled_text(role.unprofiled))
     parts.append(f"imbalance {fmt.ratio(role.imbalance)}")
     return f"{fmt.printable(role.name).upper()}  ({', '.join(parts)})"
 
 
+def straggler_rule(role: Role) -> str:
+    """``straggler: > 1.10x the role's mean``."""
+    return f"straggler: > {role.straggler_from:.2f}x the role's mean"
+
+
 def busiest_text(role: Role) -> str | None:
-    """The straggler sentence, when the role is imbalanced."""
+    """The straggler sentence, when the role is imbalanced past its threshold."""
     straggler = role.straggler
     if straggler is None:
         return None
     return (
         f"busiest: {straggler.label}, {fmt.duration(straggler.busy_ns)} in phases vs a mean of "
-        f"{fmt.duration(role.mean_busy_ns)}"
+        f"{fmt.duration(role.mean_busy_ns)} ({straggler_rule(role)})"
     )
 
 
@@ -306,6 +327,10 @@ def counters_lines(counters: Counters | None) -> list[str]:
 # -- iterations --------------------------------------------------------------------------------
 
 
+#: How a user picks another loop than the one ITERATIONS found.
+CHOOSE_LOOP = "Profiler(window_phase=NAME) picks another"
+
+
 def _iteration_stats(stats: IterationRole) -> str:
     return (
         f"  mean{fmt.duration(stats.mean_ns):>11}   p50{fmt.duration(stats.p50_ns):>11}"
@@ -320,9 +345,13 @@ def iterations_lines(iterations: Iterations | None) -> list[str]:
     if len(iterations.roles) == 1:
         stats = iterations.roles[0]
         return [f"ITERATIONS  ({fmt.count(stats.entries)} entries)  {about}", _iteration_stats(stats)]
-    lines = [f"ITERATIONS  {about}"]
+    one_phase = iterations.one_phase
+    lines = [f"ITERATIONS  {about}" if one_phase else f"ITERATIONS  per role, its own loop ({CHOOSE_LOOP})"]
     for stats in iterations.roles:
-        lines.append(f"  {fmt.printable(stats.role).upper()}  ({fmt.count(stats.entries)} entries)")
+        title = f"  {fmt.printable(stats.role).upper()}  ({fmt.count(stats.entries)} entries)"
+        if not one_phase:
+            title += f"  phase {_clip(stats.phase)} ({stats.why})"
+        lines.append(title)
         lines.append(_iteration_stats(stats))
     return lines
 

@@ -65,7 +65,7 @@ def timeline_lines(timeline: Timeline | None) -> list[str]:
         f"{timeline.hz:g} samples/s; {Timeline.OUTSIDE} outside all phases"
     )
     note = (
-        f"  stall: every process outside phases or in a phase waiting > {timeline.wait_threshold:.0%} "
+        f"  stall: every process of the job outside phases or in a phase waiting > {timeline.wait_threshold:.0%} "
         f"(its run-wide wait), >= {fmt.duration(timeline.min_stall_ns)}"
     )
     lines = [head, note]

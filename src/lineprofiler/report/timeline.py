@@ -180,32 +180,61 @@ def _columns(procs: list[ProcessTimeline], start: int, column_ns: float) -> tupl
     return cols, {s: t / total for s, t in time_in.items()}
 
 
-def _stalls(procs: list[ProcessTimeline], waiting: set[str], start: int, min_ns: int) -> list[Stall]:
-    """Stretches when every process sampled then was outside all phases or in a waiting phase,
-    between the role's first and last moment in a phase."""
+Interval = tuple[int, int, set[str]]
+
+
+def _stalled(procs: list[ProcessTimeline], waiting: dict[str, set[str]]) -> list[Interval]:
+    """Stretches when every process sampled then was outside all phases or in a phase its role
+    waits in (``waiting[role]``), between the processes' first and last moment in a phase; with
+    the phase paths seen in each."""
     inside = [(a, b) for p in procs for a, b, s in p.spans if s]
     if not inside:
         return []
     lo, hi = min(a for a, _ in inside), max(b for _, b in inside)
     cuts = sorted({t for p in procs for a, b, _ in p.spans for t in (a, b) if lo <= t <= hi} | {lo, hi})
     idx = [0] * len(procs)
-    found: list[tuple[int, int, set[str]]] = []
+    found: list[Interval] = []
     for a, b in zip(cuts, cuts[1:], strict=False):
         states: set[str] = set()
+        stalled = True
         for k, p in enumerate(procs):
             spans = p.spans
             while idx[k] < len(spans) and spans[idx[k]][1] <= a:
                 idx[k] += 1
             if idx[k] < len(spans) and spans[idx[k]][0] <= a:
-                states.add(spans[idx[k]][2])
-        stalled = bool(states) and all(s == "" or s in waiting for s in states)
+                state = spans[idx[k]][2]
+                states.add(state)
+                stalled = stalled and (state == "" or state in waiting.get(p.worker.role, set()))
+        stalled = stalled and bool(states)
         if stalled and found and found[-1][1] == a:
             found[-1] = (found[-1][0], b, found[-1][2] | states)
         elif stalled:
             found.append((a, b, set(states)))
+    return found
+
+
+def _overlap(mine: list[Interval], job: list[Interval]) -> list[Interval]:
+    """The parts of ``mine`` that fall inside ``job`` (both sorted and disjoint)."""
+    out: list[Interval] = []
+    i = j = 0
+    while i < len(mine) and j < len(job):
+        a, b = max(mine[i][0], job[j][0]), min(mine[i][1], job[j][1])
+        if b > a:
+            out.append((a, b, mine[i][2]))
+        if mine[i][1] <= job[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _stalls(mine: list[Interval], job: list[Interval], start: int, min_ns: int) -> list[Stall]:
+    """A role's stalls: where it waited while the whole job made no progress too. A role that
+    waits while another works (a DataLoader worker idle while the trainer computes) is not
+    stalled: the job is busy."""
     stalls = [
         Stall(start_ns=a - start, length_ns=b - a, phases=sorted(s))
-        for a, b, s in found
+        for a, b, s in _overlap(mine, job)
         if b - a >= min_ns
     ]
     stalls.sort(key=lambda s: -s.length_ns)
@@ -223,15 +252,20 @@ def timeline_block(run: Run, options: RenderOptions) -> Timeline | None:
     column_ns = (run.end_ns - start) / COLUMNS
     period = max(p.period_ns for p in procs)
     min_stall = MIN_STALL_PERIODS * period
+    names = sorted({p.worker.role for p in procs})
+    waiting: dict[str, set[str]] = {}
+    for role in names:
+        paths = {s for p in procs if p.worker.role == role for _, _, s in p.spans if s}
+        waiting[role] = {s for s in paths if (w := _wait_share(run, role, s)) is not None and w > WAIT_THRESHOLD}
+    job_stalled = _stalled(procs, waiting)
     roles: list[TimelineRole] = []
-    for role in sorted({p.worker.role for p in procs}):
+    for role in names:
         mine = [p for p in procs if p.worker.role == role]
         cols, shares = _columns(mine, start, column_ns)
         ranked = sorted((s for s in shares if s), key=lambda s: -shares[s])
         legend = {_SYMBOLS[i] if i < len(_SYMBOLS) else "?": path for i, path in enumerate(ranked)}
         symbol = {path: sym for sym, path in legend.items()}
         line = "".join(" " if c is None else Timeline.OUTSIDE if c == "" else symbol[c] for c in cols)
-        waiting = {s for s in ranked if (w := _wait_share(run, role, s)) is not None and w > WAIT_THRESHOLD}
         roles.append(
             TimelineRole(
                 role=role,
@@ -239,7 +273,7 @@ def timeline_block(run: Run, options: RenderOptions) -> Timeline | None:
                 columns=line,
                 legend={sym: path for sym, path in legend.items() if sym in line} or legend,
                 occupancy=shares,
-                stalls=_stalls(mine, waiting, start, min_stall),
+                stalls=_stalls(_stalled(mine, waiting), job_stalled, start, min_stall),
                 skipped_ticks=sum(p.skipped for p in mine),
                 ticks=sum(p.ticks for p in mine),
             )

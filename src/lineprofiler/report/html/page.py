@@ -157,7 +157,7 @@ def role_html(role: Role) -> str:
                 # at most the whole lifetime: threads' phases in parallel add up to more
                 + (f", {fmt.percent(min(1.0, m.busy_ns / m.lifetime_ns))} of its lifetime" if m.lifetime_ns else ""),
                 highlight=m == straggler,
-                note="straggler" if m == straggler else "",
+                note=f"straggler (> {role.straggler_from:.2f}x the mean)" if m == straggler else "",
             )
             for m in members
         ],
@@ -276,13 +276,17 @@ def iterations_html(iterations: Iterations) -> str:
             f'<tr data-role="{escape(r.role, quote=True)}">{td(fmt.printable(r.role), cls="name")}'
             f"{td(fmt.count(r.entries), r.entries)}{td(fmt.duration(r.mean_ns), r.mean_ns)}"
             f"{td(fmt.duration(r.p50_ns), r.p50_ns)}{td(fmt.duration(r.p95_ns), r.p95_ns)}"
-            f"{td(fmt.duration(r.p99_ns), r.p99_ns)}</tr>"
+            f"{td(fmt.duration(r.p99_ns), r.p99_ns)}{td(f'{fmt.printable(r.phase)} ({r.why})', cls='name')}</tr>"
         )
         chart = svg.latency_histogram("latency", r.histogram, (("p50", r.p50_ns), ("p95", r.p95_ns),
                                                                 ("p99", r.p99_ns)), f"iterations of {r.role}")
         figures.append(f"<figure>{chart}<figcaption><b>{name(r.role)}</b></figcaption></figure>")
-    about = para(f"phase {fmt.printable(iterations.phase)} ({iterations.why})")
-    tab = table("iterations", ("role", "entries", "mean", "p50", "p95", "p99"), rows)
+    about = (
+        para(f"phase {fmt.printable(iterations.phase)} ({iterations.why})")
+        if iterations.one_phase
+        else para(f"each role's own loop ({text.CHOOSE_LOOP})")
+    )
+    tab = table("iterations", ("role", "entries", "mean", "p50", "p95", "p99", "phase"), rows)
     return section("iterations", "Iterations", about + tab + f'<div class="hists">{"".join(figures)}</div>')
 
 
