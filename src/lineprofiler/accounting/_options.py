@@ -171,7 +171,8 @@ def check_options(
     """Every ``Profiler`` argument at once; raises TypeError/ValueError for the first wrong one.
 
     A backend needs its window and the phase that counts it; a window needs a backend.
-    ``window_phase`` alone is fine: the report also uses it to pick the ITERATIONS phase.
+    ``window_phase`` alone is fine: the report also uses it as the ITERATIONS loop of the roles
+    whose profilers set it.
     """
     if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
         raise TypeError(f"run_dir must be a str, a path or None, not {type(run_dir).__name__}")

@@ -129,8 +129,9 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
         roles.append(
             {
                 "role": name,
-                "a_processes": len(ra.workers) if ra else 0,
-                "b_processes": len(rb.workers) if rb else 0,
+                # forked, not profiled: not processes of the role (the report says so)
+                "a_processes": len(ra.workers) - len(ra.unprofiled_workers) if ra else 0,
+                "b_processes": len(rb.workers) - len(rb.unprofiled_workers) if rb else 0,
                 "a_imbalance": ra.imbalance if ra else None,
                 "b_imbalance": rb.imbalance if rb else None,
                 "a_busy_ns": ra.busy_ns if ra else 0,
