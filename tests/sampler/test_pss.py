@@ -56,3 +56,33 @@ def test_forked_readers_are_not_counted_once_each(tmp_path):
     assert SIZE * 0.9 < total < SIZE + CHILDREN * 60 * MB, total
     line = next(x for x in resources.render_memory(run, RenderOptions()) if x.startswith("all processes"))
     assert f"{total / MB:.1f} MB" in line
+
+
+def _rows(sampler) -> list[dict[str, int]]:
+    from array import array
+
+    data = array("q", sampler.drain())
+    n = len(sampler.columns)
+    return [dict(zip(sampler.columns, data[i : i + n], strict=True)) for i in range(0, len(data), n)]
+
+
+def test_pss_column_is_read_and_not_measured_without_smaps_rollup(tmp_path):
+    from lineprofiler.accounting import _sampler
+
+    with_pss = _sampler.Sampler(interval_s=0.02, nvml=False)
+    without = _sampler.Sampler(interval_s=0.02, nvml=False, smaps_path=tmp_path / "no_smaps_rollup")
+    for s in (with_pss, without):
+        s.start()
+    time.sleep(0.3)
+    for s in (with_pss, without):
+        s.stop()
+    rows = _rows(with_pss)
+    assert rows[0]["pss_bytes"] > 0  # the first row reads it
+    assert all(r["pss_bytes"] <= r["rss_bytes"] for r in rows if r["pss_bytes"] >= 0)
+    assert with_pss.stats()["pss_reads"] >= 1 and with_pss.stats()["pss_reason"] is None
+    rows = _rows(without)
+    assert rows and all(r["pss_bytes"] == -1 and r["rss_bytes"] > 0 for r in rows)
+    stats = without.stats()
+    assert stats["failed_pss"] == len(rows) and "no_smaps_rollup" in stats["pss_reason"]
+    with_pss.close()
+    without.close()
