@@ -26,14 +26,12 @@ from typing import Any
 
 from ...runfiles.samplefile import IO_FIELDS, PSS_COLUMN, SampleFileError, SampleTable, negative_runs, read_samples
 from .. import format as fmt
-from .. import parallel, series
+from .. import series
 from ..merge import Run
 from ..model import IoByPhase, IoPhase, IoTimeline, Memory, MemoryRole, ProcessMemory, Reason, SampledIo
-from . import RenderOptions, sample_infos
+from . import RenderOptions, sample_infos, sampled
 from .sampled import (
-    _NEEDED,
     MEMORY_BINS,
-    SAMPLE_BYTES_PER_JOB,
     FileSummary,
     GridSpec,
     Timeline,
@@ -220,25 +218,16 @@ def _as_rss(table: SampleTable, name: str) -> SampleTable:
     )
 
 
-def summarise_memory_file(task: tuple[Path, GridSpec | None, tuple[int, int] | None]) -> MemorySummary:
-    """:func:`.sampled.summarise_sample_file` (the same summary) with the file's PSS bins and
-    RSS trend, from one read of the file."""
-    path, spec, span = task
+def summarise_memory_file(path: Path, span: tuple[int, int] | None) -> MemorySummary:
+    """What MEMORY adds to :func:`.sampled.summarise_sample_file`'s summary of one file: its
+    PSS bins and RSS trend. A second read of the file, until sampled.py computes these too."""
+    out = MemorySummary(FileSummary())
     try:
         table = read_samples(path)
-    except SampleFileError as error:
-        return MemorySummary(FileSummary(error=str(error).removeprefix(f"{path}: ")))
-    out = MemorySummary(FileSummary(truncated_bytes=table.truncated_bytes))
-    summary = out.file
-    summary.missing = [c for c in _NEEDED if c not in table.columns]
-    if summary.missing:
-        return out
-    grid = None if spec is None else Timeline(*spec)
-    summary.io = reduce_io(table, grid)
-    summary.grid = None if grid is None else grid.layers
-    summary.memory_bins = [0.0] * MEMORY_BINS if span is not None else None
-    summary.memory = reduce_memory(table, summary.memory_bins, span)
-    out.slope_bytes_per_s = summary.memory.slope_bytes_per_s = rss_trend(table)
+    except SampleFileError:
+        return out  # the summary of the same file says why
+    if "rss_bytes" in table.columns and "t_ns" in table.columns:
+        out.slope_bytes_per_s = rss_trend(table)
     if span is not None and PSS_COLUMN in table.columns:
         pss_bins = [0.0] * MEMORY_BINS
         if reduce_memory(_as_rss(table, PSS_COLUMN), pss_bins, span).rows:
@@ -246,20 +235,20 @@ def summarise_memory_file(task: tuple[Path, GridSpec | None, tuple[int, int] | N
     return out
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def summarise_memory_files(
     paths: list[Path], spec: GridSpec | None, span: tuple[int, int] | None
 ) -> Iterator[MemorySummary]:
-    """:func:`summarise_memory_file` of every path, in order, over the usable cores when the
-    files are many and large enough (:mod:`..parallel`)."""
-    jobs = parallel.jobs_for(len(paths), sum(map(_size, paths)), SAMPLE_BYTES_PER_JOB)
-    return parallel.ordered_map(summarise_memory_file, [(path, spec, span) for path in paths], jobs)
+    """Each path's :func:`.sampled.summarise_sample_file` summary (over the usable cores) with
+    :func:`summarise_memory_file`'s additions, in order."""
+    for summary, path in zip(sampled.summarise_sample_files(paths, spec, span), paths, strict=True):
+        extra = summarise_memory_file(path, span) if summary.error is None and not summary.missing else None
+        if extra is None:
+            yield MemorySummary(summary)
+            continue
+        extra.file = summary
+        if summary.memory is not None:
+            summary.memory.slope_bytes_per_s = extra.slope_bytes_per_s
+        yield extra
 
 
 def _shown(path: Path, run: Run) -> str:
