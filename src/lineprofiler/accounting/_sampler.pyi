@@ -18,6 +18,9 @@ class SamplerStats(TypedDict):
     failed_io: int  # rows whose /proc/self/io read or parse failed
     failed_rss: int
     failed_stat: int
+    failed_pss: int  # rows whose smaps_rollup could not be opened, read or parsed (pss_bytes -1)
+    pss_reads: int  # rows that read smaps_rollup
+    pss_reads_skipped: int  # rows within the budget's wait after the last read (pss_bytes -1, not measured)
     thread_cpu_ns: int  # CPU time of the sampler thread(s) in this process so far
     thread_tid: int  # kernel tid of the running thread, 0 when stopped
     restarts: int  # restarts after fork in this process (3.13+: at the first call after the fork)
@@ -34,13 +37,14 @@ class SamplerStats(TypedDict):
     io_reason: str | None
     rss_reason: str | None
     stat_reason: str | None
+    pss_reason: str | None  # why smaps_rollup could not be opened (kernels before 4.14 lack it)
     phase_reason: str | None  # why rows carry no phase (-1), None when the capsule was found
     gpu_reason: str | None
 
 class Sampler:
-    """A native thread sampling /proc/self/{io,statm,stat} and NVML into a ring of int64 rows.
+    """A native thread sampling /proc/self/{io,statm,smaps_rollup,stat} and NVML into a ring of int64 rows.
 
-    ``io_path``, ``statm_path`` and ``stat_path`` replace the /proc/self files: for tests only.
+    ``io_path``, ``statm_path``, ``stat_path`` and ``smaps_path`` replace the /proc/self files: for tests only.
     """
 
     def __init__(
@@ -51,6 +55,7 @@ class Sampler:
         io_path: str | PathLike[str] | None = None,
         statm_path: str | PathLike[str] | None = None,
         stat_path: str | PathLike[str] | None = None,
+        smaps_path: str | PathLike[str] | None = None,
         nvml: bool = True,
         timeline_hz: float = 0.0,
     ) -> None: ...

@@ -21,8 +21,12 @@ a partial last row (a crash mid-append), reporting it as a caveat.
 Columns written by the sampler: ``t_ns``, ``flags``, ``phase`` (node id of the innermost phase open
 in the main thread, -1 for none), ``rss_bytes``, the five ``/proc/self/io`` counters ``rchar``,
 ``wchar``, ``read_bytes``, ``write_bytes``, ``cancelled_write_bytes`` (cumulative), the same five
-prefixed ``own_`` (the profiler's own I/O so far, to subtract), then ``gpu<i>_busy`` and
-``gpu<i>_mine`` per NVML device.
+prefixed ``own_`` (the profiler's own I/O so far, to subtract), ``pss_bytes`` (the native sampler
+only: the process's proportional set size from ``/proc/self/smaps_rollup``, each shared page
+divided among the processes that map it, so PSS adds up across processes where RSS does not;
+-1 where the kernel has no smaps_rollup), then ``gpu<i>_busy`` and ``gpu<i>_mine`` per NVML
+device. Files written before ``pss_bytes`` existed, and the psutil fallback's, lack that column:
+readers look it up by name.
 """
 
 from __future__ import annotations
@@ -69,6 +73,10 @@ TIMELINE_PENDING_ROWS = 65536
 
 IO_FIELDS = ("rchar", "wchar", "read_bytes", "write_bytes", "cancelled_write_bytes")
 BASE_COLUMNS = ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f for f in IO_FIELDS))
+#: The native sampler's PSS column, after BASE_COLUMNS; optional to a reader.
+PSS_COLUMN = "pss_bytes"
+#: The native sampler's columns before its per-GPU ones.
+NATIVE_COLUMNS = (*BASE_COLUMNS, PSS_COLUMN)
 #: The most a reader reads of one sample file (header included): about 30 days of 1 Hz rows of
 #: the base columns, 13 days with eight GPUs' columns. A larger file is refused whole (its
 #: process is left out of the sampled blocks, with a caveat); the rest of the run is reported.

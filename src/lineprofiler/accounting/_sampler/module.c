@@ -25,6 +25,7 @@ static const char *const lp_base_names[LP_BASE_COLS] = {
     "own_read_bytes",
     "own_write_bytes",
     "own_cancelled_write_bytes",
+    "pss_bytes",
 };
 
 /* ===================================================================== the Sampler type */
@@ -65,22 +66,23 @@ static void lp_core_free(lp_core *c)
     free(c->io_path);
     free(c->statm_path);
     free(c->stat_path);
+    free(c->smaps_path);
     free(c);
 }
 
 static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"interval_s", "capacity", "io_path",     "statm_path",
-                             "stat_path",  "nvml",     "timeline_hz", NULL};
+    static char *kwlist[] = {"interval_s", "capacity", "io_path",     "statm_path", "stat_path",
+                             "smaps_path", "nvml",     "timeline_hz", NULL};
     double interval_s = 1.0, timeline_hz = 0.0;
     Py_ssize_t capacity = 3600;
-    PyObject *io_path = NULL, *statm_path = NULL, *stat_path = NULL;
+    PyObject *io_path = NULL, *statm_path = NULL, *stat_path = NULL, *smaps_path = NULL;
     int nvml = 1;
     lp_SamplerObject *self;
     lp_core *c;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|dn$OOOpd:Sampler", kwlist, &interval_s, &capacity,
-                                     &io_path, &statm_path, &stat_path, &nvml, &timeline_hz)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|dn$OOOOpd:Sampler", kwlist, &interval_s, &capacity,
+                                     &io_path, &statm_path, &stat_path, &smaps_path, &nvml, &timeline_hz)) {
         return NULL;
     }
     if (!(timeline_hz >= 0.0 && timeline_hz <= LP_TL_MAX_HZ)) {
@@ -99,7 +101,7 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
     if (c == NULL) {
         return PyErr_NoMemory();
     }
-    c->io_fd = c->statm_fd = c->stat_fd = -1;
+    c->io_fd = c->statm_fd = c->stat_fd = c->smaps_fd = -1;
     c->interval_ns = (int64_t)(interval_s * 1e9);
     c->tl_interval_ns = timeline_hz > 0.0 ? (int64_t)(1e9 / timeline_hz) : 0;
     atomic_init(&c->tl_ticks, 0);
@@ -124,7 +126,8 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
     c->io_path = lp_strdup_or(io_path, LP_DEFAULT_IO_PATH);
     c->statm_path = c->io_path ? lp_strdup_or(statm_path, LP_DEFAULT_STATM_PATH) : NULL;
     c->stat_path = c->statm_path ? lp_strdup_or(stat_path, LP_DEFAULT_STAT_PATH) : NULL;
-    if (c->stat_path == NULL) {
+    c->smaps_path = c->stat_path ? lp_strdup_or(smaps_path, LP_DEFAULT_SMAPS_PATH) : NULL;
+    if (c->smaps_path == NULL) {
         lp_core_free(c);
         return NULL;
     }
@@ -418,7 +421,8 @@ static PyObject *lp_sampler_after_fork_child(lp_SamplerObject *self, PyObject *P
         PyErr_SetString(PyExc_OSError, "cannot initialise the sampler's locks in the child");
         return NULL;
     }
-    c->ticks = c->failed_io = c->failed_rss = c->failed_stat = 0;
+    c->ticks = c->failed_io = c->failed_rss = c->failed_stat = c->failed_pss = 0;
+    c->pss_reads = c->pss_skipped = 0;
     c->nvml_reads = c->nvml_skipped = 0;
     lp_timeline_reset(c);
     if (c->capi != NULL && c->capi->after_fork_child != NULL) {
@@ -537,7 +541,8 @@ static PyObject *lp_sampler_stats(lp_SamplerObject *self, PyObject *Py_UNUSED(ig
     }
     pthread_mutex_lock(&c->tick_lock);
     int64_t ticks = c->ticks, failed_io = c->failed_io, failed_rss = c->failed_rss,
-            failed_stat = c->failed_stat, nvml_reads = c->nvml_reads, nvml_skipped = c->nvml_skipped;
+            failed_stat = c->failed_stat, failed_pss = c->failed_pss, pss_reads = c->pss_reads,
+            pss_skipped = c->pss_skipped, nvml_reads = c->nvml_reads, nvml_skipped = c->nvml_skipped;
     pthread_mutex_unlock(&c->tick_lock);
     pthread_mutex_lock(&c->ring_lock);
     int64_t rows_total = c->rows_total, overwritten = c->overwritten, held = c->count;
@@ -552,6 +557,9 @@ static PyObject *lp_sampler_stats(lp_SamplerObject *self, PyObject *Py_UNUSED(ig
         lp_set_item(d, "failed_io", PyLong_FromLongLong(failed_io)) < 0 ||
         lp_set_item(d, "failed_rss", PyLong_FromLongLong(failed_rss)) < 0 ||
         lp_set_item(d, "failed_stat", PyLong_FromLongLong(failed_stat)) < 0 ||
+        lp_set_item(d, "failed_pss", PyLong_FromLongLong(failed_pss)) < 0 ||
+        lp_set_item(d, "pss_reads", PyLong_FromLongLong(pss_reads)) < 0 ||
+        lp_set_item(d, "pss_reads_skipped", PyLong_FromLongLong(pss_skipped)) < 0 ||
         lp_set_item(d, "thread_cpu_ns", PyLong_FromLongLong(lp_thread_cpu_total(c))) < 0 ||
         lp_set_item(d, "thread_tid", PyLong_FromLongLong(atomic_load(&c->thread_tid))) < 0 ||
         lp_set_item(d, "restarts", PyLong_FromLongLong(c->restarts)) < 0 ||
@@ -572,6 +580,7 @@ static PyObject *lp_sampler_stats(lp_SamplerObject *self, PyObject *Py_UNUSED(ig
         lp_set_item(d, "io_reason", lp_reason_or_none(c->io_reason)) < 0 ||
         lp_set_item(d, "rss_reason", lp_reason_or_none(c->statm_reason)) < 0 ||
         lp_set_item(d, "stat_reason", lp_reason_or_none(c->stat_reason)) < 0 ||
+        lp_set_item(d, "pss_reason", lp_reason_or_none(c->smaps_reason)) < 0 ||
         lp_set_item(d, "phase_reason", lp_reason_or_none(c->phase_reason)) < 0 ||
         lp_set_item(d, "gpu_reason", lp_reason_or_none(c->nvml_reason)) < 0) {
         Py_DECREF(d);
@@ -653,9 +662,10 @@ static PyGetSetDef lp_sampler_getset[] = {
 
 PyDoc_STRVAR(lp_sampler_doc,
              "Sampler(interval_s=1.0, capacity=3600, *, io_path=None, statm_path=None, stat_path=None, "
-             "nvml=True, timeline_hz=0.0)\n--\n\n"
-             "The native resource sampler. io_path, statm_path and stat_path replace /proc/self/io, "
-             "/proc/self/statm and /proc/self/stat: a seam for tests only.");
+             "smaps_path=None, nvml=True, timeline_hz=0.0)\n--\n\n"
+             "The native resource sampler. io_path, statm_path, stat_path and smaps_path replace "
+             "/proc/self/io, /proc/self/statm, /proc/self/stat and /proc/self/smaps_rollup: a seam for "
+             "tests only.");
 
 static PyType_Slot lp_sampler_slots[] = {
     {Py_tp_new, lp_sampler_new},         {Py_tp_dealloc, lp_sampler_dealloc},

@@ -46,9 +46,13 @@ int lp_core_open(lp_core *c)
     lp_close_fd(&c->io_fd);
     lp_close_fd(&c->statm_fd);
     lp_close_fd(&c->stat_fd);
+    lp_close_fd(&c->smaps_fd);
     lp_open_one(c->io_path, &c->io_fd, c->io_reason);
     lp_open_one(c->statm_path, &c->statm_fd, c->statm_reason);
     lp_open_one(c->stat_path, &c->stat_fd, c->stat_reason);
+    /* Linux before 4.14 has no smaps_rollup: PSS is then "not measured", RSS still is. */
+    lp_open_one(c->smaps_path, &c->smaps_fd, c->smaps_reason);
+    c->pss_next_ns = 0;
     c->pid = getpid();
 
     if (!c->nvml_tried) {
@@ -91,6 +95,7 @@ void lp_core_release(lp_core *c)
     lp_close_fd(&c->io_fd);
     lp_close_fd(&c->statm_fd);
     lp_close_fd(&c->stat_fd);
+    lp_close_fd(&c->smaps_fd);
     if (c->nvml_open) {
         lp_nvml_close(&c->nvml);
         c->nvml_open = 0;
@@ -184,6 +189,31 @@ void lp_read_row(lp_core *c, int64_t *row)
     } else {
         row[LP_COL_RSS] = -1;
         c->failed_rss++;
+    }
+
+    /* smaps_rollup is about 700 bytes, but the kernel sums it over every page at each read:
+     * read at most as often as LP_PSS_BUDGET allows, and say "not measured" in between. */
+    if (c->smaps_fd < 0) {
+        row[LP_COL_PSS] = -1;
+        c->failed_pss++;
+    } else if (row[LP_COL_T] < c->pss_next_ns) {
+        row[LP_COL_PSS] = -1;
+        c->pss_skipped++;
+    } else {
+        char smaps[4096];
+        int64_t pss_kb;
+        int64_t began = lp_monotonic_ns();
+        n = lp_proc_pread(c->smaps_fd, smaps, sizeof smaps);
+        int64_t took = lp_monotonic_ns() - began;
+        c->pss_next_ns = began + (took > 0 ? took : 0) * LP_PSS_BUDGET;
+        c->pss_reads++;
+        own_bytes += n > 0 ? n : 0;
+        if (n > 0 && lp_proc_field(smaps, "Pss", &pss_kb) == 0) {
+            row[LP_COL_PSS] = pss_kb * 1024;
+        } else {
+            row[LP_COL_PSS] = -1;
+            c->failed_pss++;
+        }
     }
 
     n = lp_proc_pread(c->stat_fd, buf, sizeof buf);

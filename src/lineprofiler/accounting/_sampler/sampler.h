@@ -1,7 +1,8 @@
 /* lineprofiler.accounting._sampler: the resource sampler of the accounting layer. Internal header.
  *
- * A native thread that, once per interval, reads /proc/self/statm (RSS), /proc/self/io (five
- * byte counters) and /proc/self/stat (a fingerprint of reaped children) through descriptors kept
+ * A native thread that, once per interval, reads /proc/self/statm (RSS), /proc/self/smaps_rollup
+ * (PSS: shared pages divided among the processes that map them), /proc/self/io (five byte
+ * counters) and /proc/self/stat (a fingerprint of reaped children) through descriptors kept
  * open (pread at offset 0), stamps the row with CLOCK_MONOTONIC, the phase open in the main
  * thread (from _phases' capsule) and the profiler's own I/O so far, adds NVML's per-device
  * columns, and stores it in a fixed-size ring. Python drains the ring as little-endian int64 rows
@@ -56,7 +57,8 @@ enum {
     LP_COL_RSS = 3,                        /* bytes; -1 not measured */
     LP_COL_IO = 4,                         /* LP_IO_FIELDS cumulative counters; all -1 when the read failed */
     LP_COL_OWN = LP_COL_IO + LP_IO_FIELDS, /* the profiler's own I/O so far, same order */
-    LP_BASE_COLS = LP_COL_OWN + LP_IO_FIELDS,
+    LP_COL_PSS = LP_COL_OWN + LP_IO_FIELDS, /* bytes, from smaps_rollup; -1 not measured */
+    LP_BASE_COLS = LP_COL_PSS + 1,
     LP_MAX_COLS = LP_BASE_COLS + 2 * LP_NVML_MAX_DEVICES,
 };
 
@@ -68,8 +70,14 @@ enum {
 #define LP_DEFAULT_IO_PATH    "/proc/self/io"
 #define LP_DEFAULT_STATM_PATH "/proc/self/statm"
 #define LP_DEFAULT_STAT_PATH  "/proc/self/stat"
+#define LP_DEFAULT_SMAPS_PATH "/proc/self/smaps_rollup"
 #define LP_REASON_LEN         256
-#define LP_MAX_CAPACITY       (1 << 24)
+/* smaps_rollup walks the page tables of every mapping under the process's mmap lock: about
+ * 30 ms per GiB resident (benchmarks/bench_pss.py). The next read waits this many times as
+ * long as the last one took, so PSS costs at most 0.5 % of one core and of the lock's time;
+ * rows in between say "not measured". */
+#define LP_PSS_BUDGET   200
+#define LP_MAX_CAPACITY (1 << 24)
 
 /* Timeline rows: (t_ns, tid, phase). tid 0: no thread was in a phase (phase -1); tid -1: a
  * marker for ticks the thread could not keep (phase holds how many). */
@@ -89,16 +97,20 @@ typedef struct {
     char *io_path;
     char *statm_path;
     char *stat_path;
+    char *smaps_path;
     int want_nvml;
 
     /* Opened at start (again in a forked child). */
     int opened;
     int closed;
     pid_t pid;
-    int io_fd, statm_fd, stat_fd;
+    int io_fd, statm_fd, stat_fd, smaps_fd;
     char io_reason[LP_REASON_LEN];
     char statm_reason[LP_REASON_LEN];
     char stat_reason[LP_REASON_LEN];
+    char smaps_reason[LP_REASON_LEN];
+    int64_t pss_next_ns; /* monotonic time before which a row does not read PSS; 0: the next one does */
+    int64_t pss_reads, pss_skipped;
     int64_t page_size;
     int ncols;
     lp_nvml nvml;
@@ -120,7 +132,7 @@ typedef struct {
     int prev_fp_ok;
     int64_t prev_fp;
     int64_t ticks;
-    int64_t failed_io, failed_rss, failed_stat;
+    int64_t failed_io, failed_rss, failed_stat, failed_pss;
 
     /* The ring. */
     pthread_mutex_t ring_lock;

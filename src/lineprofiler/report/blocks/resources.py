@@ -7,23 +7,32 @@ sampled blocks without opening a sample file.
 
 Sample files are reduced one worker at a time (:mod:`.sampled`, over the usable cores) and the
 summaries folded here in worker order. This module reads files only; it imports no C module.
+
+MEMORY's "all processes" sums PSS (``pss_bytes``, from smaps_rollup): RSS counts a page shared
+by a forked child once in each process that maps it, PSS divides it among them, so PSS adds up
+and RSS does not. A process whose PSS was not measured (an older sample file, the psutil
+fallback, a kernel without smaps_rollup) adds its RSS instead (:func:`pss_fallback_note`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import statistics
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
-from ...runfiles.samplefile import IO_FIELDS
+from ...runfiles.samplefile import IO_FIELDS, PSS_COLUMN, SampleFileError, SampleTable, negative_runs, read_samples
 from .. import format as fmt
 from .. import series
 from ..merge import Run
 from ..model import IoByPhase, IoPhase, IoTimeline, Memory, MemoryRole, ProcessMemory, Reason, SampledIo
-from . import RenderOptions, sample_infos
+from . import RenderOptions, sample_infos, sampled
 from .sampled import (
     MEMORY_BINS,
+    FileSummary,
     GridSpec,
     Timeline,
     WorkerIo,
@@ -31,7 +40,6 @@ from .sampled import (
     add_into,
     reduce_io,
     reduce_memory,
-    summarise_sample_files,
 )
 
 RULE = fmt.RULE
@@ -138,6 +146,7 @@ def io_by_phase(run: Run, options: RenderOptions) -> IoByPhase | None:
     ]
     return IoByPhase(several_roles=len({role for role, _ in merged}) > 1, phases=rows)
 
+
 @dataclass
 class RunResources:
     """The sampled resources of a whole run, reduced."""
@@ -154,10 +163,92 @@ class RunResources:
     timeline: Timeline | None = None
     interval_ns: int = 0  # the coarsest sampling interval among the workers
     memory_by_role: dict[str, list[tuple[WorkerMemory, str]]] = field(default_factory=dict)
+    #: Summed over the processes: PSS where it was measured, else RSS.
     memory_bins: list[float] = field(default_factory=list)
+    pss_processes: int = 0  # processes whose PSS went into memory_bins
+    rss_fallback_processes: int = 0  # processes with memory bins whose RSS went in instead
     span: tuple[int, int] | None = None
 
 
+# ---------------------------------------------------------------------------------------------
+# One sample file: sampled.py's summary, plus PSS and a trend that short processes get too
+# ---------------------------------------------------------------------------------------------
+
+#: The least a process's samples must span for a trend: ten seconds of ten rows or more. (The
+#: minute sampled.py asks for left every process of a run shorter than a minute at n/a.)
+MIN_TREND_NS = 10 * 10**9
+MIN_TREND_ROWS = 10
+
+
+@dataclass
+class MemorySummary:
+    """A :class:`FileSummary` and what MEMORY adds to it: the file's PSS in the run's memory
+    bins (None: PSS was not measured, the RSS bins stand in) and its RSS trend."""
+
+    file: FileSummary
+    pss_bins: list[float] | None = None
+    slope_bytes_per_s: float | None = None
+
+
+def _measured(table: SampleTable, name: str) -> tuple[array, array]:
+    """(t_ns, values) of the rows where column ``name`` was measured (not -1)."""
+    t, values = table.column("t_ns"), table.column(name)
+    if negative_runs(table.byte_of(name, 7)):
+        keep = [v >= 0 for v in values]
+        t, values = array("q", compress(t, keep)), array("q", compress(values, keep))
+    return t, values
+
+
+def rss_trend(table: SampleTable) -> float | None:
+    """The least-squares slope of RSS over time, bytes per second, fitted over every measured
+    row; None under MIN_TREND_ROWS rows or MIN_TREND_NS."""
+    t, rss = _measured(table, "rss_bytes")
+    if len(rss) < MIN_TREND_ROWS or t[-1] - t[0] < MIN_TREND_NS:
+        return None
+    origin = t[0]
+    return statistics.linear_regression([(v - origin) / 1e9 for v in t], [float(v) for v in rss]).slope
+
+
+def _as_rss(table: SampleTable, name: str) -> SampleTable:
+    """The same rows with column ``name`` read as ``rss_bytes`` (no copy), so that
+    :func:`reduce_memory` bins PSS exactly as it bins RSS."""
+    columns = tuple("rss_bytes" if c == name else "_rss_bytes" if c == "rss_bytes" else c for c in table.columns)
+    return SampleTable(
+        table.path, columns, table.data, table.interval_ns, table.monotonic_ref_ns, table.unix_ref_ns, table.pid
+    )
+
+
+def summarise_memory_file(path: Path, span: tuple[int, int] | None) -> MemorySummary:
+    """What MEMORY adds to :func:`.sampled.summarise_sample_file`'s summary of one file: its
+    PSS bins and RSS trend. A second read of the file, until sampled.py computes these too."""
+    out = MemorySummary(FileSummary())
+    try:
+        table = read_samples(path)
+    except SampleFileError:
+        return out  # the summary of the same file says why
+    if "rss_bytes" in table.columns and "t_ns" in table.columns:
+        out.slope_bytes_per_s = rss_trend(table)
+    if span is not None and PSS_COLUMN in table.columns:
+        pss_bins = [0.0] * MEMORY_BINS
+        if reduce_memory(_as_rss(table, PSS_COLUMN), pss_bins, span).rows:
+            out.pss_bins = pss_bins
+    return out
+
+
+def summarise_memory_files(
+    paths: list[Path], spec: GridSpec | None, span: tuple[int, int] | None
+) -> Iterator[MemorySummary]:
+    """Each path's :func:`.sampled.summarise_sample_file` summary (over the usable cores) with
+    :func:`summarise_memory_file`'s additions, in order."""
+    for summary, path in zip(sampled.summarise_sample_files(paths, spec, span), paths, strict=True):
+        extra = summarise_memory_file(path, span) if summary.error is None and not summary.missing else None
+        if extra is None:
+            yield MemorySummary(summary)
+            continue
+        extra.file = summary
+        if summary.memory is not None:
+            summary.memory.slope_bytes_per_s = extra.slope_bytes_per_s
+        yield extra
 
 
 def _shown(path: Path, run: Run) -> str:
@@ -181,7 +272,7 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
         res.interval_ns = int(max(intervals) * 1e9)
         spec = (res.span[0], res.span[1], res.interval_ns)
         res.timeline = Timeline(*spec)
-    summaries = summarise_sample_files([info.sidecar for info in infos if info.sidecar is not None], spec, res.span)
+    summaries = summarise_memory_files([info.sidecar for info in infos if info.sidecar is not None], spec, res.span)
     for info in infos:
         res.workers += 1
         if info.sidecar is None:
@@ -189,7 +280,8 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
             res.reasons[reason] = res.reasons.get(reason, 0) + 1
             continue
         name = _shown(info.sidecar, run)
-        summary = next(summaries)
+        with_memory = next(summaries)
+        summary = with_memory.file
         if summary.error is not None:
             res.caveats.append(f"{name}: {summary.error}; {info.worker.label} is left out of I/O and MEMORY")
             continue
@@ -219,8 +311,12 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
         else:
             why = info.io_unavailable_reason or "the I/O counters could not be read"
             res.io_reasons[why] = res.io_reasons.get(why, 0) + 1
-        if summary.memory_bins is not None:
+        if with_memory.pss_bins is not None:
+            add_into(res.memory_bins, with_memory.pss_bins)
+            res.pss_processes += 1
+        elif summary.memory_bins is not None and any(summary.memory_bins):
             add_into(res.memory_bins, summary.memory_bins)
+            res.rss_fallback_processes += 1
         wmem = summary.memory
         if wmem.rows:
             worker = info.worker
@@ -326,16 +422,32 @@ def sampled_io(run: Run, options: RenderOptions) -> SampledIo | None:
     return io
 
 
+def pss_fallback_note(res: RunResources) -> str | None:
+    """The note for processes whose RSS stood in for their PSS in "all processes" (None: none
+    did), for the renderers to print under MEMORY."""
+    if not res.rss_fallback_processes:
+        return None
+    n = res.rss_fallback_processes
+    of = f"{n} of {n + res.pss_processes} processes" if res.pss_processes else f"all {n} processes"
+    return (
+        f"MEMORY: PSS not measured for {of} (no pss_bytes column: an older sample file, the psutil "
+        "sampler, or a kernel without /proc/self/smaps_rollup); their RSS is summed instead, which "
+        "counts pages shared with other processes more than once"
+    )
+
+
 def memory(run: Run, options: RenderOptions) -> Memory | None:
     """RSS peak per role and over the run, its trend (the steepest per-process slope in each
-    role), the summed RSS of all processes over the run, and each process's RSS over time."""
+    role), the summed PSS of all processes over the run (RSS for a process whose PSS was not
+    measured), and each process's RSS over time."""
     if options.no_samples:
         return None
     res = resources_of(run, options)
     if res.workers == 0:
         return None
-    out = Memory(processes=res.workers, reasons=_reasons(res.reasons), roles=[], total_bins=None, largest=None,
-                 members=[])
+    out = Memory(
+        processes=res.workers, reasons=_reasons(res.reasons), roles=[], total_bins=None, largest=None, members=[]
+    )
     start = res.span[0] if res.span is not None else None
     for role, members in sorted(res.memory_by_role.items()):
         slopes = [m.slope_bytes_per_s for m, _ in members if m.slope_bytes_per_s is not None]
