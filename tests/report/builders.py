@@ -315,8 +315,9 @@ class SimWorker:
         filled = {
             "t_ns": [k * interval_ns for k in range(rows)],
             "flags": [samplefile.FLAG_SEGMENT_START] + [0] * (rows - 1),
+            "pss_bytes": [-1] * rows,  # not measured, unless a test gives it
         }
-        names = [*samplefile.BASE_COLUMNS, *(c for c in columns if c not in samplefile.BASE_COLUMNS)]
+        names = [*samplefile.NATIVE_COLUMNS, *(c for c in columns if c not in samplefile.NATIVE_COLUMNS)]
         values = [columns.get(name) or filled.get(name) or [0] * rows for name in names]
         data = array("q", (int(row[k]) for k in range(rows) for row in values))
         path = self.path_in(run_dir).with_suffix(samplefile.SUFFIX)

@@ -13,10 +13,10 @@ import pytest
 from lineprofiler.accounting import _sampler
 from lineprofiler.report.blocks.resources import reduce_io
 from lineprofiler.runfiles.samplefile import (
-    BASE_COLUMNS,
     FLAG_CHILD_REAPED,
     FLAG_REAP_UNKNOWN,
     FLAG_SEGMENT_START,
+    NATIVE_COLUMNS,
     interval_mask,
 )
 
@@ -34,7 +34,7 @@ def test_flags_match_the_reader():
         FLAG_CHILD_REAPED,
         FLAG_REAP_UNKNOWN,
     )
-    assert _sampler.Sampler().columns == BASE_COLUMNS
+    assert _sampler.Sampler().columns == NATIVE_COLUMNS
 
 
 @pytest.mark.parametrize(

@@ -51,9 +51,12 @@ def test_forked_readers_are_not_counted_once_each(tmp_path):
     # Each process maps all 200 MB: its RSS says so.
     assert all(m.peak_bytes >= SIZE for m in mem.members), [m.peak_bytes for m in mem.members]
     # Summed, the pages count once: 200 MB plus five interpreters, not five times 200 MB.
+    # (How close to 200 MB depends on when each process's PSS was read, which its read budget
+    # spaces out on a loaded machine: the bound is RSS's sum, which counts the pages five times.)
     assert mem.total_bins is not None
     total = max(mem.total_bins)
-    assert SIZE * 0.9 < total < SIZE + CHILDREN * 60 * MB, total
+    rss_sum = sum(m.peak_bytes for m in mem.members)
+    assert SIZE * 0.9 < total < 0.6 * rss_sum, (total, rss_sum)
     line = next(x for x in resources.render_memory(run, RenderOptions()) if x.startswith("all processes"))
     assert f"{total / MB:.1f} MB" in line
 
