@@ -174,7 +174,7 @@ def test_every_number_of_the_text_report_is_the_pages(demo):
             continue
         label = " ".join(line[:26].split())
         assert memory[label][0] == line[26:42].strip()
-        if label != "all processes":
+        if label != "all processes (PSS)":
             assert memory[label][1] == line[42:58].strip()
     gpu = {r["cells"][0]: r["cells"][1:4] for r in parsed.table("gpu")}
     devices = [line for line in text_block(text, "GPU")[3:] if line.startswith("node")]

@@ -97,9 +97,9 @@ def test_memory_block(run):
     # 1 MB every 12 s is 300 MB an hour.
     assert "learner  x1                       110.0 MB     +300.0 MB/h" in lines
     total = next(line for line in lines if line.startswith("all processes"))
-    assert total.startswith("all processes                     160.0 MB  ")
+    assert total.startswith("all processes (PSS)               160.0 MB  ")  # RSS stands in: not measured
     # A level, so scaled from its lowest to its highest: the learner's growth shows as a ramp.
-    spark = total[len("all processes                     160.0 MB  ") :]
+    spark = total[len("all processes (PSS)               160.0 MB  ") :]
     assert len(spark) == resources.MEMORY_BINS and spark[0] == "▁" and spark[-1] == "█"
     assert list(spark) == sorted(spark, key=resources.SPARK.index)
     assert "  largest: learner pid 11 on node1, 110.0 MB at 2m" in lines

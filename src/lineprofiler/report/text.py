@@ -449,7 +449,8 @@ def memory_lines(memory: Memory | None) -> list[str]:
         lines.append(f"{label:<26}{fmt.size(role.peak_bytes):>16}{trend:>16}")
     if memory.total_bins:
         spark = sparkline(memory.total_bins, level=True)
-        lines.append(f"{'all processes':<26}{fmt.size(max(memory.total_bins)):>16}  {spark}")
+        # PSS: a page that fork children share with their parent is counted once, not per process
+        lines.append(f"{'all processes (PSS)':<26}{fmt.size(max(memory.total_bins)):>16}  {spark}")
     largest = largest_text(memory)
     if largest is not None:
         lines.append(f"  {largest}")
@@ -457,7 +458,10 @@ def memory_lines(memory: Memory | None) -> list[str]:
     return lines
 
 
-MEMORY_TREND_NOTE = "trend: the steepest per-process RSS slope in each role (least squares over its run)"
+MEMORY_TREND_NOTE = (
+    "trend: the steepest per-process RSS slope in each role (least squares over its rows, 10 s or more); "
+    "all processes: summed PSS (RSS where PSS was not measured)"
+)
 
 
 def largest_text(memory: Memory) -> str | None:

@@ -408,7 +408,7 @@ def memory_html(memory: Memory, header: Header | None) -> str:
         for r in memory.roles
     ]
     if memory.total_bins:
-        rows.append(f'<tr data-key="all">{td("all processes", cls="name")}'
+        rows.append(f'<tr data-key="all">{td("all processes (PSS)", cls="name")}'
                     f"{td(fmt.size(max(memory.total_bins)), max(memory.total_bins))}{td('')}</tr>")
     tab = table("memory", ("", "peak", "trend"), rows)
     chart = ""
