@@ -42,6 +42,11 @@ class ProcessHooks:
         self.previous_handlers: dict[int, Any] = {}
         #: The frame that called os.fork(), while its fork hooks run.
         self.fork_caller: Any = None
+        #: A flush for a signal is running on the main thread: a signal arriving meanwhile
+        #: starts no nested flush.
+        self.signal_flushing = False
+        #: A signal that ends the process, arrived during a flush: taken once that flush is done.
+        self.deferred_end: int | None = None
 
     def register(self, profiler: Profiler) -> None:
         # A fork child that builds its own profiler (a multiprocessing worker constructing
@@ -98,15 +103,62 @@ class ProcessHooks:
                 pass
 
     def on_signal(self, signum: int, frame: Any) -> None:
+        """Flush every live profiler (a signal the process survives at most once a second per
+        profiler), then hand the signal on. A signal arriving while a flush of ours runs on this
+        thread starts no nested flush: it is handed on at once, or, if it ends the process,
+        taken once the flush under way is done (with a final flush of its own). Nothing raises
+        from here but the handler chained to."""
+        previous: Any = _signals.SIG_DFL
+        try:
+            previous = self.previous_handlers.get(signum, _signals.SIG_DFL)
+            ending = _signals.ends_process(previous)
+            if self.signal_flushing or self._writing_here():
+                if ending:
+                    # The first ending signal waits for the flush under way; a second one is
+                    # dropped, since the process ends by the first.
+                    if self.deferred_end is None:
+                        self.deferred_end = signum
+                    return
+                # Otherwise handed on below: the flush under way covers it.
+            else:
+                self._flush_all_for_signal(signum, ending)
+        except Exception:  # the guest rule: a failed flush never reaches the interrupted code
+            pass
+        try:
+            _signals.chain(signum, frame, previous)
+        finally:
+            self.end_deferred()
+
+    def _flush_all_for_signal(self, signum: int, ending: bool) -> None:
         name = _signals.signal_name(signum)
-        previous = self.previous_handlers.get(signum, _signals.SIG_DFL)
-        ending = _signals.ends_process(previous)
-        for profiler in list(self.active):
-            try:
-                profiler._flush_for_signal(name, ending=ending)
-            except Exception:
-                pass
-        _signals.chain(signum, frame, previous)
+        self.signal_flushing = True
+        try:
+            for profiler in list(self.active):
+                try:
+                    profiler._flush_for_signal(name, ending=ending)
+                except Exception:
+                    pass
+        finally:
+            self.signal_flushing = False
+
+    def _writing_here(self) -> bool:
+        """Whether this thread is inside one of the live profilers' snapshot writes."""
+        for profiler in self.active:
+            snapshots = getattr(profiler, "_snapshots", None)
+            if snapshots is not None and snapshots.writing_here():
+                return True
+        return False
+
+    def end_deferred(self) -> None:
+        """Take the ending signal that arrived during a flush, now that no flush of ours runs on
+        the main thread: its final flush, then its default action."""
+        signum = self.deferred_end
+        if signum is None or self.signal_flushing or threading.current_thread() is not threading.main_thread():
+            return
+        if self._writing_here():
+            return
+        self.deferred_end = None
+        self.on_signal(signum, None)
 
     # ------------------------------------------------------------------ exit
 
@@ -168,6 +220,8 @@ class ProcessHooks:
 
     def after_fork_child(self) -> None:
         self.fork_caller = None
+        self.signal_flushing = False
+        self.deferred_end = None
         try:
             _phases.after_fork_child()
         except Exception:

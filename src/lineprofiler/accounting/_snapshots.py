@@ -1,6 +1,9 @@
 """When and how one profiler's worker file is written: on request, from a periodic thread, never
 raising. Writes are counted, failures too (with the last reason), and an unwritable run
 directory warns once per process.
+
+A write is never nested in another on the same thread (a signal handler that interrupts one
+finds it under way).
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ class SnapshotWriter:
         # thread that does not exist there.
         self._lock = threading.RLock()
         self._thread = None
+        self._writing: int | None = None  # the thread inside write(), if any
         self.writes = 0
         self.failures = 0
         self.last_error: str | None = None
@@ -98,20 +102,38 @@ class SnapshotWriter:
         except OSError as error:
             self.note_failure(f"cannot create {os.path.dirname(self.path)}: {error.strerror or error}")
 
+    def writing_here(self) -> bool:
+        """Whether the calling thread is inside :meth:`write`."""
+        return self._writing == threading.get_ident()
+
     def write(self, status: str, *, final: bool = False) -> bool:
         """Build and write one snapshot; True when written. Never raises (bar KeyboardInterrupt)."""
         if self.path is None:
             return False
+        me = threading.get_ident()
+        if self._writing == me:
+            return False  # a signal's flush inside this thread's own write: the write covers it
+        try:
+            return self._write_locked(status, final, me)
+        finally:
+            if PROCESS.deferred_end is not None:
+                PROCESS.end_deferred()  # a signal that ends the process came during the write
+
+    def _write_locked(self, status: str, final: bool, me: int) -> bool:
         if not self._lock.acquire(timeout=LOCK_TIMEOUT_S):
             self.note_failure(f"snapshot lock not acquired within {LOCK_TIMEOUT_S:g} s")
             return False
+        self._writing = me
         try:
+            path = self.path
+            if path is None:
+                return False
             try:
                 document = self._build(status, final)
                 notes: list[str] = []
                 token = _phases.own_io_begin()
                 try:
-                    workerfile.write_worker_file(self.path, document, fsync=final, root=self.root, notes=notes)
+                    workerfile.write_worker_file(path, document, fsync=final, root=self.root, notes=notes)
                 finally:
                     _phases.own_io_end(token)
                     for note in notes:  # in the next snapshot's errors
@@ -123,6 +145,7 @@ class SnapshotWriter:
             self.last_success_ns = document["snapshot"]["last_success_unix_ns"]
             return True
         finally:
+            self._writing = None
             self._lock.release()
 
     def note_failure(self, reason: str) -> None:

@@ -36,6 +36,10 @@ __all__ = ["Profiler"]
 DEFAULT_RUN_DIR = "profile"
 DEFAULT_SNAPSHOT_INTERVAL_S = 5.0
 DEFAULT_SAMPLE_INTERVAL_S = 1.0
+#: A signal the process survives (SIGUSR1, SIGHUP) flushes at most once per this interval: a
+#: storm of them costs one fsynced write a second, and the next snapshot carries the rest. A
+#: signal that ends the process always gets its final flush.
+SIGNAL_FLUSH_INTERVAL_S = 1.0
 _MAX_ERRORS = 32
 
 
@@ -141,6 +145,7 @@ class Profiler:
         self._closed = False
         self._final_done = False
         self._signal_name: str | None = None
+        self._last_signal_flush_ns: int | None = None
         self._metadata_due = False  # the first metadata files are still to be written
         self._mp_registered = False
         self._inherited = False  # a copy made by fork: see ProcessHooks.register
@@ -332,7 +337,12 @@ class Profiler:
         self._snapshots.write("exited", final=True)
 
     def _flush_for_signal(self, name: str, *, ending: bool = False) -> None:
+        import time
+
         self._signal_name = name
+        last = self._last_signal_flush_ns
+        if not ending and last is not None and time.monotonic_ns() - last < SIGNAL_FLUSH_INTERVAL_S * 1e9:
+            return  # one flush per interval; the next snapshot carries the signal's name and the rest
         if ending:
             # The signal's default action ends the process next, with no atexit: stop the
             # attachments as an exit would, so an open backend window writes its trace and the
@@ -340,6 +350,8 @@ class Profiler:
             self._write_metadata_if_due()
             self._call_attachments("stop")
         self._snapshots.write("signalled", final=True)
+        # From the end of the write: a slow disk does not make a storm cost more writes.
+        self._last_signal_flush_ns = time.monotonic_ns()
 
     def _record_error(self, text: str) -> None:
         if len(self._errors) < _MAX_ERRORS:
@@ -485,6 +497,7 @@ class Profiler:
         self._errors = []
         self._errors_dropped = 0
         self._signal_name = None
+        self._last_signal_flush_ns = None
         self._final_done = False
         if self.recorder is not None:
             self.recorder.reset()
