@@ -29,6 +29,13 @@ FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
 #: before its os._exit.
 MP_EXIT_PRIORITY = -100
 _MAX_RESTART_DEFERRALS = 100_000
+#: What a profiler's errors say in a process that a fork() made from C (which runs none of
+#: Python's fork hooks) left believing it was its parent.
+C_FORK_NOTE = (
+    "forked without Python's fork hooks (a fork() made from C, which os.register_at_fork does not see), "
+    "noticed at {where}: what this process recorded before then was dropped, since it cannot be told apart "
+    "from its parent's"
+)
 
 
 class ProcessHooks:
@@ -42,6 +49,9 @@ class ProcessHooks:
         self.previous_handlers: dict[int, Any] = {}
         #: The frame that called os.fork(), while its fork hooks run.
         self.fork_caller: Any = None
+        #: The process the hooks last ran in: another pid is a fork child that Python's fork
+        #: hooks never reached (a fork() from C).
+        self.pid = os.getpid()
         #: A flush for a signal is running on the main thread: a signal arriving meanwhile
         #: starts no nested flush.
         self.signal_flushing = False
@@ -49,6 +59,7 @@ class ProcessHooks:
         self.deferred_end: int | None = None
 
     def register(self, profiler: Profiler) -> None:
+        self.ensure_own_process("Profiler()")
         # A fork child that builds its own profiler (a multiprocessing worker constructing
         # Profiler(role="actor")) is one process: the copy inherited from the parent steps aside
         # if it has recorded nothing here, so the child is not counted twice.
@@ -131,6 +142,7 @@ class ProcessHooks:
 
     def _flush_all_for_signal(self, signum: int, ending: bool) -> None:
         name = _signals.signal_name(signum)
+        self.ensure_own_process(name)
         self.signal_flushing = True
         try:
             for profiler in list(self.active):
@@ -163,6 +175,7 @@ class ProcessHooks:
     # ------------------------------------------------------------------ exit
 
     def at_exit(self) -> None:
+        self.ensure_own_process("exit")
         for profiler in list(self.active):
             try:
                 profiler.close()
@@ -219,20 +232,35 @@ class ProcessHooks:
                 pass
 
     def after_fork_child(self) -> None:
+        if os.getpid() != self.pid:  # not when a signal handled earlier in this child did it already
+            self._become_child(None)
+
+    def ensure_own_process(self, where: str) -> None:
+        """Where files are written: in a process that a fork() from C made, which no fork hook
+        reached, do what the child's fork hook would have done (new identity, files and tree),
+        noting it in each profiler's errors."""
+        if os.getpid() != self.pid:
+            self._become_child(C_FORK_NOTE.format(where=where))
+
+    def _become_child(self, note: str | None) -> None:
+        self.pid = os.getpid()
         self.fork_caller = None
         self.signal_flushing = False
         self.deferred_end = None
+        if not self.installed:
+            return  # no profiler was ever live here: nothing to reset
         try:
             _phases.after_fork_child()
         except Exception:
             pass
         for profiler in list(self.active):
             try:
-                profiler._after_fork_child()
-            except Exception:
-                import traceback
-
-                traceback.print_exc()
+                profiler._after_fork_child(note=note)
+            except Exception as error:
+                try:
+                    profiler._record_error(f"fork child: {type(error).__name__}: {error}")
+                except Exception:
+                    pass
 
     def after_fork_returns(self, fn: Callable[[], object]) -> None:
         """Call ``fn`` in the parent once ``os.fork()`` has returned, not inside its hooks.

@@ -3,7 +3,8 @@ raising. Writes are counted, failures too (with the last reason), and an unwrita
 directory warns once per process.
 
 A write is never nested in another on the same thread (a signal handler that interrupts one
-finds it under way).
+finds it under way), and a process never writes the files of the process it was forked from: a
+child that a fork() from C made (no fork hook ran) becomes its own profiler first.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class SnapshotWriter:
         self._lock = threading.RLock()
         self._thread = None
         self._writing: int | None = None  # the thread inside write(), if any
+        self.pid = os.getpid()  # the process whose files this writer writes
         self.writes = 0
         self.failures = 0
         self.last_error: str | None = None
@@ -108,6 +110,10 @@ class SnapshotWriter:
 
     def write(self, status: str, *, final: bool = False) -> bool:
         """Build and write one snapshot; True when written. Never raises (bar KeyboardInterrupt)."""
+        if os.getpid() != self.pid:
+            PROCESS.ensure_own_process("a snapshot")  # resets this writer, with the child's path
+            if os.getpid() != self.pid:
+                return False  # a copy no profiler owns any more: never the parent's file
         if self.path is None:
             return False
         me = threading.get_ident()

@@ -237,6 +237,7 @@ class Profiler:
             return
         from ._process import PROCESS
 
+        PROCESS.ensure_own_process("close()")  # a fork() from C writes its own files, not its parent's
         self._write_metadata_if_due()  # before the final snapshot, which then carries its failures
         self._final_flush()
         self._write_metadata(final=True)
@@ -325,6 +326,9 @@ class Profiler:
         """Write a snapshot now; True when it was written. Never raises."""
         if not self.enabled or self._closed:
             return False
+        from ._process import PROCESS
+
+        PROCESS.ensure_own_process("flush()")  # a fork() from C writes its own files, not its parent's
         self._write_metadata_if_due()
         return self._snapshots.write("running")
 
@@ -482,11 +486,16 @@ class Profiler:
         PROCESS.after_fork_returns(self._start_thread)
         self._call_attachments("after_fork_parent")
 
-    def _after_fork_child(self) -> None:
+    def _after_fork_child(self, note: str | None = None) -> None:
+        """Become the child's own profiler: a new identity, files and tree. ``note`` goes into
+        the child's errors (why it was done late: a fork() from C)."""
         import threading
 
         from ._process import PROCESS
 
+        # First: whatever fails below, this copy never writes its parent's files again.
+        self._path = self._snapshots.path = None
+        self._live_path = None
         self._inherited = True
         # A fork child writes its own metadata file when it closes, not at its start (as before
         # the parent's first snapshot); the lock may have been copied held.
@@ -496,6 +505,8 @@ class Profiler:
         self._snapshots.after_fork_child()
         self._errors = []
         self._errors_dropped = 0
+        if note is not None:
+            self._record_error(note)
         self._signal_name = None
         self._last_signal_flush_ns = None
         self._final_done = False
