@@ -104,6 +104,11 @@ class SnapshotWriter:
         except OSError as error:
             self.note_failure(f"cannot create {os.path.dirname(self.path)}: {error.strerror or error}")
 
+    @property
+    def running(self) -> bool:
+        """Whether the periodic thread is (or is being) started."""
+        return self._thread is not None
+
     def writing_here(self) -> bool:
         """Whether the calling thread is inside :meth:`write`."""
         return self._writing == threading.get_ident()
@@ -177,8 +182,15 @@ class SnapshotWriter:
     def start_thread(self) -> None:
         if self.interval_s is None or self._thread is not None:
             return
-        self._thread = _Periodic(self, self.interval_s)
-        self._thread.start()
+        thread = self._thread = _Periodic(self, self.interval_s)
+        thread.load = PROCESS.claim_loading()
+        try:
+            thread.start()
+        except BaseException:
+            self._thread = None
+            if thread.load:
+                PROCESS.release_loading()
+            raise
 
     def stop_thread(self, timeout: float = 10.0, *, wait_os_thread: bool = False) -> None:
         thread, self._thread = self._thread, None
@@ -198,15 +210,22 @@ class SnapshotWriter:
 
 
 class _Periodic(threading.Thread):
-    """Writes a snapshot every ``interval`` seconds until stopped."""
+    """Writes a snapshot every ``interval`` seconds until stopped. The first of a process first
+    imports what the snapshots import late (``load``), forks waiting meanwhile."""
+
+    #: Not a thread of the user's: see _process._other_python_threads.
+    lineprofiler_own = True
 
     def __init__(self, writer: SnapshotWriter, interval: float) -> None:
         super().__init__(name="lineprofiler-snapshot", daemon=True)
         self.writer = writer
         self.interval = interval
         self.stop_event = threading.Event()
+        self.load = False
 
     def run(self) -> None:
+        if self.load:
+            PROCESS.load_late()
         while not self.stop_event.wait(self.interval):
             try:
                 before = self.writer.before_periodic
