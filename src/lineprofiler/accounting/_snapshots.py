@@ -1,6 +1,10 @@
 """When and how one profiler's worker file is written: on request, from a periodic thread, never
 raising. Writes are counted, failures too (with the last reason), and an unwritable run
 directory warns once per process.
+
+A write is never nested in another on the same thread (a signal handler that interrupts one
+finds it under way), and a process never writes the files of the process it was forked from: a
+child that a fork() from C made (no fork hook ran) becomes its own profiler first.
 """
 
 from __future__ import annotations
@@ -84,6 +88,8 @@ class SnapshotWriter:
         # thread that does not exist there.
         self._lock = threading.RLock()
         self._thread = None
+        self._writing: int | None = None  # the thread inside write(), if any
+        self.pid = os.getpid()  # the process whose files this writer writes
         self.writes = 0
         self.failures = 0
         self.last_error: str | None = None
@@ -98,20 +104,47 @@ class SnapshotWriter:
         except OSError as error:
             self.note_failure(f"cannot create {os.path.dirname(self.path)}: {error.strerror or error}")
 
+    @property
+    def running(self) -> bool:
+        """Whether the periodic thread is (or is being) started."""
+        return self._thread is not None
+
+    def writing_here(self) -> bool:
+        """Whether the calling thread is inside :meth:`write`."""
+        return self._writing == threading.get_ident()
+
     def write(self, status: str, *, final: bool = False) -> bool:
         """Build and write one snapshot; True when written. Never raises (bar KeyboardInterrupt)."""
+        if os.getpid() != self.pid:
+            PROCESS.ensure_own_process("a snapshot")  # resets this writer, with the child's path
+            if os.getpid() != self.pid:
+                return False  # a copy no profiler owns any more: never the parent's file
         if self.path is None:
             return False
+        me = threading.get_ident()
+        if self._writing == me:
+            return False  # a signal's flush inside this thread's own write: the write covers it
+        try:
+            return self._write_locked(status, final, me)
+        finally:
+            if PROCESS.deferred_end is not None:
+                PROCESS.end_deferred()  # a signal that ends the process came during the write
+
+    def _write_locked(self, status: str, final: bool, me: int) -> bool:
         if not self._lock.acquire(timeout=LOCK_TIMEOUT_S):
             self.note_failure(f"snapshot lock not acquired within {LOCK_TIMEOUT_S:g} s")
             return False
+        self._writing = me
         try:
+            path = self.path
+            if path is None:
+                return False
             try:
                 document = self._build(status, final)
                 notes: list[str] = []
                 token = _phases.own_io_begin()
                 try:
-                    workerfile.write_worker_file(self.path, document, fsync=final, root=self.root, notes=notes)
+                    workerfile.write_worker_file(path, document, fsync=final, root=self.root, notes=notes)
                 finally:
                     _phases.own_io_end(token)
                     for note in notes:  # in the next snapshot's errors
@@ -123,6 +156,7 @@ class SnapshotWriter:
             self.last_success_ns = document["snapshot"]["last_success_unix_ns"]
             return True
         finally:
+            self._writing = None
             self._lock.release()
 
     def note_failure(self, reason: str) -> None:
@@ -148,8 +182,15 @@ class SnapshotWriter:
     def start_thread(self) -> None:
         if self.interval_s is None or self._thread is not None:
             return
-        self._thread = _Periodic(self, self.interval_s)
-        self._thread.start()
+        thread = self._thread = _Periodic(self, self.interval_s)
+        thread.load = PROCESS.claim_loading()
+        try:
+            thread.start()
+        except BaseException:
+            self._thread = None
+            if thread.load:
+                PROCESS.release_loading()
+            raise
 
     def stop_thread(self, timeout: float = 10.0, *, wait_os_thread: bool = False) -> None:
         thread, self._thread = self._thread, None
@@ -169,15 +210,22 @@ class SnapshotWriter:
 
 
 class _Periodic(threading.Thread):
-    """Writes a snapshot every ``interval`` seconds until stopped."""
+    """Writes a snapshot every ``interval`` seconds until stopped. The first of a process first
+    imports what the snapshots import late (``load``), forks waiting meanwhile."""
+
+    #: Not a thread of the user's: see _process._other_python_threads.
+    lineprofiler_own = True
 
     def __init__(self, writer: SnapshotWriter, interval: float) -> None:
         super().__init__(name="lineprofiler-snapshot", daemon=True)
         self.writer = writer
         self.interval = interval
         self.stop_event = threading.Event()
+        self.load = False
 
     def run(self) -> None:
+        if self.load:
+            PROCESS.load_late()
         while not self.stop_event.wait(self.interval):
             try:
                 before = self.writer.before_periodic

@@ -36,6 +36,10 @@ __all__ = ["Profiler"]
 DEFAULT_RUN_DIR = "profile"
 DEFAULT_SNAPSHOT_INTERVAL_S = 5.0
 DEFAULT_SAMPLE_INTERVAL_S = 1.0
+#: A signal the process survives (SIGUSR1, SIGHUP) flushes at most once per this interval: a
+#: storm of them costs one fsynced write a second, and the next snapshot carries the rest. A
+#: signal that ends the process always gets its final flush.
+SIGNAL_FLUSH_INTERVAL_S = 1.0
 _MAX_ERRORS = 32
 
 
@@ -141,6 +145,9 @@ class Profiler:
         self._closed = False
         self._final_done = False
         self._signal_name: str | None = None
+        self._last_signal_flush_ns: int | None = None
+        self._restart_after_fork = False  # the snapshot thread was stopped for a fork
+        self._fork_crowded = False  # the fork under way is made while other threads run Python
         self._metadata_due = False  # the first metadata files are still to be written
         self._mp_registered = False
         self._inherited = False  # a copy made by fork: see ProcessHooks.register
@@ -178,15 +185,18 @@ class Profiler:
         self.count = self.recorder.count  # type: ignore[method-assign]
         # Hooks and attachments before the start file, so that it already carries them.
         _wiring.wire(self)
-        self._begin_process()
+        self._begin_process(start_thread=False)
         PROCESS.register(self)
         _wiring.attach_sampler(self)
         # The metadata files wait for the first snapshot (see the module docstring).
         self._metadata_due = True
+        # Last, once the constructor's own work is done: the first snapshot thread of a process
+        # starts by importing what the snapshots import late (see _process).
+        self._start_thread()
 
     # ------------------------------------------------------------------ lifetime
 
-    def _begin_process(self) -> None:
+    def _begin_process(self, *, start_thread: bool = True) -> None:
         """Identity, times and the start file of this process (again in a fork child)."""
         import time
 
@@ -202,7 +212,8 @@ class Profiler:
         self._snapshots.prepare_dir()
         self._attach_live()
         self._snapshots.write("started")
-        self._start_thread()
+        if start_thread:
+            self._start_thread()
 
     def _attach_live(self) -> None:
         """The live file beside the worker file: everything recorded survives a SIGKILL."""
@@ -232,6 +243,7 @@ class Profiler:
             return
         from ._process import PROCESS
 
+        PROCESS.ensure_own_process("close()")  # a fork() from C writes its own files, not its parent's
         self._write_metadata_if_due()  # before the final snapshot, which then carries its failures
         self._final_flush()
         self._write_metadata(final=True)
@@ -320,6 +332,9 @@ class Profiler:
         """Write a snapshot now; True when it was written. Never raises."""
         if not self.enabled or self._closed:
             return False
+        from ._process import PROCESS
+
+        PROCESS.ensure_own_process("flush()")  # a fork() from C writes its own files, not its parent's
         self._write_metadata_if_due()
         return self._snapshots.write("running")
 
@@ -332,7 +347,12 @@ class Profiler:
         self._snapshots.write("exited", final=True)
 
     def _flush_for_signal(self, name: str, *, ending: bool = False) -> None:
+        import time
+
         self._signal_name = name
+        last = self._last_signal_flush_ns
+        if not ending and last is not None and time.monotonic_ns() - last < SIGNAL_FLUSH_INTERVAL_S * 1e9:
+            return  # one flush per interval; the next snapshot carries the signal's name and the rest
         if ending:
             # The signal's default action ends the process next, with no atexit: stop the
             # attachments as an exit would, so an open backend window writes its trace and the
@@ -340,6 +360,8 @@ class Profiler:
             self._write_metadata_if_due()
             self._call_attachments("stop")
         self._snapshots.write("signalled", final=True)
+        # From the end of the write: a slow disk does not make a storm cost more writes.
+        self._last_signal_flush_ns = time.monotonic_ns()
 
     def _record_error(self, text: str) -> None:
         if len(self._errors) < _MAX_ERRORS:
@@ -421,7 +443,12 @@ class Profiler:
         worker file's ``errors``, never raised: ``start()`` (now, if recording), ``stop()``
         (before the final flush), ``before_fork()``, ``after_fork_parent()``,
         ``after_fork_child()``, ``contribute(document)`` (at each snapshot: add keys such as
-        ``"samples"`` or ``"gpu"``), ``close()``.
+        ``"samples"`` or ``"gpu"``), ``close()``. A fork made while other threads run Python
+        calls ``before_crowded_fork()`` and ``after_crowded_fork_parent()`` instead of the
+        first two where the attachment has them: such a fork must not wait for any thread
+        (each wait for the GIL costs a turn behind every busy thread), and Python warns of
+        forking a multi-threaded process anyway, so a thread that holds nothing the child
+        needs may stay up.
         """
         if not self.enabled or self._closed:
             return
@@ -458,23 +485,41 @@ class Profiler:
 
     # ------------------------------------------------------------------ fork (called by PROCESS)
 
-    def _before_fork(self) -> None:
-        # The snapshot thread must not be mid-write, holding the lock, when the process is
-        # copied: stop it (it finishes its write first) and restart it on both sides.
-        self._snapshots.stop_thread(wait_os_thread=True)
-        self._call_attachments("before_fork")
+    def _before_fork(self, *, crowded: bool = False) -> None:
+        """``crowded``: other threads run Python here, and the snapshot thread stays up (see
+        _process.ProcessHooks.before_fork); attachments get ``before_crowded_fork()`` where they
+        have it. Otherwise the thread is stopped, after its current write, and restarted on both
+        sides."""
+        self._fork_crowded = crowded
+        self._restart_after_fork = not crowded and self._snapshots.running
+        if self._restart_after_fork:
+            self._snapshots.stop_thread(wait_os_thread=True)
+        self._call_fork_hook("before_crowded_fork" if crowded else "before_fork", "before_fork")
 
     def _after_fork_parent(self) -> None:
         from ._process import PROCESS
 
-        PROCESS.after_fork_returns(self._start_thread)
-        self._call_attachments("after_fork_parent")
+        if self._restart_after_fork:
+            self._restart_after_fork = False
+            PROCESS.after_fork_returns(self._start_thread)
+        crowded = self._fork_crowded
+        self._call_fork_hook("after_crowded_fork_parent" if crowded else "after_fork_parent", "after_fork_parent")
 
-    def _after_fork_child(self) -> None:
+    def _call_fork_hook(self, method: str, fallback: str) -> None:
+        for attachment in list(self._attachments):
+            self._call_one(attachment, method if hasattr(attachment, method) else fallback)
+
+    def _after_fork_child(self, note: str | None = None) -> None:
+        """Become the child's own profiler: a new identity, files and tree. ``note`` goes into
+        the child's errors (why it was done late: a fork() from C)."""
         import threading
 
         from ._process import PROCESS
 
+        # First: whatever fails below, this copy never writes its parent's files again.
+        self._path = self._snapshots.path = None
+        self._live_path = None
+        self._restart_after_fork = False
         self._inherited = True
         # A fork child writes its own metadata file when it closes, not at its start (as before
         # the parent's first snapshot); the lock may have been copied held.
@@ -484,7 +529,10 @@ class Profiler:
         self._snapshots.after_fork_child()
         self._errors = []
         self._errors_dropped = 0
+        if note is not None:
+            self._record_error(note)
         self._signal_name = None
+        self._last_signal_flush_ns = None
         self._final_done = False
         if self.recorder is not None:
             self.recorder.reset()

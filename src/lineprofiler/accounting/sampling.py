@@ -70,6 +70,9 @@ class _PsutilThread(threading.Thread):
     """The psutil sampler's thread. Its stop event travels with it, so stopping one thread never
     signals another started in its place."""
 
+    #: Not a thread of the user's: see _process._other_python_threads.
+    lineprofiler_own = True
+
     def __init__(self, sampler: _PsutilSampler) -> None:
         super().__init__(name="lineprofiler-sampler", daemon=True)
         self.sampler = sampler
@@ -372,6 +375,8 @@ class ResourceSampler:
             self.source, self._impl = None, None
             self.unavailable_reason = f"the sampler could not be set up: {error.__class__.__name__}: {error}"
         self._errors: list[str] = []
+        self._reads_nvml = True  # until the start says otherwise: see before_crowded_fork
+        self._forks_kept = 0  # crowded forks across which the native thread kept sampling
         self._reset_output()
 
     def _reset_output(self) -> None:
@@ -399,6 +404,7 @@ class ResourceSampler:
         try:
             self._impl.start()
             self._started = True
+            self._reads_nvml = self._native_reads_nvml()
         except Exception as error:
             self._note(f"sampler start failed: {error.__class__.__name__}: {error}")
 
@@ -427,16 +433,47 @@ class ResourceSampler:
             except Exception as error:
                 self._note(f"sampler restart after fork failed: {error.__class__.__name__}: {error}")
 
+    def before_crowded_fork(self) -> None:
+        """:meth:`before_fork` for a fork made while other threads run Python: the native thread
+        keeps sampling across it unless it reads NVML. Stopping and restarting it costs the
+        fork a wait for the OS to run it, which on a busy machine can outlast the forking
+        thread's turn at the GIL, and then the fork waits behind every busy thread. It holds
+        nothing else the child needs: the child initialises the sampler's locks and ring
+        afresh, as after a fork made from C. An NVML call under way would leave the library's
+        own locks held in the child."""
+        if self.source == "proc" and not self._reads_nvml:
+            self._forks_kept += 1
+            return
+        self.before_fork()
+
+    def after_crowded_fork_parent(self) -> None:
+        if self._forks_kept > 0:
+            self._forks_kept -= 1
+            return
+        self.after_fork_parent()
+
     def after_fork_child(self) -> None:
         """The child samples itself into its own file, from an empty ring."""
         self._reset_output()
         self._errors = []
+        self._forks_kept = 0
         if self._impl is not None:
             try:
                 self._impl.after_fork_child()
                 self._started = self._impl.running
+                self._reads_nvml = self._native_reads_nvml()
             except Exception as error:
                 self._note(f"sampler start in forked child failed: {error.__class__.__name__}: {error}")
+
+    def _native_reads_nvml(self) -> bool:
+        """Whether the native thread calls NVML at its ticks (it has devices to read); True
+        when that cannot be told. Fixed from the sampler's start: read once, not at a fork."""
+        if self.source != "proc":
+            return True
+        try:
+            return bool(self._impl.stats().get("gpu_devices", 1))
+        except Exception:
+            return True
 
     def close(self) -> None:
         if self._impl is not None:
@@ -538,7 +575,13 @@ class ResourceSampler:
                 excess += -excess % row_bytes
                 del self._pending[:excess]
                 self._pending_lost += excess // row_bytes
-        located = self._sidecar(document, path)
+        # A start file (a fork child's: the parent's is written before the sampler is attached)
+        # keeps its rows for the next snapshot: the sample file's Path would import pathlib
+        # inside the child's fork hook, where a module another thread of the parent was
+        # importing would never finish loading.
+        times = document.get("times")
+        starting = isinstance(times, dict) and times.get("status") == "started"
+        located = None if starting else self._sidecar(document, path)
         sidecar = None if located is None else located[0]
         if located is not None and self._pending:
             sidecar, root = located
@@ -564,7 +607,7 @@ class ResourceSampler:
         reason = self.unavailable_reason
         if not self._started:
             reason = reason or "the sampler was not started"
-        elif sidecar is None and self._writer is None:
+        elif sidecar is None and self._writer is None and not starting:
             reason = "no run directory or worker file path to write samples beside"
         elif stats.get("io_reason") and stats.get("rss_reason"):
             reason = f"{stats['io_reason']}; {stats['rss_reason']}"
