@@ -93,6 +93,8 @@ class ProcessHooks:
         self.previous_handlers: dict[int, Any] = {}
         #: The frame that called os.fork(), while its fork hooks run.
         self.fork_caller: Any = None
+        #: Calls queued by after_fork_returns that have not run yet (each holds on to fork_caller).
+        self._awaiting_fork_return = 0
         #: The process the hooks last ran in: another pid is a fork child that Python's fork
         #: hooks never reached (a fork() from C).
         self.pid = os.getpid()
@@ -319,6 +321,11 @@ class ProcessHooks:
                 profiler._after_fork_parent()
             except Exception:
                 pass
+        if not self._awaiting_fork_return:
+            # Nothing waits for os.fork() to return: let go of its frame now, or it and every
+            # local in it (a DataLoader, say) outlive the function that forked, until the next
+            # fork (3.11 never deferred, and kept it).
+            self.fork_caller = None
 
     def after_fork_child(self) -> None:
         if os.getpid() != self.pid:  # not when a signal handled earlier in this child did it already
@@ -388,10 +395,13 @@ class ProcessHooks:
             attempts += 1
             if inside and attempts < _MAX_RESTART_DEFERRALS and _phases.defer(when_out_of_fork):
                 return
+            self._awaiting_fork_return -= 1
             self.fork_caller = None
             fn()
 
-        if not _phases.defer(when_out_of_fork):
+        if _phases.defer(when_out_of_fork):
+            self._awaiting_fork_return += 1
+        else:
             fn()
 
 
