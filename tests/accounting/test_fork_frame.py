@@ -39,6 +39,8 @@ SCRIPT = textwrap.dedent(
 
 def test_the_forking_frames_locals_die_with_it(tmp_path):
     for mode in ("unprofiled", "profiled"):
-        done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / mode), mode], capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(tmp_path / mode), mode], capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "gone", (mode, done.stdout, done.stderr[-2000:])

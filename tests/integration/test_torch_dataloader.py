@@ -93,8 +93,19 @@ def test_line_stats_of_the_workers_under_children(tmp_path: Path) -> None:
     shutil.copy(EXAMPLE, project / "train.py")
     out = tmp_path / "lines"
     done = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "run", "--children", "-o", str(out), "train.py",
-         "--run-dir", str(tmp_path / "profile"), *ARGS],
+        [
+            sys.executable,
+            "-m",
+            "lineprofiler",
+            "run",
+            "--children",
+            "-o",
+            str(out),
+            "train.py",
+            "--run-dir",
+            str(tmp_path / "profile"),
+            *ARGS,
+        ],
         capture_output=True,
         text=True,
         timeout=600,
