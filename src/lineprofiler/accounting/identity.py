@@ -164,6 +164,22 @@ def _ray(env: Mapping[str, str]) -> Any:
     return lp_ray if lp_ray.connected() else None
 
 
+def adopt_ray_job_env() -> None:
+    """A Ray worker of a job that ``lp_ray.init`` joined after Ray had started (the user's or a
+    framework's ``ray.init()``) finds the run's settings in Ray's key-value store, not in its
+    environment: export them before the profiler reads it. Nothing where Ray was never imported
+    or the environment already names a run directory. Never raises."""
+    if "ray" not in sys.modules or os.environ.get(ENV_RUN_DIR):
+        return
+    lp_ray = _ray(os.environ)
+    if lp_ray is None:
+        return
+    try:
+        lp_ray.adopt_job_env()
+    except Exception:  # a guest: without the settings the profiler is what the arguments say
+        pass
+
+
 def _int_or_none(value: str | None) -> int | None:
     if value is None:
         return None

@@ -106,7 +106,7 @@ class Profiler:
         timeline_hz: float = 10.0,
     ) -> None:
         from ._options import check_options
-        from .identity import ENV_PROFILE, ENV_RUN_DIR, clean_role
+        from .identity import ENV_PROFILE, ENV_RUN_DIR, adopt_ray_job_env, clean_role
 
         # Wrong arguments raise here, before anything is touched.
         options = check_options(
@@ -117,6 +117,7 @@ class Profiler:
             timeline_hz=timeline_hz,
         )
         self._options: Options = options
+        adopt_ray_job_env()  # a Ray worker of a job joined after ray.init(): before the environment is read
         self._noop = _phases.Noop()
         self.enabled: bool = enabled if enabled is not None else _env_enabled(os.environ.get(ENV_PROFILE))
         self.measure_cpu = measure_cpu
