@@ -88,14 +88,7 @@ def _phases(document) -> dict[str, int]:
 @pytest.mark.parametrize(
     "live",
     [
-        pytest.param(
-            "live",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="until the live file's pthread_atfork child handler detaches a C fork's child "
-                "from its parent's mapping, the parent may read or crash on the child's nodes",
-            ),
-        ),
+        "live",
         "no live file",
     ],
 )
