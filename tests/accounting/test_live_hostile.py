@@ -58,8 +58,13 @@ WORKER = textwrap.dedent(
 
 
 def _start(run_dir: Path, mode: str = "") -> tuple[subprocess.Popen[str], Path]:
+    return _spawn(WORKER, str(run_dir), str(N_PATHS), str(ROUNDS), mode)
+
+
+def _spawn(script: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
+    """A worker running ``script``, once it has printed its live file's path."""
     child = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(run_dir), str(N_PATHS), str(ROUNDS), mode],
+        [sys.executable, "-c", script, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -290,17 +295,7 @@ FROZEN = textwrap.dedent(
 
 def test_a_live_file_that_cannot_grow_keeps_what_it_has(tmp_path: Path) -> None:
     limit = 4096 + 200 * 1024  # the header and one node segment (about 160 kB), not two
-    child = subprocess.Popen(
-        [sys.executable, "-c", FROZEN, str(tmp_path), str(limit)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    line = child.stdout.readline()
-    assert line, child.stderr.read() if child.stderr else ""
-    live_path = Path(json.loads(line)["live"])
+    child, live_path = _spawn(FROZEN, str(tmp_path), str(limit))
     data = live_path.read_bytes()
     flags = int.from_bytes(data[livefile._HEADER.size + 2048 :][:4], "little")
     assert flags == 1  # frozen, not abandoned
