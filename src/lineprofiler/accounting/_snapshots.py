@@ -225,6 +225,9 @@ class _Periodic(threading.Thread):
 
     def run(self) -> None:
         if self.load:
+            # The thread that started this one waits for the GIL to return from start(): give it
+            # back first, so that the imports are not the constructor's to pay.
+            time.sleep(0)
             PROCESS.load_late()
         while not self.stop_event.wait(self.interval):
             try:
