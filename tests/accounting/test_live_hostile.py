@@ -216,8 +216,9 @@ C_FORK = textwrap.dedent(
     for i in range(100):
         with prof.phase("before"):
             prof.count("n")
-    libc = ctypes.CDLL(None, use_errno=True)
-    pid = libc.fork()  # no Python fork hook runs in the child
+    # PyDLL: fork() with the GIL held, as a C extension calls it (CDLL lets go of it around the
+    # call, and a child forked while the snapshot thread held it could never run Python)
+    pid = ctypes.PyDLL(None).fork()  # no Python fork hook runs in the child
     if pid == 0:
         # the child records into the tree it inherited: new paths too (new segments)
         for i in range(300):
@@ -269,7 +270,8 @@ def _final_documents_by_role(run_dir: Path) -> dict[str, dict]:
 
 def test_a_python_fork_child_leaves_the_parents_file_alone(tmp_path: Path) -> None:
     """The same through os.fork (Python's hooks run): the child's records go to its own file."""
-    script = C_FORK.replace("libc.fork()", "os.fork()")
+    script = C_FORK.replace("ctypes.PyDLL(None).fork()", "os.fork()")
+    assert script != C_FORK
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
     result = json.loads(done.stdout.splitlines()[-1])
