@@ -11,6 +11,7 @@ The live files are real: written by real profiler processes, killed with SIGKILL
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import struct
@@ -64,7 +65,8 @@ def make_run(folder: Path) -> tuple[Path, Path]:
     script = folder / "job.py"
     script.write_text(JOB)
     run_dir = folder / "run"
-    env = {"LINEPROFILER_RUN_ID": RUN_ID, "PATH": "/usr/bin:/bin"}
+    # The test's own environment (LD_PRELOAD under ASan), with a run id of its own.
+    env = {**os.environ, "LINEPROFILER_RUN_ID": RUN_ID}
     for role, mode in (("healthy", "exit"), ("victim", "kill")):
         done = subprocess.run(
             [sys.executable, str(script), str(run_dir), role, mode],
