@@ -558,6 +558,10 @@ class _CApi(ctypes.Structure):
         ("version", ctypes.c_int),
         ("main_thread_phase", ctypes.POINTER(ctypes.c_int32)),
         ("own_io", ctypes.POINTER(ctypes.c_int64)),
+        ("threads", ctypes.c_void_p),
+        ("threads_unpublished", ctypes.POINTER(ctypes.c_int64)),
+        ("after_fork_child", ctypes.c_void_p),
+        ("main_thread_since_ns", ctypes.POINTER(ctypes.c_int64)),
     ]
 
 
@@ -571,12 +575,16 @@ def _capi():
 
 def test_capsule_publishes_the_main_thread_phase_and_own_io():
     api = _capi()
-    assert api.version == _phases.CAPI_VERSION == 2
+    assert api.version == _phases.CAPI_VERSION == 3
     rec = _phases.Recorder(measure_cpu=False)
     rec.make_primary()
     assert api.main_thread_phase[0] == -1
+    before = time.monotonic_ns()
     with rec.phase("outer"):
+        after = time.monotonic_ns()
         outer_id = api.main_thread_phase[0]
+        # Since when: the entry's own clock read, on the sampler's clock.
+        assert before <= api.main_thread_since_ns[0] <= after
         with rec.phase("inner"):
             inner_id = api.main_thread_phase[0]
             assert _phases.main_thread_phase() == inner_id

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -76,7 +77,7 @@ def _ticks(worker) -> tuple[samplefile.SampleTable, list[tuple[int, str]]]:
     table = samplefile.read_samples(path)
     paths = timeline._path_table(worker)
     states: dict[int, str] = {}
-    for t, tid, node in zip(*(table.column(c) for c in samplefile.TIMELINE_COLUMNS), strict=True):
+    for t, tid, node in zip(*(table.column(c) for c in samplefile.TIMELINE_REQUIRED_COLUMNS), strict=True):
         if tid == samplefile.TID_SKIPPED:
             continue
         states.setdefault(t, "")
@@ -178,11 +179,45 @@ def _ticks_pass(sampler, n: int) -> None:
     wait_for_stat(sampler, "timeline_ticks", sampler.stats()["timeline_ticks"] + n)
 
 
-def _rows(sampler):
+def _rows(sampler, width: int = 3):
+    """The drained timeline rows, each cut to its first ``width`` values (t_ns, tid, phase)."""
     from array import array
 
+    from lineprofiler.accounting import _sampler
+
+    step = len(_sampler.TIMELINE_COLUMNS)
     rows = array("q", sampler.drain_timeline())
-    return [tuple(rows[i : i + 3]) for i in range(0, len(rows), 3)]
+    return [tuple(rows[i : i + width]) for i in range(0, len(rows), step)]
+
+
+def test_a_tick_knows_since_when_and_the_phase_left_before():
+    """Each row carries when its state began and the last phase left (start and end): the
+    clock reads of the entries and exits themselves, not the tick's time."""
+    from lineprofiler.accounting import _phases, _sampler
+
+    assert _sampler.TIMELINE_COLUMNS == samplefile.TIMELINE_COLUMNS
+    rec = _phases.Recorder()
+    rec.start()
+    rec.make_primary()
+    s = _sampler.Sampler(3600.0, 16, timeline_hz=100, nvml=False)
+    s.start()
+    before_a = time.monotonic_ns()
+    with rec.phase("a"):
+        after_a = time.monotonic_ns()
+        time.sleep(0.002)
+        before_exit = time.monotonic_ns()
+    after_exit = time.monotonic_ns()
+    with rec.phase("b"):
+        after_b = time.monotonic_ns()
+        _ticks_pass(s, 2)
+        rows = [r for r in _rows(s, width=7) if r[1] == threading.get_native_id()]
+    s.close()
+    ids = {p["path"]: p["id"] for p in rec.snapshot()["phases"]}
+    t, _, phase, since, prev, prev_since, prev_end = rows[-1]
+    assert phase == ids["b"] and prev == ids["a"]
+    assert after_exit <= since <= after_b <= t
+    assert before_a <= prev_since <= after_a
+    assert before_exit <= prev_end <= after_exit
 
 
 def test_threads_that_start_and_end_and_the_overflow_node():

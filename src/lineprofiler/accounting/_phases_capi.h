@@ -11,7 +11,7 @@
 #include "../_procio.h"
 
 #define LP_PHASES_CAPI_NAME    "lineprofiler.accounting._phases._C_API"
-#define LP_PHASES_CAPI_VERSION 2
+#define LP_PHASES_CAPI_VERSION 3
 
 /* Threads whose innermost phase is published at once; more are counted, not shown. */
 #define LP_THREAD_SLOTS 64
@@ -22,7 +22,71 @@ typedef struct {
     _Atomic uint64_t owner; /* the thread state's id + 1 (see threads.c); 0: a free slot */
     _Atomic int64_t tid;    /* the OS thread id, for the record */
     _Atomic int32_t phase;  /* node id of its innermost open phase; -1 none */
+    /* Version 3: CLOCK_MONOTONIC ns of the entry or exit that set `phase` (0: not known), and
+     * the last phase the thread left (from prev_since_ns to prev_end_ns; -1: none yet). Between
+     * prev_end_ns and since_ns the thread was in no phase: any phase entered and left there
+     * would be the last one left. So a sample knows its state's start and what came just
+     * before, and a timeline's boundaries are exact to the entry, not to the sample period.
+     * Written under `seq` (a seqlock: odd while a write is under way); read with lp_slot_read. */
+    _Atomic int64_t since_ns;
+    _Atomic int32_t prev_phase;
+    _Atomic int64_t prev_since_ns;
+    _Atomic int64_t prev_end_ns;
+    _Atomic uint32_t seq;
 } lp_thread_slot;
+
+/* What a slot said at one moment. */
+typedef struct {
+    int32_t phase, prev_phase;
+    int64_t since_ns, prev_since_ns, prev_end_ns;
+} lp_slot_state;
+
+/* The writer (the slot's thread, with the GIL). Publishing the state a slot already shows
+ * changes nothing (its `since` stays). */
+static inline void lp_slot_set(lp_thread_slot *s, int32_t phase, int64_t now_ns)
+{
+    int32_t old = atomic_load_explicit(&s->phase, memory_order_relaxed);
+    if (old == phase) {
+        return;
+    }
+    uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    if (old >= 0) {
+        atomic_store_explicit(&s->prev_phase, old, memory_order_relaxed);
+        atomic_store_explicit(&s->prev_since_ns, atomic_load_explicit(&s->since_ns, memory_order_relaxed),
+                              memory_order_relaxed);
+        atomic_store_explicit(&s->prev_end_ns, now_ns, memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->since_ns, now_ns, memory_order_relaxed);
+    atomic_store_explicit(&s->phase, phase, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+}
+
+/* The reader (any thread, no GIL): a consistent view, or 0 when the writer kept it busy for
+ * every try (the caller then knows only `phase`, read on its own). */
+static inline int lp_slot_read(lp_thread_slot *s, lp_slot_state *out)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        uint32_t before = atomic_load_explicit(&s->seq, memory_order_acquire);
+        if (before & 1u) {
+            continue;
+        }
+        out->phase = atomic_load_explicit(&s->phase, memory_order_relaxed);
+        out->since_ns = atomic_load_explicit(&s->since_ns, memory_order_relaxed);
+        out->prev_phase = atomic_load_explicit(&s->prev_phase, memory_order_relaxed);
+        out->prev_since_ns = atomic_load_explicit(&s->prev_since_ns, memory_order_relaxed);
+        out->prev_end_ns = atomic_load_explicit(&s->prev_end_ns, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&s->seq, memory_order_relaxed) == before) {
+            return 1;
+        }
+    }
+    out->phase = atomic_load_explicit(&s->phase, memory_order_relaxed);
+    out->prev_phase = -1;
+    out->since_ns = out->prev_since_ns = out->prev_end_ns = 0;
+    return 0;
+}
 
 typedef struct lp_phases_capi {
     int version; /* LP_PHASES_CAPI_VERSION */
@@ -41,6 +105,10 @@ typedef struct lp_phases_capi {
     /* In a forked child, with the GIL, from the thread that forked: frees every slot but the
      * calling thread's (the others' threads do not exist here). */
     void (*after_fork_child)(struct lp_phases_capi *api);
+    /* Version 3: when main_thread_phase last changed (CLOCK_MONOTONIC ns; 0: not known), so a
+     * resource sample can tell an interval spent wholly outside phases from one that crossed
+     * a phase boundary. */
+    _Atomic int64_t *main_thread_since_ns;
 } lp_phases_capi;
 
 #endif /* LP_PHASES_CAPI_H */

@@ -85,4 +85,4 @@ class Sampler:
 
 def thread_io() -> tuple[int, int, int, int, int, int] | None: ...
 
-TIMELINE_COLUMNS: tuple[str, str, str]
+TIMELINE_COLUMNS: tuple[str, str, str, str, str, str, str]

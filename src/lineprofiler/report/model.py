@@ -461,11 +461,16 @@ class TimelineRole:
     stalls: list[Stall]
     skipped_ticks: int
     ticks: int
+    #: Phases that took at least ``Timeline.UNSEEN_SHARE`` of the role's lifetime by the exact
+    #: phase totals but that the samples all but missed (they ran between samples): path ->
+    #: exact share. Drawn columns cannot show them; the legend names them.
+    unseen: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
 class Timeline:
     OUTSIDE = "."
+    UNSEEN_SHARE = 0.10
 
     start_ns: int
     column_ns: float

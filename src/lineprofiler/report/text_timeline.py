@@ -40,6 +40,12 @@ def _role_lines(role: TimelineRole, timeline: Timeline) -> list[str]:
     ]
     legend.append(f"{Timeline.OUTSIDE} outside phases {fmt.percent(role.occupancy.get('', 0.0), 0)}")
     lines += _wrap(legend, "  ")
+    if role.unseen:
+        missed = [f"{fmt.clip_left(fmt.printable(p), 28)} {fmt.percent(s, 0)}" for p, s in role.unseen.items()]
+        lines += _wrap(
+            ["in the exact totals, under a quarter of it drawn (share of the lifetime):", *missed],
+            "  ",
+        )
     if role.stalls:
         total = sum(s.length_ns for s in role.stalls)
         head = f"stalls: {len(role.stalls)}, {fmt.duration(total)} in all:"

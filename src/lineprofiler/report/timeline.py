@@ -11,6 +11,7 @@ counted here; the span before it is not stretched over the gap past two periods.
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,48 +65,108 @@ def read_process(worker: Worker, path: Path) -> ProcessTimeline:
     """A process's spans from its timeline file (raises SampleFileError)."""
     table = samplefile.read_samples(path)
     cols = table.columns
-    if any(c not in cols for c in samplefile.TIMELINE_COLUMNS):
+    if any(c not in cols for c in samplefile.TIMELINE_REQUIRED_COLUMNS):
         raise samplefile.SampleFileError(f"{path}: not a timeline file (columns {', '.join(cols)})")
-    t_col, tid_col, ph_col = (table.column(c) for c in samplefile.TIMELINE_COLUMNS)
+    timed = all(c in cols for c in samplefile.TIMELINE_COLUMNS)
+    names = samplefile.TIMELINE_COLUMNS if timed else samplefile.TIMELINE_REQUIRED_COLUMNS
+    columns = [table.column(c) for c in names]
     paths = _path_table(worker)
     period = max(1, table.interval_ns)
     out = ProcessTimeline(worker, period_ns=period)
-    # One state per tick: the main thread's phase, else another thread's, else none.
-    ticks: list[tuple[int, str]] = []
+
+    def state_of(node: int) -> str:
+        return paths.get(node, "(unknown)") if node >= 0 else ""
+
+    # One state per tick: the main thread's phase, else another thread's, else none; with the
+    # row it came from (its since/previous fields, in a file that has them).
+    ticks: list[tuple[int, str, tuple[int, ...] | None]] = []
     cur_t: int | None = None
-    main_phase = other_phase = -1
+    main_row: tuple[int, ...] | None = None
+    other_row: tuple[int, ...] | None = None
     gaps: set[int] = set()
 
     def close() -> None:
-        if cur_t is not None:
-            node = main_phase if main_phase >= 0 else other_phase
-            ticks.append((cur_t, paths.get(node, "(unknown)") if node >= 0 else ""))
+        if cur_t is None:
+            return
+        row = main_row if main_row is not None and main_row[2] >= 0 else other_row or main_row
+        ticks.append((cur_t, state_of(row[2]) if row is not None else "", row if timed else None))
 
-    for i in range(len(t_col)):
-        t, tid, node = t_col[i], tid_col[i], ph_col[i]
+    for row in zip(*columns, strict=True):
+        t, tid, node = row[0], row[1], row[2]
         if tid == samplefile.TID_SKIPPED:
             out.skipped += node
             gaps.add(len(ticks) + (1 if cur_t is not None and cur_t != t else 0))
             continue
         if t != cur_t:
             close()
-            cur_t, main_phase, other_phase = t, -1, -1
+            cur_t, main_row, other_row = t, None, None
         if tid == worker.pid:
-            main_phase = node
-        elif node >= 0 and other_phase < 0:
-            other_phase = node
+            main_row = row
+        elif node >= 0 and other_row is None:
+            other_row = row
     close()
     out.ticks = len(ticks)
-    for k, (t, state) in enumerate(ticks):
+    if timed:
+        _timed_spans(out, table, ticks, gaps, state_of)
+        return out
+    for k, (t, state, _) in enumerate(ticks):
         start = table.to_unix_ns(t)
         end = table.to_unix_ns(ticks[k + 1][0]) if k + 1 < len(ticks) else start + period
         if end - start > 2 * period or (k + 1) in gaps:
             end = min(end, start + period)  # a gap is never filled with the state before it
-        if out.spans and out.spans[-1][2] == state and out.spans[-1][1] == start:
-            out.spans[-1] = (out.spans[-1][0], end, state)
-        else:
-            out.spans.append((start, end, state))
+        _append(out.spans, start, end, state)
     return out
+
+
+def _append(spans: list[tuple[int, int, str]], start: int, end: int, state: str) -> None:
+    if end <= start:
+        return
+    if spans and spans[-1][2] == state and spans[-1][1] == start:
+        spans[-1] = (spans[-1][0], end, state)
+    else:
+        spans.append((start, end, state))
+
+
+def _timed_spans(
+    out: ProcessTimeline,
+    table: samplefile.SampleTable,
+    ticks: list[tuple[int, str, tuple[int, ...] | None]],
+    gaps: set[int],
+    state_of: Callable[[int], str],
+) -> None:
+    """Spans from ticks that know since when their state held and the last phase left before
+    it: each tick draws, up to itself, what it knows exactly (its state from ``since``, and the
+    last phase left with the time outside phases after it); what lies before that, back to the
+    tick before, is the tick before's state, for one period at most. The last tick (the final
+    row at close, for a process that closed) ends the timeline: nothing is drawn past it."""
+    period = out.period_ns
+    drawn_to: int | None = None  # monotonic ns up to which the spans are drawn
+    prev_state = ""
+    for k, (t, state, row) in enumerate(ticks):
+        known: list[tuple[int, int, str]] = []
+        if row is not None:
+            since, prev_node, prev_since, prev_end = row[3], row[4], row[5], row[6]
+            if prev_node >= 0 and 0 < prev_since <= prev_end <= t:
+                known.append((prev_since, prev_end, state_of(prev_node)))
+                known.append((prev_end, since if 0 < since <= t else prev_end, ""))
+            if 0 < since <= t:
+                known.append((since, t, state))
+        if not known:
+            known.append((t, t, state))  # nothing known before the tick itself
+        floor = drawn_to if drawn_to is not None else t - period
+        first = max(floor, known[0][0])
+        if drawn_to is not None and first > drawn_to:
+            # Unknown from the tick before to what this one knows: the state the tick before
+            # saw, for at most one period, never across a gap the sampler marked.
+            fill_to = first if k not in gaps else drawn_to
+            fill_to = min(fill_to, drawn_to + period)
+            _append(out.spans, table.to_unix_ns(drawn_to), table.to_unix_ns(fill_to), prev_state)
+        for a, b, what in known:
+            a = max(a, floor)
+            if b > a:
+                _append(out.spans, table.to_unix_ns(a), table.to_unix_ns(b), what)
+        drawn_to = max(t, floor)
+        prev_state = state
 
 
 def read_run(run: Run, options: RenderOptions) -> tuple[list[ProcessTimeline], dict[str, int]]:
@@ -241,6 +302,23 @@ def _stalls(mine: list[Interval], job: list[Interval], start: int, min_ns: int) 
     return stalls
 
 
+def _unseen(run: Run, role: str, drawn: dict[str, float]) -> dict[str, float]:
+    """Phases whose exact self time is a double-digit share of the role's lifetime but whose
+    sampled share is under a quarter of that: they ran between samples (a short run, or
+    phases shorter than the sample period). The exact totals are the truth; the columns say
+    what the samples saw."""
+    stats = run.roles.get(role)
+    if stats is None or stats.lifetime_ns <= 0:
+        return {}
+    life = stats.lifetime_ns
+    found = {}
+    for path, phase in stats.phases.items():
+        share = phase.self_ns / life
+        if share >= Timeline.UNSEEN_SHARE and drawn.get(path, 0.0) < share / 4:
+            found[path] = share
+    return dict(sorted(found.items(), key=lambda item: -item[1]))
+
+
 def timeline_block(run: Run, options: RenderOptions) -> Timeline | None:
     """The TIMELINE block's model; None with ``--no-samples`` or without any timeline."""
     if options.no_samples:
@@ -264,6 +342,7 @@ def timeline_block(run: Run, options: RenderOptions) -> Timeline | None:
         cols, shares = _columns(mine, start, column_ns)
         ranked = sorted((s for s in shares if s), key=lambda s: -shares[s])
         legend = {_SYMBOLS[i] if i < len(_SYMBOLS) else "?": path for i, path in enumerate(ranked)}
+        unseen = _unseen(run, role, shares)
         symbol = {path: sym for sym, path in legend.items()}
         line = "".join(" " if c is None else Timeline.OUTSIDE if c == "" else symbol[c] for c in cols)
         roles.append(
@@ -276,6 +355,7 @@ def timeline_block(run: Run, options: RenderOptions) -> Timeline | None:
                 stalls=_stalls(_stalled(mine, waiting), job_stalled, start, min_stall),
                 skipped_ticks=sum(p.skipped for p in mine),
                 ticks=sum(p.ticks for p in mine),
+                unseen=unseen,
             )
         )
     hz = 1e9 / period

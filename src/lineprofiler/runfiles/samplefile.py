@@ -63,9 +63,17 @@ FLAG_REAP_UNKNOWN = 4  # /proc/self/stat was unreadable here or in the row befor
 _DROP_FLAGS = FLAG_SEGMENT_START | FLAG_CHILD_REAPED | FLAG_REAP_UNKNOWN
 
 #: The phase-occupancy file (``.timeline``, the same layout): one row per thread per tick, the
-#: thread's innermost phase node id (-1: none). ``tid`` 0: no thread was in a phase;
-#: ``tid`` -1 (TID_SKIPPED): the sampler missed ``phase`` ticks just before this row.
-TIMELINE_COLUMNS = ("t_ns", "tid", "phase")
+#: thread's innermost phase node id (-1: none), since when it has been in that state
+#: (``since_ns``, CLOCK_MONOTONIC like ``t_ns``; 0: not known) and the last phase it left
+#: (``prev_phase``, -1: none, from ``prev_since_ns`` to ``prev_end_ns``; between that end and
+#: ``since_ns`` the thread was in no phase). ``tid`` 0: no thread was in a phase; ``tid`` -1
+#: (TID_SKIPPED): the sampler missed ``phase`` ticks just before this row.
+TIMELINE_COLUMNS = ("t_ns", "tid", "phase", "since_ns", "prev_phase", "prev_since_ns", "prev_end_ns")
+#: What a reader needs: files written before ``since_ns`` existed have only these.
+TIMELINE_REQUIRED_COLUMNS = ("t_ns", "tid", "phase")
+#: Optional: when the main thread's ``phase`` of a sample row was set (0: not known), so an
+#: interval can be told to lie wholly outside phases, or wholly in one.
+PHASE_SINCE_COLUMN = "phase_since_ns"
 TID_NONE = 0
 TID_SKIPPED = -1
 #: Timeline rows kept in memory while the file cannot be written, at most.
@@ -76,7 +84,7 @@ BASE_COLUMNS = ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f 
 #: The native sampler's PSS column, after BASE_COLUMNS; optional to a reader.
 PSS_COLUMN = "pss_bytes"
 #: The native sampler's columns before its per-GPU ones.
-NATIVE_COLUMNS = (*BASE_COLUMNS, PSS_COLUMN)
+NATIVE_COLUMNS = (*BASE_COLUMNS, PSS_COLUMN, PHASE_SINCE_COLUMN)
 #: The most a reader reads of one sample file (header included): about 30 days of 1 Hz rows of
 #: the base columns, 13 days with eight GPUs' columns. A larger file is refused whole (its
 #: process is left out of the sampled blocks, with a caveat); the rest of the run is reported.

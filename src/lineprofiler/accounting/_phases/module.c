@@ -32,7 +32,7 @@ static PyObject *lp_mod_after_fork_child(PyObject *module, PyObject *Py_UNUSED(i
         /* the child's /proc/self/io starts from zero, and so do its own writes */
         atomic_store_explicit(&st->own_io[i], 0, memory_order_relaxed);
     }
-    atomic_store_explicit(&st->main_thread_phase, -1, memory_order_relaxed);
+    lp_set_main_phase(st, -1, lp_monotonic_ns());
     Py_RETURN_NONE;
 }
 
@@ -112,6 +112,7 @@ static int lp_module_exec(PyObject *module)
     lp_state *st = lp_get_state(module);
     lp_io_init(st);
     atomic_init(&st->main_thread_phase, -1);
+    atomic_init(&st->main_thread_since_ns, 0);
     st->primary = NULL;
     st->cache_tsid = 0;
     st->cache_stack = st->main_stack = NULL;
@@ -170,6 +171,7 @@ static int lp_module_exec(PyObject *module)
 
     st->capi.version = LP_PHASES_CAPI_VERSION;
     st->capi.main_thread_phase = &st->main_thread_phase;
+    st->capi.main_thread_since_ns = &st->main_thread_since_ns;
     st->capi.own_io = st->own_io;
     lp_threads_init(st);
     /* The capsule points into this module's state: a user keeps the module alive. */

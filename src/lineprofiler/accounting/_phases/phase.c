@@ -8,16 +8,17 @@
 /* The sampler reads the innermost phase of the main thread's current flow: that of the stack
  * the main thread entered or left a phase on last. */
 LP_INLINE void lp_publish_main(lp_RecorderObject *rec, PyThreadState *tstate, lp_StackObject *ts,
-                               int32_t node_id)
+                               int32_t node_id, int64_t wall_ns)
 {
     lp_state *st = rec->st;
     if (st->primary != rec) {
         return;
     }
-    lp_thread_publish(st, tstate, ts, node_id);
+    int64_t now = lp_published_ns(rec, wall_ns);
+    lp_thread_publish(st, tstate, ts, node_id, now);
     if (tstate == st->main_tstate) {
         st->main_stack = ts;
-        atomic_store_explicit(&st->main_thread_phase, node_id, memory_order_relaxed);
+        lp_set_main_phase(st, node_id, now);
     }
 }
 
@@ -30,9 +31,10 @@ static void lp_publish_stack(lp_RecorderObject *rec, lp_StackObject *ts)
     }
     int32_t live = lp_find_live(ts, rec, ts->depth - 1);
     int32_t node_id = live >= 0 ? ts->frames[live].node_id : -1;
-    lp_threads_stack_changed(st, ts, node_id);
+    int64_t now = lp_monotonic_ns();
+    lp_threads_stack_changed(st, ts, node_id, now);
     if (st->main_stack == ts) {
-        atomic_store_explicit(&st->main_thread_phase, node_id, memory_order_relaxed);
+        lp_set_main_phase(st, node_id, now);
     }
 }
 
@@ -159,8 +161,16 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
      * just before it (lp_cpu_at). The CPU delta is clamped to the wall one at the exit, so
      * wait = wall - cpu never goes negative from the clock reads themselves. */
     f->t0 = lp_wall(rec);
-    f->cpu0 = rec->measure_cpu ? lp_cpu_at(rec, ts, tstate, f->t0) : 0;
-    lp_publish_main(rec, tstate, ts, node->id);
+    if (rec->measure_cpu) {
+        int64_t reads = rec->cpu_clock_reads;
+        f->cpu0 = lp_cpu_at(rec, ts, tstate, f->t0);
+        if (rec->cpu_clock_reads != reads && f->cpu0 >= 0 && LP_LIKELY(rec->clock_fn == NULL)) {
+            f->t0 = ts->cpu_read_wall; /* as at the exit: a descheduling there is the code's before */
+        }
+    } else {
+        f->cpu0 = 0;
+    }
+    lp_publish_main(rec, tstate, ts, node->id, f->t0);
     return Py_NewRef(self);
 }
 
@@ -431,7 +441,7 @@ static int lp_exit_slow(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackOb
     ts->depth = w;
     lp_stack_settle(ts); /* this flow's own context is current: letting it go frees nothing */
     int32_t live = lp_find_live(ts, rec, ts->depth - 1);
-    lp_publish_main(rec, tstate, ts, live >= 0 ? ts->frames[live].node_id : -1);
+    lp_publish_main(rec, tstate, ts, live >= 0 ? ts->frames[live].node_id : -1, t1);
     for (int i = 0; i < n_release; i++) {
         Py_DECREF(to_release[i]);
     }
@@ -459,7 +469,19 @@ static PyObject *lp_phase_exit(lp_PhaseObject *self, PyObject *const *Py_UNUSED(
         /* Wall before CPU, so that an exit followed at once by the next entry can share one
          * CPU read (lp_cpu_at); a CPU delta that then exceeds the wall one is clamped. */
         int64_t t1 = lp_wall(rec);
-        int64_t cpu1 = (rec->measure_cpu && rec->active) ? lp_cpu_at(rec, ts, tstate, t1) : 0;
+        int64_t cpu1 = 0;
+        if (rec->measure_cpu && rec->active) {
+            int64_t reads = rec->cpu_clock_reads;
+            cpu1 = lp_cpu_at(rec, ts, tstate, t1);
+            if (rec->cpu_clock_reads != reads && cpu1 >= 0 && LP_LIKELY(rec->clock_fn == NULL)) {
+                /* A real read is a system call, and on a busy host the return from one is where
+                 * the kernel deschedules a thread whose time slice the code before it used up
+                 * (lazy preemption defers it to there): milliseconds that belong to the phase
+                 * ending here, not to its parent. So a boundary is where the read returned, at
+                 * the exit as at the entry. */
+                t1 = ts->cpu_read_wall;
+            }
+        }
         int32_t top = ts->depth - 1;
         lp_frame *f = &ts->frames[top];
         if (LP_LIKELY(f->phase == self && f->gen == rec->gen && !self->io)) {
@@ -469,7 +491,7 @@ static PyObject *lp_phase_exit(lp_PhaseObject *self, PyObject *const *Py_UNUSED(
                 lp_stack_settle(ts); /* the owner is the current context: never freed here */
             }
             int32_t parent = f->parent;
-            lp_publish_main(rec, tstate, ts, parent >= 0 ? ts->frames[parent].node_id : -1);
+            lp_publish_main(rec, tstate, ts, parent >= 0 ? ts->frames[parent].node_id : -1, t1);
             Py_DECREF(self); /* the frame's reference; the caller still holds one */
             closed = 1;
         } else {

@@ -281,6 +281,7 @@ typedef struct lp_state {
     int64_t edges[LP_LAST_EDGE + 1];
     int16_t bucket_start[64 * 8]; /* first candidate bucket per (log2, 3 mantissa bits) cell */
     _Atomic int32_t main_thread_phase;
+    _Atomic int64_t main_thread_since_ns; /* when main_thread_phase last changed */
     _Atomic int64_t own_io[LP_IO_FIELDS];
     lp_phases_capi capi;
     int io_fd;
@@ -512,8 +513,9 @@ void lp_credit_origin(lp_frame *base, int64_t d);
 
 /* threads.c */
 void lp_threads_init(lp_state *st);
-void lp_thread_publish_slow(lp_state *st, PyThreadState *tstate, struct lp_StackObject *ts, int32_t node_id);
-void lp_threads_stack_changed(lp_state *st, struct lp_StackObject *ts, int32_t node_id);
+void lp_thread_publish_slow(lp_state *st, PyThreadState *tstate, struct lp_StackObject *ts, int32_t node_id,
+                            int64_t now_ns);
+void lp_threads_stack_changed(lp_state *st, struct lp_StackObject *ts, int32_t node_id, int64_t now_ns);
 void lp_threads_stack_gone(lp_state *st, struct lp_StackObject *ts);
 void lp_threads_clear(lp_state *st);
 
@@ -687,18 +689,36 @@ LP_INLINE lp_StackObject *lp_stack_view(lp_state *st)
 
 /* Publishes the calling thread's innermost phase for the sampler: one compare and two stores
  * while the same thread keeps its slot. */
-LP_INLINE void lp_thread_publish(lp_state *st, PyThreadState *tstate, lp_StackObject *ts, int32_t node_id)
+LP_INLINE void lp_thread_publish(lp_state *st, PyThreadState *tstate, lp_StackObject *ts, int32_t node_id,
+                                 int64_t now_ns)
 {
     uint64_t key = (uint64_t)tstate->id + 1;
     if (LP_LIKELY(st->pub_key == key)) {
         lp_thread_slot *slot = &st->threads[st->pub_slot];
         if (LP_LIKELY(atomic_load_explicit(&slot->owner, memory_order_relaxed) == key)) {
             st->slot_stack[st->pub_slot] = ts;
-            atomic_store_explicit(&slot->phase, node_id, memory_order_relaxed);
+            lp_slot_set(slot, node_id, now_ns);
             return;
         }
     }
-    lp_thread_publish_slow(st, tstate, ts, node_id);
+    lp_thread_publish_slow(st, tstate, ts, node_id, now_ns);
+}
+
+/* The main thread's innermost phase, and since when (CLOCK_MONOTONIC ns), for the sampler. */
+LP_INLINE void lp_set_main_phase(lp_state *st, int32_t node_id, int64_t now_ns)
+{
+    if (atomic_load_explicit(&st->main_thread_phase, memory_order_relaxed) == node_id) {
+        return; /* no change: it has held since the time already there */
+    }
+    atomic_store_explicit(&st->main_thread_since_ns, now_ns, memory_order_relaxed);
+    atomic_store_explicit(&st->main_thread_phase, node_id, memory_order_relaxed);
+}
+
+/* A boundary's time for the sampler: the entry's or exit's own clock read, unless a test
+ * clock (another time base) stands in for the monotonic clock. */
+LP_INLINE int64_t lp_published_ns(const lp_RecorderObject *rec, int64_t wall_ns)
+{
+    return LP_LIKELY(rec->clock_fn == NULL) ? wall_ns : lp_monotonic_ns();
 }
 
 /* The first frame pushed above the base holds the owner; the last one popped lets it go. The

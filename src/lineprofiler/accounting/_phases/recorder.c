@@ -316,7 +316,7 @@ static PyObject *lp_recorder_reset(lp_RecorderObject *self, PyObject *Py_UNUSED(
         return NULL;
     }
     if (self->st->primary == self) {
-        atomic_store_explicit(&self->st->main_thread_phase, -1, memory_order_relaxed);
+        lp_set_main_phase(self->st, -1, lp_monotonic_ns());
         lp_threads_clear(self->st);
     }
     Py_RETURN_NONE;
@@ -338,7 +338,7 @@ static PyObject *lp_recorder_stop(lp_RecorderObject *self, PyObject *Py_UNUSED(i
         self->gen++;
         self->active = 0;
         if (self->st->primary == self) {
-            atomic_store_explicit(&self->st->main_thread_phase, -1, memory_order_relaxed);
+            lp_set_main_phase(self->st, -1, lp_monotonic_ns());
             lp_threads_clear(self->st);
         }
     }
@@ -358,10 +358,11 @@ static PyObject *lp_recorder_make_primary(lp_RecorderObject *self, PyObject *Py_
             node = here;
         }
     }
-    atomic_store_explicit(&self->st->main_thread_phase, node, memory_order_relaxed);
+    int64_t now = lp_monotonic_ns();
+    lp_set_main_phase(self->st, node, now);
     lp_threads_clear(self->st);
     if (here >= 0) {
-        lp_thread_publish(self->st, PyThreadState_Get(), ts, here);
+        lp_thread_publish(self->st, PyThreadState_Get(), ts, here, now);
     }
     Py_RETURN_NONE;
 }
@@ -581,7 +582,7 @@ static void lp_recorder_dealloc(lp_RecorderObject *self)
     PyObject_GC_UnTrack(self);
     if (self->st != NULL && self->st->primary == self) {
         self->st->primary = NULL;
-        atomic_store_explicit(&self->st->main_thread_phase, -1, memory_order_relaxed);
+        lp_set_main_phase(self->st, -1, lp_monotonic_ns());
         lp_threads_clear(self->st);
     }
     (void)lp_recorder_clear(self);

@@ -25,10 +25,24 @@ static int64_t lp_os_tid(void)
 #endif
 }
 
+/* A slot back to "in no phase, since when not known, nothing before". */
+static void lp_slot_forget(lp_thread_slot *s)
+{
+    uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&s->phase, -1, memory_order_relaxed);
+    atomic_store_explicit(&s->since_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->prev_phase, -1, memory_order_relaxed);
+    atomic_store_explicit(&s->prev_since_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->prev_end_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+}
+
 static void lp_slot_free(lp_state *st, int32_t i)
 {
     atomic_store_explicit(&st->threads[i].owner, 0, memory_order_release);
-    atomic_store_explicit(&st->threads[i].phase, -1, memory_order_relaxed);
+    lp_slot_forget(&st->threads[i]);
     st->slot_stack[i] = NULL;
     if (st->pub_slot == i) {
         st->pub_key = 0;
@@ -43,6 +57,11 @@ void lp_threads_init(lp_state *st)
         atomic_init(&st->threads[i].owner, 0);
         atomic_init(&st->threads[i].tid, 0);
         atomic_init(&st->threads[i].phase, -1);
+        atomic_init(&st->threads[i].since_ns, 0);
+        atomic_init(&st->threads[i].prev_phase, -1);
+        atomic_init(&st->threads[i].prev_since_ns, 0);
+        atomic_init(&st->threads[i].prev_end_ns, 0);
+        atomic_init(&st->threads[i].seq, 0);
         st->slot_stack[i] = NULL;
     }
     atomic_init(&st->threads_unpublished, 0);
@@ -54,7 +73,8 @@ void lp_threads_init(lp_state *st)
 }
 
 /* The calling thread's slot: found by its key, else claimed. -1 when every slot is taken. */
-void lp_thread_publish_slow(lp_state *st, PyThreadState *tstate, lp_StackObject *ts, int32_t node_id)
+void lp_thread_publish_slow(lp_state *st, PyThreadState *tstate, lp_StackObject *ts, int32_t node_id,
+                            int64_t now_ns)
 {
     uint64_t key = (uint64_t)tstate->id + 1;
     int32_t start = (int32_t)(key % LP_THREAD_SLOTS), free_slot = -1;
@@ -76,7 +96,10 @@ void lp_thread_publish_slow(lp_state *st, PyThreadState *tstate, lp_StackObject 
         return;
     }
     lp_thread_slot *slot = &st->threads[free_slot];
-    atomic_store_explicit(&slot->phase, node_id, memory_order_relaxed);
+    if (atomic_load_explicit(&slot->owner, memory_order_relaxed) != key) {
+        lp_slot_forget(slot); /* a new owner: what the slot showed was another thread's */
+    }
+    lp_slot_set(slot, node_id, now_ns);
     if (atomic_load_explicit(&slot->owner, memory_order_relaxed) != key) {
         atomic_store_explicit(&slot->tid, lp_os_tid(), memory_order_relaxed);
         atomic_store_explicit(&slot->owner, key, memory_order_release);
@@ -87,11 +110,11 @@ void lp_thread_publish_slow(lp_state *st, PyThreadState *tstate, lp_StackObject 
 }
 
 /* Another thread changed `ts`: the slot that last published from it shows its new innermost. */
-void lp_threads_stack_changed(lp_state *st, lp_StackObject *ts, int32_t node_id)
+void lp_threads_stack_changed(lp_state *st, lp_StackObject *ts, int32_t node_id, int64_t now_ns)
 {
     for (int32_t i = 0; i < LP_THREAD_SLOTS; i++) {
         if (st->slot_stack[i] == ts) {
-            atomic_store_explicit(&st->threads[i].phase, node_id, memory_order_relaxed);
+            lp_slot_set(&st->threads[i], node_id, now_ns);
         }
     }
 }
@@ -109,8 +132,9 @@ void lp_threads_stack_gone(lp_state *st, lp_StackObject *ts)
 /* The primary recorder stopped, reset or went: no thread is in one of its phases. */
 void lp_threads_clear(lp_state *st)
 {
+    int64_t now = lp_monotonic_ns();
     for (int32_t i = 0; i < LP_THREAD_SLOTS; i++) {
-        atomic_store_explicit(&st->threads[i].phase, -1, memory_order_relaxed);
+        lp_slot_set(&st->threads[i], -1, now);
     }
 }
 

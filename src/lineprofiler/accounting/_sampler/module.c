@@ -26,6 +26,7 @@ static const char *const lp_base_names[LP_BASE_COLS] = {
     "own_write_bytes",
     "own_cancelled_write_bytes",
     "pss_bytes",
+    "phase_since_ns",
 };
 
 /* ===================================================================== the Sampler type */
@@ -243,6 +244,9 @@ static void lp_attach_phases(lp_SamplerObject *self)
     }
     self->phases_module = module;
     c->phase = api->main_thread_phase;
+    if (api->version >= 3) {
+        c->phase_since = api->main_thread_since_ns;
+    }
     if (api->version >= 2) {
         c->capi = (lp_phases_capi *)api;
         c->threads = api->threads;
@@ -297,6 +301,9 @@ static PyObject *lp_sampler_sample(lp_SamplerObject *self, PyObject *Py_UNUSED(i
         return NULL;
     }
     lp_tick(self->core);
+    /* And a timeline row: the last one then says where each thread was when the process
+     * stopped, so a short run's final phase is drawn to its end, not to the last tick. */
+    lp_timeline_tick(self->core, 0);
     Py_RETURN_TRUE;
 }
 
@@ -712,7 +719,8 @@ static int lp_module_exec(PyObject *module)
     if (PyModule_AddObjectRef(module, "Sampler", (PyObject *)st->sampler_type) < 0) {
         return -1;
     }
-    PyObject *tl_cols = Py_BuildValue("(sss)", "t_ns", "tid", "phase");
+    PyObject *tl_cols = Py_BuildValue("(sssssss)", "t_ns", "tid", "phase", "since_ns", "prev_phase",
+                                      "prev_since_ns", "prev_end_ns");
     if (tl_cols == NULL || PyModule_AddObject(module, "TIMELINE_COLUMNS", tl_cols) < 0) {
         Py_XDECREF(tl_cols);
         return -1;

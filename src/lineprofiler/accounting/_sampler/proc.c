@@ -163,7 +163,10 @@ void lp_read_row(lp_core *c, int64_t *row)
     ssize_t n;
 
     row[LP_COL_T] = lp_monotonic_ns();
-    row[LP_COL_PHASE] = c->phase ? (int64_t)atomic_load_explicit(c->phase, memory_order_relaxed) : -1;
+    /* The phase before its time: _phases stores the time first, so the time read here is never
+     * older than the phase it goes with (at worst newer, which claims less). */
+    row[LP_COL_PHASE] = c->phase ? (int64_t)atomic_load_explicit(c->phase, memory_order_acquire) : -1;
+    row[LP_COL_PHASE_SINCE] = c->phase_since ? atomic_load_explicit(c->phase_since, memory_order_relaxed) : 0;
 
     lp_io_counters io;
     n = lp_proc_pread(c->io_fd, buf, sizeof buf);

@@ -58,7 +58,8 @@ enum {
     LP_COL_IO = 4,                         /* LP_IO_FIELDS cumulative counters; all -1 when the read failed */
     LP_COL_OWN = LP_COL_IO + LP_IO_FIELDS, /* the profiler's own I/O so far, same order */
     LP_COL_PSS = LP_COL_OWN + LP_IO_FIELDS, /* bytes, from smaps_rollup; -1 not measured */
-    LP_BASE_COLS = LP_COL_PSS + 1,
+    LP_COL_PHASE_SINCE = LP_COL_PSS + 1,    /* when LP_COL_PHASE's value was set (monotonic ns); 0 unknown */
+    LP_BASE_COLS = LP_COL_PHASE_SINCE + 1,
     LP_MAX_COLS = LP_BASE_COLS + 2 * LP_NVML_MAX_DEVICES,
 };
 
@@ -81,7 +82,7 @@ enum {
 
 /* Timeline rows: (t_ns, tid, phase). tid 0: no thread was in a phase (phase -1); tid -1: a
  * marker for ticks the thread could not keep (phase holds how many). */
-#define LP_TL_COLS        3
+#define LP_TL_COLS        7    /* t_ns, tid, phase, since_ns, prev_phase, prev_since_ns, prev_end_ns */
 #define LP_TL_CAPACITY    8192 /* rows: 200 KiB, about 13 minutes of one thread at 10 Hz */
 #define LP_TL_TID_NONE    0
 #define LP_TL_TID_SKIPPED (-1)
@@ -120,7 +121,8 @@ typedef struct {
     char nvml_reason[LP_REASON_LEN];
     int64_t nvml_last_ns; /* monotonic time of the last NVML read; 0: none since opened */
     int64_t nvml_reads, nvml_skipped;
-    _Atomic int32_t *phase; /* NULL without the capsule */
+    _Atomic int32_t *phase;       /* NULL without the capsule */
+    _Atomic int64_t *phase_since; /* NULL with a capsule older than version 3 */
     char phase_reason[LP_REASON_LEN];
     /* The profiler's own I/O: _phases' counters when the capsule exists, else local_own. */
     _Atomic int64_t *own_io;

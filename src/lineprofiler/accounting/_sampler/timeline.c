@@ -1,5 +1,7 @@
 /* The timeline: which phase every thread is in, at timeline_hz, into a fixed ring of rows
- * (t_ns, tid, phase). The tick reads _phases' slots (atomics) and takes ring_lock for the write;
+ * (t_ns, tid, phase, since_ns, prev_phase, prev_since_ns, prev_end_ns: the state, since when,
+ * and the last phase left, from when to when; a time of 0 is not known; see lp_thread_slot). The tick reads _phases' slots (atomics) and takes
+ * ring_lock for the write;
  * it never takes the GIL and allocates nothing. */
 #include "sampler.h"
 
@@ -81,6 +83,9 @@ void lp_timeline_tick(lp_core *c, int64_t skipped)
         rows[0] = now;
         rows[1] = LP_TL_TID_SKIPPED;
         rows[2] = skipped;
+        rows[3] = 0;
+        rows[4] = -1;
+        rows[5] = rows[6] = 0;
         n++;
         atomic_fetch_add_explicit(&c->tl_skipped, skipped, memory_order_relaxed);
     }
@@ -91,7 +96,11 @@ void lp_timeline_tick(lp_core *c, int64_t skipped)
             continue;
         }
         int64_t tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
-        int32_t phase = atomic_load_explicit(&s->phase, memory_order_relaxed);
+        lp_slot_state state = {atomic_load_explicit(&s->phase, memory_order_relaxed), -1, 0, 0, 0};
+        if (c->phase_since != NULL) { /* a version 3 capsule: the slot has times */
+            lp_slot_read(s, &state);
+        }
+        int32_t phase = state.phase;
         if (atomic_load_explicit(&s->owner, memory_order_acquire) != owner) {
             continue; /* freed or reclaimed while read: this thread is gone */
         }
@@ -101,6 +110,10 @@ void lp_timeline_tick(lp_core *c, int64_t skipped)
         rows[n * LP_TL_COLS] = now;
         rows[n * LP_TL_COLS + 1] = tid;
         rows[n * LP_TL_COLS + 2] = phase;
+        rows[n * LP_TL_COLS + 3] = state.since_ns;
+        rows[n * LP_TL_COLS + 4] = state.prev_phase;
+        rows[n * LP_TL_COLS + 5] = state.prev_since_ns;
+        rows[n * LP_TL_COLS + 6] = state.prev_end_ns;
         n++;
         threads++;
     }
@@ -108,6 +121,9 @@ void lp_timeline_tick(lp_core *c, int64_t skipped)
         rows[n * LP_TL_COLS] = now;
         rows[n * LP_TL_COLS + 1] = LP_TL_TID_NONE;
         rows[n * LP_TL_COLS + 2] = -1;
+        rows[n * LP_TL_COLS + 3] = 0;
+        rows[n * LP_TL_COLS + 4] = -1;
+        rows[n * LP_TL_COLS + 5] = rows[n * LP_TL_COLS + 6] = 0;
         n++;
     }
     pthread_mutex_lock(&c->ring_lock);

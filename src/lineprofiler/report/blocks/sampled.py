@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ...runfiles.samplefile import (
     IO_FIELDS,
+    PHASE_SINCE_COLUMN,
     IntervalCounts,
     SampleFileError,
     SampleTable,
@@ -127,9 +128,9 @@ def reduce_io(table: SampleTable, grid: "Timeline | None" = None) -> WorkerIo:
         net = cumulative[name] = _Cumulative(runs, col, own)
         out.totals[name] = net.total
         out.own[name] = _Cumulative(runs, own, None).total
-    # Intervals starting at a row under no phase, i.e. ending at rows a+1 .. b for a run [a, b):
-    # the bytes up to each b less those up to each a, every boundary looked up in one pass.
-    unphased = negative_runs(table.byte_of("phase", 7)[:-1])
+    # Intervals spent under no phase: the bytes up to each interval run's end less those up
+    # to its start, every boundary looked up in one pass.
+    unphased = _unphased_intervals(table)
     if unphased:
         starts = [a for a, _ in unphased]
         ends = [b for _, b in unphased]
@@ -139,6 +140,40 @@ def reduce_io(table: SampleTable, grid: "Timeline | None" = None) -> WorkerIo:
     if grid is not None:
         grid.add(table, cumulative)
     return out
+
+
+def _unphased_intervals(table: SampleTable) -> list[tuple[int, int]]:
+    """Runs of intervals spent with no phase open, as ``(first row, last row)`` of each run.
+
+    With ``phase_since_ns`` (when the row's phase was set; 0: no phase ever was), an interval
+    counts only when it lay wholly outside phases: its end row is under no phase, set no later
+    than its start row. An interval in which a phase was entered, or entered and left, is not
+    claimed. Files written before that column existed are read as they were: an interval
+    under no phase at its start counts, a sample period's guess."""
+    if PHASE_SINCE_COLUMN not in table.columns:
+        return [(a, b) for a, b in negative_runs(table.byte_of("phase", 7)[:-1])]
+    t, since = table.view("t_ns"), table.view(PHASE_SINCE_COLUMN)
+    found: list[tuple[int, int]] = []
+    for a, b in negative_runs(table.byte_of("phase", 7)):
+        # Rows a .. b-1 are under no phase. Usually one `since` holds for the whole run (no
+        # phase was entered in it): one check, not one per row.
+        if b - a < 2:
+            continue
+        first = since[a]
+        if (first == 0 or first <= t[a]) and since[a + 1 : b].tobytes() == since[a : a + 1].tobytes() * (b - a - 1):
+            found.append((a, b - 1))
+            continue
+        run_start = None
+        for r in range(a, b - 1):
+            ok = since[r + 1] == 0 or since[r + 1] <= t[r]
+            if ok and run_start is None:
+                run_start = r
+            elif not ok and run_start is not None:
+                found.append((run_start, r))
+                run_start = None
+        if run_start is not None:
+            found.append((run_start, b - 1))
+    return found
 
 
 def _first_rows(t: memoryview, targets: list[int]) -> list[int]:
@@ -177,6 +212,10 @@ class Timeline:
         self.start_ns = start_ns
         self.slot_ns = slot_ns
         self.n = max(1, -(-span // slot_ns))
+        # A run shorter than one interval has one slot of its own length, and its rates are per
+        # second of that, not of a whole interval. (A longer run's last slot keeps the full
+        # length: the intervals that end in it began in the slot before.)
+        self.last_slot_ns = span if self.n == 1 else slot_ns
         self.layers = {name: array("d", bytes(8 * self.n)) for name in self.LAYERS}
 
     def add(self, table: SampleTable, cumulative: dict[str, _Cumulative]) -> None:
@@ -216,12 +255,19 @@ class Timeline:
         edges = [self.n * i // width for i in range(width + 1)]
         return [sum(grid[a:b]) / (b - a) for a, b in zip(edges, edges[1:], strict=False)]
 
+    def _slot_s(self, j: int) -> float:
+        return (self.last_slot_ns if j == self.n - 1 else self.slot_ns) / 1e9
+
     def active_seconds(self, layer: str) -> float:
         grid = self.layers[layer]
-        return (len(grid) - grid.count(0.0)) * self.slot_ns / 1e9
+        full = len(grid) - grid.count(0.0) - (grid[-1] != 0.0)
+        return full * self.slot_ns / 1e9 + (self._slot_s(self.n - 1) if grid[-1] != 0.0 else 0.0)
 
     def peak_rate(self, layer: str) -> float:
-        return max(self.layers[layer], default=0.0) / (self.slot_ns / 1e9)
+        grid = self.layers[layer]
+        if not grid:
+            return 0.0
+        return max(max(grid[:-1], default=0.0) / (self.slot_ns / 1e9), grid[-1] / self._slot_s(self.n - 1))
 
 
 @dataclass
