@@ -25,7 +25,7 @@ def wire(profiler: Profiler) -> None:
     * ``set_sync(gpu.make_sync())``: None (no cost at all) unless torch is installed; a
       pending check when it is installed but not imported yet.
     * ``annotate=True``: a :class:`gpu.Annotator`, combined with the window's hooks.
-    * ``backend=...``: a :class:`windows.Window` (torch, viztracer) or a
+    * ``backend=...``: a :class:`.trace_window.Window` (torch, viztracer) or a
       :class:`~.lines_window.LinesWindow` (lines) watching ``window_phase``, attached so that it
       is cut and written at exit and restarted in a fork child.
     * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
@@ -45,7 +45,8 @@ def wire(profiler: Profiler) -> None:
 
 def _window_and_annotation(profiler: Profiler) -> None:
     """``annotate=True`` and ``backend=...``: the annotator, the window and their phase hooks."""
-    from . import capabilities, windows
+    from . import capabilities, trace_window
+    from .backends import Backend
     from .identity import resolve_host
 
     if profiler.annotate:
@@ -55,14 +56,14 @@ def _window_and_annotation(profiler: Profiler) -> None:
             _failed(profiler, "annotate", error)
     if profiler.backend is not None and profiler.backend_window is not None and profiler.window_phase is not None:
         try:
-            if profiler.backend == windows.Backend.LINES.value:
+            if profiler.backend == Backend.LINES.value:
                 from .lines_window import LinesWindow  # loads the line layer: only when asked for
 
                 profiler.window = LinesWindow(
                     profiler, profiler.backend_window, profiler.window_phase, project=profiler.lines_project
                 )
             else:
-                profiler.window = windows.Window(
+                profiler.window = trace_window.Window(
                     profiler.backend,
                     profiler.run_dir,
                     profiler.backend_window,
@@ -80,9 +81,9 @@ def _window_and_annotation(profiler: Profiler) -> None:
         # Neither NVTX nor a torch that could ever be imported: hooks would only cost time.
         annotator = None
     # A lines window names no phases in a trace: only a torch or VizTracer window takes hooks.
-    window = profiler.window if isinstance(profiler.window, windows.Window) else None
+    window = profiler.window if isinstance(profiler.window, trace_window.Window) else None
     try:
-        enter, exit_ = windows.annotate_hooks(annotator, window)
+        enter, exit_ = trace_window.annotate_hooks(annotator, window)
         if enter is not None or exit_ is not None:
             profiler.set_annotate(enter, exit_)
     except Exception as error:
