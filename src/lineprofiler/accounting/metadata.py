@@ -1,39 +1,43 @@
-"""The metadata files: what each process had available, why not, and how it was configured.
+"""The metadata files' content, gathered from the live process: what it had available, why not,
+and how its profiler was configured. Their schema, writing and reading are
+:mod:`lineprofiler.runfiles.metadata`'s.
 
 Every enabled profiler writes its own ``run_dir/metadata/<host>/m_<run>_<pid>_<uuid8>.json``
 (named after its worker file) with its first snapshot after construction (the periodic one, a
 ``flush()``, or at close or a signal that ends the process, whichever comes first) and again at
 close, and ``run_dir/metadata.json``, the run's summary, when that file does not already name
-this run and attempt. Both are
-written whole to a temporary name and renamed, inside ``run_dir`` only. The report never needs
-either: they are for people and tools that ask why a block is missing.
+this run and attempt. Both are written whole to a temporary name and renamed, inside
+``run_dir`` only. The report never needs either: they are for people and tools that ask why a
+block is missing.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from pathlib import Path
 
-from ..runfiles import layout, workerfile
+from ..runfiles import layout
+from ..runfiles.metadata import (
+    METADATA_FILE,
+    METADATA_KIND,
+    METADATA_VERSION,
+    build_document,
+    read_metadata,
+    write_document,
+)
 from . import capabilities
 from .identity import machine_name
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
     from typing import Any
 
     from .profiler import Profiler
 
 __all__ = ["METADATA_FILE", "METADATA_KIND", "METADATA_VERSION", "metadata", "read_metadata", "write_metadata"]
-
-METADATA_FILE = layout.METADATA_FILE
-METADATA_KIND = "lineprofiler-metadata"
-METADATA_VERSION = 1
-_READ_LIMIT = 1 << 20
 
 
 def metadata(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -42,22 +46,15 @@ def metadata(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     ``extra`` adds keys (the profiler puts its backend window's description under
     ``"backend"``); it cannot replace ``kind``, ``schema_version`` or ``capabilities``.
     """
-    document: dict[str, Any] = {}
-    for key, value in (extra or {}).items():
-        document[str(key)] = value
-    document.update(
-        {
-            "kind": METADATA_KIND,
-            "schema_version": METADATA_VERSION,
-            "written_unix_ns": time.time_ns(),
-            "host": machine_name(),
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "platform": sys.platform,
-            "capabilities": {name: cap.as_dict() for name, cap in capabilities.all_capabilities().items()},
-        }
+    return build_document(
+        extra,
+        written_unix_ns=time.time_ns(),
+        host=machine_name(),
+        pid=os.getpid(),
+        python=sys.version.split()[0],
+        platform=sys.platform,
+        capabilities={name: cap.as_dict() for name, cap in capabilities.all_capabilities().items()},
     )
-    return document
 
 
 def write_metadata(
@@ -67,7 +64,8 @@ def write_metadata(
     relative: str | None = None,
     notes: list[str] | None = None,
 ) -> Path:
-    """Write ``<run_dir>/metadata.json`` (or ``<run_dir>/<relative>``) atomically; return its path.
+    """Write this process's :func:`metadata` to ``<run_dir>/metadata.json`` (or
+    ``<run_dir>/<relative>``) atomically; return its path.
 
     ``relative`` is a path inside ``run_dir`` (the profiler's per-process files,
     ``metadata/<host>/m_<run>_<pid>_<uuid8>.json``); one that would leave ``run_dir`` is refused
@@ -75,27 +73,7 @@ def write_metadata(
     said in ``notes``. Raises OSError (or TypeError/ValueError for an ``extra`` that is not
     JSON): the profiler records the failure instead of letting it reach user code.
     """
-    run_dir = Path(run_dir)
-    target = layout.run_metadata_path(run_dir) if relative is None else run_dir / relative
-    if relative is not None:
-        parts = Path(relative).parts
-        if not parts or Path(relative).is_absolute() or any(part in ("", ".", "..") for part in parts):
-            raise ValueError(f"metadata path must stay inside the run directory, not {relative!r}")
-    data = workerfile.encode_json(metadata(extra), indent=2, sort_keys=True)
-    layout.write_atomic(target, data + b"\n", root=run_dir, notes=notes)
-    return target
-
-
-def read_metadata(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
-    """A metadata file's content, or None when it is missing, unreadable or not ours (a symbolic
-    link, a FIFO or a file over 1 MiB among them: nothing below ``root`` is followed)."""
-    try:
-        document = json.loads(layout.read_small(path, root=root, limit=_READ_LIMIT))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or document.get("kind") != METADATA_KIND:
-        return None
-    return document
+    return write_document(run_dir, metadata(extra), relative=relative, notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------
