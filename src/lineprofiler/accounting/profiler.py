@@ -168,7 +168,7 @@ class Profiler:
         from .identity import ENV_ATTEMPT, ENV_RUN_ID, parent_run_id, resolve_host, resolve_run_id
 
         self._snapshots: SnapshotWriter = SnapshotWriter(
-            self._document, self._record_error, self.snapshot_interval_s, self._run_dir
+            self._document, self._record_error, self.snapshot_interval_s, self._run_dir, PROCESS
         )
         self._snapshots.before_periodic = self._write_metadata_if_due
         self._metadata_lock = threading.Lock()
