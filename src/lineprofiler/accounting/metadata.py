@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from .profiler import Profiler
+    from ._options import Options
+    from ._wiring import Wiring
+    from .identity import Identity
 
 __all__ = ["METADATA_FILE", "METADATA_KIND", "METADATA_VERSION", "metadata", "read_metadata", "write_metadata"]
 
@@ -81,14 +83,14 @@ def write_metadata(
 # ---------------------------------------------------------------------------------------------
 
 
-def describe(profiler: Profiler, final: bool) -> dict[str, Any]:
+def describe(
+    identity: Identity, run_dir: Path, worker_file: Path, options: Options, wiring: Wiring, final: bool
+) -> dict[str, Any]:
     """The keys a profiler adds to its metadata files: its run, its arguments, and what its
     sync hook, annotator and backend window could do."""
     from . import gpu
 
-    identity, path = profiler.identity, profiler.path
-    assert identity is not None and path is not None
-    annotator = profiler._annotator
+    annotator = wiring.annotator
     if annotator is not None:
         annotate: dict[str, Any] = {"requested": True, **annotator.describe()}
         if annotate.get("nvtx") is None and not annotate.get("record_function"):
@@ -96,28 +98,37 @@ def describe(profiler: Profiler, final: bool) -> dict[str, Any]:
                 f"no NVTX ({capabilities.nvtx().unavailable_reason}) and no record_function (torch is not imported)"
             )
     else:
-        annotate = {"requested": profiler.annotate}
+        annotate = {"requested": options.annotate}
     return {
         "run_id": identity.run_id,
         "attempt": identity.attempt,
         "role": identity.role,
-        "worker_file": path.relative_to(profiler.run_dir).as_posix(),
+        "worker_file": worker_file.relative_to(run_dir).as_posix(),
         "final": final,
         "profiler": {
-            "measure_cpu": profiler.measure_cpu,
-            "snapshot_interval_s": profiler.snapshot_interval_s,
-            "annotate": profiler.annotate,
-            "backend": profiler.backend,
-            "backend_window": list(profiler.backend_window) if profiler.backend_window else None,
-            "window_phase": profiler.window_phase,
+            "measure_cpu": options.measure_cpu,
+            "snapshot_interval_s": options.snapshot_interval_s,
+            "annotate": options.annotate,
+            "backend": options.backend,
+            "backend_window": list(options.backend_window) if options.backend_window else None,
+            "window_phase": options.window_phase,
         },
-        "backend": profiler.window.describe() if profiler.window is not None else None,
-        "sync": gpu.describe_sync(profiler._sync_fn),
+        "backend": wiring.window.describe() if wiring.window is not None else None,
+        "sync": gpu.describe_sync(wiring.sync_fn),
         "annotate": annotate,
     }
 
 
-def write_for(profiler: Profiler, *, final: bool = False, notes: list[str] | None = None) -> None:
+def write_process_files(
+    identity: Identity,
+    run_dir: Path,
+    worker_file: Path,
+    options: Options,
+    wiring: Wiring,
+    *,
+    final: bool = False,
+    notes: list[str] | None = None,
+) -> None:
     """The profiler's own ``metadata/<host>/m_….json``, and ``run_dir/metadata.json``.
 
     Every process writes its own file (a unique name: no two processes ever write the same
@@ -126,12 +137,10 @@ def write_for(profiler: Profiler, *, final: bool = False, notes: list[str] | Non
     directory replaces it); two processes of a new run racing on it each leave a complete file
     of the run. Raises what writing raises; the profiler records it, and ``notes``.
     """
-    identity, own = profiler.identity, profiler.metadata_path()
-    if identity is None or own is None:
-        return
-    extra = describe(profiler, final)
-    write_metadata(profiler.run_dir, extra, relative=own.relative_to(profiler.run_dir).as_posix(), notes=notes)
+    own = layout.metadata_path(run_dir, worker_file)
+    extra = describe(identity, run_dir, worker_file, options, wiring, final)
+    write_metadata(run_dir, extra, relative=own.relative_to(run_dir).as_posix(), notes=notes)
     if not final:
-        current = read_metadata(layout.run_metadata_path(profiler.run_dir), root=profiler.run_dir)
+        current = read_metadata(layout.run_metadata_path(run_dir), root=run_dir)
         if current is None or (current.get("run_id"), current.get("attempt")) != (identity.run_id, identity.attempt):
-            write_metadata(profiler.run_dir, extra, notes=notes)
+            write_metadata(run_dir, extra, notes=notes)
