@@ -11,7 +11,7 @@ profiler wires it:
 * the window is an attachment (``stop``, ``after_fork_child``, ``contribute``, ``close``);
 * :func:`annotate_hooks` gives the ``set_annotate`` pair, so the phases entered while the window
   is open appear in its trace by name (a ``record_function`` per phase for torch, a complete
-  event per phase for viztracer), combined with the :class:`~.cuda.Annotator` of
+  event per phase for viztracer), combined with the :class:`~.gpu.Annotator` of
   ``annotate=True`` when there is one.
 
 Artifacts, one per process so that several processes never collide::
@@ -343,7 +343,7 @@ Hook = Callable[[str], None]
 def annotate_hooks(annotator: Any | None, window: Window | None) -> tuple[Hook | None, Hook | None]:
     """The ``(enter, exit)`` pair for the core's ``set_annotate``, or ``(None, None)``.
 
-    ``annotator`` is the :class:`~.cuda.Annotator` of ``annotate=True`` (or None); ``window`` the
+    ``annotator`` is the :class:`~.gpu.Annotator` of ``annotate=True`` (or None); ``window`` the
     backend window (or None). When both would put a record_function into the same torch trace,
     the window leaves it to the annotator. Exit runs in the reverse order of enter.
     """
