@@ -17,9 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from ._phases import Recorder
 from .identity import Identity
 
-__all__ = ["HookTarget", "ProcessServices", "WindowOwner", "WiringTarget"]
+__all__ = ["HookTarget", "ProcessMember", "ProcessServices", "WindowOwner", "WiringTarget"]
 
 
 class HookTarget(Protocol):
@@ -87,3 +88,31 @@ class ProcessServices(Protocol):
 
     def load_late(self) -> None:
         """Import what the snapshots import late; forks wait meanwhile."""
+
+
+class ProcessMember(Protocol):
+    """What the process-wide hooks (:class:`~._process.ProcessHooks`) call on each live
+    profiler. Package-internal hooks, not the profiler's public face: hence the underscores."""
+
+    #: A copy made by fork, which steps aside when the child builds its own profiler.
+    _inherited: bool
+    #: Whether multiprocessing's exit finalizer is registered for it.
+    _mp_registered: bool
+
+    @property
+    def recorder(self) -> Recorder | None: ...
+
+    def close(self) -> None: ...
+
+    def _retire(self) -> None:
+        """Step aside without a final snapshot, removing the files this process began."""
+
+    def _record_error(self, text: str) -> None: ...
+
+    def _flush_for_signal(self, name: str, *, ending: bool = False) -> None: ...
+
+    def _before_fork(self, *, crowded: bool = False) -> None: ...
+
+    def _after_fork_parent(self) -> None: ...
+
+    def _after_fork_child(self, note: str | None = None) -> None: ...

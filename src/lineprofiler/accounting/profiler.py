@@ -568,3 +568,11 @@ class Profiler:
         self._begin_process()
         self._mp_registered = False
         PROCESS.mp_register(self)
+
+
+if TYPE_CHECKING:
+    from ._surfaces import ProcessMember
+
+    def _as_process_member(profiler: Profiler) -> ProcessMember:
+        """For the type checker: the profiler is what the process-wide hooks take it as."""
+        return profiler
