@@ -5,7 +5,8 @@ hooks: typed surfaces, so that no part imports the module above it.
 backend windows, :mod:`.metadata`) and hands itself, or the process's hooks, to them as one of
 these protocols, which it and :class:`~._process.ProcessHooks` satisfy as they are. Everything
 else a part needs comes as a plain value (the checked :class:`~._options.Options`, a
-``record_error`` callable, the run directory).
+``record_error`` callable, the run directory). :class:`ProcessMember` is what the process-wide
+hooks call on each profiler, so that they need not import it either.
 
 For type checkers only: nothing imports this module at run time (``typing`` costs every process
 of a run its import), so its users import it under ``TYPE_CHECKING``.
