@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from lineprofiler.accounting import Profiler, _phases
+from lineprofiler.accounting import Profiler, _phases, _phases_testing
 from lineprofiler.runfiles import workerfile
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -91,18 +91,18 @@ def test_a_failed_boundary_read_records_nothing_and_is_counted(tmp_path):
     with rec.phase("ok", io=True):
         pass
     try:
-        _phases._set_io_path(str(tmp_path / "missing"))
+        _phases_testing.read_io_from(str(tmp_path / "missing"))
         with rec.phase("ok", io=True):
             with open(tmp_path / "f", "wb") as handle:
                 handle.write(b"x" * 10_000)
         garbage = tmp_path / "garbage"
         garbage.write_text("rchar: 12\nnot the rest\n")
-        _phases._set_io_path(str(garbage))
+        _phases_testing.read_io_from(str(garbage))
         with rec.phase("ok", io=True):
             pass
         assert _phases.read_io() is None
     finally:
-        _phases._set_io_path("/proc/self/io")
+        _phases_testing.read_real_io()
     io = io_of(rec, "ok")
     assert io["measured_entries"] == 1 and io["failed_reads"] == 2
     assert io["wchar"] == 0  # never a fabricated delta

@@ -1,11 +1,12 @@
-"""One set of argument checks: Profiler and windows.Window refuse the same things the same way."""
+"""One set of argument checks: Profiler and trace_window.Window refuse the same things the same way."""
 
 from __future__ import annotations
 
 import pytest
 
 from lineprofiler.accounting import Profiler
-from lineprofiler.accounting.windows import Backend, Window
+from lineprofiler.accounting.backends import Backend
+from lineprofiler.accounting.trace_window import Window
 
 BAD_BACKENDS = [("nsys", ValueError), (3, TypeError), (3.5, TypeError), (b"torch", TypeError)]
 BAD_WINDOWS = [

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.accounting import capabilities
+from lineprofiler.accounting import _capabilities_testing
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[1] / "src" / "lineprofiler"
@@ -155,6 +155,6 @@ def run_python(tmp_path):
 @pytest.fixture(autouse=True)
 def _fresh_capabilities():
     """Each test probes capabilities afresh (the answers are cached once per process)."""
-    capabilities.reset_cache()
+    _capabilities_testing.forget_probes()
     yield
-    capabilities.reset_cache()
+    _capabilities_testing.forget_probes()

@@ -17,7 +17,7 @@ try:
 except ImportError:  # a spawn or forkserver child importing this module for its target: no conftest
     START_METHODS, start_method = [], None  # type: ignore[assignment]
 
-from lineprofiler.accounting import sampling
+from lineprofiler.accounting import _sampling_testing, sampling
 from lineprofiler.report.blocks.resources import reduce_io
 from lineprofiler.runfiles.samplefile import FLAG_SEGMENT_START, read_samples
 
@@ -189,13 +189,14 @@ def test_multiprocessing_children_sample_themselves(disk_dir, method, monkeypatc
 
 
 def test_spawned_child_inherits_the_seam_through_the_environment(tmp_path, helpers, monkeypatch):
-    """LINEPROFILER_TEST_PROC_DIR reaches a spawned child: its rows come from the seam files."""
+    """LINEPROFILER_TEST_PROC_DIR reaches a spawned child (through _sampling_testing, which the test
+    module that holds its target imports): its rows come from the seam files."""
     seam = tmp_path / "proc"
     seam.mkdir()
     helpers.overwrite(seam / "io", helpers.io_text(rchar=1, wchar=2, read_bytes=3, write_bytes=4))
     (seam / "statm").write_text("100 25 0 0 0 0 0\n")
     helpers.overwrite(seam / "stat", helpers.stat_text(0))
-    monkeypatch.setenv(sampling.TEST_PROC_DIR_ENV, str(seam))
+    monkeypatch.setenv(_sampling_testing.PROC_DIR_ENV, str(seam))
     ctx = multiprocessing.get_context("spawn")
     p = ctx.Process(target=_mp_seam_worker, args=(str(tmp_path / "run"),))
     p.start()

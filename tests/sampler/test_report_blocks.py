@@ -11,7 +11,7 @@ import sys
 import pytest
 from lp_report_builders import SimWorker
 
-from lineprofiler.accounting import sampling
+from lineprofiler.accounting import _sampling_testing, sampling
 from lineprofiler.report.blocks import RenderOptions, resources
 from lineprofiler.report.merge import load_run
 from lineprofiler.runfiles.samplefile import BASE_COLUMNS
@@ -196,9 +196,9 @@ def test_unavailable_samples_say_why(tmp_path):
 
 def test_no_proc_and_no_psutil_is_a_reason_not_an_error(tmp_path, monkeypatch):
     # As on macOS without psutil: no /proc/self, and psutil cannot be imported.
-    monkeypatch.setattr(sampling, "_PROC_SELF", str(tmp_path / "no-proc"))
     monkeypatch.setitem(sys.modules, "psutil", None)
-    s = sampling.ResourceSampler(tmp_path)
+    with _sampling_testing.no_proc():
+        s = sampling.ResourceSampler(tmp_path)
     assert s.source is None and "psutil is not installed" in s.unavailable_reason
     s.start()
     s.stop()
@@ -208,10 +208,10 @@ def test_no_proc_and_no_psutil_is_a_reason_not_an_error(tmp_path, monkeypatch):
     assert "no /proc" in doc["samples"]["unavailable_reason"]
 
 
-def test_no_proc_with_psutil_falls_back_to_psutil(tmp_path, monkeypatch):
+def test_no_proc_with_psutil_falls_back_to_psutil(tmp_path):
     pytest.importorskip("psutil")
-    monkeypatch.setattr(sampling, "_PROC_SELF", str(tmp_path / "no-proc"))
-    s = sampling.ResourceSampler(tmp_path, interval_s=0.02)
+    with _sampling_testing.no_proc():
+        s = sampling.ResourceSampler(tmp_path, interval_s=0.02)
     assert s.source == "psutil"
     s.start()
     assert s.running

@@ -1,7 +1,7 @@
 """The profiler's arguments, checked once and here only, before anything is touched.
 
 A wrong type raises TypeError and a wrong value ValueError, with the argument's name first.
-:class:`~.windows.Window` uses the same checks for the backend, the window and its phase, so
+:class:`~.trace_window.Window` uses the same checks for the backend, the window and its phase, so
 ``Profiler(...)`` and ``Window(...)`` refuse the same things with the same exceptions.
 """
 
@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: every process of a 
 if TYPE_CHECKING:
     from typing import Any
 
-#: The heavy profilers a window can run (``backend=``): the values of ``windows.Backend``.
+#: The heavy profilers a window can run (``backend=``): the values of :class:`.backends.Backend`.
 BACKENDS = ("torch", "viztracer", "lines")
 MAX_CAP = 1_000_000
 SAMPLE_INTERVAL_RANGE_S = (0.001, 86400.0)
@@ -40,7 +40,7 @@ def check_bool(name: str, value: object) -> bool:
 
 def parse_backend(value: object) -> str | None:
     """``None``, ``""`` or ``"none"`` -> None; a backend's name in any case, or an enum member
-    whose value is one (``windows.Backend.TORCH``) -> ``"torch"`` / ``"viztracer"``."""
+    whose value is one (``Backend.TORCH``) -> ``"torch"`` / ``"viztracer"``."""
     if value is None:
         return None
     text = getattr(value, "value", value)  # an enum of str: its value is the name

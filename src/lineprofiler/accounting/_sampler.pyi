@@ -1,4 +1,4 @@
-"""The native resource sampler (C). See lineprofiler.accounting.sampling for the Python face."""
+"""The native resource sampler (C). Its Python side is lineprofiler.accounting.native_sampler; the facade, sampling."""
 
 from os import PathLike
 from typing import TypedDict

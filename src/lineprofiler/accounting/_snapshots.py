@@ -4,7 +4,8 @@ directory warns once per process.
 
 A write is never nested in another on the same thread (a signal handler that interrupts one
 finds it under way), and a process never writes the files of the process it was forked from: a
-child that a fork() from C made (no fork hook ran) becomes its own profiler first.
+child that a fork() from C made (no fork hook ran) becomes its own profiler first. What that
+takes of the process-wide hooks comes in as a :class:`~._surfaces.ProcessServices`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import time
 
 from ..runfiles import layout, workerfile
 from . import _phases
-from ._process import PROCESS
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+    from ._surfaces import ProcessServices
 
 #: How long a write waits for the one before it (a signal's flush racing the thread's).
 LOCK_TIMEOUT_S = 10.0
@@ -61,7 +63,8 @@ class SnapshotWriter:
     directory, below which nothing is followed).
 
     ``record_error`` receives each failure's line for the worker file's ``errors``. One lock
-    keeps two writes (the thread's and a signal's or close()'s) from interleaving.
+    keeps two writes (the thread's and a signal's or close()'s) from interleaving. ``process``
+    is the process-wide hooks (:data:`._process.PROCESS`).
     """
 
     def __init__(
@@ -70,9 +73,11 @@ class SnapshotWriter:
         record_error: Callable[[str], None],
         interval_s: float | None,
         root: str,
+        process: ProcessServices,
     ) -> None:
         self._build = build
         self.root = root
+        self.process = process
         self._record_error = record_error
         self.interval_s = interval_s
         self.path: str | None = None  # text: see Profiler.run_dir
@@ -116,7 +121,7 @@ class SnapshotWriter:
     def write(self, status: str, *, final: bool = False) -> bool:
         """Build and write one snapshot; True when written. Never raises (bar KeyboardInterrupt)."""
         if os.getpid() != self.pid:
-            PROCESS.ensure_own_process("a snapshot")  # resets this writer, with the child's path
+            self.process.ensure_own_process("a snapshot")  # resets this writer, with the child's path
             if os.getpid() != self.pid:
                 return False  # a copy no profiler owns any more: never the parent's file
         if self.path is None:
@@ -127,8 +132,8 @@ class SnapshotWriter:
         try:
             return self._write_locked(status, final, me)
         finally:
-            if PROCESS.deferred_end is not None:
-                PROCESS.end_deferred()  # a signal that ends the process came during the write
+            if self.process.deferred_end is not None:
+                self.process.end_deferred()  # a signal that ends the process came during the write
 
     def _write_locked(self, status: str, final: bool, me: int) -> bool:
         if not self._lock.acquire(timeout=LOCK_TIMEOUT_S):
@@ -163,9 +168,9 @@ class SnapshotWriter:
         self.failures += 1
         self.last_error = reason
         self._record_error(f"snapshot: {reason}")
-        if not self._warned and not PROCESS.warned_unwritable:
+        if not self._warned and not self.process.warned_unwritable:
             self._warned = True
-            PROCESS.warned_unwritable = True
+            self.process.warned_unwritable = True
             try:
                 import warnings  # here: only a run that cannot write needs it
 
@@ -183,13 +188,13 @@ class SnapshotWriter:
         if self.interval_s is None or self._thread is not None:
             return
         thread = self._thread = _Periodic(self, self.interval_s)
-        thread.load = PROCESS.claim_loading()
+        thread.load = self.process.claim_loading()
         try:
             thread.start()
         except BaseException:
             self._thread = None
             if thread.load:
-                PROCESS.release_loading()
+                self.process.release_loading()
             raise
 
     def stop_thread(self, timeout: float = 10.0, *, wait_os_thread: bool = False) -> None:
@@ -228,7 +233,7 @@ class _Periodic(threading.Thread):
             # The thread that started this one waits for the GIL to return from start(): give it
             # back first, so that the imports are not the constructor's to pay.
             time.sleep(0)
-            PROCESS.load_late()
+            self.writer.process.load_late()
         while not self.stop_event.wait(self.interval):
             try:
                 before = self.writer.before_periodic

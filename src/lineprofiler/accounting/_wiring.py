@@ -2,103 +2,130 @@
 the GPU facts and the resource sampler. A failure is recorded in the worker file, never raised.
 
 Imported by an enabled profiler only: a disabled one never loads the GPU and window modules,
-and a profiler without ``backend=`` or ``annotate=True`` never loads the window module.
+and a profiler without ``backend=`` or ``annotate=True`` never loads the window modules. The
+profiler comes in as a :class:`~._surfaces.WiringTarget`, its arguments as its checked
+:class:`~._options.Options`, and what is built goes back to it as a :class:`Wiring`.
 """
 
 from __future__ import annotations
 
+from .._record import Record
 from . import gpu
 from .sampling import ResourceSampler
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
-    from .profiler import Profiler
+    from collections.abc import Callable
+    from typing import Any
+
+    from ._options import Options
+    from ._surfaces import WiringTarget
+
+    RecordError = Callable[[str], None]
 
 
-def _failed(profiler: Profiler, what: str, error: Exception) -> None:
-    profiler._record_error(f"{what}: {type(error).__name__}: {error}")
+class Wiring(Record):
+    """What :func:`wire` built, each None when not asked for or when it failed: the sync hook
+    (:func:`gpu.make_sync`), the :class:`gpu.Annotator` and the backend window."""
+
+    __slots__ = ("sync_fn", "annotator", "window")
+
+    def __init__(self, sync_fn: Callable[[], object] | None, annotator: Any, window: Any) -> None:
+        self.sync_fn = sync_fn
+        self.annotator = annotator
+        #: A trace_window.Window (torch, viztracer) or a lines_window.LinesWindow (lines).
+        self.window = window
 
 
-def wire(profiler: Profiler) -> None:
+def _failed(record_error: RecordError, what: str, error: Exception) -> None:
+    record_error(f"{what}: {type(error).__name__}: {error}")
+
+
+def wire(target: WiringTarget, options: Options, record_error: RecordError) -> Wiring:
     """Install the hooks the profiler's arguments ask for, before its start file is written.
 
     * ``set_sync(gpu.make_sync())``: None (no cost at all) unless torch is installed; a
       pending check when it is installed but not imported yet.
     * ``annotate=True``: a :class:`gpu.Annotator`, combined with the window's hooks.
-    * ``backend=...``: a :class:`windows.Window` (torch, viztracer) or a
+    * ``backend=...``: a :class:`.trace_window.Window` (torch, viztracer) or a
       :class:`~.lines_window.LinesWindow` (lines) watching ``window_phase``, attached so that it
       is cut and written at exit and restarted in a fork child.
     * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
     """
+    sync_fn = None
     try:
-        profiler._sync_fn = gpu.make_sync()
-        profiler.set_sync(profiler._sync_fn)
+        sync_fn = gpu.make_sync()
+        target.set_sync(sync_fn)
     except Exception as error:
-        _failed(profiler, "sync hook", error)
-    if profiler.backend is not None or profiler.annotate:
-        _window_and_annotation(profiler)
+        _failed(record_error, "sync hook", error)
+    annotator = window = None
+    if options.backend is not None or options.annotate:
+        annotator, window = _window_and_annotation(target, options, record_error)
     try:
-        profiler.add_attachment(gpu.GpuAttachment())
+        target.add_attachment(gpu.GpuAttachment())
     except Exception as error:
-        _failed(profiler, "GPU attachment", error)
+        _failed(record_error, "GPU attachment", error)
+    return Wiring(sync_fn, annotator, window)
 
 
-def _window_and_annotation(profiler: Profiler) -> None:
+def _window_and_annotation(target: WiringTarget, options: Options, record_error: RecordError) -> tuple[Any, Any]:
     """``annotate=True`` and ``backend=...``: the annotator, the window and their phase hooks."""
-    from . import capabilities, windows
+    from . import capabilities, trace_window
+    from .backends import Backend
     from .identity import resolve_host
 
-    if profiler.annotate:
+    annotator: Any = None
+    window: Any = None  # a trace_window.Window or a lines_window.LinesWindow
+    if options.annotate:
         try:
-            profiler._annotator = gpu.Annotator()
+            annotator = gpu.Annotator()
         except Exception as error:
-            _failed(profiler, "annotate", error)
-    if profiler.backend is not None and profiler.backend_window is not None and profiler.window_phase is not None:
+            _failed(record_error, "annotate", error)
+    if options.backend is not None and options.backend_window is not None and options.window_phase is not None:
         try:
-            if profiler.backend == windows.Backend.LINES.value:
+            if options.backend == Backend.LINES.value:
                 from .lines_window import LinesWindow  # loads the line layer: only when asked for
 
-                profiler.window = LinesWindow(
-                    profiler, profiler.backend_window, profiler.window_phase, project=profiler.lines_project
+                # LinesWindow's owner is annotated as the Profiler until it takes a WindowOwner.
+                window = LinesWindow(
+                    target,  # type: ignore[arg-type]
+                    options.backend_window,
+                    options.window_phase,
+                    project=options.lines_project,
                 )
             else:
-                profiler.window = windows.Window(
-                    profiler.backend,
-                    profiler.run_dir,
-                    profiler.backend_window,
-                    profiler.window_phase,
-                    host=resolve_host(),
+                window = trace_window.Window(
+                    options.backend, target.run_dir, options.backend_window, options.window_phase, host=resolve_host()
                 )
         except Exception as error:
-            _failed(profiler, "backend window", error)
-        if profiler.window is not None:
-            if profiler.window.state != "unavailable":
-                profiler.set_watch(profiler.window_phase, profiler.window.on_entry)
-            profiler.add_attachment(profiler.window)  # also when unavailable: the worker file says why
-    annotator = profiler._annotator
-    if annotator is not None and annotator.nvtx_source is None and not capabilities.torch().available:
+            _failed(record_error, "backend window", error)
+        if window is not None:
+            if window.state != "unavailable":
+                target.set_watch(options.window_phase, window.on_entry)
+            target.add_attachment(window)  # also when unavailable: the worker file says why
+    hooked = annotator
+    if hooked is not None and hooked.nvtx_source is None and not capabilities.torch().available:
         # Neither NVTX nor a torch that could ever be imported: hooks would only cost time.
-        annotator = None
+        hooked = None
     # A lines window names no phases in a trace: only a torch or VizTracer window takes hooks.
-    window = profiler.window if isinstance(profiler.window, windows.Window) else None
+    traced = window if isinstance(window, trace_window.Window) else None
     try:
-        enter, exit_ = windows.annotate_hooks(annotator, window)
+        enter, exit_ = trace_window.annotate_hooks(hooked, traced)
         if enter is not None or exit_ is not None:
-            profiler.set_annotate(enter, exit_)
+            target.set_annotate(enter, exit_)
     except Exception as error:
-        _failed(profiler, "annotate hooks", error)
+        _failed(record_error, "annotate hooks", error)
+    return annotator, window
 
 
-def attach_sampler(profiler: Profiler) -> None:
+def make_sampler(run_dir: str, options: Options, record_error: RecordError) -> ResourceSampler | None:
     """The resource sampler (RSS, /proc I/O, NVML): a native thread whose rows each snapshot
-    appends beside the worker file. ``sample_interval_s=None`` leaves it out."""
-    if profiler.sample_interval_s is None:
-        return
+    appends beside the worker file. None with ``sample_interval_s=None``, or when it cannot be
+    made (recorded). ``run_dir`` is text: pathlib is not loaded while a profiler starts."""
+    if options.sample_interval_s is None:
+        return None
     try:
-        sampler = ResourceSampler(
-            profiler._run_dir, interval_s=profiler.sample_interval_s, timeline_hz=profiler.timeline_hz
-        )
+        return ResourceSampler(run_dir, interval_s=options.sample_interval_s, timeline_hz=options.timeline_hz)
     except Exception as error:  # the environment never makes construction raise
-        profiler._record_error(f"resource sampler not started: {type(error).__name__}: {error}")
-        return
-    profiler.add_attachment(sampler)
+        record_error(f"resource sampler not started: {type(error).__name__}: {error}")
+        return None

@@ -47,7 +47,6 @@ __all__ = [
     "nvml",
     "nvtx",
     "psutil",
-    "reset_cache",
     "torch",
     "torch_cuda",
     "viztracer",
@@ -91,13 +90,7 @@ class Capability(Record):
 
 
 _lock = threading.Lock()
-_cache: dict[str, Capability] = {}
-
-
-def reset_cache() -> None:
-    """Forget the cached answers (tests; a process that just installed a driver)."""
-    with _lock:
-        _cache.clear()
+_cache: dict[str, Capability] = {}  # tests empty it through _capabilities_testing
 
 
 def _cached(name: str, probe: Callable[[], Capability]) -> Capability:

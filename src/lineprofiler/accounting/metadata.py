@@ -1,39 +1,45 @@
-"""The metadata files: what each process had available, why not, and how it was configured.
+"""The metadata files' content, gathered from the live process: what it had available, why not,
+and how its profiler was configured. Their schema, writing and reading are
+:mod:`lineprofiler.runfiles.metadata`'s.
 
 Every enabled profiler writes its own ``run_dir/metadata/<host>/m_<run>_<pid>_<uuid8>.json``
 (named after its worker file) with its first snapshot after construction (the periodic one, a
 ``flush()``, or at close or a signal that ends the process, whichever comes first) and again at
 close, and ``run_dir/metadata.json``, the run's summary, when that file does not already name
-this run and attempt. Both are
-written whole to a temporary name and renamed, inside ``run_dir`` only. The report never needs
-either: they are for people and tools that ask why a block is missing.
+this run and attempt. Both are written whole to a temporary name and renamed, inside
+``run_dir`` only. The report never needs either: they are for people and tools that ask why a
+block is missing.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from pathlib import Path
 
-from ..runfiles import layout, workerfile
+from ..runfiles import layout
+from ..runfiles.metadata import (
+    METADATA_FILE,
+    METADATA_KIND,
+    METADATA_VERSION,
+    build_document,
+    read_metadata,
+    write_document,
+)
 from . import capabilities
 from .identity import machine_name
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
     from typing import Any
 
-    from .profiler import Profiler
+    from ._options import Options
+    from ._wiring import Wiring
+    from .identity import Identity
 
 __all__ = ["METADATA_FILE", "METADATA_KIND", "METADATA_VERSION", "metadata", "read_metadata", "write_metadata"]
-
-METADATA_FILE = layout.METADATA_FILE
-METADATA_KIND = "lineprofiler-metadata"
-METADATA_VERSION = 1
-_READ_LIMIT = 1 << 20
 
 
 def metadata(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -42,22 +48,15 @@ def metadata(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     ``extra`` adds keys (the profiler puts its backend window's description under
     ``"backend"``); it cannot replace ``kind``, ``schema_version`` or ``capabilities``.
     """
-    document: dict[str, Any] = {}
-    for key, value in (extra or {}).items():
-        document[str(key)] = value
-    document.update(
-        {
-            "kind": METADATA_KIND,
-            "schema_version": METADATA_VERSION,
-            "written_unix_ns": time.time_ns(),
-            "host": machine_name(),
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "platform": sys.platform,
-            "capabilities": {name: cap.as_dict() for name, cap in capabilities.all_capabilities().items()},
-        }
+    return build_document(
+        extra,
+        written_unix_ns=time.time_ns(),
+        host=machine_name(),
+        pid=os.getpid(),
+        python=sys.version.split()[0],
+        platform=sys.platform,
+        capabilities={name: cap.as_dict() for name, cap in capabilities.all_capabilities().items()},
     )
-    return document
 
 
 def write_metadata(
@@ -67,7 +66,8 @@ def write_metadata(
     relative: str | None = None,
     notes: list[str] | None = None,
 ) -> Path:
-    """Write ``<run_dir>/metadata.json`` (or ``<run_dir>/<relative>``) atomically; return its path.
+    """Write this process's :func:`metadata` to ``<run_dir>/metadata.json`` (or
+    ``<run_dir>/<relative>``) atomically; return its path.
 
     ``relative`` is a path inside ``run_dir`` (the profiler's per-process files,
     ``metadata/<host>/m_<run>_<pid>_<uuid8>.json``); one that would leave ``run_dir`` is refused
@@ -75,27 +75,7 @@ def write_metadata(
     said in ``notes``. Raises OSError (or TypeError/ValueError for an ``extra`` that is not
     JSON): the profiler records the failure instead of letting it reach user code.
     """
-    run_dir = Path(run_dir)
-    target = layout.run_metadata_path(run_dir) if relative is None else run_dir / relative
-    if relative is not None:
-        parts = Path(relative).parts
-        if not parts or Path(relative).is_absolute() or any(part in ("", ".", "..") for part in parts):
-            raise ValueError(f"metadata path must stay inside the run directory, not {relative!r}")
-    data = workerfile.encode_json(metadata(extra), indent=2, sort_keys=True)
-    layout.write_atomic(target, data + b"\n", root=run_dir, notes=notes)
-    return target
-
-
-def read_metadata(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
-    """A metadata file's content, or None when it is missing, unreadable or not ours (a symbolic
-    link, a FIFO or a file over 1 MiB among them: nothing below ``root`` is followed)."""
-    try:
-        document = json.loads(layout.read_small(path, root=root, limit=_READ_LIMIT))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or document.get("kind") != METADATA_KIND:
-        return None
-    return document
+    return write_document(run_dir, metadata(extra), relative=relative, notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,14 +83,14 @@ def read_metadata(path: str | os.PathLike[str], *, root: str | os.PathLike[str] 
 # ---------------------------------------------------------------------------------------------
 
 
-def describe(profiler: Profiler, final: bool) -> dict[str, Any]:
+def describe(
+    identity: Identity, run_dir: Path, worker_file: Path, options: Options, wiring: Wiring, final: bool
+) -> dict[str, Any]:
     """The keys a profiler adds to its metadata files: its run, its arguments, and what its
     sync hook, annotator and backend window could do."""
     from . import gpu
 
-    identity, path = profiler.identity, profiler.path
-    assert identity is not None and path is not None
-    annotator = profiler._annotator
+    annotator = wiring.annotator
     if annotator is not None:
         annotate: dict[str, Any] = {"requested": True, **annotator.describe()}
         if annotate.get("nvtx") is None and not annotate.get("record_function"):
@@ -118,28 +98,37 @@ def describe(profiler: Profiler, final: bool) -> dict[str, Any]:
                 f"no NVTX ({capabilities.nvtx().unavailable_reason}) and no record_function (torch is not imported)"
             )
     else:
-        annotate = {"requested": profiler.annotate}
+        annotate = {"requested": options.annotate}
     return {
         "run_id": identity.run_id,
         "attempt": identity.attempt,
         "role": identity.role,
-        "worker_file": path.relative_to(profiler.run_dir).as_posix(),
+        "worker_file": worker_file.relative_to(run_dir).as_posix(),
         "final": final,
         "profiler": {
-            "measure_cpu": profiler.measure_cpu,
-            "snapshot_interval_s": profiler.snapshot_interval_s,
-            "annotate": profiler.annotate,
-            "backend": profiler.backend,
-            "backend_window": list(profiler.backend_window) if profiler.backend_window else None,
-            "window_phase": profiler.window_phase,
+            "measure_cpu": options.measure_cpu,
+            "snapshot_interval_s": options.snapshot_interval_s,
+            "annotate": options.annotate,
+            "backend": options.backend,
+            "backend_window": list(options.backend_window) if options.backend_window else None,
+            "window_phase": options.window_phase,
         },
-        "backend": profiler.window.describe() if profiler.window is not None else None,
-        "sync": gpu.describe_sync(profiler._sync_fn),
+        "backend": wiring.window.describe() if wiring.window is not None else None,
+        "sync": gpu.describe_sync(wiring.sync_fn),
         "annotate": annotate,
     }
 
 
-def write_for(profiler: Profiler, *, final: bool = False, notes: list[str] | None = None) -> None:
+def write_process_files(
+    identity: Identity,
+    run_dir: Path,
+    worker_file: Path,
+    options: Options,
+    wiring: Wiring,
+    *,
+    final: bool = False,
+    notes: list[str] | None = None,
+) -> None:
     """The profiler's own ``metadata/<host>/m_….json``, and ``run_dir/metadata.json``.
 
     Every process writes its own file (a unique name: no two processes ever write the same
@@ -148,12 +137,10 @@ def write_for(profiler: Profiler, *, final: bool = False, notes: list[str] | Non
     directory replaces it); two processes of a new run racing on it each leave a complete file
     of the run. Raises what writing raises; the profiler records it, and ``notes``.
     """
-    identity, own = profiler.identity, profiler.metadata_path()
-    if identity is None or own is None:
-        return
-    extra = describe(profiler, final)
-    write_metadata(profiler.run_dir, extra, relative=own.relative_to(profiler.run_dir).as_posix(), notes=notes)
+    own = layout.metadata_path(run_dir, worker_file)
+    extra = describe(identity, run_dir, worker_file, options, wiring, final)
+    write_metadata(run_dir, extra, relative=own.relative_to(run_dir).as_posix(), notes=notes)
     if not final:
-        current = read_metadata(layout.run_metadata_path(profiler.run_dir), root=profiler.run_dir)
+        current = read_metadata(layout.run_metadata_path(run_dir), root=run_dir)
         if current is None or (current.get("run_id"), current.get("attempt")) != (identity.run_id, identity.attempt):
-            write_metadata(profiler.run_dir, extra, notes=notes)
+            write_metadata(run_dir, extra, notes=notes)

@@ -4,8 +4,10 @@ The C module ``_phases`` records; this module decides what to record into, when 
 down, and how to survive the process's life: fork, signals, exit, an unwritable disk. It never
 raises into user code after construction, and construction raises only for bad arguments
 (:mod:`._options`). The pieces it leans on: :mod:`._process` (signals, fork and exit, once per
-process), :mod:`._wiring` (GPU hooks, backend window, sampler), :mod:`.metadata` (the metadata
-files) and :mod:`..runfiles.workerfile` (the worker file's schema).
+process), :mod:`._snapshots` (when the worker file is written), :mod:`._wiring` (GPU hooks,
+backend window, sampler), :mod:`.metadata` (the metadata files' content) and
+:mod:`..runfiles.workerfile` (the worker file's schema). None of them imports this module: each
+takes the profiler as one of the typed surfaces of :mod:`._surfaces`, or plain values.
 
 Every process of a run imports this module, and most construct one profiler, so both are kept
 cheap: importing it loads only the C module, and the modules a profiler needs are imported by
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
     from ._options import Options
     from ._snapshots import SnapshotWriter
+    from ._wiring import Wiring
     from .identity import Identity, RunId
 
 __all__ = ["Profiler"]
@@ -139,7 +142,9 @@ class Profiler:
         self.identity: Identity | None = None
         self._path: str | None = None  # the worker file
         self._live_path: str | None = None
-        self.window: Any = None  # windows.Window or lines_window.LinesWindow, with backend=...
+        self._start_unix_ns: int | None = None
+        self._start_mono_ns = 0
+        self.window: Any = None  # trace_window.Window or lines_window.LinesWindow, with backend=...
         self._attachments: list[Any] = []
         self._errors: list[str] = []
         self._errors_dropped = 0
@@ -153,8 +158,6 @@ class Profiler:
         self._mp_registered = False
         self._inherited = False  # a copy made by fork: see ProcessHooks.register
         self._fork_parent_pid: int | None = None
-        self._sync_fn: Callable[[], object] | None = None
-        self._annotator: Any = None  # gpu.Annotator, with annotate=True
         self.phase = self._noop.phase  # type: ignore[method-assign]
         self.count = self._noop.count  # type: ignore[method-assign]
         if not self.enabled:
@@ -168,7 +171,7 @@ class Profiler:
         from .identity import ENV_ATTEMPT, ENV_RUN_ID, parent_run_id, resolve_host, resolve_run_id
 
         self._snapshots: SnapshotWriter = SnapshotWriter(
-            self._document, self._record_error, self.snapshot_interval_s, self._run_dir
+            self._document, self._record_error, self.snapshot_interval_s, self._run_dir, PROCESS
         )
         self._snapshots.before_periodic = self._write_metadata_if_due
         self._metadata_lock = threading.Lock()
@@ -185,10 +188,13 @@ class Profiler:
         self.phase = self.recorder.phase  # type: ignore[method-assign]
         self.count = self.recorder.count  # type: ignore[method-assign]
         # Hooks and attachments before the start file, so that it already carries them.
-        _wiring.wire(self)
+        self._wiring: Wiring = _wiring.wire(self, options, self._record_error)
+        self.window = self._wiring.window
         self._begin_process(start_thread=False)
         PROCESS.register(self)
-        _wiring.attach_sampler(self)
+        sampler = _wiring.make_sampler(self._run_dir, options, self._record_error)
+        if sampler is not None:
+            self.add_attachment(sampler)
         # The metadata files wait for the first snapshot (see the module docstring).
         self._metadata_due = True
         # Last, once the constructor's own work is done: the first snapshot thread of a process
@@ -318,6 +324,18 @@ class Profiler:
     def run_id(self) -> str | None:
         return self._run.run_id if self.enabled else None
 
+    @property
+    def start_unix_ns(self) -> int | None:
+        """When this process's recording began (unix ns; a fork child's, at the fork); None when
+        disabled."""
+        return self._start_unix_ns
+
+    @property
+    def signal_name(self) -> str | None:
+        """The signal (``"SIGTERM"``, ...) whose flush is under way or was this process's last,
+        or None."""
+        return self._signal_name
+
     def metadata_path(self) -> Path | None:
         """This process's own metadata file, ``run_dir/metadata/<host>/m_<run>_<pid>_<uuid8>.json``
         (named after its worker file), or None when disabled."""
@@ -375,7 +393,7 @@ class Profiler:
 
         from ..runfiles import workerfile
 
-        assert self.recorder is not None and self.identity is not None
+        assert self.recorder is not None and self.identity is not None and self._start_unix_ns is not None
         tree = self.recorder.snapshot()
         now_ns = time.time_ns()
         config = self._options.config()
@@ -419,6 +437,9 @@ class Profiler:
     def _write_metadata(self, *, final: bool = False) -> None:
         """This process's metadata file and the run's ``metadata.json`` (see :mod:`.metadata`);
         a failure (an unwritable run dir) is recorded in the worker file's ``errors``."""
+        identity, worker_file = self.identity, self.path
+        if identity is None or worker_file is None:
+            return
         from . import metadata  # not at import: it loads the capability probes
 
         notes: list[str] = []
@@ -426,7 +447,9 @@ class Profiler:
         # flush() that writes these files.
         token = _phases.own_io_begin()
         try:
-            metadata.write_for(self, final=final, notes=notes)
+            metadata.write_process_files(
+                identity, self.run_dir, worker_file, self._options, self._wiring, final=final, notes=notes
+            )
         except Exception as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else error
             self._record_error(f"metadata: {type(error).__name__}: {reason}")
@@ -545,3 +568,11 @@ class Profiler:
         self._begin_process()
         self._mp_registered = False
         PROCESS.mp_register(self)
+
+
+if TYPE_CHECKING:
+    from ._surfaces import ProcessMember
+
+    def _as_process_member(profiler: Profiler) -> ProcessMember:
+        """For the type checker: the profiler is what the process-wide hooks take it as."""
+        return profiler

@@ -18,7 +18,7 @@ from ._options import check_window, check_window_phase
 
 
 class WindowState:
-    """The state of one window; :class:`~.windows.Window` and
+    """The state of one window; :class:`~.trace_window.Window` and
     :class:`~.lines_window.LinesWindow` add their backend."""
 
     #: ``describe()["backend"]``.
