@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml $(C_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip 'setuptools>=77' wheel
 	CFLAGS="$(WERROR) $(EXTRA_CFLAGS)" LDFLAGS="$(EXTRA_LDFLAGS)" \
-		$(PY) -m pip install -q --no-build-isolation $(INSTALL_MODE) '.[resources,gpu,test]'
+		$(PY) -m pip install -q --no-build-isolation $(INSTALL_MODE) '.[resources,gpu,dev]'
 	# Peers that publish no build for every Python (3.15 has no Ray and no VizTracer yet): one by
 	# one, so a Python without one still gets the rest, and their tests skip naming the version.
 	# On 3.11-3.13 each has a wheel, and in CI a failed install there fails the build.
