@@ -1,5 +1,6 @@
 # The two commands of README.md: `make demo` and `make test`.
-# PYTHON picks the interpreter (default python3); VENV the environment it builds.
+# PYTHON picks the interpreter (default python3); VENV the test environment (make test, lint,
+# bench); DEMO_VENV the demo's own, smaller one.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,6 +12,12 @@ TESTS ?= tests
 # in-place one that an editable .venv of the same Python loads.
 INSTALL_MODE ?= -e
 C_SOURCES := $(shell find src/lineprofiler -name '*.[ch]')
+# The demo installs a copy of the package (not editable), so it watches the Python files too.
+PACKAGE_SOURCES := $(shell find src/lineprofiler -name '*.py' -o -name '*.pyi' -o -name '*.[ch]')
+DEMO_VENV ?= .venv-demo
+# What the demo's learner trains with beyond the package: numpy (examples/rl_pipeline/model.py
+# falls back to pure Python without it). DEMO_PACKAGES=torch trains its torch model instead.
+DEMO_PACKAGES ?= numpy
 # The versions of pyproject.toml's extras `ray` and `viztracer`.
 OPTIONAL_PEERS := 'ray>=2.40' 'viztracer>=0.16'
 
@@ -20,7 +27,7 @@ $(VENV)/.installed: pyproject.toml $(C_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip 'setuptools>=77' wheel
 	CFLAGS="$(WERROR) $(EXTRA_CFLAGS)" LDFLAGS="$(EXTRA_LDFLAGS)" \
-		$(PY) -m pip install -q --no-build-isolation $(INSTALL_MODE) '.[resources,gpu,test]'
+		$(PY) -m pip install -q --no-build-isolation $(INSTALL_MODE) '.[resources,gpu,dev]'
 	# Peers that publish no build for every Python (3.15 has no Ray and no VizTracer yet): one by
 	# one, so a Python without one still gets the rest, and their tests skip naming the version.
 	# On 3.11-3.13 each has a wheel, and in CI a failed install there fails the build.
@@ -35,8 +42,21 @@ $(VENV)/.installed: pyproject.toml $(C_SOURCES)
 		$(PY) -m pip install -q torch==2.13.0 || { [ -n "$$CI" ] && exit 1; echo "torch not installed: its tests will skip"; }; fi
 	touch $@
 
-demo: $(VENV)/.installed
-	$(PY) examples/demo.py
+# The package (a built copy, without -Werror: a user's compiler may warn where ours does not) and
+# what the examples import, nothing of the test environment. Built from a copy of the tree: an
+# in-tree build shares build/ with make test-asan's, and a non-editable build reuses any .so it
+# finds there newer than the sources, whatever flags made it.
+$(DEMO_VENV)/.installed: pyproject.toml $(PACKAGE_SOURCES)
+	rm -rf $(DEMO_VENV)
+	$(PYTHON) -m venv $(DEMO_VENV)
+	tree=$$(mktemp -d) && cp -r pyproject.toml README.md LICENSE src "$$tree" && \
+		$(DEMO_VENV)/bin/python -m pip install -q "$$tree"; rc=$$?; rm -rf "$$tree"; exit $$rc
+	$(DEMO_VENV)/bin/python -m pip install -q $(DEMO_PACKAGES) || \
+		echo "$(DEMO_PACKAGES) not installed: the demo's learner falls back to pure Python"
+	touch $@
+
+demo: $(DEMO_VENV)/.installed
+	$(DEMO_VENV)/bin/python examples/demo.py
 
 test: $(VENV)/.installed
 	# pytest exits 5 when it collected nothing; that is a failure of the suite here.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 
-__version__ = "0.1.0"
+__version__ = "0.11.0"
 
 __all__ = [
     "FunctionStats",
