@@ -65,6 +65,9 @@ test: $(VENV)/.installed
 
 # The C under AddressSanitizer and UBSan: its own environment, Python itself uninstrumented.
 test-asan:
+	# A non-editable build reuses any object in build/ newer than its source, whatever flags
+	# made it: without this an earlier plain build would stand in for the instrumented one.
+	rm -rf build
 	$(MAKE) test VENV=.venv-asan WERROR=-Werror INSTALL_MODE= \
 		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -O1 -g" \
 		EXTRA_LDFLAGS="-fsanitize=address,undefined" \
