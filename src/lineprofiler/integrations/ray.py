@@ -21,7 +21,7 @@ job that lacks them takes them from there (:func:`adopt_job_env`, which the Prof
 it reads its environment) when it constructs its first Profiler after :func:`init`.
 
 Inside a connected Ray process, ``lineprofiler.accounting.identity`` asks the functions below
-(only where Ray is imported) for what the environment does not say: the run id
+(Ray's launcher in ``lineprofiler.accounting.launchers``) for what the environment does not say: the run id
 ``ray-<session>-<job>`` (job ids start again at 1 on every new cluster, the session does not);
 the host (the node's host name; its IP address where another live node has that name; the name
 and the node id where another has both, as several nodes on one machine do); the role (the
@@ -63,6 +63,7 @@ except ImportError as _error:  # pragma: no cover - exercised in a subprocess by
         "lineprofiler.integrations.ray needs Ray: pip install 'with-line-profiler[ray]'"
     ) from _error
 
+from ..accounting import launchers
 from ..accounting.identity import ENV_ATTEMPT, ENV_HOST, ENV_RUN_ID
 from ..runfiles import layout, raycollect
 from ..runfiles.raycollect import RAY_DIR
@@ -269,6 +270,11 @@ def task_profiler(role: str | None = None, **kwargs: Any) -> Iterator[Any]:
         yield profiler
     finally:
         profiler.flush()
+
+
+launchers.register(launchers.Launcher(
+    "ray", connected, run=ray_run, host=node_host, role=task_role, rank=actor_rank, adopt_env=lambda: adopt_job_env(),
+))
 
 
 # ---------------------------------------------------------------------- the driver: init
