@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -241,22 +240,20 @@ class _LeftInPlace(Exception):
 
 
 class _Incoming:
-    """One file arriving in pieces: a temporary file beside its destination, renamed at the end
-    (a rename replaces a symbolic link at the destination rather than writing through it).
-    Raises _LeftInPlace where the destination is the node's file itself."""
+    """One file arriving in pieces: a :class:`layout.Replacement` beside its destination, renamed
+    at the end (a rename replaces a symbolic link at the destination rather than writing through
+    it). Raises _LeftInPlace where the destination is the node's file itself."""
 
     def __init__(self, root_fd: int, rel: str, mark: list[Any], same_machine: bool) -> None:
         parts = path_parts(rel)
-        self.rel, self.mark, self.name, self.written, self.fd = rel, mark, parts[-1], 0, -1
+        self.rel, self.mark, self.name, self.written = rel, mark, parts[-1], 0
         self.same_machine = same_machine
         self.dir_fd = open_folder(root_fd, parts[:-1], create=True)
         if is_source(self.dir_fd, self.name, mark, same_machine):
             os.close(self.dir_fd)
             raise _LeftInPlace(rel)
-        self.tmp = f".tmp_ray_{secrets.token_hex(6)}"
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
-            self.fd = os.open(self.tmp, flags, 0o644, dir_fd=self.dir_fd)
+            self.file = layout.Replacement(self.dir_fd, self.name)
         except BaseException:
             os.close(self.dir_fd)
             raise
@@ -264,30 +261,24 @@ class _Incoming:
     def write(self, offset: int, data: bytes) -> None:
         if offset != self.written:
             raise UnsafePath(f"{self.rel}: a piece at byte {offset}, expected {self.written}")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
+        self.file.write(data)
         self.written += len(data)
 
     def finish(self) -> bool:
         """Rename the copy into place; False (and no copy) where the node's file itself is there."""
-        os.close(self.fd)
-        self.fd = -1
+        self.file.close()
         try:
             if is_source(self.dir_fd, self.name, self.mark, self.same_machine):
-                os.unlink(self.tmp, dir_fd=self.dir_fd)
+                self.file.discard()
                 return False
-            os.replace(self.tmp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+            self.file.commit()
             return True
         finally:
             os.close(self.dir_fd)
 
     def abort(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
         try:
-            os.unlink(self.tmp, dir_fd=self.dir_fd)
+            self.file.discard()
         except OSError:
             pass
         os.close(self.dir_fd)
@@ -471,9 +462,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def write_json(folder: Path, name: str, document: dict[str, Any]) -> None:
     """``folder/name`` by temporary file and rename; ``folder`` is made, never written through a link."""
-    from ..runfiles.workerfile import write_atomic
-
     if folder.is_symlink():
         raise OSError(f"{folder} is a symbolic link: not written through")
     folder.mkdir(exist_ok=True)
-    write_atomic(folder / name, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
+    layout.write_atomic(folder / name, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
