@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runfiles import layout
+from ..runfiles import layout, tree
 from ..runfiles.layout import LIVE_SUFFIX
 from ..runfiles.raycollect import RAY_DIR as RAY_DIR
 
@@ -44,27 +44,22 @@ def walk(root: str) -> Iterator[tuple[str, os.stat_result]]:
     """``(relative path, lstat)`` of every regular file under ``root``'s folders: no symbolic
     links, no names starting with a dot (temporary files), nothing at the top level (each run
     directory's own ``metadata.json``) and nothing under ``ray/``."""
-    stack: list[tuple[str, str, int]] = [(root, "", 0)]
-    while stack:
-        folder, prefix, depth = stack.pop()
-        try:
-            with os.scandir(folder) as entries:
-                listed = sorted(entries, key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in listed:
-            if entry.name.startswith("."):
+    try:
+        for rel, entry, depth in tree.walk(root, MAX_DEPTH, enter=_sent_folder):
+            if depth == 0:
                 continue
-            rel = f"{prefix}{entry.name}"
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISDIR(info.st_mode):
-                if depth < MAX_DEPTH and not (depth == 0 and entry.name == RAY_DIR):
-                    stack.append((entry.path, rel + "/", depth + 1))
-            elif stat.S_ISREG(info.st_mode) and depth > 0:
+            if stat.S_ISREG(info.st_mode):
                 yield rel, info
+    except OSError:  # no run directory to send: the node's hello says so
+        return
+
+
+def _sent_folder(rel: str, depth: int) -> bool:
+    return not (depth == 0 and rel == RAY_DIR)
 
 
 def signature(info: os.stat_result, path: str | None = None) -> list[Any]:

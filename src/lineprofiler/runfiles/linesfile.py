@@ -74,6 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from . import tree
 from .layout import sanitize_component, write_atomic
 
 __all__ = [
@@ -115,9 +116,9 @@ UNFINISHED_REASON = (
 _FILE_RE = re.compile(r"^l_.+_\d+_[0-9a-f]{8}\.json$")
 _INT_LIMIT = 2**63
 _NONE = type(None)
-#: How deep under a directory find_lines_files looks (an accounting run directory keeps them
-#: in ``lines/<host>/``).
-_MAX_DEPTH = 3
+#: How many levels of folders below a directory find_lines_files looks in (an accounting run
+#: directory keeps them in ``lines/<host>/``).
+_LEVELS_BELOW = 2
 
 
 class LinesFileError(InputError):
@@ -486,25 +487,19 @@ def find_lines_files(folder: str | os.PathLike[str]) -> list[Path]:
     below it, sorted; temp files of a write in progress are not included. Raises LinesFileError
     when ``folder`` cannot be listed."""
     root = Path(folder)
-    found: list[Path] = []
+    try:
+        listed = list(tree.walk(root, _LEVELS_BELOW))
+    except OSError as error:
+        raise LinesFileError(f"{root}: cannot list: {error.strerror or error}") from None
+    return [Path(entry.path) for _, entry, _ in listed if _FILE_RE.match(entry.name) and _is_file(entry)]
 
-    def walk(at: Path, depth: int) -> None:
-        try:
-            entries = sorted(at.iterdir())
-        except OSError as error:
-            if at == root:
-                raise LinesFileError(f"{at}: cannot list: {error.strerror or error}") from None
-            return
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            if _FILE_RE.match(entry.name) and entry.is_file():
-                found.append(entry)
-            elif depth < _MAX_DEPTH - 1 and entry.is_dir() and not entry.is_symlink():
-                walk(entry, depth + 1)
 
-    walk(root, 0)
-    return found
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """A regular file, or a link to one; False for what cannot be told (a loop of links)."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def load_lines(path: str | os.PathLike[str]) -> tuple[list[LinesFile], list[str]]:
