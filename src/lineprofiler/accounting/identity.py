@@ -340,19 +340,8 @@ def _parent_file_run(run_dir: str | os.PathLike[str], host: str, parent_pid: int
                      start: ProcessStart | None) -> RunId | None:
     from ..runfiles import workerfile  # here: only a multiprocessing child reads its parent's file
 
-    folder = workerfile.worker_dir(run_dir, host)
-    try:
-        candidates = sorted(folder.glob(f"w_*_{parent_pid}_*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-    except OSError:
-        return None
-    for path in candidates:
-        try:
-            document = workerfile.read_worker_file(path, skip_samples=True)
-        except (workerfile.WorkerFileError, OSError):
-            continue
+    for document in workerfile.worker_files_of(run_dir, host, parent_pid):
         identity, times = document["identity"], document["times"]
-        if identity.get("pid") != parent_pid:
-            continue
         if (
             start is not None
             and start.start_unix_ns is not None

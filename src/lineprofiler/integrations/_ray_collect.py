@@ -22,7 +22,7 @@ from typing import Any
 import ray
 
 from ..accounting.identity import ENV_HOST, ENV_RUN_DIR, ENV_RUN_ID
-from ..runfiles import layout, raycollect
+from ..runfiles import layout, raycollect, workerfile
 from ..runfiles.raycollect import RAY_DIR
 from . import _ray_files
 from ._ray_driver import driver_settings
@@ -167,24 +167,10 @@ def _dead_actors(job_id: str | None, labels: dict[str, str]) -> list[dict[str, A
 def _unfinished(dest: Path, actor: dict[str, Any]) -> bool:
     """True when the dead actor's process left a worker file here without a final flush (an
     actor that ended normally wrote one at exit; one that never profiled left no file)."""
-    from ..runfiles import workerfile
-
     host, pid = actor.get("host"), actor.get("pid")
     if not host or not isinstance(pid, int):
         return False
-    folder = workerfile.worker_dir(dest, host)
-    try:
-        paths = list(folder.glob(f"w_*_{pid}_*.json"))
-    except OSError:
-        return False
-    statuses = []
-    for path in paths:
-        try:
-            document = workerfile.read_worker_file(path, skip_samples=True)
-        except (workerfile.WorkerFileError, OSError):
-            continue
-        if document["identity"].get("pid") == pid:
-            statuses.append(document["times"].get("status"))
+    statuses = [document["times"].get("status") for document in workerfile.worker_files_of(dest, host, pid)]
     return bool(statuses) and not any(status in ("exited", "signalled") for status in statuses)
 
 

@@ -95,7 +95,7 @@ from .layout import worker_file_name as worker_file_name
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     import re
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
     from pathlib import Path
     from typing import Any
 
@@ -307,6 +307,24 @@ def find_worker_files(run_dir: str | os.PathLike[str]) -> list[Path]:
         return scan_worker_files(run_dir)[0]
     except WorkerFileError:
         return []
+
+
+def worker_files_of(run_dir: str | os.PathLike[str], host: str, pid: int) -> Iterator[dict[str, Any]]:
+    """The worker files that process ``pid`` wrote under ``run_dir/workers/<host>/``, newest
+    first (by modification time), each read without its samples: files that cannot be read, or
+    that name another process, are left out. Nothing when the folder cannot be listed."""
+    folder = worker_dir(run_dir, host)
+    try:
+        candidates = sorted(folder.glob(f"w_*_{pid}_*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for path in candidates:
+        try:
+            document = read_worker_file(path, skip_samples=True)
+        except (WorkerFileError, OSError):
+            continue
+        if document["identity"].get("pid") == pid:
+            yield document
 
 
 # Every integer in a worker file must fit the C writer's int64: a larger one is corruption, and
