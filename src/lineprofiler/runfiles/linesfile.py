@@ -74,8 +74,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from . import tree
+from . import tree, validation
 from .layout import sanitize_component, write_atomic
+from .validation import INT_LIMIT, NONE, Field, is_count, is_text, is_text_list
 
 __all__ = [
     "KIND",
@@ -114,8 +115,6 @@ UNFINISHED_REASON = (
     "Python's signal module, or is still running"
 )
 _FILE_RE = re.compile(r"^l_.+_\d+_[0-9a-f]{8}\.json$")
-_INT_LIMIT = 2**63
-_NONE = type(None)
 #: How many levels of folders below a directory find_lines_files looks in (an accounting run
 #: directory keeps them in ``lines/<host>/``).
 _LEVELS_BELOW = 2
@@ -277,95 +276,65 @@ def write_lines_file(
 # -- checking -----------------------------------------------------------------------------
 
 
-def _ok_text(value: object) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _ok_int(value: object, low: int = 0) -> bool:
-    return type(value) is int and low <= value < _INT_LIMIT
-
-
-@dataclass(frozen=True)
-class _Spec:
-    key: str
-    kind: str  # "int", "int?", "text", "text?", "bool", "texts"
-    required: bool = True
-
+#: The line-stats file's checks of its objects' fields: one line for any wrong value.
+_CHECKER = validation.Checker(
+    LinesFileError,
+    validation.Wording(
+        not_object="{path}: '{where}' is missing or not an object",
+        missing="{path}: '{where}.{key}' is missing",
+        wrong_type="{path}: '{where}.{key}' has the wrong type or is out of range",
+        out_of_range="{path}: '{where}.{key}' has the wrong type or is out of range",
+        bad_text="{path}: '{where}.{key}' has the wrong type or is out of range",
+    ),
+)
+_INT = (int,)
+_OPTIONAL_INT = (int, NONE)
+_TEXT = (str,)
+_OPTIONAL_TEXT = (str, NONE)
+_FLAG = (bool,)
 
 _PROCESS = (
-    _Spec("pid", "int"),
-    _Spec("parent_pid", "int"),
-    _Spec("host", "text"),
-    _Spec("argv", "texts"),
-    _Spec("python", "text"),
-    _Spec("start_unix_ns", "int"),
-    _Spec("status", "text"),
-    _Spec("role", "text?", False),
-    _Spec("label", "text?", False),
-    _Spec("end_unix_ns", "int?", False),
-    _Spec("signal", "text?", False),
-    _Spec("exit_code", "sint?", False),
-    _Spec("run_id", "text?", False),
-    _Spec("attempt", "int?", False),
-    _Spec("uuid", "text?", False),
-    _Spec("rank", "sint?", False),
+    Field("pid", _INT, non_negative=True),
+    Field("parent_pid", _INT, non_negative=True),
+    Field("host", _TEXT),
+    Field("argv", (list,), items=str),
+    Field("python", _TEXT),
+    Field("start_unix_ns", _INT, non_negative=True),
+    Field("status", _TEXT),
+    Field("role", _OPTIONAL_TEXT, required=False),
+    Field("label", _OPTIONAL_TEXT, required=False),
+    Field("end_unix_ns", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("signal", _OPTIONAL_TEXT, required=False),
+    Field("exit_code", _OPTIONAL_INT, required=False),
+    Field("run_id", _OPTIONAL_TEXT, required=False),
+    Field("attempt", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("uuid", _OPTIONAL_TEXT, required=False),
+    Field("rank", _OPTIONAL_INT, required=False),
 )
 _PROFILE = (
-    _Spec("project_folder", "text"),
-    _Spec("clock", "text"),
-    _Spec("wall_ns", "int"),
-    _Spec("include", "texts", False),
-    _Spec("exclude", "texts", False),
-    _Spec("codes_outside", "int?", False),
-    _Spec("children", "bool", False),
+    Field("project_folder", _TEXT),
+    Field("clock", _TEXT),
+    Field("wall_ns", _INT, non_negative=True),
+    Field("include", (list,), required=False, items=str),
+    Field("exclude", (list,), required=False, items=str),
+    Field("codes_outside", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("children", _FLAG, required=False),
 )
 _WINDOW = (
-    _Spec("phase", "text"),
-    _Spec("start", "int"),
-    _Spec("stop", "int"),
-    _Spec("partial", "bool"),
-    _Spec("started_entry", "int?", False),
-    _Spec("stopped_entry", "int?", False),
-    _Spec("entries", "int?", False),
-    _Spec("started_unix_ns", "int?", False),
-    _Spec("stopped_unix_ns", "int?", False),
+    Field("phase", _TEXT),
+    Field("start", _INT, non_negative=True),
+    Field("stop", _INT, non_negative=True),
+    Field("partial", _FLAG),
+    Field("started_entry", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("stopped_entry", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("entries", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("started_unix_ns", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("stopped_unix_ns", _OPTIONAL_INT, required=False, non_negative=True),
 )
 
 
-def _value_ok(kind: str, value: object) -> bool:
-    if kind.endswith("?") and value is None:
-        return True
-    base = kind.rstrip("?")
-    if base == "int":
-        return _ok_int(value)
-    if base == "sint":
-        return _ok_int(value, -_INT_LIMIT)
-    if base == "text":
-        return _ok_text(value)
-    if base == "bool":
-        return type(value) is bool
-    if base == "texts":
-        return isinstance(value, list) and all(_ok_text(v) for v in value)
-    raise AssertionError(kind)
-
-
-def _check(obj: object, where: str, specs: tuple[_Spec, ...], path: object) -> dict[str, Any]:
-    if not isinstance(obj, dict):
-        raise LinesFileError(f"{path}: '{where}' is missing or not an object")
-    for spec in specs:
-        if spec.key not in obj:
-            if spec.required:
-                raise LinesFileError(f"{path}: '{where}.{spec.key}' is missing")
-            continue
-        if not _value_ok(spec.kind, obj[spec.key]):
-            raise LinesFileError(f"{path}: '{where}.{spec.key}' has the wrong type or is out of range")
-    return obj
+def _optional_text(value: object) -> bool:
+    return value is None or is_text(value)
 
 
 def _shown(value: object, limit: int = 60) -> str:
@@ -385,22 +354,22 @@ def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
     if type(version) is not int or version < 1:
         raise LinesFileError(f"{path}: invalid schema_version {_shown(version, 40)}")
     if version > SCHEMA_VERSION:
-        shown = version if version < _INT_LIMIT else "too large"
+        shown = version if version < INT_LIMIT else "too large"
         raise NewerSchemaError(
             f"{path}: written with schema version {shown}, this lineprofiler reads up to "
             f"{SCHEMA_VERSION}; upgrade lineprofiler to read it"
         )
-    process = _check(document.get("process"), "process", _PROCESS, path)
+    process = _CHECKER.check(document.get("process"), "process", _PROCESS, path)
     if process["status"] not in STATUSES:
         raise LinesFileError(f"{path}: 'process.status' is {_shown(process['status'])}, not one of {STATUSES}")
-    profile = _check(document.get("profile"), "profile", _PROFILE, path)
+    profile = _CHECKER.check(document.get("profile"), "profile", _PROFILE, path)
     if "window" in profile:
-        _check(profile["window"], "profile.window", _WINDOW, path)
+        _CHECKER.check(profile["window"], "profile.window", _WINDOW, path)
     files = document.get("files")
     if not isinstance(files, dict):
         raise LinesFileError(f"{path}: 'files' is missing or not an object")
     for name, entry in files.items():
-        if not _ok_text(name) or not isinstance(entry, dict) or not _value_ok("text?", entry.get("sha256")):
+        if not is_text(name) or not isinstance(entry, dict) or not _optional_text(entry.get("sha256")):
             raise LinesFileError(f"{path}: 'files' holds a malformed entry ({_shown(name)})")
     functions = document.get("functions")
     if not isinstance(functions, list):
@@ -409,9 +378,9 @@ def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
         where = f"functions[{i}]"
         if (
             not isinstance(fn, dict)
-            or not _ok_text(fn.get("file"))
-            or not _ok_int(fn.get("first_line"))
-            or not _ok_text(fn.get("qualname"))
+            or not is_text(fn.get("file"))
+            or not is_count(fn.get("first_line"))
+            or not is_text(fn.get("qualname"))
             or not isinstance(fn.get("lines"), list)
         ):
             raise LinesFileError(f"{path}: '{where}' is malformed (file, first_line, qualname, lines)")
@@ -419,14 +388,14 @@ def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
             if (
                 type(row) is not list
                 or len(row) != 4
-                or not _ok_int(row[0])
-                or not _ok_int(row[1])
-                or not _ok_int(row[2])
-                or not _value_ok("text?", row[3])
+                or not is_count(row[0])
+                or not is_count(row[1])
+                or not is_count(row[2])
+                or not _optional_text(row[3])
             ):
                 raise LinesFileError(f"{path}: '{where}.lines' holds a malformed row ({_shown(row)})")
     errors = document.get("errors", [])
-    if not _value_ok("texts", errors):
+    if not is_text_list(errors):
         raise LinesFileError(f"{path}: 'errors' is not a list of text")
     return document
 
