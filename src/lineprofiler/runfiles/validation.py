@@ -41,8 +41,9 @@ class Field:
     ) -> None:
         self.key = key
         self.types = types
-        #: The types a JSON value may have here, exactly (what a parsed document holds).
-        self.exact = frozenset(types)
+        #: The types a JSON value may have here, exactly (what a parsed document holds), for
+        #: the fast path of :meth:`Checker.check`; a list whose items are checked takes the other.
+        self.exact = frozenset(types) if items is None else frozenset()
         self.required = required
         self.non_negative = non_negative
         self.items = items
@@ -101,9 +102,8 @@ class Checker:
 
     def check(self, obj: Any, where: str, fields: tuple[Field, ...], path: object) -> dict[str, Any]:
         """``obj`` when it is an object whose every field is as ``fields`` say; else raise."""
-        words = self.wording
         if not isinstance(obj, dict):
-            self.fail(words.not_object, path, where)
+            self.fail(self.wording.not_object, path, where)
         for field in fields:
             value = obj.get(field.key, _ABSENT)
             kind = type(value)
@@ -112,19 +112,16 @@ class Checker:
             if kind in field.exact:
                 if kind is int:
                     if not (0 if field.non_negative else -INT_LIMIT) <= value < INT_LIMIT:
-                        self.fail(words.out_of_range, path, where, field.key, value)
+                        self.fail(self.wording.out_of_range, path, where, field.key, value)
                 elif kind is str:
                     if not text_ok(value):
-                        self.fail(words.bad_text, path, where, field.key, value)
-                elif kind is float:
-                    if not math.isfinite(value) or (field.non_negative and value < 0):
-                        self.fail(words.out_of_range, path, where, field.key, value)
-                elif kind is list and field.items is str and not all(is_text(item) for item in value):
-                    self.fail(words.wrong_type, path, where, field.key, value)
+                        self.fail(self.wording.bad_text, path, where, field.key, value)
+                elif kind is float and (not math.isfinite(value) or (field.non_negative and value < 0)):
+                    self.fail(self.wording.out_of_range, path, where, field.key, value)
                 continue
             if value is _ABSENT:
                 if field.required:
-                    self.fail(words.missing, path, where, field.key)
+                    self.fail(self.wording.missing, path, where, field.key)
                 continue
             self._check_slowly(field, value, path, where)
         return obj
