@@ -3,8 +3,9 @@
 A line-stats file is the saved result of one :class:`lineprofiler.LineProfiler` in one process:
 ``profiler.dump(path)`` writes one, ``lineprofiler run -o`` writes one, and every child process
 profiled with ``children=True`` writes its own into the output directory. This module builds,
-validates, reads and merges them; it imports no C module and nothing from the profilers, so
-``lineprofiler view`` and the report read these files where only the files are.
+validates and reads them (:mod:`.linesmerge` merges them); it imports no C module and nothing
+from the profilers, so ``lineprofiler view`` and the report read these files where only the
+files are.
 
 Schema version 1, a JSON object (UTF-8). Keys marked * are required; readers ignore keys they
 do not know, so later versions may add keys without a schema break. A file whose
@@ -60,7 +61,8 @@ are integer nanoseconds.
 Files of a profiled process tree are named ``l_<host>_<pid>_<uuid8>.json`` (an accounting run
 directory keeps its windows' files as ``lines/<host>/l_<run>_<pid>_<uuid8>.json``) (see
 :func:`lines_file_name`) and are written by temp file + rename, so a reader sees a whole file or
-none. :func:`merge_lines` adds a list of read files together by (file, function, line).
+none. A read file is a :class:`~.linesrecords.LinesFile`; :func:`~.linesmerge.merge_lines` adds a
+list of them together by (file, function, line). Both are importable from here too.
 """
 
 from __future__ import annotations
@@ -68,14 +70,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from . import tree, validation
 from .layout import sanitize_component, write_atomic
+from .linesmerge import MergedFunction, MergedLine, MergedLines, SourceConflict, merge_lines
+from .linesrecords import FunctionRecord, LineRecord, LinesFile
 from .validation import INT_LIMIT, NONE, Field, is_count, is_text, is_text_list
 
 __all__ = [
@@ -126,80 +129,6 @@ class LinesFileError(InputError):
 
 class NewerSchemaError(LinesFileError):
     """A line-stats file written by a newer lineprofiler than this one."""
-
-
-# -- records ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LineRecord:
-    lineno: int
-    hits: int
-    time_ns: int
-    source: str | None
-
-
-@dataclass(frozen=True)
-class FunctionRecord:
-    file: str
-    first_line: int
-    qualname: str
-    lines: tuple[LineRecord, ...]
-
-    @property
-    def key(self) -> tuple[str, int, str]:
-        return (self.file, self.first_line, self.qualname)
-
-
-@dataclass(frozen=True)
-class LinesFile:
-    """One read file: the document's parts, checked."""
-
-    path: Path | None
-    process: dict[str, Any]
-    profile: dict[str, Any]
-    files: dict[str, str | None]
-    functions: tuple[FunctionRecord, ...]
-    errors: tuple[str, ...] = ()
-
-    @property
-    def pid(self) -> int:
-        return int(self.process["pid"])
-
-    @property
-    def status(self) -> str:
-        return str(self.process["status"])
-
-    @property
-    def role(self) -> str | None:
-        return self.process.get("role")
-
-    @property
-    def group(self) -> str:
-        """What ``--by-role`` groups by: the role, else the label, else ``"(no role)"``."""
-        return self.process.get("role") or self.process.get("label") or "(no role)"
-
-    @property
-    def window(self) -> dict[str, Any] | None:
-        """The accounting window that wrote the file (``profile.window``), or None."""
-        window = self.profile.get("window")
-        return window if isinstance(window, dict) else None
-
-    @property
-    def partial(self) -> bool:
-        """True when a window was cut short (the process ended while it was open)."""
-        window = self.window
-        return bool(window and window.get("partial"))
-
-    @property
-    def finished(self) -> bool:
-        """False for a ``"started"`` file: the process ended (or still runs) without writing."""
-        return self.status != "started"
-
-    def describe(self) -> str:
-        """``pid 123 (actor) on host`` for messages."""
-        who = self.role or self.process.get("label")
-        return f"pid {self.pid}" + (f" ({who})" if who else "") + f" on {self.process['host']}"
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -500,118 +429,3 @@ def load_lines(path: str | os.PathLike[str]) -> tuple[list[LinesFile], list[str]
             raise LinesFileError(f"{path}: no usable line-stats file ({problems[0]})")
         raise LinesFileError(f"{path}: no line-stats files (l_<host>_<pid>_<uuid8>.json) in this directory")
     return loaded, problems
-
-
-# -- merging ------------------------------------------------------------------------------
-
-
-@dataclass
-class MergedLine:
-    """One line summed over processes; ``per_process`` holds ``(process index, hits, time_ns)``
-    for each process that ran it (indices into :attr:`MergedLines.processes`)."""
-
-    lineno: int
-    hits: int = 0
-    time_ns: int = 0
-    source: str | None = None
-    per_process: list[tuple[int, int, int]] = field(default_factory=list)
-
-
-@dataclass
-class MergedFunction:
-    file: str
-    first_line: int
-    qualname: str
-    #: The first 8 hex digits of the source hash when this is not the version of ``file`` that
-    #: most processes ran; None for that version (and for files without a hash).
-    variant: str | None = None
-    lines: dict[int, MergedLine] = field(default_factory=dict)
-
-    @property
-    def time_ns(self) -> int:
-        return sum(ln.time_ns for ln in self.lines.values())
-
-    @property
-    def hits(self) -> int:
-        return sum(ln.hits for ln in self.lines.values())
-
-
-@dataclass(frozen=True)
-class SourceConflict:
-    """A file whose source differed between processes: ``versions`` is ``(sha256, pids)`` per
-    version, the merged one (most processes) first."""
-
-    file: str
-    versions: tuple[tuple[str, tuple[int, ...]], ...]
-
-
-@dataclass
-class MergedLines:
-    processes: list[LinesFile]
-    functions: dict[tuple[str, int, str, str | None], MergedFunction]
-    conflicts: list[SourceConflict]
-
-    @property
-    def unfinished(self) -> list[LinesFile]:
-        """Processes that left nothing: only their ``"started"`` file exists."""
-        return [p for p in self.processes if not p.finished]
-
-    @property
-    def silent(self) -> list[LinesFile]:
-        """Processes that wrote a file but ran no project line."""
-        return [p for p in self.processes if p.finished and not p.functions]
-
-    @property
-    def wall_ns(self) -> int:
-        return sum(int(p.profile["wall_ns"]) for p in self.processes)
-
-
-def merge_lines(files: Sequence[LinesFile]) -> MergedLines:
-    """Add ``files`` together: the same (file, first line, function, line) is summed over
-    processes. A file whose source hash differs between processes is not summed across the
-    versions: the version most processes ran (the first seen, on a tie) merges as usual, the
-    others are kept as functions of their own (``variant`` set) and listed in ``conflicts``."""
-    processes = list(files)
-    by_file: dict[str, dict[str, list[int]]] = {}
-    for index, proc in enumerate(processes):
-        for name, digest in proc.files.items():
-            if digest is not None:
-                by_file.setdefault(name, {}).setdefault(digest, []).append(index)
-    variant_of: dict[tuple[str, int], str | None] = {}
-    conflicts: list[SourceConflict] = []
-    for name, versions in by_file.items():
-        if len(versions) < 2:
-            continue
-        ordered = sorted(versions.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
-        for digest, indices in ordered[1:]:
-            for index in indices:
-                variant_of[(name, index)] = digest[:8]
-        conflicts.append(
-            SourceConflict(
-                name,
-                tuple((digest, tuple(processes[i].pid for i in indices)) for digest, indices in ordered),
-            )
-        )
-    functions: dict[tuple[str, int, str, str | None], MergedFunction] = {}
-    for index, proc in enumerate(processes):
-        for fn in proc.functions:
-            variant = variant_of.get((fn.file, index))
-            key = (fn.file, fn.first_line, fn.qualname, variant)
-            merged = functions.get(key)
-            if merged is None:
-                merged = functions[key] = MergedFunction(fn.file, fn.first_line, fn.qualname, variant)
-            for rec in fn.lines:
-                line = merged.lines.get(rec.lineno)
-                if line is None:
-                    line = merged.lines[rec.lineno] = MergedLine(rec.lineno, source=rec.source)
-                elif line.source is None:
-                    line.source = rec.source
-                line.hits += rec.hits
-                line.time_ns += rec.time_ns
-                if line.per_process and line.per_process[-1][0] == index:
-                    # One process listed the same key twice (a re-defined function): one entry.
-                    _, h, t = line.per_process[-1]
-                    line.per_process[-1] = (index, h + rec.hits, t + rec.time_ns)
-                else:
-                    line.per_process.append((index, rec.hits, rec.time_ns))
-    return MergedLines(processes, functions, conflicts)
