@@ -40,7 +40,7 @@ _PIECE_OVERHEAD = 128
 ABORT = "abort"
 
 
-def walk(root: str) -> Iterator[tuple[str, os.stat_result]]:
+def walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
     """``(relative path, lstat)`` of every regular file under ``root``'s folders: no symbolic
     links, no names starting with a dot (temporary files), nothing at the top level (each run
     directory's own ``metadata.json``) and nothing under ``ray/``."""
@@ -62,7 +62,7 @@ def _sent_folder(rel: str, depth: int) -> bool:
     return not (depth == 0 and rel == RAY_DIR)
 
 
-def signature(info: os.stat_result, path: str | None = None) -> list[Any]:
+def signature(info: os.stat_result, path: Path | None = None) -> list[Any]:
     """What says a file changed: size, modification time and inode (a rename is a new inode),
     and the device, which with the inode says which file it is (:func:`is_source`).
 
@@ -70,12 +70,12 @@ def signature(info: os.stat_result, path: str | None = None) -> list[Any]:
     not stamp into the modification time: its signature adds a digest of its bytes.
     """
     mark: list[Any] = [info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev]
-    if path is not None and path.endswith(LIVE_SUFFIX):
+    if path is not None and path.name.endswith(LIVE_SUFFIX):
         mark.append(_digest(path))
     return mark
 
 
-def _digest(path: str) -> str:
+def _digest(path: Path) -> str:
     digest = hashlib.blake2b(digest_size=16)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
@@ -98,11 +98,11 @@ MARKER_PREFIX = ".here-"
 _TOKEN_DIGITS = frozenset("0123456789abcdef")
 
 
-def marker_path(root: str | os.PathLike[str], token: str) -> str:
-    return os.path.join(os.fspath(root), RAY_DIR, MARKER_PREFIX + token)
+def marker_path(root: str | os.PathLike[str], token: str) -> Path:
+    return Path(root) / RAY_DIR / (MARKER_PREFIX + token)
 
 
-def same_directory(root: str, probe: Mapping[str, Any]) -> bool:
+def same_directory(root: str | os.PathLike[str], probe: Mapping[str, Any]) -> bool:
     """True when ``root`` (a node's run directory) is the driver's: it has the driver's file
     identity (``probe["identity"]``, :func:`layout.file_identity`, which holds on one machine),
     or the driver's marker for this collect (``probe["token"]``), as a shared file system shows
@@ -123,7 +123,7 @@ def same_directory(root: str, probe: Mapping[str, Any]) -> bool:
     return found == token.encode("ascii")
 
 
-def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Iterator[dict[str, Any]]:
+def stream_files(root: str | os.PathLike[str], known: Mapping[str, Any], chunk_bytes: int) -> Iterator[dict[str, Any]]:
     """The node end: ``{"kind": "pieces", "pieces": [[path, signature, offset, data, last], ...]}``
     holding at most ``chunk_bytes`` of data each, then ``{"kind": "done", "present": [every path],
     "errors": [...]}``. Files whose signature equals ``known[path]`` are not sent.
@@ -137,10 +137,11 @@ def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Itera
     pending = 0
     # Worker files before the sample files they describe: a copied sample file then holds at
     # least the rows its worker file counts.
+    root = Path(root)
     files = sorted(walk(root), key=lambda item: (not item[0].endswith(".json"), item[0]))
     for rel, info in files:
         present.append(rel)
-        full = os.path.join(root, rel)
+        full = root / rel
         if known.get(rel) == signature(info, full):
             continue
         try:
