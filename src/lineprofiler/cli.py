@@ -298,25 +298,22 @@ def _view(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: What ``open(path, "w")`` gives a new file (less the umask): the reports are the user's files.
+_REPORT_FILE_MODE = 0o666
+
+
 def _write(path: str, text: str) -> str:
     """Write ``text`` to ``path`` whole (a temporary file renamed over it); returns the path.
     An unwritable path is the user's to fix: one line, exit status 2."""
     from .report.merge import ReportError
+    from .runfiles.layout import write_atomic
 
     target = os.path.abspath(path)
-    folder = os.path.dirname(target)
-    temporary = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.tmp")
     try:
         if os.path.isdir(target):
             raise IsADirectoryError(21, "Is a directory")
-        with open(temporary, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, target)
+        write_atomic(target, text.encode("utf-8"), mode=_REPORT_FILE_MODE)
     except OSError as error:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
         raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
     return path
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+import sys
+import types
 
-from lineprofiler.accounting import identity
+import pytest
+
+from lineprofiler.accounting import identity, launchers
 from lineprofiler.runfiles import layout
 
 
@@ -81,3 +85,56 @@ def test_open_mpis_node_rank_is_not_the_node_index():
     ident = identity.build_identity("worker", identity.resolve_run_id(env), env)
     assert (ident.rank, ident.local_rank, ident.node_rank, ident.launcher) == (1, 1, None, "mpi")
     assert (ident.run_id, ident.job_id) == ("mpi-1794637825", "1794637825")
+
+
+@pytest.fixture
+def no_launchers(monkeypatch):
+    """An empty registry of launchers, and an environment that names no run, host, role or rank."""
+    monkeypatch.setattr(launchers, "_registered", {})
+    monkeypatch.setattr(launchers, "_ON_IMPORT", {})
+    for name in ("LINEPROFILER_RUN_ID", "LINEPROFILER_HOST", "LINEPROFILER_ROLE", "LINEPROFILER_RUN_DIR",
+                 "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
+                 "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_connected_launcher_answers_what_the_environment_does_not(no_launchers):
+    adopted = []
+    launchers.register(launchers.Launcher(
+        "fake", lambda: True, run=lambda: ("fake-run", "job7"), host=lambda: "node3", role=lambda: "Actor",
+        rank=lambda: 2, adopt_env=lambda: adopted.append(True),
+    ))
+    run = identity.resolve_run_id()
+    assert (run.run_id, run.attempt, run.source, run.job_id) == ("fake-run", 0, "fake", "job7")
+    ident = identity.build_identity(None, run)
+    assert (ident.host, ident.role, ident.rank, ident.launcher) == ("node3", "Actor", 2, "fake")
+    identity.adopt_ray_job_env()
+    assert adopted == [True]
+    # A mapping a caller made up is not this process: no launcher is asked about it.
+    assert identity.resolve_run_id({}).source == "generated"
+    assert identity.resolve_rank({}) == (None, None)
+
+
+def test_a_launcher_that_is_not_connected_is_not_asked(no_launchers):
+    def refuse():
+        raise AssertionError("asked")
+
+    launchers.register(launchers.Launcher("fake", lambda: False, run=refuse, host=refuse, role=refuse, rank=refuse))
+    assert identity.resolve_run_id().source == "generated"
+    assert identity.resolve_rank() == (None, None)
+    assert identity.clean_role(None) == "main"
+
+
+def test_a_launcher_named_by_module_is_imported_only_once_its_runtime_is(no_launchers, monkeypatch, tmp_path, request):
+    (tmp_path / "lp_fake_integration.py").write_text(
+        "from lineprofiler.accounting import launchers\n"
+        "launchers.register(launchers.Launcher('fake', lambda: True, run=lambda: ('fake-run', 'job1')))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(launchers, "_ON_IMPORT", {"fake": ("lp_fake_runtime", "lp_fake_integration")})
+    request.addfinalizer(lambda: sys.modules.pop("lp_fake_integration", None))
+    assert identity.resolve_run_id().source == "generated"
+    assert "lp_fake_integration" not in sys.modules
+    monkeypatch.setitem(sys.modules, "lp_fake_runtime", types.ModuleType("lp_fake_runtime"))
+    assert identity.resolve_run_id().source == "fake"
+    assert "fake" in launchers.names()

@@ -7,8 +7,9 @@ Run id, first match wins (``run_id_source`` in the worker file names the rule th
 
 1. ``env``: ``LINEPROFILER_RUN_ID`` (set by the first enabled profiler of a process tree, or
    by you); its attempt from ``LINEPROFILER_ATTEMPT``.
-2. ``ray``: inside a connected Ray process, ``ray-<session>-<job>`` from Ray
-   (``lineprofiler.integrations.ray``, which also names the host, the role and an actor's rank).
+2. ``ray``: inside a connected Ray process, ``ray-<session>-<job>`` from Ray. Ray is a launcher
+   of :mod:`.launchers`: the one this process is connected to also names the host, the role and
+   an actor's rank where the environment does not.
 3. ``slurm`` / ``torchrun`` / ``mpi`` / ``pmix``: a launcher's job id, so independent
    processes of one job join one run with no parent profiler: Slurm ``SLURM_JOB_ID``
    (+ ``SLURM_STEP_ID``), torchrun ``TORCHELASTIC_RUN_ID``, Open MPI
@@ -39,11 +40,11 @@ import time
 
 from .._record import Record
 from ..runfiles.layout import sanitize_component
+from . import launchers
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
 #: The environment a profiler reads, and exports for its children (defined here only).
 ENV_PROFILE = "LINEPROFILER_PROFILE"
@@ -152,30 +153,18 @@ class Identity(Record):
         }
 
 
-def _ray(env: Mapping[str, str]) -> Any:
-    """Ray's answers (lineprofiler.integrations.ray) for a connected Ray process, when ``env`` is
-    the real environment; None, at the cost of a dict lookup, where Ray was never imported."""
-    if "ray" not in sys.modules or env is not os.environ:
-        return None
-    try:
-        from ..integrations import ray as lp_ray
-    except ImportError:
-        return None
-    return lp_ray if lp_ray.connected() else None
-
-
 def adopt_ray_job_env() -> None:
-    """A Ray worker of a job that ``lp_ray.init`` joined after Ray had started (the user's or a
-    framework's ``ray.init()``) finds the run's settings in Ray's key-value store, not in its
-    environment: export them before the profiler reads it. Nothing where Ray was never imported
-    or the environment already names a run directory. Never raises."""
-    if "ray" not in sys.modules or os.environ.get(ENV_RUN_DIR):
+    """A worker of a job that its launcher joined after the job had started (``lp_ray.init``
+    after the user's or a framework's ``ray.init()``) finds the run's settings with the launcher,
+    not in its environment: export them before the profiler reads it. Nothing where no launcher's
+    runtime was imported or the environment already names a run directory. Never raises."""
+    if os.environ.get(ENV_RUN_DIR):
         return
-    lp_ray = _ray(os.environ)
-    if lp_ray is None:
+    launcher = launchers.connected(os.environ)
+    if launcher is None:
         return
     try:
-        lp_ray.adopt_job_env()
+        launcher.adopt_env()
     except Exception:  # a guest: without the settings the profiler is what the arguments say
         pass
 
@@ -221,9 +210,10 @@ def resolve_run_id(env: Mapping[str, str] | None = None) -> RunId:
     if inherited is not None:
         attempt = _counter(env, ENV_ATTEMPT)
         return RunId(sanitize_component(inherited, "run"), attempt, "env", job_id=_job_id(env))
-    ray_run = (lp_ray := _ray(env)) and lp_ray.ray_run()
-    if ray_run:
-        return RunId(sanitize_component(ray_run[0], "run"), 0, "ray", job_id=ray_run[1])
+    launcher = launchers.connected(env)
+    found = launcher.run() if launcher is not None else None
+    if launcher is not None and found:
+        return RunId(sanitize_component(found[0], "run"), 0, launcher.name, job_id=found[1])
     slurm_restart = _counter(env, "SLURM_RESTART_COUNT")
     torch_restart = _counter(env, "TORCHELASTIC_RESTART_COUNT")
     # Attempts order lexicographically by (Slurm requeue, torchrun restart): a requeue resets
@@ -350,19 +340,8 @@ def _parent_file_run(run_dir: str | os.PathLike[str], host: str, parent_pid: int
                      start: ProcessStart | None) -> RunId | None:
     from ..runfiles import workerfile  # here: only a multiprocessing child reads its parent's file
 
-    folder = workerfile.worker_dir(run_dir, host)
-    try:
-        candidates = sorted(folder.glob(f"w_*_{parent_pid}_*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-    except OSError:
-        return None
-    for path in candidates:
-        try:
-            document = workerfile.read_worker_file(path, skip_samples=True)
-        except (workerfile.WorkerFileError, OSError):
-            continue
+    for document in workerfile.worker_files_of(run_dir, host, parent_pid):
         identity, times = document["identity"], document["times"]
-        if identity.get("pid") != parent_pid:
-            continue
         if (
             start is not None
             and start.start_unix_ns is not None
@@ -419,17 +398,28 @@ def resolve_rank(env: Mapping[str, str] | None = None) -> tuple[int | None, str 
             ):
                 launcher = "env"  # RANK set by hand or by another launcher (torch.distributed env://)
             return value, launcher
-    rank = (lp_ray := _ray(env)) and lp_ray.actor_rank()
-    return (rank, "ray") if isinstance(rank, int) else (None, None)
+    connected = launchers.connected(env)
+    rank = connected.rank() if connected is not None else None
+    return (rank, connected.name) if connected is not None and isinstance(rank, int) else (None, None)
 
 
 def resolve_host(env: Mapping[str, str] | None = None) -> str:
     """``LINEPROFILER_HOST`` if set, else this machine's host name."""
     env = os.environ if env is None else env
-    host = env.get(ENV_HOST, "").strip() or ((lp_ray := _ray(env)) and lp_ray.node_host()) or ""
+    host = env.get(ENV_HOST, "").strip() or _launcher_host(env) or ""
     if not host:
         host = machine_name()
     return host or "unknown-host"
+
+
+def _launcher_host(env: Mapping[str, str]) -> str | None:
+    launcher = launchers.connected(env)
+    return launcher.host() if launcher is not None else None
+
+
+def _launcher_role(env: Mapping[str, str]) -> str | None:
+    launcher = launchers.connected(env)
+    return launcher.role() if launcher is not None else None
 
 
 def machine_name() -> str:
@@ -455,7 +445,7 @@ def clean_role(role: str | None, env: Mapping[str, str] | None = None) -> str:
     """
     env = os.environ if env is None else env
     if role is None:
-        role = env.get(ENV_ROLE, "").strip() or ((lp_ray := _ray(env)) and lp_ray.task_role()) or ""
+        role = env.get(ENV_ROLE, "").strip() or _launcher_role(env) or ""
     return role if role.strip() else "main"
 
 
@@ -474,7 +464,7 @@ def build_identity(
     """The identity of this process, as of now (call again in a fork child)."""
     env = os.environ if env is None else env
     rank, launcher = resolve_rank(env)
-    if launcher is None and run.source in ("slurm", "torchrun", "mpi", "pmix", "ray"):
+    if launcher is None and (run.source in ("slurm", "torchrun", "mpi", "pmix") or run.source in launchers.names()):
         launcher = run.source
     return Identity(
         run_id=run.run_id,

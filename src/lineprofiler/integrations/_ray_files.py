@@ -19,14 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runfiles import layout
+from ..runfiles import layout, tree
 from ..runfiles.layout import LIVE_SUFFIX
 from ..runfiles.raycollect import RAY_DIR as RAY_DIR
 
@@ -41,34 +40,29 @@ _PIECE_OVERHEAD = 128
 ABORT = "abort"
 
 
-def walk(root: str) -> Iterator[tuple[str, os.stat_result]]:
+def walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
     """``(relative path, lstat)`` of every regular file under ``root``'s folders: no symbolic
     links, no names starting with a dot (temporary files), nothing at the top level (each run
     directory's own ``metadata.json``) and nothing under ``ray/``."""
-    stack: list[tuple[str, str, int]] = [(root, "", 0)]
-    while stack:
-        folder, prefix, depth = stack.pop()
-        try:
-            with os.scandir(folder) as entries:
-                listed = sorted(entries, key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in listed:
-            if entry.name.startswith("."):
+    try:
+        for rel, entry, depth in tree.walk(root, MAX_DEPTH, enter=_sent_folder):
+            if depth == 0:
                 continue
-            rel = f"{prefix}{entry.name}"
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISDIR(info.st_mode):
-                if depth < MAX_DEPTH and not (depth == 0 and entry.name == RAY_DIR):
-                    stack.append((entry.path, rel + "/", depth + 1))
-            elif stat.S_ISREG(info.st_mode) and depth > 0:
+            if stat.S_ISREG(info.st_mode):
                 yield rel, info
+    except OSError:  # no run directory to send: the node's hello says so
+        return
 
 
-def signature(info: os.stat_result, path: str | None = None) -> list[Any]:
+def _sent_folder(rel: str, depth: int) -> bool:
+    return not (depth == 0 and rel == RAY_DIR)
+
+
+def signature(info: os.stat_result, path: Path | None = None) -> list[Any]:
     """What says a file changed: size, modification time and inode (a rename is a new inode),
     and the device, which with the inode says which file it is (:func:`is_source`).
 
@@ -76,12 +70,12 @@ def signature(info: os.stat_result, path: str | None = None) -> list[Any]:
     not stamp into the modification time: its signature adds a digest of its bytes.
     """
     mark: list[Any] = [info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev]
-    if path is not None and path.endswith(LIVE_SUFFIX):
+    if path is not None and path.name.endswith(LIVE_SUFFIX):
         mark.append(_digest(path))
     return mark
 
 
-def _digest(path: str) -> str:
+def _digest(path: Path) -> str:
     digest = hashlib.blake2b(digest_size=16)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
@@ -104,11 +98,11 @@ MARKER_PREFIX = ".here-"
 _TOKEN_DIGITS = frozenset("0123456789abcdef")
 
 
-def marker_path(root: str | os.PathLike[str], token: str) -> str:
-    return os.path.join(os.fspath(root), RAY_DIR, MARKER_PREFIX + token)
+def marker_path(root: str | os.PathLike[str], token: str) -> Path:
+    return Path(root) / RAY_DIR / (MARKER_PREFIX + token)
 
 
-def same_directory(root: str, probe: Mapping[str, Any]) -> bool:
+def same_directory(root: str | os.PathLike[str], probe: Mapping[str, Any]) -> bool:
     """True when ``root`` (a node's run directory) is the driver's: it has the driver's file
     identity (``probe["identity"]``, :func:`layout.file_identity`, which holds on one machine),
     or the driver's marker for this collect (``probe["token"]``), as a shared file system shows
@@ -129,7 +123,7 @@ def same_directory(root: str, probe: Mapping[str, Any]) -> bool:
     return found == token.encode("ascii")
 
 
-def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Iterator[dict[str, Any]]:
+def stream_files(root: str | os.PathLike[str], known: Mapping[str, Any], chunk_bytes: int) -> Iterator[dict[str, Any]]:
     """The node end: ``{"kind": "pieces", "pieces": [[path, signature, offset, data, last], ...]}``
     holding at most ``chunk_bytes`` of data each, then ``{"kind": "done", "present": [every path],
     "errors": [...]}``. Files whose signature equals ``known[path]`` are not sent.
@@ -143,10 +137,11 @@ def stream_files(root: str, known: Mapping[str, Any], chunk_bytes: int) -> Itera
     pending = 0
     # Worker files before the sample files they describe: a copied sample file then holds at
     # least the rows its worker file counts.
+    root = Path(root)
     files = sorted(walk(root), key=lambda item: (not item[0].endswith(".json"), item[0]))
     for rel, info in files:
         present.append(rel)
-        full = os.path.join(root, rel)
+        full = root / rel
         if known.get(rel) == signature(info, full):
             continue
         try:
@@ -241,22 +236,20 @@ class _LeftInPlace(Exception):
 
 
 class _Incoming:
-    """One file arriving in pieces: a temporary file beside its destination, renamed at the end
-    (a rename replaces a symbolic link at the destination rather than writing through it).
-    Raises _LeftInPlace where the destination is the node's file itself."""
+    """One file arriving in pieces: a :class:`layout.Replacement` beside its destination, renamed
+    at the end (a rename replaces a symbolic link at the destination rather than writing through
+    it). Raises _LeftInPlace where the destination is the node's file itself."""
 
     def __init__(self, root_fd: int, rel: str, mark: list[Any], same_machine: bool) -> None:
         parts = path_parts(rel)
-        self.rel, self.mark, self.name, self.written, self.fd = rel, mark, parts[-1], 0, -1
+        self.rel, self.mark, self.name, self.written = rel, mark, parts[-1], 0
         self.same_machine = same_machine
         self.dir_fd = open_folder(root_fd, parts[:-1], create=True)
         if is_source(self.dir_fd, self.name, mark, same_machine):
             os.close(self.dir_fd)
             raise _LeftInPlace(rel)
-        self.tmp = f".tmp_ray_{secrets.token_hex(6)}"
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
-            self.fd = os.open(self.tmp, flags, 0o644, dir_fd=self.dir_fd)
+            self.file = layout.Replacement(self.dir_fd, self.name)
         except BaseException:
             os.close(self.dir_fd)
             raise
@@ -264,30 +257,24 @@ class _Incoming:
     def write(self, offset: int, data: bytes) -> None:
         if offset != self.written:
             raise UnsafePath(f"{self.rel}: a piece at byte {offset}, expected {self.written}")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
+        self.file.write(data)
         self.written += len(data)
 
     def finish(self) -> bool:
         """Rename the copy into place; False (and no copy) where the node's file itself is there."""
-        os.close(self.fd)
-        self.fd = -1
+        self.file.close()
         try:
             if is_source(self.dir_fd, self.name, self.mark, self.same_machine):
-                os.unlink(self.tmp, dir_fd=self.dir_fd)
+                self.file.discard()
                 return False
-            os.replace(self.tmp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+            self.file.commit()
             return True
         finally:
             os.close(self.dir_fd)
 
     def abort(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
         try:
-            os.unlink(self.tmp, dir_fd=self.dir_fd)
+            self.file.discard()
         except OSError:
             pass
         os.close(self.dir_fd)
@@ -471,9 +458,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def write_json(folder: Path, name: str, document: dict[str, Any]) -> None:
     """``folder/name`` by temporary file and rename; ``folder`` is made, never written through a link."""
-    from ..runfiles.workerfile import write_atomic
-
     if folder.is_symlink():
         raise OSError(f"{folder} is a symbolic link: not written through")
     folder.mkdir(exist_ok=True)
-    write_atomic(folder / name, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
+    layout.write_atomic(folder / name, json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))

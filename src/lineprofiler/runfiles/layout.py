@@ -375,6 +375,49 @@ def _note_link(dir_fd: int, root: str, parts: Sequence[str], notes: list[str] | 
         notes.append(f"{_shown(root, parts)} was a symbolic link: replaced, never followed")
 
 
+class Replacement:
+    """A file written whole under a new temporary name in the folder ``dir_fd`` and then renamed
+    over ``name`` (:meth:`commit`), or removed (:meth:`discard`): a reader of ``name`` sees the
+    old file or the new one, never half of one. The temporary name starts with
+    :data:`TEMP_PREFIX`, which readers skip, and keeps ``name``'s extension; the file is created
+    with ``mode`` less the umask, never through a link (``O_EXCL | O_NOFOLLOW``)."""
+
+    __slots__ = ("dir_fd", "name", "tmp", "fd")
+
+    def __init__(self, dir_fd: int, name: str, *, mode: int = FILE_MODE) -> None:
+        self.dir_fd = dir_fd
+        self.name = name
+        self.tmp = f"{TEMP_PREFIX}{_random_hex(6)}{os.path.splitext(name)[1]}"
+        self.fd = os.open(self.tmp, _NEW_FILE_FLAGS, mode, dir_fd=dir_fd)
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    def close(self, *, fsync: bool = False) -> None:
+        """Close the temporary file (synced to the disk first with ``fsync``); again is nothing."""
+        if self.fd < 0:
+            return
+        fd, self.fd = self.fd, -1
+        try:
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def commit(self) -> None:
+        """Close the file and rename it to ``name``: rename() replaces whatever is at the name,
+        a symbolic link included, without following it."""
+        self.close()
+        os.rename(self.tmp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+
+    def discard(self) -> None:
+        """Close and remove the temporary file. Raises OSError when it cannot be removed."""
+        self.close()
+        os.unlink(self.tmp, dir_fd=self.dir_fd)
+
+
 def write_atomic(
     path: str | os.PathLike[str],
     data: bytes,
@@ -382,37 +425,29 @@ def write_atomic(
     root: str | os.PathLike[str] | None = None,
     fsync: bool = False,
     notes: list[str] | None = None,
+    mode: int = FILE_MODE,
 ) -> None:
-    """Write ``data`` to ``path`` through a new temporary file in the same folder and a rename,
-    so a reader sees the old file or the new one, never half of one.
+    """Write ``data`` to ``path`` through a new temporary file in the same folder and a rename
+    (a :class:`Replacement`), so a reader sees the old file or the new one, never half of one.
 
     ``root``: the folder nothing below which is followed (the run directory; made if missing,
     and the folders between too). Without it, ``path``'s own folder, which must exist. A link
     at ``path`` itself is replaced by the rename, never followed, and said in ``notes``. The
-    file is created with mode :data:`FILE_MODE` less the umask. Raises OSError
+    file is created with ``mode`` (:data:`FILE_MODE`) less the umask. Raises OSError
     (UnsafePathError for a link among the folders).
     """
     root_path, parts, make_root = _locate(path, root)
     dir_fd = _open_dir(root_path, parts[:-1], create=True, make_root=make_root)
     try:
-        name = parts[-1]
         _note_link(dir_fd, root_path, parts, notes)
-        tmp = f"{TEMP_PREFIX}{_random_hex(6)}{os.path.splitext(name)[1]}"
-        fd = os.open(tmp, _NEW_FILE_FLAGS, FILE_MODE, dir_fd=dir_fd)
+        replacement = Replacement(dir_fd, parts[-1], mode=mode)
         try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            # rename() replaces whatever is at the name without following it.
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            replacement.write(data)
+            replacement.close(fsync=fsync)
+            replacement.commit()
         except BaseException:
             try:
-                os.unlink(tmp, dir_fd=dir_fd)
+                replacement.discard()
             except OSError:
                 pass
             raise

@@ -3,8 +3,9 @@
 A line-stats file is the saved result of one :class:`lineprofiler.LineProfiler` in one process:
 ``profiler.dump(path)`` writes one, ``lineprofiler run -o`` writes one, and every child process
 profiled with ``children=True`` writes its own into the output directory. This module builds,
-validates, reads and merges them; it imports no C module and nothing from the profilers, so
-``lineprofiler view`` and the report read these files where only the files are.
+validates and reads them (:mod:`.linesmerge` merges them); it imports no C module and nothing
+from the profilers, so ``lineprofiler view`` and the report read these files where only the
+files are.
 
 Schema version 1, a JSON object (UTF-8). Keys marked * are required; readers ignore keys they
 do not know, so later versions may add keys without a schema break. A file whose
@@ -60,7 +61,8 @@ are integer nanoseconds.
 Files of a profiled process tree are named ``l_<host>_<pid>_<uuid8>.json`` (an accounting run
 directory keeps its windows' files as ``lines/<host>/l_<run>_<pid>_<uuid8>.json``) (see
 :func:`lines_file_name`) and are written by temp file + rename, so a reader sees a whole file or
-none. :func:`merge_lines` adds a list of read files together by (file, function, line).
+none. A read file is a :class:`~.linesrecords.LinesFile`; :func:`~.linesmerge.merge_lines` adds a
+list of them together by (file, function, line). Both are importable from here too.
 """
 
 from __future__ import annotations
@@ -68,13 +70,16 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from . import tree, validation
 from .layout import sanitize_component, write_atomic
+from .linesmerge import MergedFunction, MergedLine, MergedLines, SourceConflict, merge_lines
+from .linesrecords import FunctionRecord, LineRecord, LinesFile
+from .validation import INT_LIMIT, NONE, Field, is_count, is_text, is_text_list
 
 __all__ = [
     "KIND",
@@ -113,11 +118,9 @@ UNFINISHED_REASON = (
     "Python's signal module, or is still running"
 )
 _FILE_RE = re.compile(r"^l_.+_\d+_[0-9a-f]{8}\.json$")
-_INT_LIMIT = 2**63
-_NONE = type(None)
-#: How deep under a directory find_lines_files looks (an accounting run directory keeps them
-#: in ``lines/<host>/``).
-_MAX_DEPTH = 3
+#: How many levels of folders below a directory find_lines_files looks in (an accounting run
+#: directory keeps them in ``lines/<host>/``).
+_LEVELS_BELOW = 2
 
 
 class LinesFileError(InputError):
@@ -126,80 +129,6 @@ class LinesFileError(InputError):
 
 class NewerSchemaError(LinesFileError):
     """A line-stats file written by a newer lineprofiler than this one."""
-
-
-# -- records ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LineRecord:
-    lineno: int
-    hits: int
-    time_ns: int
-    source: str | None
-
-
-@dataclass(frozen=True)
-class FunctionRecord:
-    file: str
-    first_line: int
-    qualname: str
-    lines: tuple[LineRecord, ...]
-
-    @property
-    def key(self) -> tuple[str, int, str]:
-        return (self.file, self.first_line, self.qualname)
-
-
-@dataclass(frozen=True)
-class LinesFile:
-    """One read file: the document's parts, checked."""
-
-    path: Path | None
-    process: dict[str, Any]
-    profile: dict[str, Any]
-    files: dict[str, str | None]
-    functions: tuple[FunctionRecord, ...]
-    errors: tuple[str, ...] = ()
-
-    @property
-    def pid(self) -> int:
-        return int(self.process["pid"])
-
-    @property
-    def status(self) -> str:
-        return str(self.process["status"])
-
-    @property
-    def role(self) -> str | None:
-        return self.process.get("role")
-
-    @property
-    def group(self) -> str:
-        """What ``--by-role`` groups by: the role, else the label, else ``"(no role)"``."""
-        return self.process.get("role") or self.process.get("label") or "(no role)"
-
-    @property
-    def window(self) -> dict[str, Any] | None:
-        """The accounting window that wrote the file (``profile.window``), or None."""
-        window = self.profile.get("window")
-        return window if isinstance(window, dict) else None
-
-    @property
-    def partial(self) -> bool:
-        """True when a window was cut short (the process ended while it was open)."""
-        window = self.window
-        return bool(window and window.get("partial"))
-
-    @property
-    def finished(self) -> bool:
-        """False for a ``"started"`` file: the process ended (or still runs) without writing."""
-        return self.status != "started"
-
-    def describe(self) -> str:
-        """``pid 123 (actor) on host`` for messages."""
-        who = self.role or self.process.get("label")
-        return f"pid {self.pid}" + (f" ({who})" if who else "") + f" on {self.process['host']}"
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -276,95 +205,65 @@ def write_lines_file(
 # -- checking -----------------------------------------------------------------------------
 
 
-def _ok_text(value: object) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _ok_int(value: object, low: int = 0) -> bool:
-    return type(value) is int and low <= value < _INT_LIMIT
-
-
-@dataclass(frozen=True)
-class _Spec:
-    key: str
-    kind: str  # "int", "int?", "text", "text?", "bool", "texts"
-    required: bool = True
-
+#: The line-stats file's checks of its objects' fields: one line for any wrong value.
+_CHECKER = validation.Checker(
+    LinesFileError,
+    validation.Wording(
+        not_object="{path}: '{where}' is missing or not an object",
+        missing="{path}: '{where}.{key}' is missing",
+        wrong_type="{path}: '{where}.{key}' has the wrong type or is out of range",
+        out_of_range="{path}: '{where}.{key}' has the wrong type or is out of range",
+        bad_text="{path}: '{where}.{key}' has the wrong type or is out of range",
+    ),
+)
+_INT = (int,)
+_OPTIONAL_INT = (int, NONE)
+_TEXT = (str,)
+_OPTIONAL_TEXT = (str, NONE)
+_FLAG = (bool,)
 
 _PROCESS = (
-    _Spec("pid", "int"),
-    _Spec("parent_pid", "int"),
-    _Spec("host", "text"),
-    _Spec("argv", "texts"),
-    _Spec("python", "text"),
-    _Spec("start_unix_ns", "int"),
-    _Spec("status", "text"),
-    _Spec("role", "text?", False),
-    _Spec("label", "text?", False),
-    _Spec("end_unix_ns", "int?", False),
-    _Spec("signal", "text?", False),
-    _Spec("exit_code", "sint?", False),
-    _Spec("run_id", "text?", False),
-    _Spec("attempt", "int?", False),
-    _Spec("uuid", "text?", False),
-    _Spec("rank", "sint?", False),
+    Field("pid", _INT, non_negative=True),
+    Field("parent_pid", _INT, non_negative=True),
+    Field("host", _TEXT),
+    Field("argv", (list,), items=str),
+    Field("python", _TEXT),
+    Field("start_unix_ns", _INT, non_negative=True),
+    Field("status", _TEXT),
+    Field("role", _OPTIONAL_TEXT, required=False),
+    Field("label", _OPTIONAL_TEXT, required=False),
+    Field("end_unix_ns", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("signal", _OPTIONAL_TEXT, required=False),
+    Field("exit_code", _OPTIONAL_INT, required=False),
+    Field("run_id", _OPTIONAL_TEXT, required=False),
+    Field("attempt", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("uuid", _OPTIONAL_TEXT, required=False),
+    Field("rank", _OPTIONAL_INT, required=False),
 )
 _PROFILE = (
-    _Spec("project_folder", "text"),
-    _Spec("clock", "text"),
-    _Spec("wall_ns", "int"),
-    _Spec("include", "texts", False),
-    _Spec("exclude", "texts", False),
-    _Spec("codes_outside", "int?", False),
-    _Spec("children", "bool", False),
+    Field("project_folder", _TEXT),
+    Field("clock", _TEXT),
+    Field("wall_ns", _INT, non_negative=True),
+    Field("include", (list,), required=False, items=str),
+    Field("exclude", (list,), required=False, items=str),
+    Field("codes_outside", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("children", _FLAG, required=False),
 )
 _WINDOW = (
-    _Spec("phase", "text"),
-    _Spec("start", "int"),
-    _Spec("stop", "int"),
-    _Spec("partial", "bool"),
-    _Spec("started_entry", "int?", False),
-    _Spec("stopped_entry", "int?", False),
-    _Spec("entries", "int?", False),
-    _Spec("started_unix_ns", "int?", False),
-    _Spec("stopped_unix_ns", "int?", False),
+    Field("phase", _TEXT),
+    Field("start", _INT, non_negative=True),
+    Field("stop", _INT, non_negative=True),
+    Field("partial", _FLAG),
+    Field("started_entry", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("stopped_entry", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("entries", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("started_unix_ns", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("stopped_unix_ns", _OPTIONAL_INT, required=False, non_negative=True),
 )
 
 
-def _value_ok(kind: str, value: object) -> bool:
-    if kind.endswith("?") and value is None:
-        return True
-    base = kind.rstrip("?")
-    if base == "int":
-        return _ok_int(value)
-    if base == "sint":
-        return _ok_int(value, -_INT_LIMIT)
-    if base == "text":
-        return _ok_text(value)
-    if base == "bool":
-        return type(value) is bool
-    if base == "texts":
-        return isinstance(value, list) and all(_ok_text(v) for v in value)
-    raise AssertionError(kind)
-
-
-def _check(obj: object, where: str, specs: tuple[_Spec, ...], path: object) -> dict[str, Any]:
-    if not isinstance(obj, dict):
-        raise LinesFileError(f"{path}: '{where}' is missing or not an object")
-    for spec in specs:
-        if spec.key not in obj:
-            if spec.required:
-                raise LinesFileError(f"{path}: '{where}.{spec.key}' is missing")
-            continue
-        if not _value_ok(spec.kind, obj[spec.key]):
-            raise LinesFileError(f"{path}: '{where}.{spec.key}' has the wrong type or is out of range")
-    return obj
+def _optional_text(value: object) -> bool:
+    return value is None or is_text(value)
 
 
 def _shown(value: object, limit: int = 60) -> str:
@@ -384,22 +283,22 @@ def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
     if type(version) is not int or version < 1:
         raise LinesFileError(f"{path}: invalid schema_version {_shown(version, 40)}")
     if version > SCHEMA_VERSION:
-        shown = version if version < _INT_LIMIT else "too large"
+        shown = version if version < INT_LIMIT else "too large"
         raise NewerSchemaError(
             f"{path}: written with schema version {shown}, this lineprofiler reads up to "
             f"{SCHEMA_VERSION}; upgrade lineprofiler to read it"
         )
-    process = _check(document.get("process"), "process", _PROCESS, path)
+    process = _CHECKER.check(document.get("process"), "process", _PROCESS, path)
     if process["status"] not in STATUSES:
         raise LinesFileError(f"{path}: 'process.status' is {_shown(process['status'])}, not one of {STATUSES}")
-    profile = _check(document.get("profile"), "profile", _PROFILE, path)
+    profile = _CHECKER.check(document.get("profile"), "profile", _PROFILE, path)
     if "window" in profile:
-        _check(profile["window"], "profile.window", _WINDOW, path)
+        _CHECKER.check(profile["window"], "profile.window", _WINDOW, path)
     files = document.get("files")
     if not isinstance(files, dict):
         raise LinesFileError(f"{path}: 'files' is missing or not an object")
     for name, entry in files.items():
-        if not _ok_text(name) or not isinstance(entry, dict) or not _value_ok("text?", entry.get("sha256")):
+        if not is_text(name) or not isinstance(entry, dict) or not _optional_text(entry.get("sha256")):
             raise LinesFileError(f"{path}: 'files' holds a malformed entry ({_shown(name)})")
     functions = document.get("functions")
     if not isinstance(functions, list):
@@ -408,9 +307,9 @@ def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
         where = f"functions[{i}]"
         if (
             not isinstance(fn, dict)
-            or not _ok_text(fn.get("file"))
-            or not _ok_int(fn.get("first_line"))
-            or not _ok_text(fn.get("qualname"))
+            or not is_text(fn.get("file"))
+            or not is_count(fn.get("first_line"))
+            or not is_text(fn.get("qualname"))
             or not isinstance(fn.get("lines"), list)
         ):
             raise LinesFileError(f"{path}: '{where}' is malformed (file, first_line, qualname, lines)")
@@ -418,14 +317,14 @@ def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
             if (
                 type(row) is not list
                 or len(row) != 4
-                or not _ok_int(row[0])
-                or not _ok_int(row[1])
-                or not _ok_int(row[2])
-                or not _value_ok("text?", row[3])
+                or not is_count(row[0])
+                or not is_count(row[1])
+                or not is_count(row[2])
+                or not _optional_text(row[3])
             ):
                 raise LinesFileError(f"{path}: '{where}.lines' holds a malformed row ({_shown(row)})")
     errors = document.get("errors", [])
-    if not _value_ok("texts", errors):
+    if not is_text_list(errors):
         raise LinesFileError(f"{path}: 'errors' is not a list of text")
     return document
 
@@ -486,25 +385,19 @@ def find_lines_files(folder: str | os.PathLike[str]) -> list[Path]:
     below it, sorted; temp files of a write in progress are not included. Raises LinesFileError
     when ``folder`` cannot be listed."""
     root = Path(folder)
-    found: list[Path] = []
+    try:
+        listed = list(tree.walk(root, _LEVELS_BELOW))
+    except OSError as error:
+        raise LinesFileError(f"{root}: cannot list: {error.strerror or error}") from None
+    return [Path(entry.path) for _, entry, _ in listed if _FILE_RE.match(entry.name) and _is_file(entry)]
 
-    def walk(at: Path, depth: int) -> None:
-        try:
-            entries = sorted(at.iterdir())
-        except OSError as error:
-            if at == root:
-                raise LinesFileError(f"{at}: cannot list: {error.strerror or error}") from None
-            return
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            if _FILE_RE.match(entry.name) and entry.is_file():
-                found.append(entry)
-            elif depth < _MAX_DEPTH - 1 and entry.is_dir() and not entry.is_symlink():
-                walk(entry, depth + 1)
 
-    walk(root, 0)
-    return found
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """A regular file, or a link to one; False for what cannot be told (a loop of links)."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def load_lines(path: str | os.PathLike[str]) -> tuple[list[LinesFile], list[str]]:
@@ -536,118 +429,3 @@ def load_lines(path: str | os.PathLike[str]) -> tuple[list[LinesFile], list[str]
             raise LinesFileError(f"{path}: no usable line-stats file ({problems[0]})")
         raise LinesFileError(f"{path}: no line-stats files (l_<host>_<pid>_<uuid8>.json) in this directory")
     return loaded, problems
-
-
-# -- merging ------------------------------------------------------------------------------
-
-
-@dataclass
-class MergedLine:
-    """One line summed over processes; ``per_process`` holds ``(process index, hits, time_ns)``
-    for each process that ran it (indices into :attr:`MergedLines.processes`)."""
-
-    lineno: int
-    hits: int = 0
-    time_ns: int = 0
-    source: str | None = None
-    per_process: list[tuple[int, int, int]] = field(default_factory=list)
-
-
-@dataclass
-class MergedFunction:
-    file: str
-    first_line: int
-    qualname: str
-    #: The first 8 hex digits of the source hash when this is not the version of ``file`` that
-    #: most processes ran; None for that version (and for files without a hash).
-    variant: str | None = None
-    lines: dict[int, MergedLine] = field(default_factory=dict)
-
-    @property
-    def time_ns(self) -> int:
-        return sum(ln.time_ns for ln in self.lines.values())
-
-    @property
-    def hits(self) -> int:
-        return sum(ln.hits for ln in self.lines.values())
-
-
-@dataclass(frozen=True)
-class SourceConflict:
-    """A file whose source differed between processes: ``versions`` is ``(sha256, pids)`` per
-    version, the merged one (most processes) first."""
-
-    file: str
-    versions: tuple[tuple[str, tuple[int, ...]], ...]
-
-
-@dataclass
-class MergedLines:
-    processes: list[LinesFile]
-    functions: dict[tuple[str, int, str, str | None], MergedFunction]
-    conflicts: list[SourceConflict]
-
-    @property
-    def unfinished(self) -> list[LinesFile]:
-        """Processes that left nothing: only their ``"started"`` file exists."""
-        return [p for p in self.processes if not p.finished]
-
-    @property
-    def silent(self) -> list[LinesFile]:
-        """Processes that wrote a file but ran no project line."""
-        return [p for p in self.processes if p.finished and not p.functions]
-
-    @property
-    def wall_ns(self) -> int:
-        return sum(int(p.profile["wall_ns"]) for p in self.processes)
-
-
-def merge_lines(files: Sequence[LinesFile]) -> MergedLines:
-    """Add ``files`` together: the same (file, first line, function, line) is summed over
-    processes. A file whose source hash differs between processes is not summed across the
-    versions: the version most processes ran (the first seen, on a tie) merges as usual, the
-    others are kept as functions of their own (``variant`` set) and listed in ``conflicts``."""
-    processes = list(files)
-    by_file: dict[str, dict[str, list[int]]] = {}
-    for index, proc in enumerate(processes):
-        for name, digest in proc.files.items():
-            if digest is not None:
-                by_file.setdefault(name, {}).setdefault(digest, []).append(index)
-    variant_of: dict[tuple[str, int], str | None] = {}
-    conflicts: list[SourceConflict] = []
-    for name, versions in by_file.items():
-        if len(versions) < 2:
-            continue
-        ordered = sorted(versions.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
-        for digest, indices in ordered[1:]:
-            for index in indices:
-                variant_of[(name, index)] = digest[:8]
-        conflicts.append(
-            SourceConflict(
-                name,
-                tuple((digest, tuple(processes[i].pid for i in indices)) for digest, indices in ordered),
-            )
-        )
-    functions: dict[tuple[str, int, str, str | None], MergedFunction] = {}
-    for index, proc in enumerate(processes):
-        for fn in proc.functions:
-            variant = variant_of.get((fn.file, index))
-            key = (fn.file, fn.first_line, fn.qualname, variant)
-            merged = functions.get(key)
-            if merged is None:
-                merged = functions[key] = MergedFunction(fn.file, fn.first_line, fn.qualname, variant)
-            for rec in fn.lines:
-                line = merged.lines.get(rec.lineno)
-                if line is None:
-                    line = merged.lines[rec.lineno] = MergedLine(rec.lineno, source=rec.source)
-                elif line.source is None:
-                    line.source = rec.source
-                line.hits += rec.hits
-                line.time_ns += rec.time_ns
-                if line.per_process and line.per_process[-1][0] == index:
-                    # One process listed the same key twice (a re-defined function): one entry.
-                    _, h, t = line.per_process[-1]
-                    line.per_process[-1] = (index, h + rec.hits, t + rec.time_ns)
-                else:
-                    line.per_process.append((index, rec.hits, rec.time_ns))
-    return MergedLines(processes, functions, conflicts)

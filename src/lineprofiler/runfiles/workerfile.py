@@ -79,23 +79,23 @@ What the writer accepts, the reader reads (:func:`encode_json`, :func:`build_doc
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 
 from . import histogram as _histogram
-from . import plainjson, reading
+from . import plainjson, reading, validation
 from .layout import WORKERS_DIR, write_atomic
 
 # Names of the run directory's layout, still importable from here.
 from .layout import sanitize_component as sanitize_component
 from .layout import worker_dir as worker_dir
 from .layout import worker_file_name as worker_file_name
+from .validation import INT_LIMIT, NONE, Field
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     import re
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
     from pathlib import Path
     from typing import Any
 
@@ -170,8 +170,8 @@ def _bounded_identity(identity: Mapping[str, Any]) -> tuple[dict[str, Any], list
     """The identity with its integers within int64, and a line for each that was not."""
     bounded, notes = dict(identity), []
     for key, value in identity.items():
-        if isinstance(value, int) and not isinstance(value, bool) and not -_INT_LIMIT <= value < _INT_LIMIT:
-            bounded[key] = (_INT_LIMIT - 1 if value > 0 else 0) if key == "attempt" else None
+        if isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value < INT_LIMIT:
+            bounded[key] = (INT_LIMIT - 1 if value > 0 else 0) if key == "attempt" else None
             digits = str(value)
             shown = digits if len(digits) <= 24 else f"{digits[:20]}... ({len(digits)} digits)"
             notes.append(f"identity.{key}: {shown} does not fit 64 bits; written as {bounded[key]}")
@@ -309,152 +309,109 @@ def find_worker_files(run_dir: str | os.PathLike[str]) -> list[Path]:
         return []
 
 
-# Every integer in a worker file must fit the C writer's int64: a larger one is corruption, and
-# letting it through would make the report's float arithmetic overflow.
-_INT_LIMIT = 2**63
-_NONE = type(None)
-
-
-class _Field:
-    """One key of an object of the schema: its types, whether it must be there, and (for ints)
-    whether negative values are refused (counts, durations, timestamps)."""
-
-    __slots__ = ("key", "types", "exact", "required", "non_negative")
-
-    def __init__(self, key: str, types: tuple[type, ...], required: bool = True, non_negative: bool = False) -> None:
-        self.key = key
-        self.types = types
-        #: The types a JSON value may have here, exactly (what a parsed document holds).
-        self.exact = frozenset(types)
-        self.required = required
-        self.non_negative = non_negative
-
-
-def _text_ok(value: str) -> bool:
-    # A lone surrogate (legal in JSON's \u escapes) cannot be printed or encoded as UTF-8.
-    if value.isascii():  # the usual case, answered without encoding
-        return True
+def worker_files_of(run_dir: str | os.PathLike[str], host: str, pid: int) -> Iterator[dict[str, Any]]:
+    """The worker files that process ``pid`` wrote under ``run_dir/workers/<host>/``, newest
+    first (by modification time), each read without its samples: files that cannot be read, or
+    that name another process, are left out. Nothing when the folder cannot be listed."""
+    folder = worker_dir(run_dir, host)
     try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-_ABSENT = object()
-
-
-def _check(obj: Any, where: str, fields: tuple[_Field, ...], path: Path) -> None:
-    if not isinstance(obj, dict):
-        raise WorkerFileError(f"{path}: '{where}' is not an object")
-    for field in fields:
-        value = obj.get(field.key, _ABSENT)
-        kind = type(value)
-        # The fast path, for what a parsed document holds (a value of exactly one of the types):
-        # the same checks as below, with one type lookup instead of several isinstance calls.
-        if kind in field.exact:
-            if kind is int:
-                if not (0 if field.non_negative else -_INT_LIMIT) <= value < _INT_LIMIT:
-                    raise WorkerFileError(f"{path}: '{where}.{field.key}' is out of range ({value})")
-            elif kind is str:
-                if not _text_ok(value):
-                    raise WorkerFileError(f"{path}: '{where}.{field.key}' is not valid text")
-            elif kind is float and (not math.isfinite(value) or (field.non_negative and value < 0)):
-                raise WorkerFileError(f"{path}: '{where}.{field.key}' is out of range ({value})")
+        candidates = sorted(folder.glob(f"w_*_{pid}_*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for path in candidates:
+        try:
+            document = read_worker_file(path, skip_samples=True)
+        except (WorkerFileError, OSError):
             continue
-        if value is _ABSENT:
-            if field.required:
-                raise WorkerFileError(f"{path}: '{where}.{field.key}' is missing")
-            continue
-        # bool is an int in Python: refuse it where a number is wanted.
-        if isinstance(value, bool) and bool not in field.types:
-            raise WorkerFileError(f"{path}: '{where}.{field.key}' has the wrong type")
-        if not isinstance(value, field.types):
-            raise WorkerFileError(f"{path}: '{where}.{field.key}' has the wrong type")
-        if isinstance(value, int) and not isinstance(value, bool):
-            low = 0 if field.non_negative else -_INT_LIMIT
-            if not low <= value < _INT_LIMIT:
-                raise WorkerFileError(f"{path}: '{where}.{field.key}' is out of range ({value})")
-        elif isinstance(value, float):
-            if not math.isfinite(value) or (field.non_negative and value < 0):
-                raise WorkerFileError(f"{path}: '{where}.{field.key}' is out of range ({value})")
-        elif isinstance(value, str) and not _text_ok(value):
-            raise WorkerFileError(f"{path}: '{where}.{field.key}' is not valid text")
+        if document["identity"].get("pid") == pid:
+            yield document
 
+
+#: The worker file's checks of its objects' fields, worded as readers and tests quote them.
+_CHECKER = validation.Checker(
+    WorkerFileError,
+    validation.Wording(
+        not_object="{path}: '{where}' is not an object",
+        missing="{path}: '{where}.{key}' is missing",
+        wrong_type="{path}: '{where}.{key}' has the wrong type",
+        out_of_range="{path}: '{where}.{key}' is out of range ({value})",
+        bad_text="{path}: '{where}.{key}' is not valid text",
+    ),
+)
 
 _IDENTITY = (
-    _Field("run_id", (str,)),
-    _Field("role", (str,)),
-    _Field("host", (str,)),
-    _Field("pid", (int,), non_negative=True),
-    _Field("uuid", (str,)),
-    _Field("attempt", (int,), required=False, non_negative=True),
-    _Field("rank", (int, _NONE), required=False),
-    _Field("local_rank", (int, _NONE), required=False),
-    _Field("node_rank", (int, _NONE), required=False),
-    _Field("world_size", (int, _NONE), required=False),
-    _Field("job_id", (str, _NONE), required=False),
-    _Field("launcher", (str, _NONE), required=False),
+    Field("run_id", (str,)),
+    Field("role", (str,)),
+    Field("host", (str,)),
+    Field("pid", (int,), non_negative=True),
+    Field("uuid", (str,)),
+    Field("attempt", (int,), required=False, non_negative=True),
+    Field("rank", (int, NONE), required=False),
+    Field("local_rank", (int, NONE), required=False),
+    Field("node_rank", (int, NONE), required=False),
+    Field("world_size", (int, NONE), required=False),
+    Field("job_id", (str, NONE), required=False),
+    Field("launcher", (str, NONE), required=False),
 )
 _TIMES = (
-    _Field("start_unix_ns", (int,), non_negative=True),
-    _Field("last_flush_unix_ns", (int,), non_negative=True),
-    _Field("elapsed_ns", (int,), non_negative=True),
-    _Field("status", (str,)),
-    _Field("end_unix_ns", (int, _NONE), required=False, non_negative=True),
-    _Field("signal", (str, _NONE), required=False),
+    Field("start_unix_ns", (int,), non_negative=True),
+    Field("last_flush_unix_ns", (int,), non_negative=True),
+    Field("elapsed_ns", (int,), non_negative=True),
+    Field("status", (str,)),
+    Field("end_unix_ns", (int, NONE), required=False, non_negative=True),
+    Field("signal", (str, NONE), required=False),
 )
 _SNAPSHOT = (
-    _Field("interval_s", (int, float, _NONE), required=False, non_negative=True),
-    _Field("writes", (int,), required=False, non_negative=True),
-    _Field("failures", (int,), required=False, non_negative=True),
-    _Field("last_error", (str, _NONE), required=False),
-    _Field("last_success_unix_ns", (int, _NONE), required=False, non_negative=True),
+    Field("interval_s", (int, float, NONE), required=False, non_negative=True),
+    Field("writes", (int,), required=False, non_negative=True),
+    Field("failures", (int,), required=False, non_negative=True),
+    Field("last_error", (str, NONE), required=False),
+    Field("last_success_unix_ns", (int, NONE), required=False, non_negative=True),
 )
 _HISTOGRAM = (
-    _Field("scheme", (str,)),
-    _Field("n_buckets", (int,), required=False, non_negative=True),
+    Field("scheme", (str,)),
+    Field("n_buckets", (int,), required=False, non_negative=True),
 )
 _CONFIG = (
-    _Field("measure_cpu", (bool,), required=False),
-    _Field("window_phase", (str, _NONE), required=False),
-    _Field("backend", (str, _NONE), required=False),
-    _Field("annotate", (bool,), required=False),
+    Field("measure_cpu", (bool,), required=False),
+    Field("window_phase", (str, NONE), required=False),
+    Field("backend", (str, NONE), required=False),
+    Field("annotate", (bool,), required=False),
 )
 _CAPS = (
-    _Field("max_paths", (int,), required=False, non_negative=True),
-    _Field("paths_overflowed", (int,), required=False, non_negative=True),
-    _Field("max_counters", (int,), required=False, non_negative=True),
-    _Field("counters_overflowed", (int,), required=False, non_negative=True),
+    Field("max_paths", (int,), required=False, non_negative=True),
+    Field("paths_overflowed", (int,), required=False, non_negative=True),
+    Field("max_counters", (int,), required=False, non_negative=True),
+    Field("counters_overflowed", (int,), required=False, non_negative=True),
 )
-_REPAIRS = (_Field("mismatched_exits", (int,), required=False, non_negative=True),)
+_REPAIRS = (Field("mismatched_exits", (int,), required=False, non_negative=True),)
 _PHASE = (
-    _Field("path", (str,)),
-    _Field("entries", (int,), non_negative=True),
-    _Field("wall_ns", (int,), non_negative=True),
+    Field("path", (str,)),
+    Field("entries", (int,), non_negative=True),
+    Field("wall_ns", (int,), non_negative=True),
     # Self and CPU time are differences of clocks the writer read: a repaired mismatched exit
     # can leave them slightly off, which the report clamps rather than refuses.
-    _Field("self_ns", (int,)),
-    _Field("cpu_ns", (int, _NONE), required=False),
-    _Field("min_ns", (int, _NONE), required=False, non_negative=True),
-    _Field("max_ns", (int, _NONE), required=False, non_negative=True),
-    _Field("hist", (list,)),
-    _Field("io", (bool,), required=False),
-    _Field("sync", (bool,), required=False),
-    _Field("overflow", (bool,), required=False),
-    _Field("io_bytes", (dict, _NONE), required=False),
+    Field("self_ns", (int,)),
+    Field("cpu_ns", (int, NONE), required=False),
+    Field("min_ns", (int, NONE), required=False, non_negative=True),
+    Field("max_ns", (int, NONE), required=False, non_negative=True),
+    Field("hist", (list,)),
+    Field("io", (bool,), required=False),
+    Field("sync", (bool,), required=False),
+    Field("overflow", (bool,), required=False),
+    Field("io_bytes", (dict, NONE), required=False),
 )
 _COUNTER = (
-    _Field("phase", (str,)),
-    _Field("name", (str,)),
-    _Field("total", (int,)),
+    Field("phase", (str,)),
+    Field("name", (str,)),
+    Field("total", (int,)),
 )
 
 
-def _check_optional_object(document: dict[str, Any], key: str, fields: tuple[_Field, ...], path: Path) -> None:
+def _check_optional_object(document: dict[str, Any], key: str, fields: tuple[Field, ...], path: Path) -> None:
     value = document.get(key)
     if value is not None:
-        _check(value, key, fields, path)
+        _CHECKER.check(value, key, fields, path)
 
 
 def validate(document: Any, path: Path) -> dict[str, Any]:
@@ -477,13 +434,13 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
         raise WorkerFileError(f"{path}: invalid schema_version {shown}")
     if version > SCHEMA_VERSION:
         raise NewerSchemaError(
-            f"{path}: written with schema version {version if version < _INT_LIMIT else 'too large'}, "
+            f"{path}: written with schema version {version if version < INT_LIMIT else 'too large'}, "
             f"this lineprofiler reads up to {SCHEMA_VERSION}; upgrade lineprofiler to read it"
         )
-    _check(document.get("identity"), "identity", _IDENTITY, path)
-    _check(document.get("times"), "times", _TIMES, path)
-    _check(document.get("snapshot"), "snapshot", _SNAPSHOT, path)
-    _check(document.get("histogram"), "histogram", _HISTOGRAM, path)
+    _CHECKER.check(document.get("identity"), "identity", _IDENTITY, path)
+    _CHECKER.check(document.get("times"), "times", _TIMES, path)
+    _CHECKER.check(document.get("snapshot"), "snapshot", _SNAPSHOT, path)
+    _CHECKER.check(document.get("histogram"), "histogram", _HISTOGRAM, path)
     scheme = document["histogram"]["scheme"]
     if scheme not in (_histogram.SCHEME, _histogram.SCHEME_1US):
         raise WorkerFileError(
@@ -494,12 +451,10 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
     _check_optional_object(document, "caps", _CAPS, path)
     _check_optional_object(document, "repairs", _REPAIRS, path)
     for key in ("samples", "gpu"):
-        if not isinstance(document.get(key), (dict, _NONE)):
+        if not isinstance(document.get(key), (dict, NONE)):
             raise WorkerFileError(f"{path}: '{key}' is neither an object nor null")
     errors = document.get("errors")
-    if errors is not None and (
-        not isinstance(errors, list) or not all(isinstance(e, str) and _text_ok(e) for e in errors)
-    ):
+    if errors is not None and not validation.is_text_list(errors):
         raise WorkerFileError(f"{path}: 'errors' is not a list of text")
     phases = document.get("phases")
     counters = document.get("counters")
@@ -510,7 +465,7 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
     old_scheme = scheme == _histogram.SCHEME_1US
     n_buckets = _histogram.N_BUCKETS_1US if old_scheme else _histogram.N_BUCKETS
     for i, phase in enumerate(phases):
-        _check(phase, f"phases[{i}]", _PHASE, path)
+        _CHECKER.check(phase, f"phases[{i}]", _PHASE, path)
         if not phase["path"]:
             raise WorkerFileError(f"{path}: 'phases[{i}].path' is empty")
         for pair in phase["hist"]:
@@ -520,7 +475,7 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
                 or type(pair[0]) is not int
                 or type(pair[1]) is not int
                 or not 0 <= pair[0] < n_buckets
-                or not 0 <= pair[1] < _INT_LIMIT
+                or not 0 <= pair[1] < INT_LIMIT
             ):
                 raise WorkerFileError(f"{path}: 'phases[{i}].hist' holds a malformed bucket")
         if old_scheme:
@@ -529,7 +484,7 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
         # Read as this scheme from here on: every reader after validation sees one scheme.
         document["histogram"] = dict(document["histogram"], scheme=_histogram.SCHEME, n_buckets=_histogram.N_BUCKETS)
     for i, counter in enumerate(counters):
-        _check(counter, f"counters[{i}]", _COUNTER, path)
+        _CHECKER.check(counter, f"counters[{i}]", _COUNTER, path)
     return document
 
 
