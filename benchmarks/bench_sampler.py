@@ -22,6 +22,7 @@ from pathlib import Path
 from _synthetic import write_synthetic_history
 
 from lineprofiler.accounting import _sampler, sampling
+from lineprofiler.accounting.psutil_sampler import PsutilSampler
 from lineprofiler.report.blocks.resources import reduce_io, reduce_memory
 from lineprofiler.runfiles.samplefile import read_samples
 
@@ -159,7 +160,7 @@ def main() -> int:
     print(f"  sample() on the caller:  {sample_us:8.1f} us per row (what a snapshot adds)")
 
     try:
-        psampler = sampling._PsutilSampler(1.0, 1 << 16)
+        psampler = PsutilSampler(1.0, 1 << 16)
         psampler.start()
         ps_us = statistics.median(per_call_us(psampler.sample, 500) for _ in range(args.repeat))
         psampler.close()
