@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from .lines import FunctionStats, LineProfiler, LineStats
 
 
+# 0.10.0's top-level names that 0.11.0 lacks: asking for one says what to use instead.
+_REMOVED_IN_0_11 = ("start_profiling", "stop_profiling", "config")
+
+
 def __getattr__(name: str) -> Any:
     # The line layer is imported on first use: every process of a training run imports
     # lineprofiler.accounting, and need not pay for the line profiler's import as well.
@@ -33,6 +37,12 @@ def __getattr__(name: str) -> Any:
         from . import lines
 
         return getattr(lines, name)
+    if name in _REMOVED_IN_0_11:
+        import sys
+
+        from .accounting.legacy import TOP_LEVEL_REMOVED, removed_name_error
+
+        raise removed_name_error("lineprofiler", name, TOP_LEVEL_REMOVED[name], sys._getframe(1))
     raise AttributeError(f"module 'lineprofiler' has no attribute {name!r}")
 
 
