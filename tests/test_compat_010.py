@@ -17,13 +17,13 @@ import textwrap
 TIMEOUT = 300
 
 
-def run_program(tmp_path, body, *args, files=None, python_options=()):
+def run_program(tmp_path, body, *args, files=None, python_options=(), env=None):
     """Write ``body`` (and ``files``, name to text) into ``tmp_path`` and run it there."""
     for name, text in (files or {}).items():
         (tmp_path / name).write_text(textwrap.dedent(text))
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(body))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}, **(env or {})}
     done = subprocess.run(
         [sys.executable, *python_options, str(script), *map(str, args)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT,
@@ -270,8 +270,8 @@ ERRORS = """
     attempt("from accounting import merge_run", lambda: from_import("lineprofiler.accounting", "merge_run"))
     attempt("accounting.Backend", lambda: accounting.Backend)
     attempt("accounting.TraceBuffer", lambda: accounting.TraceBuffer)
-    attempt("from lineprofiler import start_profiling", lambda: from_import("lineprofiler", "start_profiling"))
-    attempt("with_line_profiler.stop_profiling", lambda: with_line_profiler.stop_profiling)
+    attempt("from lineprofiler import config", lambda: from_import("lineprofiler", "config"))
+    attempt("with_line_profiler.config", lambda: with_line_profiler.config)
     attempt("write_trace", lambda: accounting.write_trace(sys.argv[1], "trace.html"))
     attempt("thread_names", lambda: accounting.Profiler(run_dir=sys.argv[1], thread_names=True))
     attempt("run_id third", lambda: accounting.Profiler(sys.argv[1], "actor", "run-1"))
@@ -300,8 +300,8 @@ def test_what_0_11_cannot_provide_fails_with_one_line_naming_the_replacement(tmp
     error("from accounting import merge_run", "ImportError", "merge_run", "write_report(")
     error("accounting.Backend", "AttributeError", "backend='torch'")
     error("accounting.TraceBuffer", "AttributeError", "--perfetto")
-    error("from lineprofiler import start_profiling", "ImportError", "lineprofiler run script.py")
-    error("with_line_profiler.stop_profiling", "AttributeError", "with_line_profiler.stop_profiling", "disable()")
+    error("from lineprofiler import config", "ImportError", "LineProfiler(include=[...], exclude=[...])")
+    error("with_line_profiler.config", "AttributeError", "with_line_profiler.config", "find_project_root")
     error("write_trace", "NotImplementedError", "lineprofiler export RUN_DIR --perfetto PATH")
     error("thread_names", "NotImplementedError", "threading.current_thread().name")
     error("run_id third", "TypeError", "run_id=")
@@ -344,7 +344,47 @@ def test_import_with_line_profiler_is_lineprofiler_under_the_distribution_name(t
         """,
     )
     seen = json.loads(done.stdout)
-    assert seen["all"] == ["FunctionStats", "LineProfiler", "LineStats", "__version__", "accounting"]
+    assert seen["all"] == [
+        "FunctionStats", "LineProfiler", "LineStats", "__version__", "accounting", "start_profiling", "stop_profiling",
+    ]
     assert all(seen["same"])
     assert "work" in seen["functions"]
     assert seen["accounting_phase"] is True
+
+
+AMBIENT = """
+    import json
+
+    from lineprofiler import start_profiling, stop_profiling
+
+
+    def work(n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+
+
+    profiler = start_profiling()  # the two lines 0.10.0 let a script keep committed
+    work(500)
+    stopped = stop_profiling(print_stats=False)
+    print(json.dumps({
+        "enabled": stopped is not None,
+        "folder": str(profiler.project_folder),
+        "functions": sorted(s.qualname for s in profiler.get_stats().values()),
+    }))
+"""
+
+
+def test_start_profiling_records_only_when_asked_and_says_the_config_table_is_not_read(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.lineprofiler]\nexclude = ["tests/*"]\n')
+    (tmp_path / ".git").mkdir()  # the project's root, found from the calling file
+
+    quiet = json.loads(run_program(tmp_path, AMBIENT).stdout)
+    assert quiet == {"enabled": False, "folder": str(tmp_path), "functions": []}
+
+    done = run_program(tmp_path, AMBIENT, env={"LINEPROFILER_ENABLED": "1"})
+    asked = json.loads(done.stdout)
+    assert asked["enabled"] is True and "work" in asked["functions"]
+    assert "[tool.lineprofiler] table of pyproject.toml is not read" in done.stderr
+    assert _written(tmp_path) == [".git", "program.py", "pyproject.toml"]

@@ -17,17 +17,22 @@ __all__ = [
     "LineStats",
     "__version__",
     "load_ipython_extension",
+    "start_profiling",
+    "stop_profiling",
     "unload_ipython_extension",
 ]
 
 if TYPE_CHECKING:
     from typing import Any
 
+    from .accounting.legacy import start_profiling, stop_profiling
     from .lines import FunctionStats, LineProfiler, LineStats
 
 
+# 0.10.0's ambient line profiling, kept for its code (lineprofiler.accounting.legacy).
+_AMBIENT = ("start_profiling", "stop_profiling")
 # 0.10.0's top-level names that 0.11.0 lacks: asking for one says what to use instead.
-_REMOVED_IN_0_11 = ("start_profiling", "stop_profiling", "config")
+_REMOVED_IN_0_11 = ("config",)
 
 
 def __getattr__(name: str) -> Any:
@@ -37,6 +42,10 @@ def __getattr__(name: str) -> Any:
         from . import lines
 
         return getattr(lines, name)
+    if name in _AMBIENT:
+        from .accounting import legacy
+
+        return getattr(legacy, name)
     if name in _REMOVED_IN_0_11:
         import sys
 

@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from lineprofiler import FunctionStats, LineProfiler, LineStats
+    from lineprofiler import FunctionStats, LineProfiler, LineStats, start_profiling, stop_profiling
 
 __all__ = [
     "FunctionStats",
@@ -20,14 +20,16 @@ __all__ = [
     "LineStats",
     "__version__",
     "accounting",
+    "start_profiling",
+    "stop_profiling",
 ]
 
-_LINE_LAYER = ("FunctionStats", "LineProfiler", "LineStats")
+# Resolved through lineprofiler on first use, as lineprofiler imports the line layer late.
+_LAZY = ("FunctionStats", "LineProfiler", "LineStats", "start_profiling", "stop_profiling")
 
 
 def __getattr__(name: str) -> Any:
-    # The line layer is imported on first use, as lineprofiler does.
-    if name in _LINE_LAYER:
+    if name in _LAZY:
         import lineprofiler
 
         return getattr(lineprofiler, name)
@@ -35,5 +37,4 @@ def __getattr__(name: str) -> Any:
 
     from lineprofiler.accounting.legacy import TOP_LEVEL_REMOVED, removed_name_error
 
-    # 0.10.0's start_profiling and stop_profiling say what replaced them.
     raise removed_name_error("with_line_profiler", name, TOP_LEVEL_REMOVED.get(name), sys._getframe(1))

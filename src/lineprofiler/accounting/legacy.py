@@ -1,7 +1,8 @@
 """0.10.0's API where 0.11.0 changed it: the accounting layer's module-level functions, on top
-of 0.11.0's :class:`~lineprofiler.accounting.profiler.Profiler`, and the one-line errors for the
-0.10.0 names 0.11.0 lacks (``lineprofiler.accounting``'s and the top level's). The table of
-every name is ``docs/migrating-from-0.10.md``.
+of 0.11.0's :class:`~lineprofiler.accounting.profiler.Profiler`; the top level's
+``start_profiling``/``stop_profiling``, on top of :class:`~lineprofiler.LineProfiler`; and the
+one-line errors for the 0.10.0 names 0.11.0 lacks (``lineprofiler.accounting``'s and the top
+level's). The table of every name is ``docs/migrating-from-0.10.md``.
 
 0.10.0 let library code call ``lineprofiler.accounting.phase(name)`` and ``count(name)``
 without holding a profiler: they resolve to the one profiler installed in the process
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import FrameType
     from typing import Any
+
+    from ..lines import LineProfiler
 
 __all__ = [
     "Profiler",
@@ -424,6 +427,81 @@ def write_trace(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], f
     )
 
 
+# ------------------------------------------------------------------ 0.10.0's top level: ambient line profiling
+
+_ENV_LINES_ENABLED = "LINEPROFILER_ENABLED"
+_ambient_lines: LineProfiler | None = None
+"""The line profiler :func:`start_profiling` enabled and :func:`stop_profiling` stops."""
+
+
+def start_profiling(
+    project_folder: str | os.PathLike[str] | None = None, *, enabled: bool | None = None
+) -> LineProfiler:
+    """``lineprofiler.start_profiling``: enable a :class:`~lineprofiler.LineProfiler` until :func:`stop_profiling`.
+
+    Safe to leave in place, as in 0.10.0: it records only when ``enabled=True``, or with
+    ``enabled`` left ``None`` when ``LINEPROFILER_ENABLED`` is set to something other than
+    ``0``, ``false``, ``no`` or ``off``; otherwise it returns a profiler never enabled. The project
+    folder defaults to the git root above the calling file (else that file's folder). Called
+    again before :func:`stop_profiling`, it warns and returns the profiler already recording.
+    0.10.0's ``[tool.lineprofiler]`` table is not read (a warning says so when there is one).
+    """
+    global _ambient_lines  # noqa: PLW0603 - one ambient profiler per process, as in 0.10.0
+    import sys
+    import warnings
+
+    if _ambient_lines is not None:
+        warnings.warn(
+            "start_profiling() was already called: returning the profiler already recording; "
+            "call stop_profiling() first to start another",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return _ambient_lines
+    from ..lines import LineProfiler, find_project_root
+
+    if project_folder is None:
+        caller = sys._getframe(1).f_code.co_filename
+        start_folder = os.path.dirname(os.path.abspath(caller)) if os.path.isfile(caller) else os.getcwd()
+        project_folder = find_project_root(start_folder)
+    profiler = LineProfiler(project_folder)
+    _warn_if_tool_table(str(profiler.project_folder))
+    if enabled if enabled is not None else _env_says_on(os.environ.get(_ENV_LINES_ENABLED)):
+        profiler.enable()
+        _ambient_lines = profiler
+    return profiler
+
+
+def stop_profiling(print_stats: bool = True) -> LineProfiler | None:
+    """Stop the profiler :func:`start_profiling` enabled; print the slowest lines unless
+    ``print_stats=False``; return it (``None`` when none was recording)."""
+    global _ambient_lines  # noqa: PLW0603 - see start_profiling
+    profiler = _ambient_lines
+    if profiler is None:
+        return None
+    _ambient_lines = None
+    profiler.disable()
+    if print_stats:
+        profiler.print_global_top_stats()
+    return profiler
+
+
+def _warn_if_tool_table(project_folder: str) -> None:
+    # 0.10.0 read include/exclude/functions from here; silently ignoring them would profile
+    # other functions than the user configured.
+    try:
+        with open(os.path.join(project_folder, "pyproject.toml"), "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return
+    if b"[tool.lineprofiler" in text:
+        _warn_once(
+            "tool-table",
+            "the [tool.lineprofiler] table of pyproject.toml is not read since 0.11.0: pass include=/exclude= "
+            "to LineProfiler, or --include/--exclude to `lineprofiler run`",
+        )
+
+
 # ------------------------------------------------------------------ names 0.11.0 does not have
 
 _USE_REPORT = "read a run with write_report(run_dir, path, format='json') or `lineprofiler report RUN_DIR --json`"
@@ -454,11 +532,6 @@ REMOVED: dict[str, str] = {
 
 
 TOP_LEVEL_REMOVED: dict[str, str] = {
-    "start_profiling": (
-        "`lineprofiler run script.py` profiles a script unedited; in code, "
-        "`profiler = LineProfiler(); profiler.enable()` ... `profiler.disable()`"
-    ),
-    "stop_profiling": "`profiler.disable(); profiler.print_global_top_stats()` on the LineProfiler you enabled",
     "config": (
         "LineProfiler(include=[...], exclude=[...]) (no [tool.lineprofiler] table is read); "
         "lineprofiler.lines.find_project_root for the project's root"
