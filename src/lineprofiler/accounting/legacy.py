@@ -96,7 +96,6 @@ class Profiler(_base.Profiler):
     - ``install=True``: the module-level :func:`phase`, :func:`count` and :func:`current`
       resolve to this profiler until it closes;
     - ``run_id=``: the run id, as ``LINEPROFILER_RUN_ID`` would give it (exported to children);
-    - ``window_phase`` defaults to ``"iteration"`` when a backend window is given;
     - ``cuda_sync=False`` turns off the CUDA synchronisation of ``phase(sync=True)``;
       ``None`` and ``True`` keep 0.11.0's (it synchronises when torch with CUDA is in use);
     - ``trace=``, ``trace_capacity=``, ``trace_functions=``, ``strict_names=``, ``source=``:
@@ -113,7 +112,6 @@ class Profiler(_base.Profiler):
         *,
         install: bool = False,
         run_id: str | None = None,
-        window_phase: str | None = None,
         strict_names: bool = False,
         thread_names: bool = False,
         trace: bool | str | None = None,
@@ -133,14 +131,12 @@ class Profiler(_base.Profiler):
                 "Profiler(thread_names=True) is not built in 0.11.0: open a phase named after the thread "
                 "yourself, `with profiler.phase(threading.current_thread().name):`"
             )
-        if window_phase is None and options.get("backend") is not None and options.get("backend_window") is not None:
-            window_phase = "iteration"  # 0.10.0's default; 0.11.0 wants it named
         will_record = enabled if enabled is not None else _base._env_enabled(os.environ.get(_ENV_PROFILE))
         if run_id is not None and will_record:
             if not isinstance(run_id, str) or not run_id:
                 raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
             os.environ[_ENV_RUN_ID] = run_id  # read by the profiler below, and inherited by children
-        super().__init__(run_dir, role, enabled, measure_cpu, window_phase=window_phase, **options)
+        super().__init__(run_dir, role, enabled, measure_cpu, **options)
         self.strict_names = strict_names
         self.thread_names = False
         if trace not in (None, False, "", "0", "off"):
