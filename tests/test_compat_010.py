@@ -200,6 +200,11 @@ def test_a_profiler_in_use_says_once_what_it_does_not_record(tmp_path):
         """,
         "run",
     )
+    from_environment = run_program(
+        tmp_path, "from lineprofiler import accounting\naccounting.Profiler(enabled=False)\n",
+        env={"LINEPROFILER_TRACE": "auto"},
+    )
+    assert "Profiler(trace='auto') is accepted but records no trace" in from_environment.stderr
     warnings = [line for line in done.stderr.splitlines() if "RuntimeWarning" in line]
     assert len(warnings) == 4, done.stderr
     said = "\n".join(warnings)
@@ -243,6 +248,7 @@ def test_the_0_10_profiler_methods_and_keywords(tmp_path):
 
 ERRORS = """
     import json
+    import os
     import sys
     import warnings
 
@@ -277,6 +283,8 @@ ERRORS = """
     attempt("run_id third", lambda: accounting.Profiler(sys.argv[1], "actor", "run-1"))
     attempt("format pdf", lambda: accounting.write_report(sys.argv[1], "report.pdf", format="pdf"))
     attempt("no run", lambda: accounting.write_report(sys.argv[1] + "-missing", "report.txt"))
+    attempt("bad option", lambda: accounting.Profiler(run_dir=sys.argv[1], run_id="r9", snapshot_interval_s="5"))
+    said["run id after a bad option"] = os.environ.get("LINEPROFILER_RUN_ID")
     with accounting.Profiler(run_dir=sys.argv[1]) as profiler:
         attempt("merged_tree", profiler.merged_tree)
         attempt("io_counters", profiler.io_counters)
@@ -309,6 +317,8 @@ def test_what_0_11_cannot_provide_fails_with_one_line_naming_the_replacement(tmp
     error("no run", "ReportError", "no such directory")
     error("merged_tree", "NotImplementedError", "lineprofiler report RUN_DIR --json")
     error("io_counters", "NotImplementedError", "io=True")
+    error("bad option", "TypeError", "snapshot_interval_s")
+    assert said["run id after a bad option"] is None
     assert said["hasattr Backend"] is False
     assert said["unknown"] == "default"
     assert not (tmp_path / "report.pdf").exists() and not (tmp_path / "trace.html").exists()

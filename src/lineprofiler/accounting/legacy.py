@@ -54,6 +54,7 @@ __all__ = [
 
 _ENV_PROFILE = "LINEPROFILER_PROFILE"
 _ENV_RUN_ID = "LINEPROFILER_RUN_ID"
+_ENV_TRACE = "LINEPROFILER_TRACE"
 _REPORT_FORMATS = ("text", "json", "html")
 
 _NOT_TRACED = (
@@ -131,15 +132,27 @@ class Profiler(_base.Profiler):
                 "Profiler(thread_names=True) is not built in 0.11.0: open a phase named after the thread "
                 "yourself, `with profiler.phase(threading.current_thread().name):`"
             )
+        if run_id is not None and (not isinstance(run_id, str) or not run_id):
+            raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
         will_record = enabled if enabled is not None else _base._env_enabled(os.environ.get(_ENV_PROFILE))
-        if run_id is not None and will_record:
-            if not isinstance(run_id, str) or not run_id:
-                raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
-            os.environ[_ENV_RUN_ID] = run_id  # read by the profiler below, and inherited by children
-        super().__init__(run_dir, role, enabled, measure_cpu, **options)
+        sets_run_id = run_id is not None and will_record
+        inherited_run_id = os.environ.get(_ENV_RUN_ID)
+        if sets_run_id:
+            os.environ[_ENV_RUN_ID] = run_id  # type: ignore[assignment]  # read below, and inherited by children
+        try:
+            super().__init__(run_dir, role, enabled, measure_cpu, **options)
+        except BaseException:
+            if sets_run_id:  # a wrong argument leaves the environment as it found it
+                if inherited_run_id is None:
+                    os.environ.pop(_ENV_RUN_ID, None)
+                else:
+                    os.environ[_ENV_RUN_ID] = inherited_run_id
+            raise
         self.strict_names = strict_names
         self.thread_names = False
-        if trace not in (None, False, "", "0", "off"):
+        if trace is None:
+            trace = os.environ.get(_ENV_TRACE) or None  # 0.10.0's default for trace=
+        if trace not in (None, False, "0", "off"):
             _warn_once("trace", f"Profiler(trace={trace!r}) is accepted but records no trace: {_NOT_TRACED}")
         if strict_names:
             _warn_once(
