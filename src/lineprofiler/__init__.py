@@ -17,13 +17,22 @@ __all__ = [
     "LineStats",
     "__version__",
     "load_ipython_extension",
+    "start_profiling",
+    "stop_profiling",
     "unload_ipython_extension",
 ]
 
 if TYPE_CHECKING:
     from typing import Any
 
+    from .accounting.legacy import start_profiling, stop_profiling
     from .lines import FunctionStats, LineProfiler, LineStats
+
+
+# 0.10.0's ambient line profiling, kept for its code (lineprofiler.accounting.legacy).
+_AMBIENT = ("start_profiling", "stop_profiling")
+# 0.10.0's top-level names that 0.11.0 lacks: asking for one says what to use instead.
+_REMOVED_IN_0_11 = ("config",)
 
 
 def __getattr__(name: str) -> Any:
@@ -33,6 +42,16 @@ def __getattr__(name: str) -> Any:
         from . import lines
 
         return getattr(lines, name)
+    if name in _AMBIENT:
+        from .accounting import legacy
+
+        return getattr(legacy, name)
+    if name in _REMOVED_IN_0_11:
+        import sys
+
+        from .accounting.legacy import TOP_LEVEL_REMOVED, removed_name_error
+
+        raise removed_name_error("lineprofiler", name, TOP_LEVEL_REMOVED[name], sys._getframe(1))
     raise AttributeError(f"module 'lineprofiler' has no attribute {name!r}")
 
 

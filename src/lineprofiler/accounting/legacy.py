@@ -1,0 +1,580 @@
+"""0.10.0's API where 0.11.0 changed it: the accounting layer's module-level functions, on top
+of 0.11.0's :class:`~lineprofiler.accounting.profiler.Profiler`; the top level's
+``start_profiling``/``stop_profiling``, on top of :class:`~lineprofiler.LineProfiler`; and the
+one-line errors for the 0.10.0 names 0.11.0 lacks (``lineprofiler.accounting``'s and the top
+level's). The table of every name is ``docs/migrating-from-0.10.md``.
+
+0.10.0 let library code call ``lineprofiler.accounting.phase(name)`` and ``count(name)``
+without holding a profiler: they resolve to the one profiler installed in the process
+(``Profiler(..., install=True)`` or ``start()``) and do nothing when none is. Those calls sit
+in code that is often run unprofiled, so they are no-ops that never raise: a guest in the
+user's process must not break it.
+
+What 0.11.0 has not built (tracing, cross-process lifecycles, ``thread_names``) is either
+accepted with a one-time warning saying what is lost, or refused with one line naming what to
+use instead; never a quietly different result. 0.10.0 names with no counterpart at all raise
+:class:`AttributeError` from the module ``__getattr__`` with the same kind of line.
+
+Imported by ``import lineprofiler.accounting``, so it imports only what that already loads; the
+rest (warnings, the report) is imported by the functions that need it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import profiler as _base
+
+TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+    from typing import Any
+
+    from ..lines import LineProfiler
+
+__all__ = [
+    "Profiler",
+    "count",
+    "current",
+    "install_profiler",
+    "installed_profiler",
+    "phase",
+    "signal_ready",
+    "start",
+    "stop",
+    "trace_begin",
+    "trace_end",
+    "trace_mark",
+    "uninstall_profiler",
+    "wait_on",
+    "write_report",
+    "write_trace",
+]
+
+_ENV_PROFILE = "LINEPROFILER_PROFILE"
+_ENV_RUN_ID = "LINEPROFILER_RUN_ID"
+_ENV_TRACE = "LINEPROFILER_TRACE"
+_REPORT_FORMATS = ("text", "json", "html")
+
+_NOT_TRACED = (
+    "0.11.0 does not record a timeline of phase entries yet; the report's TIMELINE samples "
+    "each thread's phase timeline_hz times a second (lineprofiler export RUN_DIR --perfetto PATH)"
+)
+_NO_LIFECYCLES = (
+    "0.11.0 does not record request lifecycles yet (signal/wait_on/trace_begin/trace_mark/"
+    "trace_end record nothing); time the waiting side with `with phase('wait/<channel>'):`"
+)
+
+# Printed once per process and kind: a warning per call would flood a training loop.
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str, *, stacklevel: int = 3) -> None:
+    if key in _warned:
+        return
+    _warned.add(key)
+    import warnings
+
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
+    except Exception:  # noqa: BLE001 - under -W error a warning raises; a guest never raises into its host
+        pass
+
+
+def _env_says_on(value: str | None) -> bool:
+    # 0.11.0's spelling of on and off, but absent or empty means off, as in 0.10.0's start().
+    text = (value or "").strip().lower()
+    return text not in ("", "0", "false", "no", "off")
+
+
+class Profiler(_base.Profiler):
+    """0.11.0's accounting profiler, also taking the keyword arguments 0.10.0 code passes.
+
+    The first four arguments and every 0.11.0 keyword mean what they mean in 0.11.0 (see
+    :class:`lineprofiler.accounting.profiler.Profiler`). 0.10.0's keywords:
+
+    - ``install=True``: the module-level :func:`phase`, :func:`count` and :func:`current`
+      resolve to this profiler until it closes;
+    - ``run_id=``: the run id, as ``LINEPROFILER_RUN_ID`` would give it (exported to children);
+    - ``cuda_sync=False`` turns off the CUDA synchronisation of ``phase(sync=True)``;
+      ``None`` and ``True`` keep 0.11.0's (it synchronises when torch with CUDA is in use);
+    - ``trace=``, ``trace_capacity=``, ``trace_functions=``, ``strict_names=``, ``source=``:
+      accepted, with a one-time warning when they ask for something 0.11.0 does not do;
+    - ``thread_names=True``: refused (``NotImplementedError``), it would change the tree's shape.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str] | None = None,
+        role: str | None = None,
+        enabled: bool | None = None,
+        measure_cpu: bool = True,
+        *,
+        install: bool = False,
+        run_id: str | None = None,
+        strict_names: bool = False,
+        thread_names: bool = False,
+        trace: bool | str | None = None,
+        trace_capacity: int | None = None,
+        trace_functions: list[str] | None = None,
+        source: dict[str, object] | None = None,
+        cuda_sync: bool | None = None,
+        **options: Any,
+    ) -> None:
+        if isinstance(enabled, str):
+            raise TypeError(
+                "Profiler()'s third positional argument is enabled (a bool) since 0.11.0, not run_id: "
+                "pass run_id=... by keyword"
+            )
+        if thread_names:
+            raise NotImplementedError(
+                "Profiler(thread_names=True) is not built in 0.11.0: open a phase named after the thread "
+                "yourself, `with profiler.phase(threading.current_thread().name):`"
+            )
+        if run_id is not None and (not isinstance(run_id, str) or not run_id):
+            raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
+        will_record = enabled if enabled is not None else _base._env_enabled(os.environ.get(_ENV_PROFILE))
+        sets_run_id = run_id is not None and will_record
+        inherited_run_id = os.environ.get(_ENV_RUN_ID)
+        if sets_run_id:
+            os.environ[_ENV_RUN_ID] = run_id  # type: ignore[assignment]  # read below, and inherited by children
+        try:
+            super().__init__(run_dir, role, enabled, measure_cpu, **options)
+        except BaseException:
+            if sets_run_id:  # a wrong argument leaves the environment as it found it
+                if inherited_run_id is None:
+                    os.environ.pop(_ENV_RUN_ID, None)
+                else:
+                    os.environ[_ENV_RUN_ID] = inherited_run_id
+            raise
+        self.strict_names = strict_names
+        self.thread_names = False
+        if trace is None:
+            trace = os.environ.get(_ENV_TRACE) or None  # 0.10.0's default for trace=
+        if trace not in (None, False, "0", "off"):
+            _warn_once("trace", f"Profiler(trace={trace!r}) is accepted but records no trace: {_NOT_TRACED}")
+        if strict_names:
+            _warn_once(
+                "strict_names",
+                "Profiler(strict_names=True) is accepted but phase names are not checked in 0.11.0; "
+                "the report lists each distinct path, so compare them there",
+            )
+        if source is not None:
+            _warn_once("source", "Profiler(source=...) is ignored: 0.11.0 records the source itself (metadata files)")
+        if cuda_sync is False:
+            self.set_sync(None)
+        if install:
+            install_profiler(self)
+
+    def close(self) -> None:
+        """Close as 0.11.0 does, and stop being the installed profiler (0.10.0's rule)."""
+        uninstall_profiler(self)
+        super().close()
+
+    # ------------------------------------------------------------ 0.10.0's methods
+
+    def snapshot(self) -> None:
+        """0.10.0's name for :meth:`flush`: write the worker file now."""
+        self.flush()
+
+    def current_phase(self) -> str:
+        """The ``/``-joined path of the innermost phase open in this thread, or ``""``."""
+        if self.recorder is None or self._closed:
+            return ""
+        try:
+            return self.recorder.current_path() or ""
+        except Exception:  # noqa: BLE001 - a tag for a log line must not raise
+            return ""
+
+    def profile(self, func: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
+        """Decorate a function so that each call is a phase (its name, or ``name=``)."""
+        import functools
+
+        def decorate(target: Callable[..., Any]) -> Callable[..., Any]:
+            phase_name = name or target.__name__
+
+            @functools.wraps(target)
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                with self.phase(phase_name):
+                    return target(*args, **kwargs)
+
+            return timed
+
+        return decorate if func is None else decorate(func)
+
+    def signal(self, channel: str, key: object) -> None:
+        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
+        _warn_once("lifecycle", _NO_LIFECYCLES)
+
+    def wait_on(self, channel: str, key: object) -> None:
+        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
+        _warn_once("lifecycle", _NO_LIFECYCLES)
+
+    def trace_begin(self, channel: str, key: object) -> None:
+        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
+        _warn_once("lifecycle", _NO_LIFECYCLES)
+
+    def trace_mark(self, channel: str, key: object, name: str, sample: float = 1.0) -> None:
+        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
+        _warn_once("lifecycle", _NO_LIFECYCLES)
+
+    def trace_end(self, channel: str, key: object) -> None:
+        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
+        _warn_once("lifecycle", _NO_LIFECYCLES)
+
+    def io_counters(self) -> None:
+        raise NotImplementedError(
+            "Profiler.io_counters() is not in 0.11.0: open the phase with `phase(name, io=True)` and read "
+            "its I/O in the report"
+        )
+
+    def merged_tree(self) -> None:
+        raise NotImplementedError(
+            "Profiler.merged_tree() is not in 0.11.0: call profiler.flush() and read the run with "
+            "`lineprofiler report RUN_DIR --json` or write_report(run_dir, path, format='json')"
+        )
+
+    def deltas(self) -> None:
+        raise NotImplementedError(
+            "Profiler.deltas() is not in 0.11.0: compare two flushed runs with `lineprofiler compare A B --json`"
+        )
+
+    def on_snapshot(self, callback: Callable[..., Any]) -> None:
+        raise NotImplementedError(
+            "Profiler.on_snapshot() is not in 0.11.0: watch a running job with `lineprofiler top RUN_DIR`"
+        )
+
+
+# ------------------------------------------------------------------ the installed profiler
+
+_installed: _base.Profiler | None = None
+"""The profiler the module-level functions resolve to: one per process, not per thread, so
+that the threads a worker starts are instrumented too."""
+
+_NOOP = _base._phases.Noop()  # phase() and count() when none is installed, in C
+_NULL_PHASE = _NOOP.phase("none")  # what a phase() that cannot record returns
+
+
+def install_profiler(profiler: _base.Profiler) -> None:
+    """Make ``profiler`` the one :func:`phase`, :func:`count` and :func:`current` resolve to."""
+    global _installed  # noqa: PLW0603 - the point of the function
+    if not isinstance(profiler, _base.Profiler):
+        raise TypeError(f"install_profiler() takes a lineprofiler.accounting.Profiler, got {type(profiler).__name__}")
+    previous = _installed
+    if previous is not None and previous is not profiler and not previous._closed:
+        _warn_once(
+            "reinstall",
+            "an accounting Profiler was already installed; module-level phase() and count() now use the new one",
+        )
+    _installed = profiler
+
+
+def uninstall_profiler(profiler: _base.Profiler | None = None) -> None:
+    """Uninstall ``profiler`` if it is the installed one (any profiler when ``None``)."""
+    global _installed  # noqa: PLW0603 - the point of the function
+    if profiler is None or _installed is profiler:
+        _installed = None
+
+
+def installed_profiler() -> _base.Profiler | None:
+    """The installed profiler, or ``None``."""
+    return _installed
+
+
+def start(run_dir: str | os.PathLike[str] | None = None, role: str | None = None, **kwargs: Any) -> Profiler:
+    """Construct, install and return a :class:`Profiler`; :func:`stop` closes it.
+
+    Safe to leave in place, as in 0.10.0: without ``enabled=`` or ``run_dir=`` it records only
+    when ``LINEPROFILER_PROFILE`` says so (a parent profiler exports it to its children), and is
+    otherwise a disabled profiler that writes nothing. (``Profiler()`` itself is on by default.)
+    """
+    if kwargs.get("enabled") is None:
+        kwargs["enabled"] = run_dir is not None or _env_says_on(os.environ.get(_ENV_PROFILE))
+    return Profiler(run_dir, role, install=True, **kwargs)
+
+
+def stop() -> None:
+    """Close the installed profiler, if there is one."""
+    profiler = _installed
+    if profiler is not None:
+        profiler.close()
+
+
+def phase(name: str, io: bool = False, sync: bool = False, sample: float = 1.0, async_work: bool = False) -> Any:
+    """A phase of the installed profiler, or a no-op one when none is installed. Never raises.
+
+    ``sample`` other than 1.0 and ``async_work=True`` are accepted with a one-time warning:
+    0.11.0 measures every entry (exact, where 0.10.0 scaled an estimate) and marks nothing.
+    """
+    profiler = _installed
+    if profiler is None:
+        try:
+            return _NOOP.phase(name)
+        except Exception:  # noqa: BLE001 - it checks the name's type; nothing to record anyway
+            return _NULL_PHASE
+    if sample != 1.0 or async_work:
+        _warn_once(
+            "phase-options",
+            "phase(sample=..., async_work=...) are accepted and ignored: 0.11.0 measures every entry "
+            "and does not mark asynchronous phases",
+        )
+    try:
+        return profiler.phase(name, io, sync)
+    except Exception:  # noqa: BLE001 - a bad name must not break the host program; nothing is recorded
+        _warn_once("phase-error", f"phase({name!r}) recorded nothing: phase names are non-empty str")
+        return _NULL_PHASE
+
+
+def count(name: str, n: int = 1) -> None:
+    """Add ``n`` to the counter ``name`` on the installed profiler; a no-op when none is. Never raises."""
+    profiler = _installed
+    if profiler is not None:
+        try:
+            profiler.count(name, n)
+        except Exception:  # noqa: BLE001 - as phase()
+            _warn_once("count-error", f"count({name!r}, {n!r}) recorded nothing: a str name and an int n")
+
+
+def current() -> str:
+    """The path of the innermost phase open in this thread on the installed profiler, or ``""``."""
+    profiler = _installed
+    if profiler is None or profiler.recorder is None or profiler._closed:
+        return ""
+    try:
+        return profiler.recorder.current_path() or ""
+    except Exception:  # noqa: BLE001 - a tag for a log line must not raise
+        return ""
+
+
+def _lifecycle_call() -> None:
+    # No-ops, as 0.10.0's were with nothing installed; said once when a profiler would have recorded.
+    if _installed is not None:
+        _warn_once("lifecycle", _NO_LIFECYCLES, stacklevel=4)
+
+
+def signal_ready(channel: str, key: object) -> None:
+    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
+    _lifecycle_call()
+
+
+def wait_on(channel: str, key: object) -> None:
+    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
+    _lifecycle_call()
+
+
+def trace_begin(channel: str, key: object) -> None:
+    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
+    _lifecycle_call()
+
+
+def trace_mark(channel: str, key: object, name: str, sample: float = 1.0) -> None:
+    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
+    _lifecycle_call()
+
+
+def trace_end(channel: str, key: object) -> None:
+    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
+    _lifecycle_call()
+
+
+# ------------------------------------------------------------------ reports
+
+
+def write_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], format: str = "text") -> str:  # noqa: A002 - 0.10.0's name
+    """Write the report of ``run_dir`` to ``path`` as ``"text"``, ``"json"`` or ``"html"``; returns the path.
+
+    The same report as ``lineprofiler report RUN_DIR`` (``--json``, ``--html``), built in this
+    process. Parent folders of ``path`` are created; the file is written whole (a temporary file
+    renamed over it). Raises ``ValueError`` for another format and
+    :class:`lineprofiler.report.merge.ReportError` (one line) when nothing can be reported.
+    """
+    if format not in _REPORT_FORMATS:
+        raise ValueError(f"format must be 'text', 'json' or 'html', got {format!r}")
+    from ..report.build import build_report
+    from ..report.merge import load_run
+
+    run = load_run(os.fspath(run_dir))
+    report = build_report(run)
+    if format == "json":
+        from ..report import json as report_json
+
+        text = report_json.dumps(report_json.document(report, run.caveats)) + "\n"
+    elif format == "html":
+        from ..report.html import render_html
+
+        text = render_html(report)
+    else:
+        from ..report.text import render_report
+
+        text = render_report(report) + "\n"
+    return _write_whole(os.fspath(path), text)
+
+
+def _write_whole(path: str, text: str) -> str:
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    os.makedirs(folder, exist_ok=True)
+    temporary = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def write_trace(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], format: str = "html") -> None:  # noqa: A002
+    raise NotImplementedError(
+        "write_trace() is not built in 0.11.0: `lineprofiler export RUN_DIR --perfetto PATH` writes the sampled "
+        "timeline as a Chrome trace-event file (open it in ui.perfetto.dev)"
+    )
+
+
+# ------------------------------------------------------------------ 0.10.0's top level: ambient line profiling
+
+_ENV_LINES_ENABLED = "LINEPROFILER_ENABLED"
+_ambient_lines: LineProfiler | None = None
+"""The line profiler :func:`start_profiling` enabled and :func:`stop_profiling` stops."""
+
+
+def start_profiling(
+    project_folder: str | os.PathLike[str] | None = None, *, enabled: bool | None = None
+) -> LineProfiler:
+    """``lineprofiler.start_profiling``: enable a :class:`~lineprofiler.LineProfiler` until :func:`stop_profiling`.
+
+    Safe to leave in place, as in 0.10.0: it records only when ``enabled=True``, or with
+    ``enabled`` left ``None`` when ``LINEPROFILER_ENABLED`` is set to something other than
+    ``0``, ``false``, ``no`` or ``off``; otherwise it returns a profiler never enabled. The project
+    folder defaults to the git root above the calling file (else that file's folder). Called
+    again before :func:`stop_profiling`, it warns and returns the profiler already recording.
+    0.10.0's ``[tool.lineprofiler]`` table is not read (a warning says so when there is one).
+    """
+    global _ambient_lines  # noqa: PLW0603 - one ambient profiler per process, as in 0.10.0
+    import sys
+    import warnings
+
+    if _ambient_lines is not None:
+        warnings.warn(
+            "start_profiling() was already called: returning the profiler already recording; "
+            "call stop_profiling() first to start another",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return _ambient_lines
+    from ..lines import LineProfiler, find_project_root
+
+    if project_folder is None:
+        caller = sys._getframe(1).f_code.co_filename
+        start_folder = os.path.dirname(os.path.abspath(caller)) if os.path.isfile(caller) else os.getcwd()
+        project_folder = find_project_root(start_folder)
+    profiler = LineProfiler(project_folder)
+    _warn_if_tool_table(str(profiler.project_folder))
+    if enabled if enabled is not None else _env_says_on(os.environ.get(_ENV_LINES_ENABLED)):
+        profiler.enable()
+        _ambient_lines = profiler
+    return profiler
+
+
+def stop_profiling(print_stats: bool = True) -> LineProfiler | None:
+    """Stop the profiler :func:`start_profiling` enabled; print the slowest lines unless
+    ``print_stats=False``; return it (``None`` when none was recording)."""
+    global _ambient_lines  # noqa: PLW0603 - see start_profiling
+    profiler = _ambient_lines
+    if profiler is None:
+        return None
+    _ambient_lines = None
+    profiler.disable()
+    if print_stats:
+        profiler.print_global_top_stats()
+    return profiler
+
+
+def _warn_if_tool_table(project_folder: str) -> None:
+    # 0.10.0 read include/exclude/functions from here; silently ignoring them would profile
+    # other functions than the user configured.
+    try:
+        with open(os.path.join(project_folder, "pyproject.toml"), "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return
+    if b"[tool.lineprofiler" in text:
+        _warn_once(
+            "tool-table",
+            "the [tool.lineprofiler] table of pyproject.toml is not read since 0.11.0: pass include=/exclude= "
+            "to LineProfiler, or --include/--exclude to `lineprofiler run`",
+        )
+
+
+# ------------------------------------------------------------------ names 0.11.0 does not have
+
+_USE_REPORT = "read a run with write_report(run_dir, path, format='json') or `lineprofiler report RUN_DIR --json`"
+REMOVED: dict[str, str] = {
+    "merge_run": _USE_REPORT,
+    "render": "write_report(run_dir, path) writes the text report, `lineprofiler report RUN_DIR` prints it",
+    "report_as_dict": _USE_REPORT,
+    "compare": "`lineprofiler compare RUN_A RUN_B --json` (or --html PATH)",
+    "render_comparison": "`lineprofiler compare RUN_A RUN_B`",
+    "analyse": "the report's RESOURCES section (`lineprofiler report RUN_DIR`) analyses the samples",
+    "merge_trees": _USE_REPORT + " (the report merges every worker's tree)",
+    "lifecycle_segments": "nothing yet: request lifecycles are not recorded in 0.11.0",
+    "overlap_ns": "nothing yet: request lifecycles are not recorded in 0.11.0",
+    "Backend": "pass backend='torch', 'viztracer' or 'lines' as a str",
+    "DurationHistogram": "the fixed buckets of lineprofiler.runfiles.histogram (EDGES, bucket_index)",
+    "PhaseStats": _USE_REPORT,
+    "PhaseTree": _USE_REPORT,
+    "MergedRun": _USE_REPORT,
+    "WorkerSnapshot": _USE_REPORT,
+    "PhaseDelta": "`lineprofiler compare RUN_A RUN_B --json`",
+    "ResourceSampler": "Profiler(sample_interval_s=...) runs the sampler",
+    "Sample": _USE_REPORT + " (samples are in the report's RESOURCES)",
+    "SampleAnalysis": _USE_REPORT + " (samples are in the report's RESOURCES)",
+    "Span": "nothing yet: " + _NOT_TRACED,
+    "TraceBuffer": "nothing yet: " + _NOT_TRACED,
+    "WorkerTrace": "nothing yet: " + _NOT_TRACED,
+}
+
+
+TOP_LEVEL_REMOVED: dict[str, str] = {
+    "config": (
+        "LineProfiler(include=[...], exclude=[...]) (no [tool.lineprofiler] table is read); "
+        "lineprofiler.lines.find_project_root for the project's root"
+    ),
+}
+"""0.10.0's names of ``lineprofiler`` itself (and so of ``with_line_profiler``) that 0.11.0 lacks."""
+
+
+def removed_name_error(module: str, name: str, instead: str | None, importer: FrameType | None) -> Exception:
+    """What a module ``__getattr__`` raises for ``name``: ``AttributeError``, or ``ImportError``
+    when ``importer`` (the frame that asked) is running ``from module import name``.
+
+    The ``ImportError`` is for that statement: it replaces any ``AttributeError`` from
+    ``__getattr__`` with a bare "cannot import name", which would lose the line saying what to
+    use instead. ``hasattr()`` and ``getattr(..., default)`` still see an ``AttributeError``.
+    """
+    if instead is None:
+        return AttributeError(f"module {module!r} has no attribute {name!r}")
+    message = f"{module}.{name} (0.10.0) is not in 0.11.0; instead: {instead}"
+    if importer is not None and _runs_from_import(importer):
+        return ImportError(message, name=module)
+    return AttributeError(message, name=name, obj=None)
+
+
+def _runs_from_import(frame: FrameType) -> bool:
+    try:
+        import opcode
+
+        return frame.f_code.co_code[frame.f_lasti] == opcode.opmap["IMPORT_FROM"]
+    except Exception:  # noqa: BLE001 - an interpreter laid out otherwise gets the AttributeError
+        return False
+
+
+def __getattr__(name: str) -> Any:
+    import sys
+
+    raise removed_name_error("lineprofiler.accounting", name, REMOVED.get(name), sys._getframe(1))
