@@ -97,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_output.add_argument(
         "--json", action="store_true", help="print the whole report as one JSON document (schema in docs/report.md)"
     )
+    _add_format_options(report, "the report")
 
     compare = commands.add_parser(
         "compare",
@@ -115,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare_output.add_argument(
         "--html", metavar="PATH", help="write the comparison as one self-contained HTML file and print its path"
     )
+    _add_format_options(compare, "the comparison")
 
     export = commands.add_parser(
         "export",
@@ -318,26 +320,60 @@ def _write(path: str, text: str) -> str:
     return path
 
 
+def _add_format_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--format`` and ``-o``: the spelling of 0.10.0 (and of most tools) beside ours."""
+    parser.add_argument(
+        "--format", choices=("text", "json", "html"), help=f"{what}'s format (the same as --json or --html)"
+    )
+    parser.add_argument("-o", "--output", metavar="PATH", help=f"write {what} to PATH (any format) and print its path")
+
+
+def _output_format(args: argparse.Namespace, default_html: str | None) -> tuple[str, str | None]:
+    """(format, path to write or None to print) from --json/--html and --format/-o, which agree
+    or are refused in one line."""
+    from .report.merge import ReportError
+
+    chosen = "json" if args.json else "html" if args.html is not None else None
+    if args.format is not None and chosen is not None and args.format != chosen:
+        raise ReportError(f"--format {args.format} and --{chosen} ask for two formats: give one")
+    fmt = args.format or chosen or "text"
+    html_path = args.html or None
+    if args.output is not None and html_path is not None and args.output != html_path:
+        raise ReportError("--html PATH and -o PATH name two files: give one")
+    path = args.output or html_path
+    if fmt == "html" and path is None:
+        path = default_html
+        if path is None:
+            raise ReportError("an HTML comparison needs a file: add -o PATH")
+    return fmt, path
+
+
 def _report(args: argparse.Namespace) -> int:
     from .report.build import build_report
     from .report.merge import load_run
     from .report.text import RenderOptions, render_report
 
+    fmt, path = _output_format(args, os.path.join(args.run_dir, "report.html"))
     run = load_run(args.run_dir, no_samples=args.no_samples, attempt=args.attempt)
     options = RenderOptions(no_samples=args.no_samples, lines=args.lines, lines_top=args.lines_top)
     report = build_report(run, options)
-    if args.json:
+    if fmt == "json":
         from .report import json as report_json
 
         # json.dumps escapes every control and non-ASCII character: nothing here needs escaping.
-        print(report_json.dumps(report_json.document(report, run.caveats)))
-    elif args.html is not None:
+        text = report_json.dumps(report_json.document(report, run.caveats))
+    elif fmt == "html":
         from .report.html import render_html
 
-        path = args.html or os.path.join(args.run_dir, "report.html")
-        _print_line(_write(path, render_html(report)))
+        text = render_html(report)
     else:
-        _print_text(render_report(report))
+        text = render_report(report)
+    if path is not None:
+        _print_line(_write(path, text if fmt == "html" or text.endswith("\n") else text + "\n"))
+    elif fmt == "json":
+        print(text)
+    else:
+        _print_text(text)
     return EXIT_OK
 
 
@@ -345,6 +381,7 @@ def _compare(args: argparse.Namespace) -> int:
     from .report.compare import compare_runs, render_compare
     from .report.merge import ReportError, load_run
 
+    fmt, out = _output_format(args, None)
     runs = []
     for label, path, attempt in (("A", args.run_a, args.attempt_a), ("B", args.run_b, args.attempt_b)):
         try:
@@ -352,14 +389,20 @@ def _compare(args: argparse.Namespace) -> int:
         except ReportError as error:
             raise ReportError(f"{label}: {error}") from None
     document = compare_runs(*runs)
-    if args.json:
-        print(json.dumps(document, indent=2, allow_nan=False))  # ASCII, controls escaped
-    elif args.html is not None:
+    if fmt == "json":
+        text = json.dumps(document, indent=2, allow_nan=False)  # ASCII, controls escaped
+    elif fmt == "html":
         from .report.html import render_compare_html
 
-        _print_line(_write(args.html, render_compare_html(document)))
+        text = render_compare_html(document)
     else:
-        _print_text(render_compare(document))
+        text = render_compare(document)
+    if out is not None:
+        _print_line(_write(out, text if fmt == "html" or text.endswith("\n") else text + "\n"))
+    elif fmt == "json":
+        print(text)
+    else:
+        _print_text(text)
     return EXIT_OK
 
 
