@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from ..runfiles import linesfile
 from . import _tracer
 from .decorate import wrap
+from .notebook import cell_globs
 from .project import ProjectFilter, find_project_root
 from .render import HINT_API, check_options, render_global, render_nothing, render_stats
 from .saved import SavedProfile, document_from_stats, host_name, process_info
@@ -138,7 +139,7 @@ class LineProfiler:
     ) -> None:
         folder = find_project_root() if project_folder is None else project_folder
         self._filter = ProjectFilter(folder, include=include, exclude=exclude)
-        self._filter.include += _notebook_cell_globs()
+        self._filter.include += tuple(cell_globs())
         if not isinstance(children, bool):
             raise TypeError(f"children must be True or False, not {type(children).__name__}")
         self.children = children
@@ -582,18 +583,6 @@ class LineProfiler:
         missing, corrupt or foreign file, and ``NewerSchemaError`` for one written by a newer
         lineprofiler."""
         return SavedProfile.load(path)
-
-
-def _notebook_cell_globs() -> tuple[str, ...]:
-    """Globs for the file names of notebook cells when running under IPython, else ()."""
-    if "IPython" not in sys.modules:
-        return ()
-    try:
-        from ..integrations.ipython import cell_globs
-
-        return tuple(cell_globs())
-    except Exception:
-        return ()
 
 
 def _source_line(filename: str, lineno: int) -> str | None:
