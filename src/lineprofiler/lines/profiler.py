@@ -2,13 +2,8 @@
 
 How it hooks in:
 
-- 3.12+: ``sys.monitoring``. It takes ``PROFILER_ID`` (2), or the first free id after it, for the
-  time it is enabled, registers the C callables of ``_tracer`` for LINE, PY_RESUME, PY_RETURN,
-  PY_YIELD, PY_UNWIND and PY_THROW, and on 3.13+ PY_START (3.12 enters a frame at its first
-  LINE event), and gives everything back on disable: events off, callbacks unregistered, then
-  ``free_tool_id``. That order is correct whether ``free_tool_id`` leaves the callbacks alone
-  (3.12, 3.13) or clears them too (3.14). Other tools' ids, events and callbacks are never
-  touched.
+- 3.12+: ``sys.monitoring``, a tool id of its own for the time it is enabled (see
+  :mod:`lineprofiler.lines.monitoring`).
 - 3.11: a C trace function on every thread of the interpreter, plus ``threading.settrace`` for
   threads started while enabled; what it replaced is put back on disable.
 """
@@ -30,6 +25,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from ..runfiles import linesfile
 from . import _tracer
 from .decorate import wrap
+from .monitoring import TOOL_NAME, MonitoringHold
 from .notebook import cell_globs
 from .project import ProjectFilter, find_project_root
 from .render import HINT_API, check_options, render_global, render_nothing, render_stats
@@ -43,24 +39,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["LineProfiler", "TracerError", "TOOL_NAME"]
 
-#: The name this profiler registers with sys.monitoring.use_tool_id().
-TOOL_NAME = "lineprofiler"
-
-# Tool ids in the order we try them: PROFILER_ID first, then the unassigned ones, then the ids
-# other kinds of tools expect (debugger, optimizer), coverage's last of all.
-_TOOL_ORDER = (2, 3, 4, 5, 0, 1)
-_HOOK_EVENTS = (
-    ("line", "LINE"),
-    # 3.12 emits LINE for the first line of every frame, where the tracer pushes the frame; 3.13
-    # does not when that line is the line of the frame's RESUME, unless PY_START is on.
-    *((("start", "PY_START"),) if sys.version_info >= (3, 13) else ()),
-    ("resume", "PY_RESUME"),
-    ("return", "PY_RETURN"),
-    ("yield", "PY_YIELD"),
-    ("unwind", "PY_UNWIND"),
-    ("throw", "PY_THROW"),
-)
-
 
 #: Where children=True writes when no output_dir is given (relative to the working directory).
 DEFAULT_OUTPUT_DIR = os.path.join("profile", "lines")
@@ -73,37 +51,6 @@ _YIELDING: weakref.WeakSet[LineProfiler] = weakref.WeakSet()
 class TracerError(RuntimeError):
     """The tracer met an error inside a callback and stopped recording; ``__cause__`` is the
     original. What was recorded before it is kept and get_stats() still returns it."""
-
-
-def _monitoring() -> Any:
-    """``sys.monitoring`` (3.12+; the type checker is set to 3.11, which has none)."""
-    return sys.monitoring  # type: ignore[attr-defined]
-
-
-def _acquire_tool_id() -> int:
-    mon = _monitoring()
-    for tool in _TOOL_ORDER:
-        if mon.get_tool(tool) is None:
-            try:
-                mon.use_tool_id(tool, TOOL_NAME)
-            except ValueError:  # taken between the two calls
-                continue
-            return tool
-    holders = ", ".join(f"{tool}: {mon.get_tool(tool)!r}" for tool in range(6))
-    raise RuntimeError(
-        f"lineprofiler: every sys.monitoring tool id is taken ({holders}); "
-        "free one (sys.monitoring.free_tool_id) before enabling the profiler"
-    )
-
-
-def _release_tool_id(tool: int, events: Iterable[int]) -> None:
-    mon = _monitoring()
-    if mon.get_tool(tool) != TOOL_NAME:
-        return  # someone freed and re-took it: it is not ours to clean
-    mon.set_events(tool, 0)
-    for event in events:
-        mon.register_callback(tool, event, None)
-    mon.free_tool_id(tool)
 
 
 class LineProfiler:
@@ -159,9 +106,7 @@ class LineProfiler:
         self._tracer = _tracer.Tracer(self._filter)
         self._lock = threading.RLock()
         self._depth = 0
-        self._tool: int | None = None
-        self._events: tuple[int, ...] = ()
-        self._hooks: list[Any] = []
+        self._monitoring = MonitoringHold()
         self._prev_thread_trace: object = None
         self._thread_hook: object = None
         self._wall_ns = 0
@@ -297,8 +242,8 @@ class LineProfiler:
             self._paused_for_me = holder
         try:
             if _tracer.MONITORING:
-                if self._tool is None:  # else still hooked (held): switching the tracer on is all
-                    self._start_monitoring()
+                if not self._monitoring.held:  # else still hooked (held): switching the tracer on is all
+                    self._monitoring.take(tracer)
             else:
                 self._prev_thread_trace = threading.gettrace()
                 self._thread_hook = tracer.hook("thread")
@@ -343,37 +288,6 @@ class LineProfiler:
         if holder is not None:
             holder._resume()
 
-    def _start_monitoring(self) -> None:
-        mon = _monitoring()
-        tool = _acquire_tool_id()
-        events = tuple(getattr(mon.events, name) for _, name in _HOOK_EVENTS)
-        try:
-            # A previous holder may have freed the id without unregistering (3.12 and 3.13 keep
-            # callbacks across free_tool_id): the id is ours now, so start it clean.
-            for name in dir(mon.events):
-                value = getattr(mon.events, name)
-                if name.isupper() and isinstance(value, int) and value and not value & (value - 1):
-                    try:
-                        mon.register_callback(tool, value, None)
-                    except ValueError:  # an event a later CPython takes no callback for
-                        pass
-            hooks = [self._tracer.hook(kind) for kind, _ in _HOOK_EVENTS]
-            for event, hook in zip(events, hooks, strict=True):
-                mon.register_callback(tool, event, hook)
-            mask = 0
-            for event in events:
-                mask |= event
-            mon.set_events(tool, mask)
-            # DISABLE marks persist per tool id across set_events() and free_tool_id(): one
-            # left by an earlier holder of this id (another profiler, or this one with other
-            # settings) would hide project code from us. restart_events() re-arms them; other
-            # tools just see their disabled locations once more.
-            mon.restart_events()
-        except BaseException:
-            _release_tool_id(tool, events)
-            raise
-        self._tool, self._events, self._hooks = tool, events, hooks
-
     def _stop(self) -> None:
         if self._paused:  # stepped aside: already stopped
             self._paused = False
@@ -387,18 +301,12 @@ class LineProfiler:
             self._since = None
         if _tracer.MONITORING:
             if not self._holds:
-                self._unhook()
+                self._monitoring.give_back()
         else:
             if threading.gettrace() is self._thread_hook:  # else someone replaced it: keep theirs
                 threading.settrace(self._prev_thread_trace)  # type: ignore[arg-type]
             self._prev_thread_trace = self._thread_hook = None
         self._resume_holder()
-
-    def _unhook(self) -> None:
-        tool, self._tool = self._tool, None
-        if tool is not None:
-            _release_tool_id(tool, self._events)
-        self._hooks = []
 
     def _hold(self) -> None:
         """Keep the sys.monitoring hooks between steps of a decorated generator or coroutine.
@@ -413,8 +321,8 @@ class LineProfiler:
     def _unhold(self) -> None:
         with self._lock:
             self._holds -= 1
-            if not self._holds and not self._depth and _tracer.MONITORING and self._tool is not None:
-                self._unhook()
+            if not self._holds and not self._depth and _tracer.MONITORING and self._monitoring.held:
+                self._monitoring.give_back()
 
     def _raise_deferred(self) -> None:
         err = self._tracer.take_error()
