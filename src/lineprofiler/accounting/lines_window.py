@@ -25,6 +25,9 @@ Writing the file at the window's close happens in the thread that entered the ph
 phase's clock starts (the core calls its watch first), so it is not billed to that phase. Nothing
 here raises into the user's code after construction: a failure is the window's ``error``,
 recorded in the worker file and ``metadata.json``.
+
+What the window reads of the accounting profiler that owns it is :class:`WindowOwner`; this
+module never imports the profiler's.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..runfiles import layout, linesfile
 from . import _phases
@@ -43,9 +46,23 @@ from .window_state import WindowState
 
 if TYPE_CHECKING:
     from ..lines.profiler import LineProfiler
-    from .profiler import Profiler
+    from .identity import Identity
 
-__all__ = ["LinesWindow", "project_folder"]
+__all__ = ["LinesWindow", "WindowOwner", "project_folder"]
+
+
+class WindowOwner(Protocol):
+    """What a lines window reads of the profiler it is attached to (an accounting Profiler):
+    where its run and its worker file are, and who the process is."""
+
+    @property
+    def run_dir(self) -> Path: ...
+    @property
+    def path(self) -> Path | None: ...
+    @property
+    def identity(self) -> Identity | None: ...
+    @property
+    def role(self) -> str: ...
 
 
 def project_folder(explicit: str | None = None) -> Path:
@@ -80,7 +97,7 @@ class LinesWindow(WindowState):
 
     def __init__(
         self,
-        owner: Profiler,
+        owner: WindowOwner,
         window: tuple[int, int],
         phase: str,
         *,
@@ -141,7 +158,7 @@ class LinesWindow(WindowState):
         with self._lock:
             if self.state != "active" or self._profiler is None:
                 return
-            self._profiler._stop_all()  # open lines end now; an internal error stays for the file
+            self._profiler.stop_recording()  # open lines end now; an internal error stays for the file
             self.stopped_entry = n
             self.stopped_unix_ns = time.time_ns()
             self.truncated = partial
@@ -175,12 +192,14 @@ class LinesWindow(WindowState):
         assert self._profiler is not None
         owner = self._owner
         errors: list[str] = []
-        stats = self._profiler._collect_quietly(errors)
+        stats = self._profiler.collect_stats(errors)
         identity = owner.identity
         extra: dict[str, Any] = {}
         if identity is not None:
             extra = {"run_id": identity.run_id, "attempt": identity.attempt, "uuid": identity.uuid}
             extra["rank"] = identity.rank
+        # Not in WindowOwner: the profiler has no public name for its start (nor for the signal
+        # it stops for, in stop()) yet, so both are read where it keeps them, if it does.
         process = process_info(
             status,
             start_unix_ns=getattr(owner, "_start_unix_ns", None) or self.started_unix_ns or time.time_ns(),
@@ -190,7 +209,7 @@ class LinesWindow(WindowState):
         )
         if identity is not None:  # the worker file's host and parent, not the line layer's guess
             process.update(host=identity.host, pid=identity.pid, parent_pid=identity.parent_pid)
-        profile = self._profiler._profile_info(children=False)
+        profile = self._profiler.profile_info(children=False)
         profile["window"] = {
             "phase": self.watch_name,
             "start": self.start_at,
@@ -243,9 +262,7 @@ class LinesWindow(WindowState):
         profiler = self._profiler
         if profiler is not None:
             try:
-                profiler._lock = threading.RLock()  # perhaps copied while another thread held it
-                profiler._stop_all()
-                profiler.clear()
+                profiler.reset_after_fork()  # its lock perhaps copied while another thread held it
             except Exception as error:
                 self._fail(error)
 

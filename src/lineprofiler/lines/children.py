@@ -105,6 +105,17 @@ class Config:
     exclude: tuple[str, ...]
     root_pid: int
 
+    @classmethod
+    def of(cls, profiler: LineProfiler, output_dir: Path) -> Config:
+        """This process's children profile as ``profiler`` does, writing into ``output_dir``."""
+        return cls(
+            output_dir=str(output_dir),
+            project_folder=str(profiler.project_folder),
+            include=profiler.include,
+            exclude=profiler.exclude,
+            root_pid=os.getpid(),
+        )
+
     def to_env(self) -> str:
         return json.dumps(
             {
@@ -328,7 +339,7 @@ class Session:
             self._writing = True
             try:
                 if stop:
-                    self.profiler._stop_all()
+                    self.profiler.stop_recording()
                 document = self.document(status, signal_name)
                 path = self.path
                 os.makedirs(path.parent, exist_ok=True)
@@ -353,7 +364,7 @@ class Session:
 
     def document(self, status: str, signal_name: str | None = None) -> dict[str, Any]:
         profiler = self.profiler
-        stats = {} if status == "started" else profiler._collect_quietly(self.errors)
+        stats = {} if status == "started" else profiler.collect_stats(self.errors)
         process = process_info(
             status,
             start_unix_ns=self.start_unix_ns,
@@ -364,7 +375,7 @@ class Session:
             parent_pid=self.parent_pid,
         )
         return document_from_stats(
-            stats, process=process, profile=profiler._profile_info(children=True), errors=self.errors
+            stats, process=process, profile=profiler.profile_info(children=True), errors=self.errors
         )
 
 
@@ -484,7 +495,7 @@ class _Process:
         closers = [c for c in cls.closers if c.pid == pid]
         depths: dict[int, tuple[LineProfiler, int]] = {}
         for owner in (*sessions, *closers):
-            depths.setdefault(id(owner.profiler), (owner.profiler, owner.profiler._depth))
+            depths.setdefault(id(owner.profiler), (owner.profiler, owner.profiler.depth))
         try:
             for owner in (*sessions, *closers):
                 try:
@@ -499,7 +510,7 @@ class _Process:
         def undo() -> None:
             for profiler, depth in depths.values():
                 try:
-                    while profiler._depth < depth:
+                    while profiler.depth < depth:
                         profiler.enable()
                 except Exception:
                     pass
@@ -518,7 +529,7 @@ class _Process:
         for session in list(cls.sessions):
             try:
                 cls.mp_hook(session)  # multiprocessing may have been imported since
-                session.profiler._lock.acquire()
+                session.profiler.lock_for_fork()
             except Exception:
                 pass
 
@@ -526,7 +537,7 @@ class _Process:
     def after_fork_parent(cls) -> None:
         for session in list(cls.sessions):
             try:
-                session.profiler._lock.release()
+                session.profiler.unlock_after_fork()
             except Exception:
                 pass
 
@@ -538,7 +549,7 @@ class _Process:
         cls.closers = [c for c in cls.closers if c.pid == os.getpid()]  # the parent's are not ours
         for session in list(cls.sessions):
             try:
-                session.profiler._lock.release()
+                session.profiler.unlock_after_fork()
             except Exception:
                 pass
             if not session.profiler.enabled:
@@ -841,7 +852,7 @@ def _start_child(config: Config) -> None:
 
     try:
         profiler = LineProfiler(config.project_folder, include=config.include or None, exclude=config.exclude or None)
-        profiler._yields = True
+        profiler.make_background()
         session = Session(profiler, config, root=False)
         session.begin()
         profiler.enable()

@@ -6,6 +6,12 @@ How it hooks in:
   :mod:`lineprofiler.lines.monitoring`).
 - 3.11: a C trace function on every thread of the interpreter, plus ``threading.settrace`` for
   threads started while enabled; what it replaced is put back on disable.
+
+What lineprofiler's own layers use (a child's session, ``lineprofiler run``, the accounting
+layer's lines window, the process endings) is the section "for lineprofiler's own layers" of
+:class:`LineProfiler`, each named by a Protocol in the module that uses it; none reaches into
+the profiler's private attributes. ``@profiler`` switches it through a
+:class:`~lineprofiler.lines.decorate.CallSwitch`.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from ..runfiles import linesfile
 from . import _tracer
-from .decorate import wrap
+from .decorate import CallSwitch, wrap
 from .monitoring import TOOL_NAME, MonitoringHold
 from .notebook import cell_globs
 from .project import ProjectFilter, find_project_root
@@ -95,8 +101,8 @@ class LineProfiler:
             chosen = output_dir if output_dir is not None else DEFAULT_OUTPUT_DIR
             self.output_dir = Path(os.path.abspath(os.fspath(chosen)))
         self._session: Session | None = None
+        self._calls: CallSwitch = _Calls(self)
         self._holds = 0
-        self._yields = False
         self._paused = False
         self._paused_for_me: LineProfiler | None = None
         #: Decorated calls that ran unprofiled because another LineProfiler was recording.
@@ -169,26 +175,12 @@ class LineProfiler:
             session.end("stopped")
         return True
 
-    def _stop_all(self) -> None:
-        """Off now, whatever the nesting; never raises (the error stays for get_stats())."""
-        with self._lock:
-            if self._depth:
-                self._depth = 0
-                self._stop()
-
     def _begin_children(self) -> None:
         from .children import Config, Session
 
         if self._session is None:
             assert self.output_dir is not None
-            config = Config(
-                output_dir=str(self.output_dir),
-                project_folder=str(self._filter.folder),
-                include=self._filter.include,
-                exclude=self._filter.exclude,
-                root_pid=os.getpid(),
-            )
-            self._session = Session(self, config, root=True, label="main")
+            self._session = Session(self, Config.of(self, self.output_dir), root=True, label="main")
         try:
             self._session.begin()
         except OSError as error:
@@ -200,7 +192,7 @@ class LineProfiler:
     def __call__(self, func: F) -> F:
         """``@profiler``: the profiler is on while ``func`` runs (each step of a generator or
         coroutine); nests with ``with profiler:``; see :mod:`lineprofiler.lines.decorate`."""
-        return wrap(self, func)
+        return wrap(self._calls, func)
 
     def _enter_call(self) -> bool:
         try:
@@ -253,18 +245,6 @@ class LineProfiler:
             self._resume_holder()
             raise
         self._since = time.perf_counter_ns()
-
-    @property
-    def _yields(self) -> bool:
-        """Whether this profiler steps aside for another one (a background profiler)."""
-        return self in _YIELDING
-
-    @_yields.setter
-    def _yields(self, value: bool) -> None:
-        if value:
-            _YIELDING.add(self)
-        else:
-            _YIELDING.discard(self)
 
     def _pause(self) -> None:
         with self._lock:
@@ -361,13 +341,6 @@ class LineProfiler:
         self._raise_deferred()
         return self._build_stats()
 
-    def _collect_quietly(self, errors: list[str]) -> dict[StatsKey, FunctionStats]:
-        """get_stats() that never raises: an internal error of the tracer goes into ``errors``."""
-        err = self._tracer.take_error()
-        if err is not None:
-            errors.append(f"the tracer stopped recording after an internal error: {err!r}")
-        return self._build_stats()
-
     def _build_stats(self) -> dict[StatsKey, FunctionStats]:
         with self._lock:
             raw = self._tracer.collect()
@@ -451,17 +424,6 @@ class LineProfiler:
 
     # -- saving ------------------------------------------------------------------------------
 
-    def _profile_info(self, *, children: bool | None = None) -> dict[str, Any]:
-        return {
-            "project_folder": str(self._filter.folder),
-            "include": list(self._filter.include),
-            "exclude": list(self._filter.exclude),
-            "clock": self.clock,
-            "wall_ns": self.wall_time_ns,
-            "codes_outside": self._tracer.n_foreign,
-            "children": self.children if children is None else children,
-        }
-
     def dump(self, path: str | os.PathLike[str]) -> Path:
         """Save what was recorded as a line-stats file (a documented, versioned JSON; see
         :mod:`lineprofiler.runfiles.linesfile`) and return its path. ``path`` is a file, or an
@@ -473,9 +435,9 @@ class LineProfiler:
             target.mkdir(parents=True, exist_ok=True)
             target = target / linesfile.lines_file_name(host_name(), os.getpid(), self._file_id)
         errors: list[str] = []
-        stats = self._collect_quietly(errors)
+        stats = self.collect_stats(errors)
         process = process_info("dumped", start_unix_ns=self._created_unix_ns, label="main")
-        document = document_from_stats(stats, process=process, profile=self._profile_info(), errors=errors)
+        document = document_from_stats(stats, process=process, profile=self.profile_info(), errors=errors)
         linesfile.write_lines_file(target, document)
         return target
 
@@ -491,6 +453,102 @@ class LineProfiler:
         missing, corrupt or foreign file, and ``NewerSchemaError`` for one written by a newer
         lineprofiler."""
         return SavedProfile.load(path)
+
+    # -- for lineprofiler's own layers -------------------------------------------------------
+    # Not for users: what a child's session, ``lineprofiler run``, the lines window of the
+    # accounting layer and the process endings call. Each is named by a Protocol where it is
+    # used (children.Recording, endings.EndingProfiler, runner, accounting.lines_window).
+
+    @property
+    def include(self) -> tuple[str, ...]:
+        """The include globs in effect (notebook cells' included)."""
+        return self._filter.include
+
+    @property
+    def exclude(self) -> tuple[str, ...]:
+        """The exclude globs in effect."""
+        return self._filter.exclude
+
+    @property
+    def created_unix_ns(self) -> int:
+        """When this profiler was made (a saved file's start)."""
+        return self._created_unix_ns
+
+    @property
+    def depth(self) -> int:
+        """How many enable()s are not matched by a disable() yet."""
+        return self._depth
+
+    def make_background(self) -> None:
+        """Record in the background (a child process's profiler, ``lineprofiler run``'s): step
+        aside while one of the program's own LineProfilers records, instead of making its
+        enable() fail, and go on when it stops."""
+        _YIELDING.add(self)
+
+    def stop_recording(self) -> None:
+        """Off now, whatever the nesting: the lines still open end here. Never raises (an
+        internal error of the tracer stays for get_stats() or collect_stats())."""
+        with self._lock:
+            if self._depth:
+                self._depth = 0
+                self._stop()
+
+    def collect_stats(self, errors: list[str]) -> dict[StatsKey, FunctionStats]:
+        """get_stats() that never raises: an internal error of the tracer goes into ``errors``."""
+        err = self._tracer.take_error()
+        if err is not None:
+            errors.append(f"the tracer stopped recording after an internal error: {err!r}")
+        return self._build_stats()
+
+    def profile_info(self, *, children: bool | None = None) -> dict[str, Any]:
+        """A line-stats file's ``profile``: what was profiled and how (``children`` as given, else
+        this profiler's own setting)."""
+        return {
+            "project_folder": str(self._filter.folder),
+            "include": list(self._filter.include),
+            "exclude": list(self._filter.exclude),
+            "clock": self.clock,
+            "wall_ns": self.wall_time_ns,
+            "codes_outside": self._tracer.n_foreign,
+            "children": self.children if children is None else children,
+        }
+
+    def lock_for_fork(self) -> None:
+        """Before a fork: wait for any other thread's switch or collection to finish, so that
+        the child copies a profiler in one piece. :meth:`unlock_after_fork` on both sides."""
+        self._lock.acquire()
+
+    def unlock_after_fork(self) -> None:
+        self._lock.release()
+
+    def reset_after_fork(self) -> None:
+        """In a fork child that :meth:`lock_for_fork` did not see: a lock of its own (the copy
+        may be held by a thread the child does not have), recording off, nothing recorded."""
+        self._lock = threading.RLock()
+        self.stop_recording()
+        self.clear()
+
+
+class _Calls:
+    """The :class:`~lineprofiler.lines.decorate.CallSwitch` of one LineProfiler: what its
+    ``@profiler`` wrappers switch."""
+
+    __slots__ = ("_profiler",)
+
+    def __init__(self, profiler: LineProfiler) -> None:
+        self._profiler = profiler
+
+    def enter(self) -> bool:
+        return self._profiler._enter_call()
+
+    def exit(self) -> None:
+        self._profiler._exit_call()
+
+    def hold(self) -> None:
+        self._profiler._hold()
+
+    def unhold(self) -> None:
+        self._profiler._unhold()
 
 
 def _source_line(filename: str, lineno: int) -> str | None:

@@ -367,7 +367,7 @@ class _Run:
         session file (with ``-o DIR``): the runner's file and tables are the parent's."""
         if self.saved:
             return
-        self.profiler._stop_all()
+        self.profiler.stop_recording()
         if self.session is not None:
             self.session.end(status, exit_code=exit_code, signal_name=signal_name)  # once: later calls do nothing
         if os.getpid() != self.pid:
@@ -449,7 +449,7 @@ def run(opts: RunOptions) -> int:
         profiler = LineProfiler(project, include=opts.include or None, exclude=opts.exclude or None)
     except (ValueError, TypeError) as error:
         raise RunError(str(error)) from None
-    profiler._yields = True  # the program's own LineProfiler, if it has one, takes precedence
+    profiler.make_background()  # the program's own LineProfiler, if it has one, takes precedence
     temp_dir: str | None = None
     if opts.children and out_path is None:
         temp_dir = tempfile.mkdtemp(prefix="lineprofiler-run-")
@@ -459,15 +459,13 @@ def run(opts: RunOptions) -> int:
         from .children import Config, Session
 
         assert out_path is not None
-        config = Config(
-            output_dir=str(out_path),
-            project_folder=str(profiler.project_folder),
-            include=profiler._filter.include,
-            exclude=profiler._filter.exclude,
-            root_pid=os.getpid(),
-        )
         session = Session(
-            profiler, config, root=True, label="main", export_env=opts.children, start_file=temp_dir is None
+            profiler,
+            Config.of(profiler, out_path),
+            root=True,
+            label="main",
+            export_env=opts.children,
+            start_file=temp_dir is None,
         )
     this_run = _Run(profiler, opts, out_path, out_is_dir, session, temp_dir)
     atexit.register(this_run.end_by_sigint)  # before the program's: it runs after theirs
@@ -502,7 +500,7 @@ def run(opts: RunOptions) -> int:
             status = 130
             this_run.interrupted_pid = os.getpid()
     finally:
-        profiler._stop_all()
+        profiler.stop_recording()
         try:  # written while sys.argv is still the program's: the file records it
             if ran:
                 with _Process.holding_signals():
@@ -545,15 +543,15 @@ def _write_one(
 
     errors: list[str] = []
     if stats is None:
-        stats = profiler._collect_quietly(errors)
+        stats = profiler.collect_stats(errors)
     process = process_info(
         status,
-        start_unix_ns=profiler._created_unix_ns,
+        start_unix_ns=profiler.created_unix_ns,
         label="main",
         exit_code=exit_code,
         signal=signal_name,
     )
-    document = document_from_stats(stats, process=process, profile=profiler._profile_info(), errors=errors)
+    document = document_from_stats(stats, process=process, profile=profiler.profile_info(), errors=errors)
     if status == "started":
         linesfile.write_lines_file(path, document)  # OSError: the caller's to report
         return path
@@ -581,7 +579,7 @@ def _render_result(profiler: Any, opts: RunOptions, folder: Path | None) -> tupl
             return "\n" + render_processes(saved) + "\n" + nothing, []
         view = ViewOptions(top=opts.top, functions=opts.functions, min_us=opts.min_us, sort=opts.sort)
         return "\n" + render_view(saved, view), []
-    stats = profiler._collect_quietly(errors)
+    stats = profiler.collect_stats(errors)
     messages = [f"lineprofiler: {message}" for message in errors]
     nothing = profiler.nothing_recorded(hint=HINT_CLI) if not stats else None
     if nothing is not None:
