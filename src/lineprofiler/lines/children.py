@@ -93,8 +93,8 @@ class Recording(EndingProfiler, Protocol):
 class Config:
     """What a child needs to profile as its parent does."""
 
-    output_dir: str
-    project_folder: str
+    output_dir: Path
+    project_folder: Path
     include: tuple[str, ...]
     exclude: tuple[str, ...]
     root_pid: int
@@ -103,8 +103,8 @@ class Config:
     def of(cls, profiler: Settings, output_dir: Path) -> Config:
         """This process's children profile as ``profiler`` does, writing into ``output_dir``."""
         return cls(
-            output_dir=str(output_dir),
-            project_folder=str(profiler.project_folder),
+            output_dir=output_dir,
+            project_folder=profiler.project_folder,
             include=profiler.include,
             exclude=profiler.exclude,
             root_pid=os.getpid(),
@@ -114,8 +114,8 @@ class Config:
         return json.dumps(
             {
                 "version": CONFIG_VERSION,
-                "output_dir": self.output_dir,
-                "project_folder": self.project_folder,
+                "output_dir": str(self.output_dir),
+                "project_folder": str(self.project_folder),
                 "include": list(self.include),
                 "exclude": list(self.exclude),
                 "root_pid": self.root_pid,
@@ -129,8 +129,8 @@ class Config:
         if not isinstance(data, dict) or data.get("version") != CONFIG_VERSION:
             raise ValueError(f"{ENV_CONFIG} is not a version {CONFIG_VERSION} configuration")
         return cls(
-            output_dir=str(data["output_dir"]),
-            project_folder=str(data["project_folder"]),
+            output_dir=Path(str(data["output_dir"])),
+            project_folder=Path(str(data["project_folder"])),
             include=tuple(str(g) for g in data.get("include", ())),
             exclude=tuple(str(g) for g in data.get("exclude", ())),
             root_pid=int(data["root_pid"]),
@@ -206,7 +206,7 @@ class Session:
 
     @property
     def path(self) -> Path:
-        return Path(self.config.output_dir) / linesfile.lines_file_name(host_name(), self.pid, self.uuid8)
+        return self.config.output_dir / linesfile.lines_file_name(host_name(), self.pid, self.uuid8)
 
     # -- life ------------------------------------------------------------------------------
 
@@ -216,7 +216,7 @@ class Session:
         if self._open:
             return
         self._open = True
-        os.makedirs(self.config.output_dir, exist_ok=True)
+        self.config.output_dir.mkdir(parents=True, exist_ok=True)
         if self.export:
             self._export_env()
         ENDINGS.register(self)
@@ -311,7 +311,7 @@ class Session:
                     self.profiler.stop_recording()
                 document = self.document(status, signal_name)
                 path = self.path
-                os.makedirs(path.parent, exist_ok=True)
+                path.parent.mkdir(parents=True, exist_ok=True)
                 linesfile.write_lines_file(path, document)
                 if status != "started":
                     self.finished = True

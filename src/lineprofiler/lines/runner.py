@@ -337,7 +337,7 @@ class _Run:
         out_path: Path | None,
         out_is_dir: bool,
         session: Session | None,
-        temp_dir: str | None,
+        temp_dir: Path | None,
     ) -> None:
         self.pid = os.getpid()
         self.profiler = profiler
@@ -449,10 +449,10 @@ def run(opts: RunOptions) -> int:
     except (ValueError, TypeError) as error:
         raise RunError(str(error)) from None
     profiler.make_background()  # the program's own LineProfiler, if it has one, takes precedence
-    temp_dir: str | None = None
+    temp_dir: Path | None = None
     if opts.children and out_path is None:
-        temp_dir = tempfile.mkdtemp(prefix="lineprofiler-run-")
-        out_path, out_is_dir = Path(temp_dir), True
+        temp_dir = Path(tempfile.mkdtemp(prefix="lineprofiler-run-"))
+        out_path, out_is_dir = temp_dir, True
     session = None
     if out_is_dir:
         from .children import Config, Session
