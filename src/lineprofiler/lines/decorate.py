@@ -32,16 +32,18 @@ class CallSwitch(Protocol):
 
     def enter(self) -> bool:
         """On for one call (one nesting level more); False when the call is to run unprofiled
-        (another LineProfiler records). Never raises."""
+        (another LineProfiler records)."""
         ...
 
     def exit(self) -> None:
-        """Undo one :meth:`enter` that returned True. Never raises."""
+        """Undo one :meth:`enter` that returned True; an internal error of the tracer is kept
+        for the profiler's next disable() or get_stats(), not raised into the decorated code."""
         ...
 
     def hold(self) -> None:
-        """Keep the hooks from one step of a generator or coroutine to the next (see
-        ``LineProfiler._hold``)."""
+        """Keep the hooks from one step of a generator or coroutine to the next: hooking again
+        at each step would make CPython re-instrument code, time billed to the line the step
+        resumes at."""
         ...
 
     def unhold(self) -> None:
