@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     class LiveProfiler(Protocol):
         """What the process hooks call on a live profiler: its flushes, its fork steps, its
-        errors. The names are the profiler's own; none raises into the hooks but by a bug."""
+        errors, by the names the profiler has for them."""
 
         #: A copy made by fork (see :meth:`ProcessHooks.register`), and what it has recorded.
         @property

@@ -531,24 +531,16 @@ class LineProfiler:
 
 class _Calls:
     """The :class:`~lineprofiler.lines.decorate.CallSwitch` of one LineProfiler: what its
-    ``@profiler`` wrappers switch."""
+    ``@profiler`` wrappers switch. Its members are the profiler's bound methods rather than
+    methods that call them, so a decorated call pays no frame more than it did."""
 
-    __slots__ = ("_profiler",)
+    __slots__ = ("enter", "exit", "hold", "unhold")
 
     def __init__(self, profiler: LineProfiler) -> None:
-        self._profiler = profiler
-
-    def enter(self) -> bool:
-        return self._profiler._enter_call()
-
-    def exit(self) -> None:
-        self._profiler._exit_call()
-
-    def hold(self) -> None:
-        self._profiler._hold()
-
-    def unhold(self) -> None:
-        self._profiler._unhold()
+        self.enter = profiler._enter_call
+        self.exit = profiler._exit_call
+        self.hold = profiler._hold
+        self.unhold = profiler._unhold
 
 
 def _source_line(filename: str, lineno: int) -> str | None:
