@@ -8,8 +8,8 @@ every live profiler of the process and stay installed (``os.register_at_fork`` a
 cannot be undone), doing nothing once no profiler is live. Signal handlers are put back when the
 last profiler closes.
 
-What the hooks need of a profiler is :class:`LiveProfiler` (``accounting.profiler.Profiler`` is
-one); this module never imports the profiler's.
+What the hooks need of a profiler is a :class:`~._surfaces.ProcessMember`, which the profiler
+satisfies; this module never imports the profiler's.
 
 Forks stay as fast as unprofiled ones, also with many threads busy in phases, where every wait
 that lets go of the GIL costs the waiting thread its turn behind each of them (a 5 ms switch
@@ -34,45 +34,14 @@ from . import _phases
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, Protocol
+    from typing import Any
 
-    class _Recorder(Protocol):
-        @property
-        def empty(self) -> bool: ...
-
-    class _Snapshots(Protocol):
-        def writing_here(self) -> bool: ...
-
-    class LiveProfiler(Protocol):
-        """What the process hooks call on a live profiler: its flushes, its fork steps, its
-        errors, by the names the profiler has for them."""
-
-        #: A copy made by fork (see :meth:`ProcessHooks.register`), and what it has recorded.
-        @property
-        def _inherited(self) -> bool: ...
-        @property
-        def recorder(self) -> _Recorder | None: ...
-        @property
-        def _snapshots(self) -> _Snapshots: ...
-        #: Whether multiprocessing's exit finalizer is registered in this process.
-        _mp_registered: bool
-
-        def close(self) -> None: ...
-        def _retire(self) -> None: ...
-        def _record_error(self, text: str) -> None: ...
-        def _flush_for_signal(self, name: str, *, ending: bool = False) -> None: ...
-        def _before_fork(self, *, crowded: bool = False) -> None: ...
-        def _after_fork_parent(self) -> None: ...
-        def _after_fork_child(self, note: str | None = None) -> None: ...
-
+    from ._surfaces import ProcessMember
 
 FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
 #: multiprocessing's exit finalizers at this priority run after it joins its children and
 #: before its os._exit.
 MP_EXIT_PRIORITY = -100
-#: Imported by :func:`load_late_modules` by name: they sit above this module (the metadata files
-#: are written from the profiler), and the gate needs nothing of theirs but that they are loaded.
-LATE_MODULES = ("lineprofiler.accounting.metadata",)
 _MAX_RESTART_DEFERRALS = 100_000
 #: The longest a fork waits for the late imports to finish (they take milliseconds, or seconds
 #: under heavy GIL contention); past it the fork goes ahead and the profilers say so.
@@ -94,10 +63,8 @@ def load_late_modules() -> None:
         import pathlib  # noqa: F401  # sample files' paths and the metadata files
         import warnings  # noqa: F401  # the one-time warning of an unwritable run directory
 
-        from . import capabilities
+        from . import capabilities, metadata  # noqa: F401  # json, and what the probes load
 
-        for name in LATE_MODULES:  # json, and what the probes load
-            __import__(name)
         capabilities.all_capabilities()
     except Exception:  # a broken installation: the snapshots record what fails, later
         pass
@@ -122,7 +89,7 @@ class ProcessHooks:
     """The process-wide wiring of the live profilers."""
 
     def __init__(self) -> None:
-        self.active: list[LiveProfiler] = []
+        self.active: list[ProcessMember] = []
         #: Whether the "cannot write the worker file" warning was given (once per process).
         self.warned_unwritable = False
         self.signals = _lifecycle.SignalChain(self.on_signal)
@@ -142,7 +109,7 @@ class ProcessHooks:
         #: A signal that ends the process, arrived during a flush: taken once that flush is done.
         self.deferred_end: int | None = None
 
-    def register(self, profiler: LiveProfiler) -> None:
+    def register(self, profiler: ProcessMember) -> None:
         self.ensure_own_process("Profiler()")
         # A fork child that builds its own profiler (a multiprocessing worker constructing
         # Profiler(role="actor")) is one process: the copy inherited from the parent steps aside
@@ -155,7 +122,7 @@ class ProcessHooks:
         self.install_signals(profiler)
         self.mp_register(profiler)
 
-    def unregister(self, profiler: LiveProfiler) -> None:
+    def unregister(self, profiler: ProcessMember) -> None:
         if profiler in self.active:
             self.active.remove(profiler)
         if not self.active:
@@ -206,7 +173,7 @@ class ProcessHooks:
 
     # ------------------------------------------------------------------ signals
 
-    def install_signals(self, profiler: LiveProfiler) -> None:
+    def install_signals(self, profiler: ProcessMember) -> None:
         if not self.signals.install(over_any=FLUSH_SIGNALS, note=profiler._record_error):
             profiler._record_error("signal handlers not installed: profiler constructed outside the main thread")
 
@@ -279,7 +246,7 @@ class ProcessHooks:
             except Exception:
                 pass
 
-    def mp_register(self, profiler: LiveProfiler) -> None:
+    def mp_register(self, profiler: ProcessMember) -> None:
         """multiprocessing's fork and forkserver children end with os._exit (no atexit):
         flush from its exit finalizers instead, re-registered after its post-fork reset."""
         if profiler._mp_registered:

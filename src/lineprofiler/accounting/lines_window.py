@@ -26,8 +26,8 @@ phase's clock starts (the core calls its watch first), so it is not billed to th
 here raises into the user's code after construction: a failure is the window's ``error``,
 recorded in the worker file and ``metadata.json``.
 
-What the window reads of the accounting profiler that owns it is :class:`WindowOwner`; this
-module never imports the profiler's.
+What the window reads of the accounting profiler that owns it is a
+:class:`~._surfaces.WindowOwner`; this module never imports the profiler's.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..runfiles import layout, linesfile
 from . import _phases
@@ -46,23 +46,9 @@ from .window_state import WindowState
 
 if TYPE_CHECKING:
     from ..lines.profiler import LineProfiler
-    from .identity import Identity
+    from ._surfaces import WindowOwner
 
-__all__ = ["LinesWindow", "WindowOwner", "project_folder"]
-
-
-class WindowOwner(Protocol):
-    """What a lines window reads of the profiler it is attached to (an accounting Profiler):
-    where its run and its worker file are, and who the process is."""
-
-    @property
-    def run_dir(self) -> Path: ...
-    @property
-    def path(self) -> Path | None: ...
-    @property
-    def identity(self) -> Identity | None: ...
-    @property
-    def role(self) -> str: ...
+__all__ = ["LinesWindow", "project_folder"]
 
 
 def project_folder(explicit: str | None = None) -> Path:
@@ -198,11 +184,9 @@ class LinesWindow(WindowState):
         if identity is not None:
             extra = {"run_id": identity.run_id, "attempt": identity.attempt, "uuid": identity.uuid}
             extra["rank"] = identity.rank
-        # Not in WindowOwner: the profiler has no public name for its start (nor for the signal
-        # it stops for, in stop()) yet, so both are read where it keeps them, if it does.
         process = process_info(
             status,
-            start_unix_ns=getattr(owner, "_start_unix_ns", None) or self.started_unix_ns or time.time_ns(),
+            start_unix_ns=owner.start_unix_ns or self.started_unix_ns or time.time_ns(),
             role=owner.role,
             signal=signal,
             extra=extra,
@@ -240,7 +224,7 @@ class LinesWindow(WindowState):
     def stop(self) -> None:
         """The profiler stops (close, exit, or a signal that ends the process): an open window
         is cut here and written, marked partial."""
-        signal = getattr(self._owner, "_signal_name", None)
+        signal = self._owner.signal_name
         if signal is not None:
             status = "signalled"
         elif not threading.main_thread().is_alive():  # atexit: the main thread has finished
