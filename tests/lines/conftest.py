@@ -23,10 +23,7 @@ def here() -> Path:
 def test_clock():
     """The tracer's test-only clock: it moves only through advance(ns), and each callback of the
     tracer costs 1000 ns of it, so any callback time billed to a line shows up exactly."""
-    from lineprofiler.lines import _tracer
+    from lineprofiler.lines._tracer_testing import fake_clock
 
-    _tracer._set_test_clock(True, callback_cost=1000)
-    try:
-        yield _tracer._advance_test_clock
-    finally:
-        _tracer._set_test_clock(False)
+    with fake_clock(callback_cost=1000) as advance:
+        yield advance

@@ -4,7 +4,7 @@ import gc
 import weakref
 
 from lineprofiler import LineProfiler
-from lineprofiler.lines import _tracer
+from lineprofiler.lines._tracer_testing import set_foreign_limit, set_presize
 
 FOREIGN_SRC = "def f():\n    return 1\nf()\n"
 PROJECT_SRC = "def g():\n    return 2\ng()\n"
@@ -57,7 +57,7 @@ def test_many_foreign_code_objects_stay_correct(tmp_path):
     inside = str(project / "inside.py")
     p = LineProfiler(project_folder=project)
     keep = []
-    previous = _tracer._set_foreign_limit(50)
+    previous = set_foreign_limit(50)
     try:
         with p:
             for i in range(1000):
@@ -70,7 +70,7 @@ def test_many_foreign_code_objects_stay_correct(tmp_path):
             for code in keep:  # decided again after the flushes: still foreign
                 exec(code, {})
     finally:
-        _tracer._set_foreign_limit(previous)
+        set_foreign_limit(previous)
     assert previous == 65536
     stats = p.get_stats()
     assert {k[0] for k in stats} == {inside}
@@ -83,7 +83,7 @@ def test_line_arrays_grow_under_open_frames(here, test_clock):
     import lp_workloads as wl
     from lp_helpers import hits, times
 
-    previous = _tracer._set_presize(False)
+    previous = set_presize(False)
     try:
         p = LineProfiler(project_folder=here)
         with p:
@@ -92,7 +92,7 @@ def test_line_arrays_grow_under_open_frames(here, test_clock):
             wl.timed_consume(test_clock)
             wl.timed_deep(test_clock, 3)
     finally:
-        _tracer._set_presize(previous)
+        set_presize(previous)
     assert previous is True
     stats = p.get_stats()
     assert hits(stats, wl.fib) == {"test": 177, "base": 89, "rec": 88}

@@ -8,7 +8,7 @@ IPython = pytest.importorskip("IPython")
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 from lineprofiler import LineProfiler  # noqa: E402
-from lineprofiler.integrations.ipython import INPUT_GLOB, cell_globs  # noqa: E402
+from lineprofiler.lines.notebook import INPUT_GLOB, cell_globs  # noqa: E402
 from lineprofiler.lines.project import ProjectFilter  # noqa: E402
 
 CELL_F = """\

@@ -49,7 +49,7 @@ def test_profiler_id_while_enabled_and_released_after(here):
     p = LineProfiler(project_folder=here)
     with p:
         assert mon.get_tool(mon.PROFILER_ID) == TOOL_NAME
-        assert p._tool == mon.PROFILER_ID
+        assert p._monitoring.tool == mon.PROFILER_ID
         wl.loop(3)
     assert_released(mon.PROFILER_ID)
 
@@ -58,7 +58,7 @@ def test_falls_back_to_a_free_id(here, hold_ids):
     hold_ids(mon.PROFILER_ID)
     p = LineProfiler(project_folder=here)
     with p:
-        assert p._tool == 3 and mon.get_tool(3) == TOOL_NAME
+        assert p._monitoring.tool == 3 and mon.get_tool(3) == TOOL_NAME
         wl.loop(4)
     assert mon.get_tool(mon.PROFILER_ID) == "other-2"  # untouched
     assert_released(3)

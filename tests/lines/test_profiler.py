@@ -9,6 +9,7 @@ from lp_helpers import hits
 
 from lineprofiler import FunctionStats, LineProfiler, LineStats
 from lineprofiler.lines import TracerError, _tracer
+from lineprofiler.lines._tracer_testing import set_fake_clock
 
 
 def test_reentrant_context_manager(here):
@@ -156,7 +157,7 @@ def test_tracer_bad_arguments():
     with pytest.raises(TypeError):
         _tracer.Hook()
     with pytest.raises(ValueError):
-        _tracer._set_test_clock(True, callback_cost=-1)
+        set_fake_clock(True, callback_cost=-1)
     assert _tracer.default_clock() in ("tsc", "monotonic")
 
 

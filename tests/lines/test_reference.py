@@ -5,7 +5,7 @@ from lp_helpers import write_module
 from lp_reference import Reference
 
 from lineprofiler import LineProfiler
-from lineprofiler.lines import _tracer
+from lineprofiler.lines._tracer_testing import fake_clock, set_presize
 
 RUNNER = "def run(p, fn, *args):\n    with p:\n        return fn(*args)\n"
 
@@ -13,13 +13,12 @@ RUNNER = "def run(p, fn, *args):\n    with p:\n        return fn(*args)\n"
 def c_result(here, tmp_path, presize):
     runner = write_module(tmp_path / "outside", f"lp_ref_runner_{presize}", RUNNER)
     p = LineProfiler(project_folder=here)
-    _tracer._set_test_clock(True, callback_cost=1000)
-    previous = _tracer._set_presize(presize)
-    try:
-        value = runner.run(p, wl.diff_main, _tracer._advance_test_clock)
-    finally:
-        _tracer._set_presize(previous)
-        _tracer._set_test_clock(False)
+    with fake_clock(callback_cost=1000) as advance:
+        previous = set_presize(presize)
+        try:
+            value = runner.run(p, wl.diff_main, advance)
+        finally:
+            set_presize(previous)
     stats = p.get_stats()
     return value, {k: {n: [ln.hits, ln.time_ns] for n, ln in fs.lines.items()} for k, fs in stats.items()}
 

@@ -3,9 +3,13 @@
 One :class:`ProcessHooks` object, :data:`PROCESS`, holds the process-wide state: the live
 profilers, the handlers it replaced, whether the unwritable-run-dir warning was given, the pid
 the hooks last ran in, and the gate of the modules loaded late. The first enabled profiler
-installs the hooks; they serve every live profiler of the process and stay installed
-(``os.register_at_fork`` and ``atexit`` cannot be undone), doing nothing once no profiler is
-live. Signal handlers are put back when the last profiler closes.
+installs the hooks, through :mod:`lineprofiler._lifecycle` as the line layer's are; they serve
+every live profiler of the process and stay installed (``os.register_at_fork`` and ``atexit``
+cannot be undone), doing nothing once no profiler is live. Signal handlers are put back when the
+last profiler closes.
+
+What the hooks need of a profiler is a :class:`~._surfaces.ProcessMember`, which the profiler
+satisfies; this module never imports the profiler's.
 
 Forks stay as fast as unprofiled ones, also with many threads busy in phases, where every wait
 that lets go of the GIL costs the waiting thread its turn behind each of them (a 5 ms switch
@@ -20,12 +24,11 @@ it forever.
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 import threading
 
-from .. import _signals
+from .. import _lifecycle, _signals
 from . import _phases
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from .profiler import Profiler
+    from ._surfaces import ProcessMember
 
 FLUSH_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGHUP")
 #: multiprocessing's exit finalizers at this priority run after it joins its children and
@@ -86,18 +89,17 @@ class ProcessHooks:
     """The process-wide wiring of the live profilers."""
 
     def __init__(self) -> None:
-        self.active: list[Profiler] = []
-        self.installed = False
+        self.active: list[ProcessMember] = []
         #: Whether the "cannot write the worker file" warning was given (once per process).
         self.warned_unwritable = False
-        self.previous_handlers: dict[int, Any] = {}
+        self.signals = _lifecycle.SignalChain(self.on_signal)
         #: The frame that called os.fork(), while its fork hooks run.
         self.fork_caller: Any = None
         #: Calls queued by after_fork_returns that have not run yet (each holds on to fork_caller).
         self._awaiting_fork_return = 0
-        #: The process the hooks last ran in: another pid is a fork child that Python's fork
+        #: Which process the hooks last ran in: another is a fork child that Python's fork
         #: hooks never reached (a fork() from C).
-        self.pid = os.getpid()
+        self.fork_notice = _lifecycle.ForkNotice()
         #: Held while :meth:`load_late` runs (from before its thread starts): forks wait for it.
         self._loading: threading.Lock | None = None
         self.loaded = False
@@ -107,7 +109,7 @@ class ProcessHooks:
         #: A signal that ends the process, arrived during a flush: taken once that flush is done.
         self.deferred_end: int | None = None
 
-    def register(self, profiler: Profiler) -> None:
+    def register(self, profiler: ProcessMember) -> None:
         self.ensure_own_process("Profiler()")
         # A fork child that builds its own profiler (a multiprocessing worker constructing
         # Profiler(role="actor")) is one process: the copy inherited from the parent steps aside
@@ -116,20 +118,15 @@ class ProcessHooks:
             if other._inherited and other.recorder is not None and other.recorder.empty:
                 other._retire()
         self.active.append(profiler)
-        if not self.installed:
-            self.installed = True
-            atexit.register(self.at_exit)
-            os.register_at_fork(
-                before=self.before_fork, after_in_parent=self.after_fork_parent, after_in_child=self.after_fork_child
-            )
+        _lifecycle.follow(self)
         self.install_signals(profiler)
         self.mp_register(profiler)
 
-    def unregister(self, profiler: Profiler) -> None:
+    def unregister(self, profiler: ProcessMember) -> None:
         if profiler in self.active:
             self.active.remove(profiler)
         if not self.active:
-            self.restore_signals()
+            self.signals.restore()
 
     # ------------------------------------------------------------------ late imports
 
@@ -176,34 +173,9 @@ class ProcessHooks:
 
     # ------------------------------------------------------------------ signals
 
-    def install_signals(self, profiler: Profiler) -> None:
-        if threading.current_thread() is not threading.main_thread():
+    def install_signals(self, profiler: ProcessMember) -> None:
+        if not self.signals.install(over_any=FLUSH_SIGNALS, note=profiler._record_error):
             profiler._record_error("signal handlers not installed: profiler constructed outside the main thread")
-            return
-        for name in FLUSH_SIGNALS:
-            signum = _signals.number(name)
-            if signum is None or signum in self.previous_handlers:
-                continue
-            try:
-                previous = _signals.current(signum)
-                if previous is None:
-                    profiler._record_error(f"{name}: a handler installed outside Python is kept; no flush on {name}")
-                    continue
-                _signals.install(signum, self.on_signal)
-                self.previous_handlers[signum] = previous
-            except (ValueError, OSError) as error:
-                profiler._record_error(f"{name}: handler not installed: {error}")
-
-    def restore_signals(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for signum, previous in list(self.previous_handlers.items()):
-            try:
-                if _signals.current(signum) == self.on_signal:
-                    _signals.install(signum, previous)
-                    del self.previous_handlers[signum]
-            except (ValueError, OSError):
-                pass
 
     def on_signal(self, signum: int, frame: Any) -> None:
         """Flush every live profiler (a signal the process survives at most once a second per
@@ -213,7 +185,7 @@ class ProcessHooks:
         from here but the handler chained to."""
         previous: Any = _signals.SIG_DFL
         try:
-            previous = self.previous_handlers.get(signum, _signals.SIG_DFL)
+            previous = self.signals.previous_for(signum)
             ending = _signals.ends_process(previous)
             if self.signal_flushing or self._writing_here():
                 if ending:
@@ -274,23 +246,18 @@ class ProcessHooks:
             except Exception:
                 pass
 
-    def mp_register(self, profiler: Profiler) -> None:
+    def mp_register(self, profiler: ProcessMember) -> None:
         """multiprocessing's fork and forkserver children end with os._exit (no atexit):
         flush from its exit finalizers instead, re-registered after its post-fork reset."""
-        util = sys.modules.get("multiprocessing.util")
-        if util is None or profiler._mp_registered:
+        if profiler._mp_registered:
             return
-        profiler._mp_registered = True
         try:
-            util.Finalize(None, profiler.close, exitpriority=MP_EXIT_PRIORITY)
-            util.register_after_fork(profiler, self._mp_after_fork)
+            profiler._mp_registered = _lifecycle.at_multiprocessing_exit(
+                profiler, profiler.close, priority=MP_EXIT_PRIORITY, wanted=lambda: profiler in self.active
+            )
         except Exception as error:
+            profiler._mp_registered = True
             profiler._record_error(f"multiprocessing exit hook: {error}")
-
-    def _mp_after_fork(self, profiler: Profiler) -> None:
-        util = sys.modules.get("multiprocessing.util")
-        if util is not None and profiler in self.active:
-            util.Finalize(None, profiler.close, exitpriority=MP_EXIT_PRIORITY)
 
     # ------------------------------------------------------------------ fork
 
@@ -328,23 +295,23 @@ class ProcessHooks:
             self.fork_caller = None
 
     def after_fork_child(self) -> None:
-        if os.getpid() != self.pid:  # not when a signal handled earlier in this child did it already
+        if self.fork_notice.forked_unseen():  # not when a signal handled earlier in this child did it already
             self._become_child(None)
 
     def ensure_own_process(self, where: str) -> None:
         """Where files are written: in a process that a fork() from C made, which no fork hook
         reached, do what the child's fork hook would have done (new identity, files and tree),
         noting it in each profiler's errors."""
-        if os.getpid() != self.pid:
+        if self.fork_notice.forked_unseen():
             self._become_child(C_FORK_NOTE.format(where=where))
 
     def _become_child(self, note: str | None) -> None:
-        self.pid = os.getpid()
+        self.fork_notice.caught_up()
         self.fork_caller = None
         self.signal_flushing = False
         self.deferred_end = None
         self._loading = None  # if it was held, it was by a thread this process does not have
-        if not self.installed:
+        if not _lifecycle.followed(self):
             return  # no profiler was ever live here: nothing to reset
         try:
             _phases.after_fork_child()

@@ -86,9 +86,8 @@ def _window_and_annotation(target: WiringTarget, options: Options, record_error:
             if options.backend == Backend.LINES.value:
                 from .lines_window import LinesWindow  # loads the line layer: only when asked for
 
-                # LinesWindow's owner is annotated as the Profiler until it takes a WindowOwner.
                 window = LinesWindow(
-                    target,  # type: ignore[arg-type]
+                    target,
                     options.backend_window,
                     options.window_phase,
                     project=options.lines_project,

@@ -25,6 +25,9 @@ Writing the file at the window's close happens in the thread that entered the ph
 phase's clock starts (the core calls its watch first), so it is not billed to that phase. Nothing
 here raises into the user's code after construction: a failure is the window's ``error``,
 recorded in the worker file and ``metadata.json``.
+
+What the window reads of the accounting profiler that owns it is a
+:class:`~._surfaces.WindowOwner`; this module never imports the profiler's.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from .window_state import WindowState
 
 if TYPE_CHECKING:
     from ..lines.profiler import LineProfiler
-    from .profiler import Profiler
+    from ._surfaces import WindowOwner
 
 __all__ = ["LinesWindow", "project_folder"]
 
@@ -80,7 +83,7 @@ class LinesWindow(WindowState):
 
     def __init__(
         self,
-        owner: Profiler,
+        owner: WindowOwner,
         window: tuple[int, int],
         phase: str,
         *,
@@ -141,7 +144,7 @@ class LinesWindow(WindowState):
         with self._lock:
             if self.state != "active" or self._profiler is None:
                 return
-            self._profiler._stop_all()  # open lines end now; an internal error stays for the file
+            self._profiler.stop_recording()  # open lines end now; an internal error stays for the file
             self.stopped_entry = n
             self.stopped_unix_ns = time.time_ns()
             self.truncated = partial
@@ -175,7 +178,7 @@ class LinesWindow(WindowState):
         assert self._profiler is not None
         owner = self._owner
         errors: list[str] = []
-        stats = self._profiler._collect_quietly(errors)
+        stats = self._profiler.collect_stats(errors)
         identity = owner.identity
         extra: dict[str, Any] = {}
         if identity is not None:
@@ -183,14 +186,14 @@ class LinesWindow(WindowState):
             extra["rank"] = identity.rank
         process = process_info(
             status,
-            start_unix_ns=getattr(owner, "_start_unix_ns", None) or self.started_unix_ns or time.time_ns(),
+            start_unix_ns=owner.start_unix_ns or self.started_unix_ns or time.time_ns(),
             role=owner.role,
             signal=signal,
             extra=extra,
         )
         if identity is not None:  # the worker file's host and parent, not the line layer's guess
             process.update(host=identity.host, pid=identity.pid, parent_pid=identity.parent_pid)
-        profile = self._profiler._profile_info(children=False)
+        profile = self._profiler.profile_info(children=False)
         profile["window"] = {
             "phase": self.watch_name,
             "start": self.start_at,
@@ -221,7 +224,7 @@ class LinesWindow(WindowState):
     def stop(self) -> None:
         """The profiler stops (close, exit, or a signal that ends the process): an open window
         is cut here and written, marked partial."""
-        signal = getattr(self._owner, "_signal_name", None)
+        signal = self._owner.signal_name
         if signal is not None:
             status = "signalled"
         elif not threading.main_thread().is_alive():  # atexit: the main thread has finished
@@ -243,9 +246,7 @@ class LinesWindow(WindowState):
         profiler = self._profiler
         if profiler is not None:
             try:
-                profiler._lock = threading.RLock()  # perhaps copied while another thread held it
-                profiler._stop_all()
-                profiler.clear()
+                profiler.reset_after_fork()  # its lock perhaps copied while another thread held it
             except Exception as error:
                 self._fail(error)
 

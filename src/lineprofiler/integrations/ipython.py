@@ -4,21 +4,19 @@
 the tables; ``%%lprofile [options]`` does the same for the whole cell, whose own code is
 profiled too. Notebook cells have file names outside any project folder (``<ipython-input-N-…>``
 in a terminal IPython, ``/tmp/ipykernel_<pid>/<hash>.py`` under ipykernel): both kinds are
-included automatically, here and in any LineProfiler made under IPython.
+included automatically, here and in any LineProfiler made under IPython (see
+:mod:`lineprofiler.lines.notebook`).
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
+
+from ..lines.notebook import cell_globs
 
 #: ``LineProfilerMagics`` (the Magics class) is made on first use, so importing this module never
 #: imports IPython.
 __all__ = ["cell_globs", "load_ipython_extension", "unload_ipython_extension"]
-
-#: The file names a terminal IPython gives the code of its cells.
-INPUT_GLOB = "<ipython-input-*>"
 
 USAGE = """\
 Options:
@@ -32,28 +30,6 @@ Options:
   -o PATH   also save the result as a line-stats file (a file, or a directory)
   -r        return the profiler (its get_stats(), print_stats(), dump() ...)
 """
-
-
-def cell_globs() -> list[str]:
-    """Globs for the file names of cell code in the running IPython; [] outside IPython."""
-    ipython_mod = sys.modules.get("IPython")
-    if ipython_mod is None:
-        return []
-    try:
-        shell = ipython_mod.get_ipython()
-    except Exception:
-        return []
-    if shell is None:
-        return []
-    globs = [INPUT_GLOB]
-    try:
-        # ipykernel's compiler names cells /tmp/ipykernel_<pid>/<hash>.py: find that folder.
-        name = shell.compile.get_code_name("", "", 0)
-    except Exception:
-        name = None
-    if isinstance(name, str) and name and not name.startswith("<"):
-        globs.append(os.path.join(os.path.dirname(name), "*"))
-    return globs
 
 
 def _unquote(value: str) -> str:

@@ -6,6 +6,9 @@ them, and whatever runs while a coroutine waits, is not recorded through them. T
 nests with ``with profiler:`` and with other decorated calls (recursion included), and it never
 raises into the decorated code: when another LineProfiler is recording, the call runs
 unprofiled and is counted in ``profiler.skipped_calls``.
+
+What a wrapper switches is a :class:`CallSwitch`, which the profiler hands to :func:`wrap`: this
+module knows nothing else of the profiler.
 """
 
 from __future__ import annotations
@@ -13,12 +16,9 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from .profiler import LineProfiler
-
-__all__ = ["wrap"]
+__all__ = ["CallSwitch", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,28 +26,46 @@ F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__lineprofiler_wrapped__"
 
 
-class _Switch(Protocol):
-    def _enter_call(self) -> bool: ...
-    def _exit_call(self) -> None: ...
-    def _hold(self) -> None: ...
-    def _unhold(self) -> None: ...
+class CallSwitch(Protocol):
+    """What a wrapper switches: the profiler on for a call or a step, and its hooks held over
+    the steps of a generator or coroutine."""
+
+    def enter(self) -> bool:
+        """On for one call (one nesting level more); False when the call is to run unprofiled
+        (another LineProfiler records)."""
+        ...
+
+    def exit(self) -> None:
+        """Undo one :meth:`enter` that returned True; an internal error of the tracer is kept
+        for the profiler's next disable() or get_stats(), not raised into the decorated code."""
+        ...
+
+    def hold(self) -> None:
+        """Keep the hooks from one step of a generator or coroutine to the next: hooking again
+        at each step would make CPython re-instrument code, time billed to the line the step
+        resumes at."""
+        ...
+
+    def unhold(self) -> None:
+        """Undo one :meth:`hold`."""
+        ...
 
 
-def _drive(profiler: _Switch, inner: Any) -> Generator[Any, Any, Any]:
+def _drive(switch: CallSwitch, inner: Any) -> Generator[Any, Any, Any]:
     """Run a generator or coroutine ``inner`` step by step, the profiler on during each step
-    (and its hooks held from the first step to the last, see ``LineProfiler._hold``)."""
-    profiler._hold()
+    (and its hooks held from the first step to the last)."""
+    switch.hold()
     try:
-        return (yield from _steps(profiler, inner))
+        return (yield from _steps(switch, inner))
     finally:
-        profiler._unhold()
+        switch.unhold()
 
 
-def _steps(profiler: _Switch, inner: Any) -> Generator[Any, Any, Any]:
+def _steps(switch: CallSwitch, inner: Any) -> Generator[Any, Any, Any]:
     send_value: Any = None
     thrown: BaseException | None = None
     while True:
-        on = profiler._enter_call()
+        on = switch.enter()
         try:
             if thrown is not None:
                 error, thrown = thrown, None
@@ -58,16 +76,16 @@ def _steps(profiler: _Switch, inner: Any) -> Generator[Any, Any, Any]:
             return stop.value
         finally:
             if on:
-                profiler._exit_call()
+                switch.exit()
         try:
             send_value = yield item
         except GeneratorExit:
-            on = profiler._enter_call()
+            on = switch.enter()
             try:
                 inner.close()
             finally:
                 if on:
-                    profiler._exit_call()
+                    switch.exit()
             raise
         except BaseException as error:  # thrown into us: pass it on to the inner frame
             thrown = error
@@ -77,25 +95,25 @@ def _steps(profiler: _Switch, inner: Any) -> Generator[Any, Any, Any]:
 class _Stepped:
     """An awaitable that awaits ``inner`` with the profiler on during each of its steps."""
 
-    __slots__ = ("_profiler", "_inner")
+    __slots__ = ("_switch", "_inner")
 
-    def __init__(self, profiler: _Switch, inner: Any) -> None:
-        self._profiler = profiler
+    def __init__(self, switch: CallSwitch, inner: Any) -> None:
+        self._switch = switch
         self._inner = inner
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        return _drive(self._profiler, self._inner)
+        return _drive(self._switch, self._inner)
 
 
-def wrap(profiler: LineProfiler, func: F) -> F:
-    """The decorated form of ``func``; see the module docstring."""
+def wrap(switch: CallSwitch, func: F) -> F:
+    """The decorated form of ``func``, switching ``switch`` (one per profiler: decorating twice
+    with the same one wraps once); see the module docstring."""
     if isinstance(func, (classmethod, staticmethod)):
-        return type(func)(wrap(profiler, func.__func__))
+        return type(func)(wrap(switch, func.__func__))
     if not callable(func):
         raise TypeError(f"a LineProfiler decorates functions and methods, not {type(func).__name__}")
-    if getattr(func, _MARK, None) is profiler:
+    if getattr(func, _MARK, None) is switch:
         return func
-    switch: _Switch = profiler
     wrapper: Callable[..., Any]
 
     if inspect.isasyncgenfunction(func):
@@ -141,12 +159,12 @@ def wrap(profiler: LineProfiler, func: F) -> F:
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            on = switch._enter_call()
+            on = switch.enter()
             try:
                 return func(*args, **kwargs)
             finally:
                 if on:
-                    switch._exit_call()
+                    switch.exit()
 
-    setattr(wrapper, _MARK, profiler)
+    setattr(wrapper, _MARK, switch)
     return wrapper  # type: ignore[return-value]

@@ -2,15 +2,16 @@
 
 How it hooks in:
 
-- 3.12+: ``sys.monitoring``. It takes ``PROFILER_ID`` (2), or the first free id after it, for the
-  time it is enabled, registers the C callables of ``_tracer`` for LINE, PY_RESUME, PY_RETURN,
-  PY_YIELD, PY_UNWIND and PY_THROW, and on 3.13+ PY_START (3.12 enters a frame at its first
-  LINE event), and gives everything back on disable: events off, callbacks unregistered, then
-  ``free_tool_id``. That order is correct whether ``free_tool_id`` leaves the callbacks alone
-  (3.12, 3.13) or clears them too (3.14). Other tools' ids, events and callbacks are never
-  touched.
+- 3.12+: ``sys.monitoring``, a tool id of its own for the time it is enabled (see
+  :mod:`lineprofiler.lines.monitoring`).
 - 3.11: a C trace function on every thread of the interpreter, plus ``threading.settrace`` for
   threads started while enabled; what it replaced is put back on disable.
+
+What lineprofiler's own layers use (a child's session, ``lineprofiler run``, the accounting
+layer's lines window, the process endings) is the section "for lineprofiler's own layers" of
+:class:`LineProfiler`, each named by a Protocol in the module that uses it; none reaches into
+the profiler's private attributes. ``@profiler`` switches it through a
+:class:`~lineprofiler.lines.decorate.CallSwitch`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from ..runfiles import linesfile
 from . import _tracer
-from .decorate import wrap
+from .decorate import CallSwitch, wrap
+from .monitoring import TOOL_NAME, MonitoringHold
+from .notebook import cell_globs
 from .project import ProjectFilter, find_project_root
 from .render import HINT_API, check_options, render_global, render_nothing, render_stats
 from .saved import SavedProfile, document_from_stats, host_name, process_info
@@ -41,24 +44,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["LineProfiler", "TracerError", "TOOL_NAME"]
-
-#: The name this profiler registers with sys.monitoring.use_tool_id().
-TOOL_NAME = "lineprofiler"
-
-# Tool ids in the order we try them: PROFILER_ID first, then the unassigned ones, then the ids
-# other kinds of tools expect (debugger, optimizer), coverage's last of all.
-_TOOL_ORDER = (2, 3, 4, 5, 0, 1)
-_HOOK_EVENTS = (
-    ("line", "LINE"),
-    # 3.12 emits LINE for the first line of every frame, where the tracer pushes the frame; 3.13
-    # does not when that line is the line of the frame's RESUME, unless PY_START is on.
-    *((("start", "PY_START"),) if sys.version_info >= (3, 13) else ()),
-    ("resume", "PY_RESUME"),
-    ("return", "PY_RETURN"),
-    ("yield", "PY_YIELD"),
-    ("unwind", "PY_UNWIND"),
-    ("throw", "PY_THROW"),
-)
 
 
 #: Where children=True writes when no output_dir is given (relative to the working directory).
@@ -72,37 +57,6 @@ _YIELDING: weakref.WeakSet[LineProfiler] = weakref.WeakSet()
 class TracerError(RuntimeError):
     """The tracer met an error inside a callback and stopped recording; ``__cause__`` is the
     original. What was recorded before it is kept and get_stats() still returns it."""
-
-
-def _monitoring() -> Any:
-    """``sys.monitoring`` (3.12+; the type checker is set to 3.11, which has none)."""
-    return sys.monitoring  # type: ignore[attr-defined]
-
-
-def _acquire_tool_id() -> int:
-    mon = _monitoring()
-    for tool in _TOOL_ORDER:
-        if mon.get_tool(tool) is None:
-            try:
-                mon.use_tool_id(tool, TOOL_NAME)
-            except ValueError:  # taken between the two calls
-                continue
-            return tool
-    holders = ", ".join(f"{tool}: {mon.get_tool(tool)!r}" for tool in range(6))
-    raise RuntimeError(
-        f"lineprofiler: every sys.monitoring tool id is taken ({holders}); "
-        "free one (sys.monitoring.free_tool_id) before enabling the profiler"
-    )
-
-
-def _release_tool_id(tool: int, events: Iterable[int]) -> None:
-    mon = _monitoring()
-    if mon.get_tool(tool) != TOOL_NAME:
-        return  # someone freed and re-took it: it is not ours to clean
-    mon.set_events(tool, 0)
-    for event in events:
-        mon.register_callback(tool, event, None)
-    mon.free_tool_id(tool)
 
 
 class LineProfiler:
@@ -138,7 +92,7 @@ class LineProfiler:
     ) -> None:
         folder = find_project_root() if project_folder is None else project_folder
         self._filter = ProjectFilter(folder, include=include, exclude=exclude)
-        self._filter.include += _notebook_cell_globs()
+        self._filter.include += tuple(cell_globs())
         if not isinstance(children, bool):
             raise TypeError(f"children must be True or False, not {type(children).__name__}")
         self.children = children
@@ -147,8 +101,8 @@ class LineProfiler:
             chosen = output_dir if output_dir is not None else DEFAULT_OUTPUT_DIR
             self.output_dir = Path(os.path.abspath(os.fspath(chosen)))
         self._session: Session | None = None
+        self._calls: CallSwitch = _Calls(self)
         self._holds = 0
-        self._yields = False
         self._paused = False
         self._paused_for_me: LineProfiler | None = None
         #: Decorated calls that ran unprofiled because another LineProfiler was recording.
@@ -158,9 +112,7 @@ class LineProfiler:
         self._tracer = _tracer.Tracer(self._filter)
         self._lock = threading.RLock()
         self._depth = 0
-        self._tool: int | None = None
-        self._events: tuple[int, ...] = ()
-        self._hooks: list[Any] = []
+        self._monitoring = MonitoringHold()
         self._prev_thread_trace: object = None
         self._thread_hook: object = None
         self._wall_ns = 0
@@ -223,26 +175,12 @@ class LineProfiler:
             session.end("stopped")
         return True
 
-    def _stop_all(self) -> None:
-        """Off now, whatever the nesting; never raises (the error stays for get_stats())."""
-        with self._lock:
-            if self._depth:
-                self._depth = 0
-                self._stop()
-
     def _begin_children(self) -> None:
         from .children import Config, Session
 
         if self._session is None:
             assert self.output_dir is not None
-            config = Config(
-                output_dir=str(self.output_dir),
-                project_folder=str(self._filter.folder),
-                include=self._filter.include,
-                exclude=self._filter.exclude,
-                root_pid=os.getpid(),
-            )
-            self._session = Session(self, config, root=True, label="main")
+            self._session = Session(self, Config.of(self, self.output_dir), root=True, label="main")
         try:
             self._session.begin()
         except OSError as error:
@@ -254,7 +192,7 @@ class LineProfiler:
     def __call__(self, func: F) -> F:
         """``@profiler``: the profiler is on while ``func`` runs (each step of a generator or
         coroutine); nests with ``with profiler:``; see :mod:`lineprofiler.lines.decorate`."""
-        return wrap(self, func)
+        return wrap(self._calls, func)
 
     def _enter_call(self) -> bool:
         try:
@@ -296,8 +234,8 @@ class LineProfiler:
             self._paused_for_me = holder
         try:
             if _tracer.MONITORING:
-                if self._tool is None:  # else still hooked (held): switching the tracer on is all
-                    self._start_monitoring()
+                if not self._monitoring.held:  # else still hooked (held): switching the tracer on is all
+                    self._monitoring.take(tracer)
             else:
                 self._prev_thread_trace = threading.gettrace()
                 self._thread_hook = tracer.hook("thread")
@@ -307,18 +245,6 @@ class LineProfiler:
             self._resume_holder()
             raise
         self._since = time.perf_counter_ns()
-
-    @property
-    def _yields(self) -> bool:
-        """Whether this profiler steps aside for another one (a background profiler)."""
-        return self in _YIELDING
-
-    @_yields.setter
-    def _yields(self, value: bool) -> None:
-        if value:
-            _YIELDING.add(self)
-        else:
-            _YIELDING.discard(self)
 
     def _pause(self) -> None:
         with self._lock:
@@ -342,37 +268,6 @@ class LineProfiler:
         if holder is not None:
             holder._resume()
 
-    def _start_monitoring(self) -> None:
-        mon = _monitoring()
-        tool = _acquire_tool_id()
-        events = tuple(getattr(mon.events, name) for _, name in _HOOK_EVENTS)
-        try:
-            # A previous holder may have freed the id without unregistering (3.12 and 3.13 keep
-            # callbacks across free_tool_id): the id is ours now, so start it clean.
-            for name in dir(mon.events):
-                value = getattr(mon.events, name)
-                if name.isupper() and isinstance(value, int) and value and not value & (value - 1):
-                    try:
-                        mon.register_callback(tool, value, None)
-                    except ValueError:  # an event a later CPython takes no callback for
-                        pass
-            hooks = [self._tracer.hook(kind) for kind, _ in _HOOK_EVENTS]
-            for event, hook in zip(events, hooks, strict=True):
-                mon.register_callback(tool, event, hook)
-            mask = 0
-            for event in events:
-                mask |= event
-            mon.set_events(tool, mask)
-            # DISABLE marks persist per tool id across set_events() and free_tool_id(): one
-            # left by an earlier holder of this id (another profiler, or this one with other
-            # settings) would hide project code from us. restart_events() re-arms them; other
-            # tools just see their disabled locations once more.
-            mon.restart_events()
-        except BaseException:
-            _release_tool_id(tool, events)
-            raise
-        self._tool, self._events, self._hooks = tool, events, hooks
-
     def _stop(self) -> None:
         if self._paused:  # stepped aside: already stopped
             self._paused = False
@@ -386,18 +281,12 @@ class LineProfiler:
             self._since = None
         if _tracer.MONITORING:
             if not self._holds:
-                self._unhook()
+                self._monitoring.give_back()
         else:
             if threading.gettrace() is self._thread_hook:  # else someone replaced it: keep theirs
                 threading.settrace(self._prev_thread_trace)  # type: ignore[arg-type]
             self._prev_thread_trace = self._thread_hook = None
         self._resume_holder()
-
-    def _unhook(self) -> None:
-        tool, self._tool = self._tool, None
-        if tool is not None:
-            _release_tool_id(tool, self._events)
-        self._hooks = []
 
     def _hold(self) -> None:
         """Keep the sys.monitoring hooks between steps of a decorated generator or coroutine.
@@ -412,8 +301,8 @@ class LineProfiler:
     def _unhold(self) -> None:
         with self._lock:
             self._holds -= 1
-            if not self._holds and not self._depth and _tracer.MONITORING and self._tool is not None:
-                self._unhook()
+            if not self._holds and not self._depth and _tracer.MONITORING and self._monitoring.held:
+                self._monitoring.give_back()
 
     def _raise_deferred(self) -> None:
         err = self._tracer.take_error()
@@ -450,13 +339,6 @@ class LineProfiler:
         a key (a function defined again, a module re-run) are added together.
         """
         self._raise_deferred()
-        return self._build_stats()
-
-    def _collect_quietly(self, errors: list[str]) -> dict[StatsKey, FunctionStats]:
-        """get_stats() that never raises: an internal error of the tracer goes into ``errors``."""
-        err = self._tracer.take_error()
-        if err is not None:
-            errors.append(f"the tracer stopped recording after an internal error: {err!r}")
         return self._build_stats()
 
     def _build_stats(self) -> dict[StatsKey, FunctionStats]:
@@ -542,17 +424,6 @@ class LineProfiler:
 
     # -- saving ------------------------------------------------------------------------------
 
-    def _profile_info(self, *, children: bool | None = None) -> dict[str, Any]:
-        return {
-            "project_folder": str(self._filter.folder),
-            "include": list(self._filter.include),
-            "exclude": list(self._filter.exclude),
-            "clock": self.clock,
-            "wall_ns": self.wall_time_ns,
-            "codes_outside": self._tracer.n_foreign,
-            "children": self.children if children is None else children,
-        }
-
     def dump(self, path: str | os.PathLike[str]) -> Path:
         """Save what was recorded as a line-stats file (a documented, versioned JSON; see
         :mod:`lineprofiler.runfiles.linesfile`) and return its path. ``path`` is a file, or an
@@ -564,9 +435,9 @@ class LineProfiler:
             target.mkdir(parents=True, exist_ok=True)
             target = target / linesfile.lines_file_name(host_name(), os.getpid(), self._file_id)
         errors: list[str] = []
-        stats = self._collect_quietly(errors)
+        stats = self.collect_stats(errors)
         process = process_info("dumped", start_unix_ns=self._created_unix_ns, label="main")
-        document = document_from_stats(stats, process=process, profile=self._profile_info(), errors=errors)
+        document = document_from_stats(stats, process=process, profile=self.profile_info(), errors=errors)
         linesfile.write_lines_file(target, document)
         return target
 
@@ -583,17 +454,93 @@ class LineProfiler:
         lineprofiler."""
         return SavedProfile.load(path)
 
+    # -- for lineprofiler's own layers -------------------------------------------------------
+    # Not for users: what a child's session, ``lineprofiler run``, the lines window of the
+    # accounting layer and the process endings call. Each is named by a Protocol where it is
+    # used (children.Recording, endings.EndingProfiler, runner, accounting.lines_window).
 
-def _notebook_cell_globs() -> tuple[str, ...]:
-    """Globs for the file names of notebook cells when running under IPython, else ()."""
-    if "IPython" not in sys.modules:
-        return ()
-    try:
-        from ..integrations.ipython import cell_globs
+    @property
+    def include(self) -> tuple[str, ...]:
+        """The include globs in effect (notebook cells' included)."""
+        return self._filter.include
 
-        return tuple(cell_globs())
-    except Exception:
-        return ()
+    @property
+    def exclude(self) -> tuple[str, ...]:
+        """The exclude globs in effect."""
+        return self._filter.exclude
+
+    @property
+    def created_unix_ns(self) -> int:
+        """When this profiler was made (a saved file's start)."""
+        return self._created_unix_ns
+
+    @property
+    def depth(self) -> int:
+        """How many enable()s are not matched by a disable() yet."""
+        return self._depth
+
+    def make_background(self) -> None:
+        """Record in the background (a child process's profiler, ``lineprofiler run``'s): step
+        aside while one of the program's own LineProfilers records, instead of making its
+        enable() fail, and go on when it stops."""
+        _YIELDING.add(self)
+
+    def stop_recording(self) -> None:
+        """Off now, whatever the nesting: the lines still open end here. Never raises (an
+        internal error of the tracer stays for get_stats() or collect_stats())."""
+        with self._lock:
+            if self._depth:
+                self._depth = 0
+                self._stop()
+
+    def collect_stats(self, errors: list[str]) -> dict[StatsKey, FunctionStats]:
+        """get_stats() that never raises: an internal error of the tracer goes into ``errors``."""
+        err = self._tracer.take_error()
+        if err is not None:
+            errors.append(f"the tracer stopped recording after an internal error: {err!r}")
+        return self._build_stats()
+
+    def profile_info(self, *, children: bool | None = None) -> dict[str, Any]:
+        """A line-stats file's ``profile``: what was profiled and how (``children`` as given, else
+        this profiler's own setting)."""
+        return {
+            "project_folder": str(self._filter.folder),
+            "include": list(self._filter.include),
+            "exclude": list(self._filter.exclude),
+            "clock": self.clock,
+            "wall_ns": self.wall_time_ns,
+            "codes_outside": self._tracer.n_foreign,
+            "children": self.children if children is None else children,
+        }
+
+    def lock_for_fork(self) -> None:
+        """Before a fork: wait for any other thread's switch or collection to finish, so that
+        the child copies a profiler in one piece. :meth:`unlock_after_fork` on both sides."""
+        self._lock.acquire()
+
+    def unlock_after_fork(self) -> None:
+        self._lock.release()
+
+    def reset_after_fork(self) -> None:
+        """In a fork child that :meth:`lock_for_fork` did not see: a lock of its own (the copy
+        may be held by a thread the child does not have), recording off, nothing recorded."""
+        self._lock = threading.RLock()
+        self.stop_recording()
+        self.clear()
+
+
+class _Calls:
+    """The :class:`~lineprofiler.lines.decorate.CallSwitch` of one LineProfiler: what its
+    ``@profiler`` wrappers switch. Its members are the profiler's bound methods rather than
+    methods that call them, so a decorated call pays no frame more than it did."""
+
+    __slots__ = ("enter", "exit", "hold", "unhold")
+
+    def __init__(self, profiler: LineProfiler) -> None:
+        self.enter = profiler._enter_call
+        self.exit = profiler._exit_call
+        self.hold = profiler._hold
+        self.unhold = profiler._unhold
 
 
 def _source_line(filename: str, lineno: int) -> str | None:

@@ -10,7 +10,6 @@ Non-daemon threads are waited for, as at interpreter exit, before the tables are
 
 from __future__ import annotations
 
-import atexit
 import builtins
 import importlib.machinery
 import importlib.util
@@ -26,14 +25,19 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import _signals
+from .. import _lifecycle, _signals
 from .._terminal import printable
 from ..errors import InputError
 from ..runfiles import linesfile
+from .endings import ENDINGS, Ending
 from .project import find_project_root
 from .render import HINT_CLI, render_report
+
+if TYPE_CHECKING:
+    from .children import Session
+    from .profiler import LineProfiler
 
 __all__ = ["RunError", "RunOptions", "run"]
 
@@ -324,16 +328,16 @@ class _Run:
     """What one ``lineprofiler run`` leaves: its file (``-o``) and its tables, written once
     whichever way the program ends: returning (:meth:`save`, then :meth:`show`), or through
     an ending that skips the rest of the runner (a signal, ``os._exit``, an exec), for which
-    the children module's hooks call :meth:`on_ending`."""
+    the process endings call :meth:`on_ending` (it is their :class:`~.endings.Closer`)."""
 
     def __init__(
         self,
-        profiler: Any,
+        profiler: LineProfiler,
         opts: RunOptions,
         out_path: Path | None,
         out_is_dir: bool,
-        session: Any,
-        temp_dir: str | None,
+        session: Session | None,
+        temp_dir: Path | None,
     ) -> None:
         self.pid = os.getpid()
         self.profiler = profiler
@@ -351,8 +355,6 @@ class _Run:
 
     def start(self) -> None:
         """The start file (with ``-o``): a run killed outright leaves it, saying what it was."""
-        from .children import _Process
-
         try:
             if self.session is not None:
                 self.session.begin()
@@ -360,14 +362,14 @@ class _Run:
                 _write_one(self.profiler, self.out_path, "started", self.output, stats={})
         except OSError as error:
             raise RunError(f"-o {self.opts.output}: cannot write there: {error.strerror or error}") from None
-        _Process.add_closer(self)
+        ENDINGS.add_closer(self)
 
     def save(self, status: str, *, exit_code: int | None = None, signal_name: str | None = None) -> None:
         """Recording off, the file written. In a fork child the program made, only its own
         session file (with ``-o DIR``): the runner's file and tables are the parent's."""
         if self.saved:
             return
-        self.profiler._stop_all()
+        self.profiler.stop_recording()
         if self.session is not None:
             self.session.end(status, exit_code=exit_code, signal_name=signal_name)  # once: later calls do nothing
         if os.getpid() != self.pid:
@@ -400,15 +402,13 @@ class _Run:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def finish(self, status: str, *, exit_code: int | None = None, signal_name: str | None = None) -> None:
-        from .children import _Process
-
-        with _Process.holding_signals(), _Process.quiet_sigpipe():
+        with ENDINGS.holding_signals(), ENDINGS.quiet_sigpipe():
             self.save(status, exit_code=exit_code, signal_name=signal_name)
             self.show(flush_program=False)  # os._exit, exec and a signal drop the program's buffers
 
-    # -- the endings that skip the runner (called by the children module's hooks)
+    # -- the endings that skip the runner (called by the process endings)
 
-    def on_ending(self, ending: Any) -> None:
+    def on_ending(self, ending: Ending) -> None:
         if ending.how == "signal":
             self.finish("signalled", signal_name=ending.signal_name)
         else:
@@ -439,7 +439,6 @@ class _Run:
 
 def run(opts: RunOptions) -> int:
     """Run the target profiled and print; returns the exit status. RunError for bad input."""
-    from .children import _Process
     from .profiler import LineProfiler
 
     target = _script_target(opts.script) if opts.script is not None else _module_target(opts.module or "")
@@ -449,28 +448,26 @@ def run(opts: RunOptions) -> int:
         profiler = LineProfiler(project, include=opts.include or None, exclude=opts.exclude or None)
     except (ValueError, TypeError) as error:
         raise RunError(str(error)) from None
-    profiler._yields = True  # the program's own LineProfiler, if it has one, takes precedence
-    temp_dir: str | None = None
+    profiler.make_background()  # the program's own LineProfiler, if it has one, takes precedence
+    temp_dir: Path | None = None
     if opts.children and out_path is None:
-        temp_dir = tempfile.mkdtemp(prefix="lineprofiler-run-")
-        out_path, out_is_dir = Path(temp_dir), True
+        temp_dir = Path(tempfile.mkdtemp(prefix="lineprofiler-run-"))
+        out_path, out_is_dir = temp_dir, True
     session = None
     if out_is_dir:
         from .children import Config, Session
 
         assert out_path is not None
-        config = Config(
-            output_dir=str(out_path),
-            project_folder=str(profiler.project_folder),
-            include=profiler._filter.include,
-            exclude=profiler._filter.exclude,
-            root_pid=os.getpid(),
-        )
         session = Session(
-            profiler, config, root=True, label="main", export_env=opts.children, start_file=temp_dir is None
+            profiler,
+            Config.of(profiler, out_path),
+            root=True,
+            label="main",
+            export_env=opts.children,
+            start_file=temp_dir is None,
         )
     this_run = _Run(profiler, opts, out_path, out_is_dir, session, temp_dir)
-    atexit.register(this_run.end_by_sigint)  # before the program's: it runs after theirs
+    _lifecycle.at_exit(this_run.end_by_sigint)  # before the program's: it runs after theirs
     saved_argv, saved_path0, saved_main = list(sys.argv), (sys.path[0] if sys.path else None), sys.modules["__main__"]
     sys.argv[:] = [target.argv0, *opts.args]
     if sys.path:
@@ -502,10 +499,10 @@ def run(opts: RunOptions) -> int:
             status = 130
             this_run.interrupted_pid = os.getpid()
     finally:
-        profiler._stop_all()
+        profiler.stop_recording()
         try:  # written while sys.argv is still the program's: the file records it
             if ran:
-                with _Process.holding_signals():
+                with ENDINGS.holding_signals():
                     if this_run.interrupted_pid == os.getpid():
                         this_run.save("signalled", signal_name="SIGINT")  # how the process will end
                     else:
@@ -520,17 +517,17 @@ def run(opts: RunOptions) -> int:
         # as Python would; the tables and the saved file are the runner's, in the parent.
         return status
     try:
-        with _Process.holding_signals(), _Process.quiet_sigpipe():
+        with ENDINGS.holding_signals(), ENDINGS.quiet_sigpipe():
             this_run.show()
     finally:
-        _Process.remove_closer(this_run)
+        ENDINGS.remove_closer(this_run)
         if this_run.interrupted_pid != os.getpid():
-            atexit.unregister(this_run.end_by_sigint)
+            _lifecycle.cancel_at_exit(this_run.end_by_sigint)
     return status
 
 
 def _write_one(
-    profiler: Any,
+    profiler: LineProfiler,
     path: Path,
     status: str,
     output: _Output,
@@ -545,15 +542,15 @@ def _write_one(
 
     errors: list[str] = []
     if stats is None:
-        stats = profiler._collect_quietly(errors)
+        stats = profiler.collect_stats(errors)
     process = process_info(
         status,
-        start_unix_ns=profiler._created_unix_ns,
+        start_unix_ns=profiler.created_unix_ns,
         label="main",
         exit_code=exit_code,
         signal=signal_name,
     )
-    document = document_from_stats(stats, process=process, profile=profiler._profile_info(), errors=errors)
+    document = document_from_stats(stats, process=process, profile=profiler.profile_info(), errors=errors)
     if status == "started":
         linesfile.write_lines_file(path, document)  # OSError: the caller's to report
         return path
@@ -565,7 +562,7 @@ def _write_one(
         return None
 
 
-def _render_result(profiler: Any, opts: RunOptions, folder: Path | None) -> tuple[str, list[str]]:
+def _render_result(profiler: LineProfiler, opts: RunOptions, folder: Path | None) -> tuple[str, list[str]]:
     """What the run prints: the tables (stdout) and lines for stderr."""
     errors: list[str] = []
     if opts.children and folder is not None:
@@ -581,7 +578,7 @@ def _render_result(profiler: Any, opts: RunOptions, folder: Path | None) -> tupl
             return "\n" + render_processes(saved) + "\n" + nothing, []
         view = ViewOptions(top=opts.top, functions=opts.functions, min_us=opts.min_us, sort=opts.sort)
         return "\n" + render_view(saved, view), []
-    stats = profiler._collect_quietly(errors)
+    stats = profiler.collect_stats(errors)
     messages = [f"lineprofiler: {message}" for message in errors]
     nothing = profiler.nothing_recorded(hint=HINT_CLI) if not stats else None
     if nothing is not None:

@@ -7,13 +7,11 @@ text the files hold (roles, hosts, paths, errors) is shown through :func:`printa
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from .._terminal import printable
-from ..runfiles.linesfile import UNFINISHED_REASON, LinesFile, MergedLines
+from ..runfiles.linesfile import UNFINISHED_REASON, LinesFile
 from .render import HINT_CLI, render_nothing, render_report
 from .saved import SavedProfile
 
@@ -113,8 +111,3 @@ def render_view(saved: SavedProfile, opts: ViewOptions) -> str:
         parts.append(_render_merged(sub, opts))
         parts.append("\n")
     return "".join(parts)
-
-
-def merged_of(path: str | os.PathLike[str]) -> MergedLines:
-    """The merge of everything at ``path`` (for callers that want the data, not the text)."""
-    return SavedProfile.load(Path(path)).merged

@@ -6,7 +6,7 @@ startup, so every Python child of the run comes here first. What it does:
 
 1. runs the ``sitecustomize`` this one shadows, if there is one further on ``sys.path``;
 2. takes this folder off ``sys.path`` (the variable stays, for grandchildren);
-3. starts the child's line profiler (``lineprofiler.lines.children.start_from_env``), or, when
+3. starts the child's line profiler (``lineprofiler.lines.child_start.start_from_env``), or, when
    this interpreter cannot import lineprofiler, leaves a file that says so in the output folder.
 
 It never raises: a child that cannot be profiled runs unprofiled.
@@ -99,7 +99,7 @@ def _boot():
     if not os.environ.get("LINEPROFILER_LINES"):
         return
     try:
-        from lineprofiler.lines import children
+        from lineprofiler.lines import child_start
     except Exception as error:
         try:
             _leave_note("lineprofiler cannot be imported (%s: %s)" % (type(error).__name__, error))
@@ -107,7 +107,7 @@ def _boot():
             pass
         return
     try:
-        children.start_from_env()
+        child_start.start_from_env()
     except Exception:
         pass
 

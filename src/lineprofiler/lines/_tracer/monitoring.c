@@ -87,21 +87,6 @@ LP_INLINE lp_thread *lp_thread_checked(lp_TracerObject *tr)
     return th;
 }
 
-/* The record for code through the thread's one-entry cache, deciding it if
- * need be: project record, LP_FOREIGN, or NULL (tracer broken). */
-LP_INLINE lp_code *lp_code_cached(lp_TracerObject *tr, lp_thread *th, PyObject *code)
-{
-    if (LP_LIKELY(code == th->last_code)) {
-        return th->last_rec; /* recursion and repeated calls skip the lookup */
-    }
-    lp_code *rec = lp_code_of(tr, th, code);
-    if (rec != NULL && rec != LP_FOREIGN) {
-        th->last_code = code;
-        th->last_rec = rec;
-    }
-    return rec;
-}
-
 /* The first LINE event of a frame we do not have: on 3.12 every new frame
  * of the project is pushed here, not at its PY_START, which is not listened
  * to there (one event fewer per call); what ran of the frame before its

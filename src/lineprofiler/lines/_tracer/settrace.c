@@ -33,20 +33,6 @@ LP_INLINE PyObject *lp_frame_code(PyFrameObject *frame)
     return (PyObject *)co;
 }
 
-/* The record for code, through the thread's one-entry cache. */
-LP_INLINE lp_code *lp_code_cached(lp_TracerObject *tr, lp_thread *th, PyObject *code)
-{
-    if (LP_LIKELY(code == th->last_code)) {
-        return th->last_rec; /* recursion and repeated calls skip the lookup */
-    }
-    lp_code *rec = lp_code_of(tr, th, code);
-    if (rec != NULL && rec != LP_FOREIGN) {
-        th->last_code = code;
-        th->last_rec = rec;
-    }
-    return rec;
-}
-
 /* A frame's first line event (see PyTrace_CALL), or a frame that was running
  * before recording started. Every frame this thread started after it has
  * returned, so this frame is the newest we know of: adopt it, foreign ones

@@ -460,4 +460,21 @@ LP_INLINE lp_code *lp_code_of(lp_TracerObject *tr, lp_thread *th, PyObject *code
     return LP_LIKELY(rec != NULL) ? rec : lp_decide_timed(tr, th, code);
 }
 
+/* lp_code_of() through the thread's one-entry cache: both event paths enter a frame through
+ * it, and recursion and repeated calls of one function skip the map lookup. Only project
+ * records are cached: a record holds its code (strong), so the cached address cannot have been
+ * reused by a new code object, which a foreign decision does not guarantee. */
+LP_INLINE lp_code *lp_code_cached(lp_TracerObject *tr, lp_thread *th, PyObject *code)
+{
+    if (LP_LIKELY(code == th->last_code)) {
+        return th->last_rec;
+    }
+    lp_code *rec = lp_code_of(tr, th, code);
+    if (rec != NULL && rec != LP_FOREIGN) {
+        th->last_code = code;
+        th->last_rec = rec;
+    }
+    return rec;
+}
+
 #endif /* LP_TRACER_H */
