@@ -19,6 +19,7 @@ from typing import Any
 
 import ray
 
+from .. import _lifecycle
 from ..accounting import launchers
 from ..accounting.identity import ENV_ATTEMPT, ENV_HOST, ENV_PROFILE, ENV_RUN_DIR, ENV_RUN_ID
 
@@ -40,7 +41,7 @@ def _after_fork_child() -> None:
     _task_profilers.clear()
 
 
-os.register_at_fork(after_in_child=_after_fork_child)
+_lifecycle.at_fork(after_in_child=_after_fork_child)
 
 
 # ---------------------------------------------------------------------- this process, as Ray sees it
