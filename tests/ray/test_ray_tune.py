@@ -43,7 +43,7 @@ def train_trial(config: dict) -> None:
 
     from lineprofiler.accounting import Profiler
 
-    # The block's end is the trial's final snapshot: Tune ends the trial's actor with no exit flush.
+    # The block's end is the trial's final snapshot: Tune may end the trial's actor before it exits.
     with Profiler(role="trial") as profiler:
         for step in range(config["steps"]):
             with profiler.phase("train_step"):
