@@ -208,6 +208,11 @@ def test_ray_train_workers_join_the_same_run(tune_run):
     assert {w["identity"]["run_id"] for w in workers} == {seen["run_id"]}
     assert {w["identity"]["role"] for w in workers} == {"train_worker"}
     assert len({w["identity"]["pid"] for w in workers}) == TRAIN_WORKERS
+    # Ranks are the job's actors in the order they constructed a Profiler, trials first: one job-wide
+    # sequence, not Train's world ranks (which would repeat the trials' 0 and 1 in this run).
+    trials = len(TRIAL_STEPS)
+    assert sorted(t["identity"]["rank"] for t in seen["trials"]) == list(range(trials))
+    assert sorted(w["identity"]["rank"] for w in workers) == list(range(trials, trials + TRAIN_WORKERS))
     for worker in workers:
         assert Path(worker["path"]).is_relative_to(work / "run"), worker["path"]
 
