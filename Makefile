@@ -18,8 +18,10 @@ DEMO_VENV ?= .venv-demo
 # What the demo's learner trains with beyond the package: numpy (examples/rl_pipeline/model.py
 # falls back to pure Python without it). DEMO_PACKAGES=torch trains its torch model instead.
 DEMO_PACKAGES ?= numpy
-# The versions of pyproject.toml's extras `ray` and `viztracer`.
-OPTIONAL_PEERS := 'ray>=2.40' 'viztracer>=0.16'
+# The versions of pyproject.toml's extras `ray` and `viztracer`, and Ray's `tune` extra (Ray
+# Train's dependencies too) for tests/ray/test_ray_tune.py; after plain Ray, so that a Python
+# where Tune's dependencies do not install still gets Ray.
+OPTIONAL_PEERS := 'ray>=2.40' 'ray[tune]>=2.40' 'viztracer>=0.16'
 
 .PHONY: demo test test-asan lint bench clean
 
