@@ -9,8 +9,8 @@ tasks on both nodes, each making a known number of phase entries. The driver pro
 file, run as a script by the module's fixture; the tests read what it saw and the report of the
 run directory it collected.
 
-Ray Tune and Ray Train are not importable in this environment (their dependencies are not
-installed), so their own ``ray.init`` is stood in for by the plain ``ray.init()`` here.
+A framework's own ``ray.init`` is stood in for by the plain ``ray.init()`` here; Ray Tune and
+Ray Train themselves are run in ``test_ray_tune.py``.
 """
 
 from __future__ import annotations

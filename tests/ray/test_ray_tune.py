@@ -25,7 +25,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # Tune and Train start their processes through the same Ray code on every Python; two Ray
+    # starts cost about two minutes, so CI pays them once, on 3.12.
+    pytest.mark.skipif(sys.version_info[:2] != (3, 12), reason="Ray Tune and Train are tested on 3.12"),
+]
 
 #: One trial per value: its train steps. Three trials, two at a time (one CPU each).
 TRIAL_STEPS = (1, 2, 3)
