@@ -17,9 +17,7 @@ from typing import Any
 from ..runfiles import histogram
 from . import format as fmt
 from . import timeline
-from .attempts import AttemptSummary
 from .blocks import RenderOptions, gpu, lines, resources
-from .merge import PhaseStats, RoleStats, Run, Worker
 from .model import (
     Attempt,
     Bucket,
@@ -36,7 +34,8 @@ from .model import (
     Report,
     Role,
 )
-from .text import short_names
+from .run import AttemptSummary, PhaseStats, RoleStats, Run, Worker
+from .wording import short_names
 
 #: How many ``(role, phase)`` rows DOMINANT PHASES holds.
 DOMINANT_ROWS = 10

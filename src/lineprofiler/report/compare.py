@@ -43,8 +43,8 @@ from . import build
 from . import format as fmt
 from .blocks import RenderOptions
 from .json import run_object
-from .merge import PhaseStats, Run
-from .text import short_names
+from .run import PhaseStats, Run
+from .wording import short_names
 
 E = histogram.RELATIVE_ERROR
 #: The widest bucket (high edge over low edge). Edges are whole nanoseconds, so the narrow

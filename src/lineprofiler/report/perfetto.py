@@ -30,7 +30,8 @@ from typing import Any
 from ..runfiles.samplefile import IO_FIELDS, SampleFileError, SampleTable, classify, read_samples
 from . import timeline
 from .blocks import RenderOptions, sample_infos
-from .merge import Run, Worker
+from .run import Run, Worker
+from .statuses import FINAL_STATUSES
 
 #: Samples kept per counter track and worker before reducing to per-column extremes.
 MAX_POINTS = 2000
@@ -71,7 +72,7 @@ def _lifetime(worker: Worker, pid: int, start: int) -> Iterator[dict[str, Any]]:
             **{f"self ms: {path}": ns / 1e6 for path, ns in top},
         },
     }
-    if worker.end_ns is not None and worker.status in ("exited", "signalled"):
+    if worker.end_ns is not None and worker.status in FINAL_STATUSES:
         yield {"name": label, "ph": "i", "s": "t", "pid": pid, "tid": 0, "ts": (worker.end_ns - start) / _NS_PER_US}
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..runfiles import samplefile
 from .blocks import RenderOptions
-from .merge import Run, Worker
 from .model import Lane, Reason, Span, Stall, Timeline, TimelineRole
+from .run import Run, Worker
 
 #: Columns the TIMELINE block cuts the run into.
 COLUMNS = 60

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...runfiles.workerfile import WorkerFileError
-from ..merge import Run, Worker
+from ..run import Run, Worker
 
 _T = TypeVar("_T")
 
@@ -78,11 +78,11 @@ def _text(samples: dict[str, Any], key: str) -> str | None:
 def sample_info(worker: Worker) -> SampleInfo | None:
     """The worker's :class:`SampleInfo`, or None when its document has no ``samples`` object.
 
-    Reads ``document["samples"]`` once (merge keeps it on disk: this re-reads the worker file);
+    Reads the samples once (merge keeps them on disk: this re-reads the worker file);
     a file that can no longer be read gives a SampleInfo whose reason says so.
     """
     try:
-        samples = worker.document["samples"]
+        samples = worker.document.read_samples()
     except WorkerFileError as error:
         return SampleInfo(worker, None, None, (), f"its worker file could not be re-read: {error}", None, None)
     if not isinstance(samples, dict):

@@ -57,8 +57,9 @@ from typing import Any
 
 from ...runfiles.samplefile import SampleFileError, read_samples
 from .. import series as chart
-from ..merge import Run, Worker
 from ..model import DeviceUse, GpuSummary
+from ..run import Run, Worker
+from ..text_gpu import gpu_lines
 from . import RenderOptions, SampleInfo, sample_infos
 
 __all__ = [
@@ -277,8 +278,7 @@ def gpu_block(run: Run, options: RenderOptions) -> GpuSummary | None:
 
 
 def render(run: Run, options: RenderOptions) -> list[str]:
-    """The GPU block as text (what report/text.py prints for it); ``[]`` when it is absent."""
-    from ..text import gpu_lines
-
+    """The GPU block as text, for the tests that print one block from a run (the report prints
+    the model build.build_report computed); ``[]`` when it is absent."""
     return gpu_lines(gpu_block(run, options))
 

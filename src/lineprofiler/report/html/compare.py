@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import format as fmt
 from ..compare import attempt_notes
-from ..text import short_names
+from ..wording import short_names
 from . import svg
 from .page import page, para, table, td
 
