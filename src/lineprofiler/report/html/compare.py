@@ -14,7 +14,7 @@ from .. import format as fmt
 from ..compare import attempt_notes
 from ..wording import short_names
 from . import svg
-from .page import page, para, table, td
+from .markup import page, para, table, td
 
 
 def _side(doc: dict[str, Any], key: str) -> str:

@@ -13,7 +13,7 @@ from html import escape
 from .. import format as fmt
 from .. import text_lines
 from ..model import LineRow, LinesBlock, LinesRole
-from .page import para, section, table, td
+from .markup import para, section, table, td
 
 COLUMNS = ("#", "time", "% window", "hits", "per hit", "per process (min\u2013max)", "line", "function", "source")
 

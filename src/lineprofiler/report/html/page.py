@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from ... import __version__
 from .. import format as fmt
 from .. import series, wording
 from ..model import (
@@ -32,39 +31,8 @@ from ..model import (
     SampledIo,
 )
 from . import svg
-from .assets import CSS, JS
-
-
-def name(raw: str) -> str:
-    """A name from a worker file, as the text prints it, escaped for HTML."""
-    return escape(fmt.printable(raw))
-
-
-def td(shown: str, value: float | int | str | None = None, cls: str = "") -> str:
-    """A cell; ``value`` (unformatted) goes to ``data-v`` for sorting (empty: not measured)."""
-    v = "" if value is None else f' data-v="{escape(str(value), quote=True)}"'
-    c = f' class="{cls}"' if cls else ""
-    return f"<td{c}{v}>{escape(shown)}</td>"
-
-
-def head(columns: Sequence[str], sortable: bool = True) -> str:
-    sort = " data-sort" if sortable else ""
-    return "<thead><tr>" + "".join(f"<th{sort}>{escape(c)}</th>" for c in columns) + "</tr></thead>"
-
-
-def table(block: str, columns: Sequence[str], rows: Iterable[str], *, groups: bool = False) -> str:
-    """A sortable table; with ``groups``, each row string is a whole ``<tbody>``."""
-    body = "".join(rows) if groups else "<tbody>" + "".join(rows) + "</tbody>"
-    return f'<table data-block="{block}">{head(columns)}{body}</table>'
-
-
-def section(anchor: str, title: str, body: str) -> str:
-    return f'<section id="{anchor}"><h2>{escape(title)}</h2>{body}</section>'
-
-
-def para(sentence: str | None, cls: str = "note") -> str:
-    return f'<p class="{cls}">{escape(sentence)}</p>' if sentence else ""
-
+from .lines import lines_html
+from .markup import name, page, para, section, table, td
 
 # -- header and alerts ----------------------------------------------------------------------------------
 
@@ -173,15 +141,6 @@ def roles_html(roles: Sequence[Role]) -> str:
 
 
 # -- dominant phases, counters, iterations -------------------------------------------------------------
-
-
-def counter_row(counter: Counter, label: str, cls: str = "sub") -> str:
-    each = fmt.per_each(counter.each_ns) if counter.per == "phase" else ""
-    return (
-        f'<tr class="{cls}" data-counter="{escape(counter.name, quote=True)}">{td(label, cls="name")}'
-        f"{td(fmt.count(counter.total), counter.total)}{td(fmt.rate(counter.per_s), counter.per_s)}"
-        f"{td(each, counter.each_ns)}</tr>"
-    )
 
 
 def dominant_html(dominant: Dominant) -> str:
@@ -497,19 +456,6 @@ def lanes_html(lanes: Sequence[Lane], header: Header | None) -> str:
 # -- the page -------------------------------------------------------------------------------------------
 
 
-def page(title: str, body: str, nav: Sequence[tuple[str, str]]) -> str:
-    links = "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in nav)
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
-        f'<main>{body.replace("<!--nav-->", f"<nav>{links}</nav>", 1)}'
-        f"<footer>Written by lineprofiler {escape(__version__)}. Numbers are formatted as "
-        "<code>lineprofiler report</code> prints them; <code>--json</code> has them unformatted.</footer></main>"
-        f'<div id="tip" role="tooltip"></div><script>{JS}</script></body></html>\n'
-    )
-
-
 def render_html(report: Report) -> str:
     """The whole report as one self-contained HTML page."""
     parts: list[str] = []
@@ -535,8 +481,6 @@ def render_html(report: Report) -> str:
     if report.iterations is not None and report.iterations.roles:
         add("iterations", "Iterations", lambda: iterations_html(report.iterations))
     if report.lines is not None:
-        from .lines import lines_html  # imports this module: not at its top
-
         lines_block = report.lines
         add("lines", "Lines", lambda: lines_html(lines_block))
     if report.io_by_phase is not None and report.io_by_phase.phases:
