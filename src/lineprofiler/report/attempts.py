@@ -36,23 +36,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import format as fmt
-from .run import CONCURRENT, NEWEST, RESTARTED, SUPERSEDED, AttemptSpan, AttemptSummary, Worker
-
-# Re-exported: the status names and the summary were defined here first.
-__all__ = [
-    "CONCURRENT",
-    "NEWEST",
-    "RESTARTED",
-    "SUPERSEDED",
-    "Attempt",
-    "AttemptSummary",
-    "Group",
-    "group_workers",
-    "known_names",
-    "parse_attempt_id",
-    "partition",
-    "select",
-]
+from .run import AttemptSpan, AttemptSummary, Worker
+from .statuses import CONCURRENT, NEWEST, RESTARTED, SUPERSEDED
 
 #: Sources of ids nobody chose: such groups merge with what overlaps them in time.
 GENERATED_SOURCES = frozenset({"generated", "parent-process"})
@@ -60,6 +45,7 @@ GENERATED_SOURCES = frozenset({"generated", "parent-process"})
 LAUNCHER_SOURCES = frozenset({"slurm", "torchrun", "mpi", "pmix"})
 #: The shapes of generated ids, for files that do not say where their id came from.
 _GENERATED_SHAPE = re.compile(r"(\d{8}T\d{4}-[0-9a-f]{6}|mp\d+-[0-9a-f]{6})\Z")
+
 
 @dataclass
 class Group(AttemptSpan):

@@ -12,7 +12,8 @@ from collections import Counter
 from ..runfiles import layout, raycollect
 from . import duplicates as duplicates_mod
 from . import format as fmt
-from .run import FINAL_STATUSES, Run, Worker
+from .run import Run, Worker
+from .statuses import FINAL_STATUSES
 from .wording import utc_time
 
 #: A worker is stale when it stopped flushing this many snapshot intervals before the run's end...
@@ -253,5 +254,3 @@ def derive_caveats(run: Run) -> list[str]:
             f"(restarted workers?): each file is counted as a process"
         )
     return lines
-
-

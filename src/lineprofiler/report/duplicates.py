@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..runfiles.layout import host_component
 from . import format as fmt
-from .run import FINAL_STATUSES, DuplicateFiles, Worker
+from .run import DuplicateFiles, Worker
+from .statuses import FINAL_STATUSES
 
 
 def drop_duplicates(workers: list[Worker]) -> tuple[list[Worker], list[DuplicateFiles]]:

@@ -41,32 +41,15 @@ from . import attempts as attempts_mod
 from . import duplicates as duplicates_mod
 from . import format as fmt
 from . import parallel
-from .caveats import CAVEAT_NAMES as CAVEAT_NAMES
+
+# The ``name as name`` imports are re-exports, defined here first: tests take them from here.
 from .caveats import STALE_INTERVALS as STALE_INTERVALS
 from .caveats import STALE_MIN_NS as STALE_MIN_NS
 from .caveats import derive_caveats, is_stale
-from .reading import LARGE_FILE_BYTES as LARGE_FILE_BYTES
 from .reading import read_worker
 from .reading import worker_from_document as worker_from_document
-from .run import (
-    CONCURRENT,
-    FINAL_STATUSES,
-    NEWEST,
-    RESTARTED,
-    SUPERSEDED,
-    PhaseStats,
-    RoleStats,
-    Run,
-    UnreadableFile,
-    Worker,
-)
-
-# Re-exported: this is where the CLI, the blocks' tests and the other packages' tests take the
-# run's types and readers from.
-from .run import AttemptSummary as AttemptSummary
-from .run import attempt_name as attempt_name
-from .wording import utc_time as utc_time
-from .worker_document import WorkerDocument as WorkerDocument
+from .run import PhaseStats, RoleStats, Run, UnreadableFile, Worker
+from .statuses import CONCURRENT, FINAL_STATUSES, NEWEST, RESTARTED, SUPERSEDED
 
 #: Worker files per extra process when they are read in parallel: reading one (parse and
 #: validate a 50-phase tree) takes about a millisecond, starting a process tens of them.

@@ -17,11 +17,7 @@ from typing import Any
 
 from ..runfiles import histogram
 from . import format as fmt
-from .statuses import CONCURRENT as CONCURRENT
-from .statuses import FINAL_STATUSES as FINAL_STATUSES
-from .statuses import NEWEST as NEWEST
-from .statuses import RESTARTED as RESTARTED
-from .statuses import SUPERSEDED as SUPERSEDED
+from .statuses import NEWEST, SUPERSEDED
 from .worker_document import WorkerDocument
 
 
