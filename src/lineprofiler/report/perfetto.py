@@ -18,7 +18,7 @@ timestamps (``ts``, ``dur``) in microseconds from the run's start.
   the whole device, ``this process %``). Past ``max_points`` samples a track keeps, per column
   of time, the samples holding its lowest and highest value, so spikes survive.
 * Phase occupancy slices on thread 1 (``phases``) when the run recorded a timeline
-  (``report/timeline.py``).
+  (``report/blocks/timeline.py``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..runfiles.samplefile import IO_FIELDS, SampleFileError, SampleTable, classify, read_samples
-from . import timeline
-from .blocks import RenderOptions, sample_infos
+from .blocks import RenderOptions, sample_infos, timeline
 from .run import Run, Worker
 from .statuses import FINAL_STATUSES
 

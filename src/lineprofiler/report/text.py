@@ -6,9 +6,10 @@ whose model is absent prints nothing. Blocks are separated by one blank line.
 
 The order: header, one block per role, DOMINANT PHASES (with counters under their phase),
 COUNTERS not shown there, ITERATIONS, LINES (``--lines``, printed by :mod:`.text_lines`), I/O BY
-PHASE, I/O, MEMORY, GPU, then CAVEATS. A block
-that fails to compute or to print costs that block only: it is named under CAVEATS and the rest
-is printed.
+PHASE, I/O, MEMORY (:mod:`.text_resources`), GPU (:mod:`.text_gpu`), TIMELINE
+(:mod:`.text_timeline`), then CAVEATS: the order of ``build.BLOCKS``. A block that fails to
+compute or to print costs that block only: it is named under CAVEATS and the rest is printed.
+Sentences the HTML page prints too come from :mod:`.wording`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from . import format as fmt
 from .blocks import RenderOptions
+from .build import BLOCKS, build_report, failure_line
 from .model import (
     Counter,
     Counters,
@@ -219,19 +221,29 @@ def caveats_lines(caveats: Sequence[str]) -> list[str]:
     return _section("CAVEATS") + [f"  - {fmt.printable(line)}" for line in caveats]
 
 
-#: ``(origin, name, printer of the Report attribute)``, in the order the blocks print.
-PRINTERS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
-    ("core", "render_header", "header", header_lines),
-    ("core", "render_roles", "roles", roles_lines),
-    ("core", "render_dominant", "dominant", dominant_lines),
-    ("core", "render_counters", "counters", counters_lines),
-    ("core", "render_iterations", "iterations", iterations_lines),
-    ("lines", "render_lines", "lines", lines_lines),
-    ("resources", "render_io_by_phase", "io_by_phase", io_by_phase_lines),
-    ("resources", "render_io", "io", io_lines),
-    ("resources", "render_memory", "memory", memory_lines),
-    ("gpu", "render", "gpu", gpu_lines),
-    ("timeline", "render_timeline", "timeline", timeline_lines),
+Printer = Callable[[Any], list[str]]
+
+#: The printer of each block's model, by :class:`~.model.Report` attribute.
+_PRINTER_OF: dict[str, Printer] = {
+    "header": header_lines,
+    "roles": roles_lines,
+    "dominant": dominant_lines,
+    "counters": counters_lines,
+    "iterations": iterations_lines,
+    "lines": lines_lines,
+    "io_by_phase": io_by_phase_lines,
+    "io": io_lines,
+    "memory": memory_lines,
+    "gpu": gpu_lines,
+    "timeline": timeline_lines,
+}
+
+#: ``(origin, name, Report attribute, printer)`` in the order of :data:`~.build.BLOCKS`, the one
+#: list of blocks: a block the text prints and has no printer for fails here, at import.
+PRINTERS: tuple[tuple[str, str, str, Printer], ...] = tuple(
+    (block.origin, block.printed_as, block.attribute, _PRINTER_OF[block.attribute])
+    for block in BLOCKS
+    if block.printed_as is not None
 )
 
 
@@ -245,7 +257,7 @@ def render_report(report: Report) -> str:
         except Exception as error:
             if os.environ.get("LINEPROFILER_DEBUG"):
                 raise
-            caveats.append(f"the {origin} block {name} failed and is missing: {error.__class__.__name__}: {error}")
+            caveats.append(failure_line(origin, name, error))
             continue
         if lines:
             chunks.append(lines)
@@ -257,8 +269,6 @@ def render_report(report: Report) -> str:
 
 def render(run: Run, options: RenderOptions | None = None) -> str:
     """The whole report of ``run`` as text (no trailing newline)."""
-    from .build import build_report
-
     return render_report(build_report(run, options))
 
 

@@ -1,8 +1,10 @@
-"""What every report block is given, and what the blocks built from samples share.
+"""The report's blocks: each ``compute(run, options) -> model`` over a :class:`~..run.Run`, and
+what every block is given (:class:`RenderOptions`) and the blocks built from samples share.
 
-A block is ``render(run, options) -> list[str]`` over a :class:`~..merge.Run`: the lines it
-prints, or ``[]`` when it has nothing to show. :mod:`.resources` renders I/O BY PHASE, I/O and
-MEMORY; :mod:`.gpu` renders GPU. ``report/text.py`` imports them and puts them after ITERATIONS.
+:mod:`.header`, :mod:`.roles`, :mod:`.phases` (DOMINANT PHASES and COUNTERS), :mod:`.iterations`,
+:mod:`.lines`, :mod:`.resources` (I/O BY PHASE, I/O, MEMORY), :mod:`.gpu` and :mod:`.timeline`
+compute them; ``report/build.py`` lists them in order and runs them. Their models are
+``report/model.py``'s; the renderers format those, never a run.
 """
 
 from __future__ import annotations
@@ -44,9 +46,6 @@ class RenderOptions:
             held = self._shared[key] = (run, compute())
         value: _T = held[1]
         return value
-
-
-Block = Callable[[Run, RenderOptions], list[str]]
 
 
 @dataclass(frozen=True)
@@ -117,4 +116,4 @@ def sample_infos(run: Run, options: RenderOptions) -> list[SampleInfo]:
     return options.shared("sample_infos", run, compute)
 
 
-__all__ = ["Block", "RenderOptions", "SampleInfo", "sample_info", "sample_infos"]
+__all__ = ["RenderOptions", "SampleInfo", "sample_info", "sample_infos"]
