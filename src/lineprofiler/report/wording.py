@@ -2,7 +2,7 @@
 
 A renderer formats numbers with :mod:`.format`; where the text and the HTML page print the same
 sentence (the header's lines about attempts, a role's title and straggler, the notes under I/O,
-MEMORY and GPU), or the same name (a phase's shortest unambiguous suffix, a wall-clock instant),
+MEMORY, GPU and LINES), or the same name (a phase's shortest unambiguous suffix, a wall-clock instant),
 it comes from here, so the two cannot drift apart. Reads only :mod:`.model`, :mod:`.format` and
 :mod:`.statuses`.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from . import format as fmt
-from .model import Attempt, GpuSummary, Header, Memory, Role, SampledIo
+from .model import Attempt, GpuSummary, Header, LineRow, LinesBlock, LinesRole, Memory, Role, SampledIo
 from .statuses import CONCURRENT, NEWEST, RESTARTED
 
 #: How many bins a text sparkline has: the blocks compute their series in this many bins.
@@ -275,3 +275,63 @@ def gpu_notes(summary: GpuSummary) -> list[str]:
             f"{fmt.printable(summary.nvml_reason or '')}."
         )
     return notes
+
+
+# -- lines --------------------------------------------------------------------------------------
+
+
+def common_folder(rows: list[LineRow]) -> str:
+    """The folder (ending in ``/``) every row's shown path lies in, or ``""``."""
+    folders = [row.path.rsplit("/", 1)[0] + "/" if "/" in row.path else "" for row in rows]
+    if not folders:
+        return ""
+    common = folders[0]
+    for folder in folders[1:]:
+        while not folder.startswith(common):
+            common = common[:-1].rsplit("/", 1)[0] + "/" if "/" in common[:-1] else ""
+    return common
+
+
+def spread_text(row: LineRow) -> str:
+    """``81.7ms–314.7ms``: the least and the most one process spent on the line ("" for one)."""
+    if row.min_ns is None or row.max_ns is None:
+        return ""
+    return f"{fmt.duration(row.min_ns)}\u2013{fmt.duration(row.max_ns)}"
+
+
+def window_text(role: LinesRole) -> str:
+    """``entries 100..109 of iteration, 40 profiled in 1.2s``."""
+    parts = []
+    if role.phase is not None and role.start is not None and role.stop is not None:
+        parts.append(f"entries {role.start}..{role.stop - 1} of {fmt.printable(role.phase)}")
+    if role.entries is not None:
+        parts.append(f"{fmt.count(role.entries)} profiled in {fmt.duration(role.wall_ns)}")
+    return ", ".join(parts)
+
+
+def lines_role_title(role: LinesRole) -> str:
+    """``LEARNER  (1 of 1 process left line stats; entries 100..109 of iteration, ...)``."""
+    noun = "process" if role.processes == 1 else "processes"
+    head = f"{fmt.printable(role.role.upper())}  ({role.files} of {role.processes} {noun} left line stats"
+    window = window_text(role)
+    return head + (f"; {window})" if window else ")")
+
+
+def lines_role_notes(role: LinesRole) -> list[str]:
+    """What the role's table does not show: processes without a file, windows cut short."""
+    lines = []
+    for reason in role.missing:
+        noun = "process" if reason.processes == 1 else "processes"
+        lines.append(f"  {reason.processes} {noun} left no line stats: {fmt.printable(reason.reason)}")
+    if role.partial:
+        noun = "window was" if role.partial == 1 else "windows were"
+        lines.append(f"  {role.partial} {noun} cut short (the process ended while it was open): fewer entries")
+    return lines
+
+
+def lines_block_notes(block: LinesBlock) -> list[str]:
+    """The LINES block's last lines: the line-stats files of other attempts it leaves out."""
+    if not block.other_attempts:
+        return []
+    noun = "file" if block.other_attempts == 1 else "files"
+    return [f"  {block.other_attempts} line-stats {noun} of other attempts under lines/ not shown"]
