@@ -2,9 +2,9 @@
 
 A renderer formats numbers with :mod:`.format`; where the text and the HTML page print the same
 sentence (the header's lines about attempts, a role's title and straggler, the notes under I/O,
-MEMORY, GPU and LINES), or the same name (a phase's shortest unambiguous suffix, a wall-clock instant),
-it comes from here, so the two cannot drift apart. Reads only :mod:`.model`, :mod:`.format` and
-:mod:`.statuses`.
+MEMORY, GPU and LINES), or the same name (a phase's shortest unambiguous suffix, a wall-clock
+instant), it comes from here, so the two cannot drift apart. Reads only :mod:`.model`,
+:mod:`.format` and :mod:`.statuses`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .statuses import CONCURRENT, NEWEST, RESTARTED
 SPARK_WIDTH = 42
 
 
-# -- instants -----------------------------------------------------------------------------------
+# -- instants --------------------------------------------------------------------------------------
 
 
 def utc_time(unix_ns: int) -> str:
@@ -32,7 +32,7 @@ def utc_time(unix_ns: int) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-# -- attempts ---------------------------------------------------------------------------------------
+# -- attempts --------------------------------------------------------------------------------------
 
 
 #: How many superseded attempts the header names before it sums up the rest.
@@ -90,7 +90,7 @@ def attempt_lines(header: Header) -> list[str]:
     return lines
 
 
-# -- phase names ------------------------------------------------------------------------------------
+# -- phase names -----------------------------------------------------------------------------------
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -140,7 +140,7 @@ def short_names(paths: Sequence[str]) -> dict[str, str]:
     return names
 
 
-# -- roles ------------------------------------------------------------------------------------------
+# -- roles -----------------------------------------------------------------------------------------
 
 
 def unprofiled_text(n: int) -> str:
@@ -193,14 +193,14 @@ def time_in_phases_text(role: Role) -> str | None:
     return f"time in phases: {fmt.percent(role.busy_fraction)} of the processes' lifetime"
 
 
-# -- iterations -------------------------------------------------------------------------------------
+# -- iterations ------------------------------------------------------------------------------------
 
 
 #: How a user picks another loop than the one ITERATIONS found.
 CHOOSE_LOOP = "Profiler(window_phase=NAME) picks another"
 
 
-# -- I/O and memory ---------------------------------------------------------------------------------
+# -- I/O and memory --------------------------------------------------------------------------------
 
 
 def io_notes(io: SampledIo) -> list[str]:
@@ -248,7 +248,7 @@ def largest_text(memory: Memory) -> str | None:
     return f"largest: {top.label}, {fmt.size(top.peak_bytes)}{at}"
 
 
-# -- GPU --------------------------------------------------------------------------------------------
+# -- GPU -------------------------------------------------------------------------------------------
 
 
 def gpu_device_label(host: str, index: int, hosts: int) -> str:
@@ -277,7 +277,7 @@ def gpu_notes(summary: GpuSummary) -> list[str]:
     return notes
 
 
-# -- lines --------------------------------------------------------------------------------------
+# -- lines -----------------------------------------------------------------------------------------
 
 
 def common_folder(rows: list[LineRow]) -> str:
