@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from typing import Any
 
 from . import format as fmt
 from .model import Attempt, GpuSummary, Header, LineRow, LinesBlock, LinesRole, Memory, Role, SampledIo
@@ -88,6 +89,20 @@ def attempt_lines(header: Header) -> list[str]:
     if newest is not None or header.concurrent or header.superseded:
         lines.append("(lineprofiler report DIR --attempt ID shows another attempt)")
     return lines
+
+
+def compare_attempt_notes(key: str, side: dict[str, Any]) -> list[str]:
+    """What one side's NOTES say of the attempts not merged and the run ids merged by time (the
+    text and the HTML comparison print the same)."""
+    label = key.upper()
+    notes = [f"{label}: superseded attempt {name} not merged" for name in side["superseded"]]
+    notes += [
+        f"{label}: concurrent run {name} (another job overlapping in time) not merged" for name in side["concurrent"]
+    ]
+    if side["merged"]:
+        count = len(side["merged"])
+        notes.append(f"{label}: {count} more generated run id(s) overlapping {side['run']} in time merged")
+    return notes
 
 
 # -- phase names -----------------------------------------------------------------------------------
