@@ -8,12 +8,12 @@ import json
 
 from lp_report_builders import MS, US, S, SimWorker
 
-from lineprofiler.report import build, timeline
+from lineprofiler.report import build
 from lineprofiler.report import json as report_json
-from lineprofiler.report.blocks import RenderOptions
+from lineprofiler.report.blocks import RenderOptions, timeline
+from lineprofiler.report.blocks.timeline import ProcessTimeline
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.text import render
-from lineprofiler.report.timeline import ProcessTimeline
 
 DATALOADERS = 4
 GETITEMS_EACH = 5_760  # 23,040 in all

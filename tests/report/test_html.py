@@ -16,7 +16,7 @@ from lp_report_builders import MS, SimWorker
 
 from lineprofiler.cli import main
 from lineprofiler.report import format as fmt
-from lineprofiler.report import timeline
+from lineprofiler.report.blocks import timeline
 from lineprofiler.report.html import page
 from lineprofiler.report.model import Lane, Span
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from lp_report_builders import MS, T0, S, SimWorker, actor_loop, expected_quantile
 
-from lineprofiler.report import merge
+from lineprofiler.report import reading
 from lineprofiler.report.merge import ReportError, load_run
 from lineprofiler.runfiles import workerfile
 
@@ -151,10 +151,10 @@ def test_files_without_the_samples_last_layout_are_read_whole(run_dir, monkeypat
 
     small = load_run(run_dir).workers[0].document
     assert not small.samples_on_disk and small["samples"] == samples
-    monkeypatch.setattr(merge, "LARGE_FILE_BYTES", 1000)
+    monkeypatch.setattr(reading, "LARGE_FILE_BYTES", 1000)
     large = load_run(run_dir).workers[0].document
     assert large.samples_on_disk and large["samples"] == samples
-    monkeypatch.setattr(merge, "LARGE_FILE_BYTES", 1 << 30)
+    monkeypatch.setattr(reading, "LARGE_FILE_BYTES", 1 << 30)
     lean = load_run(run_dir, no_samples=True).workers[0].document
     assert lean.samples_on_disk and lean["samples"] == samples
 

@@ -21,7 +21,8 @@ import pytest
 from lp_report_builders import MS, T0, S, SimWorker
 
 from lineprofiler.cli import main
-from lineprofiler.report import perfetto, timeline
+from lineprofiler.report import perfetto
+from lineprofiler.report.blocks import timeline
 from lineprofiler.report.build import process
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.model import Lane, Span

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report import timeline
-from lineprofiler.report.blocks import RenderOptions, resources
+from lineprofiler.report.blocks import RenderOptions, resources, timeline
 from lineprofiler.report.merge import load_run
 from lineprofiler.runfiles import samplefile
 

@@ -2,9 +2,9 @@
 
 from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, expected_quantile, gpu_document, learner_loop
 
-from lineprofiler.report import build, text
 from lineprofiler.report import format as fmt
-from lineprofiler.report.blocks import sampled
+from lineprofiler.report import text
+from lineprofiler.report.blocks import phases, sampled
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.text import RenderOptions, render
 
@@ -142,11 +142,11 @@ def test_counters_outside_dominant_phases_and_outside_any_phase(tmp_path):
     worker.count("episodes", 4)
     worker.wait(20 * S - worker.clock_ns)
     worker.write(tmp_path)
-    build.DOMINANT_ROWS, saved = 1, build.DOMINANT_ROWS
+    phases.DOMINANT_ROWS, saved = 1, phases.DOMINANT_ROWS
     try:
         lines = render(load_run(tmp_path)).splitlines()
     finally:
-        build.DOMINANT_ROWS = saved
+        phases.DOMINANT_ROWS = saved
     at = lines.index("COUNTERS  (under phases not listed above)")
     assert lines[at + 1] == "  tiny"
     assert lines[at + 2] == f"    + {'items':<24}{'50':>8}{'5,000.0/s':>14}{'200.0us/ea':>13}"

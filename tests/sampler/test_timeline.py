@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report import timeline
-from lineprofiler.report.blocks import RenderOptions
+from lineprofiler.report.blocks import RenderOptions, timeline
 from lineprofiler.report.merge import load_run
 from lineprofiler.runfiles import samplefile
 

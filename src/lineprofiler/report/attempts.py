@@ -25,7 +25,7 @@ Groups become attempts by time, newest first:
    each named in the header with its process count and time span.
 
 A lifetime runs from a group's earliest start to its newest flush or exit. This module reads
-only :class:`~.merge.Worker` fields; it never opens a file.
+only :class:`~.run.Worker` fields; it never opens a file.
 """
 
 from __future__ import annotations
@@ -33,13 +33,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from . import format as fmt
-
-if TYPE_CHECKING:
-    from .merge import Worker
+from .run import AttemptSpan, AttemptSummary, Worker
+from .statuses import CONCURRENT, NEWEST, RESTARTED, SUPERSEDED
 
 #: Sources of ids nobody chose: such groups merge with what overlaps them in time.
 GENERATED_SOURCES = frozenset({"generated", "parent-process"})
@@ -47,39 +45,6 @@ GENERATED_SOURCES = frozenset({"generated", "parent-process"})
 LAUNCHER_SOURCES = frozenset({"slurm", "torchrun", "mpi", "pmix"})
 #: The shapes of generated ids, for files that do not say where their id came from.
 _GENERATED_SHAPE = re.compile(r"(\d{8}T\d{4}-[0-9a-f]{6}|mp\d+-[0-9a-f]{6})\Z")
-
-NEWEST = "newest"
-CONCURRENT = "concurrent"
-SUPERSEDED = "superseded"
-RESTARTED = "restarted"
-
-
-def attempt_name(run_id: str, attempt: int) -> str:
-    """``run_id``, with ``#attempt`` appended for a requeued attempt."""
-    text = fmt.printable(run_id)
-    return f"{text} #{attempt}" if attempt else text
-
-
-class AttemptSpan:
-    """The name and the time span of one attempt's worker files: a :class:`Group` while
-    attempts are sorted out, the merged ``Run`` after."""
-
-    run_id: str
-    attempt: int
-    workers: list[Worker]
-
-    @property
-    def name(self) -> str:
-        return attempt_name(self.run_id, self.attempt)
-
-    @property
-    def start_ns(self) -> int:
-        return min(w.start_ns for w in self.workers)
-
-    @property
-    def end_ns(self) -> int:
-        """The newest flush (or end) of any of its workers."""
-        return max(w.stop_ns for w in self.workers)
 
 
 @dataclass
@@ -113,32 +78,6 @@ class Group(AttemptSpan):
 
     def overlaps(self, other: Group) -> bool:
         return self.start_ns <= other.end_ns and other.start_ns <= self.end_ns
-
-
-@dataclass
-class AttemptSummary:
-    """An attempt the report names but does not merge (or, in ``Run.merged``, a group it merged)."""
-
-    run_id: str
-    attempt: int
-    start_ns: int
-    end_ns: int
-    files: int
-    roles: dict[str, int]
-    #: ``newest``, ``concurrent`` (another job overlapping the newest attempt), ``superseded``
-    #: (ended before the newest began) or ``restarted`` (a launcher restarted the job since).
-    status: str = SUPERSEDED
-    generated: bool = False
-    #: The names of the other groups merged into this attempt (generated ids overlapping it).
-    merged: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return attempt_name(self.run_id, self.attempt)
-
-    @property
-    def span_ns(self) -> int:
-        return max(0, self.end_ns - self.start_ns)
 
 
 @dataclass

@@ -12,7 +12,16 @@ from collections import Counter
 from ..runfiles import layout, raycollect
 from . import duplicates as duplicates_mod
 from . import format as fmt
-from .merge import _FINAL, CAVEAT_NAMES, STALE_INTERVALS, STALE_MIN_NS, Run, Worker, utc_time
+from .run import Run, Worker
+from .statuses import FINAL_STATUSES
+from .wording import utc_time
+
+#: A worker is stale when it stopped flushing this many snapshot intervals before the run's end...
+STALE_INTERVALS = 3
+#: ...and at least this long before it (short intervals must not make every jitter a caveat).
+STALE_MIN_NS = 10 * 1_000_000_000
+#: How many workers a caveat names before it says "and N more".
+CAVEAT_NAMES = 5
 
 
 def _names(workers: list[Worker]) -> str:
@@ -24,7 +33,7 @@ def _names(workers: list[Worker]) -> str:
 
 def is_stale(worker: Worker, run_end_ns: int) -> bool:
     """True when a worker that never finished stopped flushing well before the run's end."""
-    if worker.status in _FINAL:
+    if worker.status in FINAL_STATUSES:
         return False
     threshold = max(STALE_INTERVALS * worker.interval_s * 1e9, STALE_MIN_NS)
     return run_end_ns - worker.last_flush_ns > threshold
@@ -245,5 +254,3 @@ def derive_caveats(run: Run) -> list[str]:
             f"(restarted workers?): each file is counted as a process"
         )
     return lines
-
-

@@ -39,12 +39,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..runfiles import histogram
-from . import build
 from . import format as fmt
 from .blocks import RenderOptions
+from .blocks.header import header
 from .json import run_object
-from .merge import PhaseStats, Run
-from .text import short_names
+from .run import PhaseStats, Run
+from .wording import compare_attempt_notes, short_names
 
 E = histogram.RELATIVE_ERROR
 #: The widest bucket (high edge over low edge). Edges are whole nanoseconds, so the narrow
@@ -62,7 +62,7 @@ TEXT_ROWS = 20
 
 def _side(run: Run) -> dict[str, Any]:
     """The same ``run`` object ``report --json`` carries."""
-    return run_object(build.header(run, RenderOptions()), run.caveats)
+    return run_object(header(run, RenderOptions()), run.caveats)
 
 
 def _phase_side(phase: PhaseStats | None, total: int) -> dict[str, Any] | None:
@@ -151,20 +151,6 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
     }
 
 
-def attempt_notes(key: str, side: dict[str, Any]) -> list[str]:
-    """What one side's NOTES say of the attempts not merged and the run ids merged by time (the
-    text and the HTML comparison print the same)."""
-    label = key.upper()
-    notes = [f"{label}: superseded attempt {name} not merged" for name in side["superseded"]]
-    notes += [
-        f"{label}: concurrent run {name} (another job overlapping in time) not merged" for name in side["concurrent"]
-    ]
-    if side["merged"]:
-        count = len(side["merged"])
-        notes.append(f"{label}: {count} more generated run id(s) overlapping {side['run']} in time merged")
-    return notes
-
-
 def render_compare(doc: dict[str, Any]) -> str:
     """The comparison document as text."""
     lines = []
@@ -221,7 +207,7 @@ def render_compare(doc: dict[str, Any]) -> str:
     notes = []
     for key in ("a", "b"):
         side = doc[key]
-        notes.extend(attempt_notes(key, side))
+        notes.extend(compare_attempt_notes(key, side))
         if side["caveats"]:
             notes.append(
                 f"{key.upper()}: {len(side['caveats'])} caveat(s); `lineprofiler report {side['run_dir']}` lists them"

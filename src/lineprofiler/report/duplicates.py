@@ -8,25 +8,12 @@ by a sync tool. Counting each would double that process in every total; merge ke
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..runfiles.layout import host_component
 from . import format as fmt
-
-if TYPE_CHECKING:
-    from .merge import Worker
-
-_FINAL = ("exited", "signalled")
-
-
-@dataclass
-class DuplicateFiles:
-    """Worker files that hold one process (the same pid and uuid): ``kept`` is counted."""
-
-    kept: Worker
-    dropped: list[Worker]
+from .run import DuplicateFiles, Worker
+from .statuses import FINAL_STATUSES
 
 
 def drop_duplicates(workers: list[Worker]) -> tuple[list[Worker], list[DuplicateFiles]]:
@@ -50,7 +37,7 @@ def drop_duplicates(workers: list[Worker]) -> tuple[list[Worker], list[Duplicate
         group.sort(key=lambda w: str(w.path))
         best = max(
             group,
-            key=lambda w: (w.last_flush_ns, w.status in _FINAL, w.path.parent.name == host_component(w.host)),
+            key=lambda w: (w.last_flush_ns, w.status in FINAL_STATUSES, w.path.parent.name == host_component(w.host)),
         )
         kept.append(best)
         duplicates.append(DuplicateFiles(best, [w for w in group if w is not best]))

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..runfiles import livefile, workerfile
 from . import format as fmt
+from .run import int_field
 
 #: A worker file's modification time more than this after its last flush says the directory
 #: was copied without its files' times: a live file's time then says nothing about its writer.
@@ -41,9 +42,7 @@ class Numbers:
 
 
 def _top_level_wall(phases: list[dict[str, Any]]) -> int:
-    from .merge import _count  # merge imports this module: the field reader is taken at call time
-
-    return sum(_count(p, "wall_ns") for p in phases if "/" not in p.get("path", ""))
+    return sum(int_field(p, "wall_ns") for p in phases if "/" not in p.get("path", ""))
 
 
 def prefer_live_numbers(path: Path, document: dict[str, Any]) -> Numbers:
@@ -103,9 +102,7 @@ def prefer_live_numbers(path: Path, document: dict[str, Any]) -> Numbers:
 
 def _replace(document: dict[str, Any], live: livefile.LiveFile) -> dict[str, Any] | str:
     """The document with the live file's phases and counters, or why the snapshot's stand."""
-    from .merge import _count  # merge imports this module: the field reader is taken at call time
-
-    closed = sum(_count(p, "entries") for p in document["phases"])
+    closed = sum(int_field(p, "entries") for p in document["phases"])
     if live.total_entries < closed:
         return "json: live file older than the last snapshot"
     snapshot_counters = {(c.get("phase"), c.get("name")): c.get("total") for c in document["counters"]}
@@ -120,14 +117,12 @@ def _frozen_merge(document: dict[str, Any], live: livefile.LiveFile) -> dict[str
     """The snapshot's phases and counters, each replaced by the live file's where that is at
     least as far along: a frozen live file is exact for the paths it holds, the snapshot alone
     has the paths made after the file stopped growing."""
-    from .merge import _count
-
     phases = {p["path"]: dict(p) for p in document["phases"]}
     newer = False
     for phase in live.phases:
         old = phases.get(phase["path"])
-        if old is None or phase["entries"] >= _count(old, "entries"):
-            newer = newer or old is None or phase["entries"] > _count(old, "entries")
+        if old is None or phase["entries"] >= int_field(old, "entries"):
+            newer = newer or old is None or phase["entries"] > int_field(old, "entries")
             phases[phase["path"]] = dict(phase)
     counters = {(c.get("phase"), c.get("name")): dict(c) for c in document["counters"]}
     for counter in live.counters:
@@ -146,10 +141,8 @@ def _with(
 ) -> dict[str, Any]:
     """The document with these phases and counters; what was still open at the last snapshot
     (its time so far) is kept from the snapshot."""
-    from .merge import _count
-
     for old in document["phases"]:
-        if _count(old, "open_entries") == 0:
+        if int_field(old, "open_entries") == 0:
             continue
         new = phases.setdefault(old["path"], {**old, "entries": 0, "wall_ns": 0, "self_ns": 0, "hist": []})
         for key in ("open_entries", "open_ns", "open_self_ns"):

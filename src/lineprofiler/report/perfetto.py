@@ -18,7 +18,7 @@ timestamps (``ts``, ``dur``) in microseconds from the run's start.
   the whole device, ``this process %``). Past ``max_points`` samples a track keeps, per column
   of time, the samples holding its lowest and highest value, so spikes survive.
 * Phase occupancy slices on thread 1 (``phases``) when the run recorded a timeline
-  (``report/timeline.py``).
+  (``report/blocks/timeline.py``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..runfiles.samplefile import IO_FIELDS, SampleFileError, SampleTable, classify, read_samples
-from . import timeline
-from .blocks import RenderOptions, sample_infos
-from .merge import Run, Worker
+from .blocks import RenderOptions, sample_infos, timeline
+from .run import Run, Worker
+from .statuses import FINAL_STATUSES
 
 #: Samples kept per counter track and worker before reducing to per-column extremes.
 MAX_POINTS = 2000
@@ -71,7 +71,7 @@ def _lifetime(worker: Worker, pid: int, start: int) -> Iterator[dict[str, Any]]:
             **{f"self ms: {path}": ns / 1e6 for path, ns in top},
         },
     }
-    if worker.end_ns is not None and worker.status in ("exited", "signalled"):
+    if worker.end_ns is not None and worker.status in FINAL_STATUSES:
         yield {"name": label, "ph": "i", "s": "t", "pid": pid, "tid": 0, "ts": (worker.end_ns - start) / _NS_PER_US}
 
 

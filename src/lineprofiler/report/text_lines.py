@@ -5,6 +5,9 @@ from __future__ import annotations
 from . import format as fmt
 from .model import LineRow, LinesBlock, LinesRole
 
+# The LINES block's sentences, which the HTML page prints too, are worded in .wording.
+from .wording import common_folder, lines_block_notes, lines_role_notes, lines_role_title, spread_text, window_text
+
 #: Widths past which a location, a function name or a source line is clipped.
 LOCATION_WIDTH = 40
 FUNCTION_WIDTH = 24
@@ -23,30 +26,11 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
-def common_folder(rows: list[LineRow]) -> str:
-    """The folder (ending in ``/``) every row's shown path lies in, or ``""``."""
-    folders = [row.path.rsplit("/", 1)[0] + "/" if "/" in row.path else "" for row in rows]
-    if not folders:
-        return ""
-    common = folders[0]
-    for folder in folders[1:]:
-        while not folder.startswith(common):
-            common = common[:-1].rsplit("/", 1)[0] + "/" if "/" in common[:-1] else ""
-    return common
-
-
 def _location(row: LineRow, folder: str = "") -> str:
     where = f"{row.path[len(folder):]}:{row.line}"
     if row.variant:
         where += f" [source {row.variant}]"
     return fmt.clip_left(fmt.printable(where), LOCATION_WIDTH)
-
-
-def spread_text(row: LineRow) -> str:
-    """``81.7ms–314.7ms``: the least and the most one process spent on the line ("" for one)."""
-    if row.min_ns is None or row.max_ns is None:
-        return ""
-    return f"{fmt.duration(row.min_ns)}\u2013{fmt.duration(row.max_ns)}"
 
 
 def row_line(row: LineRow, folder: str = "", where: int = LOCATION_WIDTH, function: int = FUNCTION_WIDTH) -> str:
@@ -58,16 +42,6 @@ def row_line(row: LineRow, folder: str = "", where: int = LOCATION_WIDTH, functi
     )
 
 
-def window_text(role: LinesRole) -> str:
-    """``entries 100..109 of iteration, 40 profiled in 1.2s``."""
-    parts = []
-    if role.phase is not None and role.start is not None and role.stop is not None:
-        parts.append(f"entries {role.start}..{role.stop - 1} of {fmt.printable(role.phase)}")
-    if role.entries is not None:
-        parts.append(f"{fmt.count(role.entries)} profiled in {fmt.duration(role.wall_ns)}")
-    return ", ".join(parts)
-
-
 def role_title(role: LinesRole) -> str:
     noun = "process" if role.processes == 1 else "processes"
     head = f"{fmt.printable(role.role.upper())}  ({role.files} of {role.processes} {noun} left line stats"
@@ -76,7 +50,7 @@ def role_title(role: LinesRole) -> str:
 
 
 def role_lines(role: LinesRole) -> list[str]:
-    lines = [role_title(role)]
+    lines = [lines_role_title(role)]
     folder = common_folder(role.rows)
     if role.project:
         within = f"   files in {fmt.printable(folder)}" if folder else ""
@@ -90,7 +64,7 @@ def role_lines(role: LinesRole) -> list[str]:
         lines.extend(row_line(row, folder, where, function) for row in role.rows)
     elif role.files:
         lines.append("  no line of the project ran inside the windows")
-    lines.extend(role_notes(role))
+    lines.extend(lines_role_notes(role))
     return lines
 
 
@@ -124,18 +98,8 @@ def lines_lines(block: LinesBlock | None) -> list[str]:
         lines.extend(role_lines(role))
     if not block.roles:
         lines.append('no process of this attempt ran a lines window (Profiler(backend="lines", ...))')
-    lines.extend(block_notes(block))
+    lines.extend(lines_block_notes(block))
     return lines
 
 
-__all__ = [
-    "block_notes",
-    "common_folder",
-    "lines_lines",
-    "role_lines",
-    "role_notes",
-    "role_title",
-    "row_line",
-    "spread_text",
-    "window_text",
-]
+__all__ = ["lines_lines", "role_lines", "row_line"]

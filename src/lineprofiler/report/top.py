@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from ..errors import InputError
 from ..runfiles import layout, livefile, workerfile
 from . import format as fmt
+from .statuses import FINAL_STATUSES
 
 #: A process is marked stalled after this many intervals without a change in its live file.
 STALLED_INTERVALS = 3
@@ -200,7 +201,7 @@ class Top:
 
     def state(self, proc: _Process, now: float) -> str:
         """``updating``, ``stalled``, ``exited``, ``signalled`` or ``unreadable``."""
-        if proc.status in ("exited", "signalled"):
+        if proc.status in FINAL_STATUSES:
             return proc.status
         if proc.current is None:
             return "unreadable"

@@ -42,7 +42,7 @@ VRAM: the largest per-process peak of allocated and reserved memory (torch's cac
 allocator), with the number of processes and their sum when more than one reported.
 
 The block's model is :func:`gpu_block`, ``gpu_block(run, options) -> GpuSummary | None`` over
-a :class:`~..merge.Run` (``report/model.py`` holds :class:`GpuSummary`); ``options.no_samples``
+a :class:`~..run.Run` (``report/model.py`` holds :class:`GpuSummary`); ``options.no_samples``
 skips it, as every block built from samples. With the run's span, each device also carries its
 busy and this-run percentages over time, per bucket, reduced to chart columns.
 """
@@ -57,8 +57,9 @@ from typing import Any
 
 from ...runfiles.samplefile import SampleFileError, read_samples
 from .. import series as chart
-from ..merge import Run, Worker
 from ..model import DeviceUse, GpuSummary
+from ..run import Run, Worker
+from ..text_gpu import gpu_lines
 from . import RenderOptions, SampleInfo, sample_infos
 
 __all__ = [
@@ -277,8 +278,7 @@ def gpu_block(run: Run, options: RenderOptions) -> GpuSummary | None:
 
 
 def render(run: Run, options: RenderOptions) -> list[str]:
-    """The GPU block as text (what report/text.py prints for it); ``[]`` when it is absent."""
-    from ..text import gpu_lines
-
+    """The GPU block as text, for the tests that print one block from a run (the report prints
+    the model build.build_report computed); ``[]`` when it is absent."""
     return gpu_lines(gpu_block(run, options))
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from ...runfiles import layout, linesfile, reading
 from ...runfiles.linesfile import LinesFile, LinesFileError, MergedLines
-from ..merge import Run, Worker
 from ..model import LineRow, LinesBlock, LinesRole, Reason
+from ..run import Run, Worker
 from . import RenderOptions
 
 #: Line-stats files larger than this are refused (as worker files are).

@@ -1,6 +1,6 @@
 """The report's resource blocks: I/O BY PHASE (measured exactly), I/O (sampled) and MEMORY.
 
-Each block is ``compute(run, options) -> model`` over a :class:`~..merge.Run` (None: the block
+Each block is ``compute(run, options) -> model`` over a :class:`~..run.Run` (None: the block
 is absent): :func:`io_by_phase`, :func:`sampled_io`, :func:`memory`; ``report/text.py``,
 ``report/json.py`` and ``report/html/`` render the models. ``options.no_samples`` skips the
 sampled blocks without opening a sample file.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import statistics
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import compress
 from pathlib import Path
@@ -27,8 +27,14 @@ from typing import Any
 from ...runfiles.samplefile import IO_FIELDS, PSS_COLUMN, SampleFileError, SampleTable, negative_runs, read_samples
 from .. import format as fmt
 from .. import series
-from ..merge import Run
 from ..model import IoByPhase, IoPhase, IoTimeline, Memory, MemoryRole, ProcessMemory, Reason, SampledIo
+from ..run import Run
+
+# Re-exported for the tests that print one block: the units of the text's sparklines.
+from ..text_resources import RULE as RULE
+from ..text_resources import SPARK as SPARK
+from ..text_resources import io_by_phase_lines, io_lines, memory_lines, sparkline
+from ..wording import SPARK_WIDTH as SPARK_WIDTH
 from . import RenderOptions, sample_infos, sampled
 from .sampled import (
     MEMORY_BINS,
@@ -42,38 +48,11 @@ from .sampled import (
     reduce_memory,
 )
 
-RULE = fmt.RULE
-SPARK = " ▁▂▃▄▅▆▇█"
-SPARK_WIDTH = 42
-
 
 def _span(run: Run) -> tuple[int, int] | None:
     """The run's (start, end) in unix ns, or None when it has no length."""
     start, end = run.start_ns, run.end_ns
     return (start, end) if end > start else None
-
-
-# ---------------------------------------------------------------------------------------------
-# Sparklines (the units of every number are report/format.py's)
-# ---------------------------------------------------------------------------------------------
-
-
-def sparkline(values: Sequence[float], *, level: bool = False) -> str:
-    """One character per value. A flow (bytes per bin) is scaled from zero to the largest and
-    exact zeros stay blank; a ``level`` (RSS) is scaled from its smallest positive value to its
-    largest, so that a slow climb shows as a ramp rather than a row of full blocks."""
-    top = max(values, default=0)
-    if top <= 0:
-        return " " * len(values)
-    last = len(SPARK) - 1
-    if level:
-        low = min(v for v in values if v > 0)
-        span = top - low
-        return "".join(
-            SPARK[0] if v <= 0 else SPARK[last if span <= 0 else 1 + round((v - low) / span * (last - 1))]
-            for v in values
-        )
-    return "".join(SPARK[0] if v <= 0 else SPARK[max(1, min(last, round(v / top * last)))] for v in values)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -477,25 +456,21 @@ def memory(run: Run, options: RenderOptions) -> Memory | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Each block as text (what report/text.py prints for it), for callers that want one block
+# Each block as text, for the tests that print one block from a run. The report never calls
+# these: report/text.py prints the model build.build_report computed. They import only the
+# printers (report/text_resources.py), which import nothing of this floor.
 # ---------------------------------------------------------------------------------------------
 
 
 def render_io_by_phase(run: Run, options: RenderOptions) -> list[str]:
-    from ..text import io_by_phase_lines
-
     return io_by_phase_lines(io_by_phase(run, options))
 
 
 def render_io(run: Run, options: RenderOptions) -> list[str]:
-    from ..text import io_lines
-
     return io_lines(sampled_io(run, options))
 
 
 def render_memory(run: Run, options: RenderOptions) -> list[str]:
-    from ..text import memory_lines
-
     return memory_lines(memory(run, options))
 
 

@@ -11,10 +11,9 @@ from html import escape
 from typing import Any
 
 from .. import format as fmt
-from ..compare import attempt_notes
-from ..text import short_names
+from ..wording import compare_attempt_notes, short_names
 from . import svg
-from .page import page, para, table, td
+from .markup import page, para, table, td
 
 
 def _side(doc: dict[str, Any], key: str) -> str:
@@ -90,7 +89,7 @@ def render_compare_html(doc: dict[str, Any]) -> str:
     notes = []
     for key in ("a", "b"):
         side = doc[key]
-        notes += attempt_notes(key, side)
+        notes += compare_attempt_notes(key, side)
         notes += [f"{key.upper()}: {c}" for c in side["caveats"]]
     alerts = ""
     if notes:

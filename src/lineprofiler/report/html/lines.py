@@ -1,9 +1,9 @@
 """The HTML of the LINES block (``report --lines --html``): one table per role with heat bars.
 
-The numbers are the text's (:mod:`..text_lines` prints the same model): a row per line, its
-time shaded in proportion to the role's slowest line, the per-process spread beside it. Cells
-carry their unformatted values in ``data-v``; the table carries ``data-block="lines"`` and the
-role in ``data-role``.
+The numbers and sentences are the text's (:mod:`..text_lines` prints the same model; both take
+the sentences from :mod:`..wording`): a row per line, its time shaded in proportion to the
+role's slowest line, the per-process spread beside it. Cells carry their unformatted values in
+``data-v``; the table carries ``data-block="lines"`` and the role in ``data-role``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from html import escape
 
 from .. import format as fmt
-from .. import text_lines
+from .. import wording
 from ..model import LineRow, LinesBlock, LinesRole
-from .page import para, section, table, td
+from .markup import para, section, table, td
 
 COLUMNS = ("#", "time", "% window", "hits", "per hit", "per process (min\u2013max)", "line", "function", "source")
 
@@ -32,7 +32,7 @@ def _heat(row: LineRow, top_ns: int) -> str:
 def row_html(row: LineRow, top_ns: int, folder: str) -> str:
     where = f"{row.path[len(folder):]}:{row.line}" + (f" [source {row.variant}]" if row.variant else "")
     source = "<source unavailable>" if row.source is None else row.source.strip()
-    spread = text_lines.spread_text(row)
+    spread = wording.spread_text(row)
     low = "" if row.min_ns is None else row.min_ns
     return (
         f'<tr data-file="{escape(row.file, quote=True)}" data-line="{row.line}">{td(str(row.rank), row.rank)}'
@@ -44,8 +44,8 @@ def row_html(row: LineRow, top_ns: int, folder: str) -> str:
 
 
 def role_html(role: LinesRole) -> str:
-    title = f'<h3 data-role="{escape(role.role, quote=True)}">{escape(text_lines.role_title(role))}</h3>'
-    folder = text_lines.common_folder(role.rows)
+    title = f'<h3 data-role="{escape(role.role, quote=True)}">{escape(wording.lines_role_title(role))}</h3>'
+    folder = wording.common_folder(role.rows)
     about = ""
     if role.project:
         where = f"; files in {fmt.printable(folder)}" if folder else ""
@@ -59,14 +59,14 @@ def role_html(role: LinesRole) -> str:
             "<table ", f'<table data-role="{escape(role.role, quote=True)}" ', 1
         )
         body = f'<div class="wide">{tab}</div>'
-    notes = "".join(para(line.strip()) for line in text_lines.role_notes(role))
+    notes = "".join(para(line.strip()) for line in wording.lines_role_notes(role))
     return title + about + body + notes
 
 
 def lines_html(block: LinesBlock) -> str:
     intro = para('backend="lines" windows; a line\'s time includes the calls it makes')
     roles = "".join(role_html(role) for role in block.roles) or para("no process of this attempt ran a lines window")
-    notes = "".join(para(line.strip()) for line in text_lines.block_notes(block))
+    notes = "".join(para(line.strip()) for line in wording.lines_block_notes(block))
     return section("lines", "Lines", intro + roles + notes)
 
 

@@ -2,7 +2,7 @@
 
 Sections follow the text report's blocks, each with the same numbers formatted by
 ``report/format.py`` (and, where the text prints a sentence, the same sentence from
-``report/text.py``), plus charts drawn by :mod:`.svg`. CAVEATS and the header's lines about
+``report/wording.py``), plus charts drawn by :mod:`.svg`. CAVEATS and the header's lines about
 attempts (superseded, concurrent, merged by time) come first. Numeric cells carry their
 unformatted value in ``data-v`` (what sorting uses); tables and rows carry ``data-*`` names for
 what they hold, so a reader (or a test) can find a number without parsing the layout.
@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from ... import __version__
 from .. import format as fmt
-from .. import series, text
-from ..merge import utc_time
+from .. import series, wording
 from ..model import (
     Counter,
     Counters,
@@ -33,39 +31,8 @@ from ..model import (
     SampledIo,
 )
 from . import svg
-from .assets import CSS, JS
-
-
-def name(raw: str) -> str:
-    """A name from a worker file, as the text prints it, escaped for HTML."""
-    return escape(fmt.printable(raw))
-
-
-def td(shown: str, value: float | int | str | None = None, cls: str = "") -> str:
-    """A cell; ``value`` (unformatted) goes to ``data-v`` for sorting (empty: not measured)."""
-    v = "" if value is None else f' data-v="{escape(str(value), quote=True)}"'
-    c = f' class="{cls}"' if cls else ""
-    return f"<td{c}{v}>{escape(shown)}</td>"
-
-
-def head(columns: Sequence[str], sortable: bool = True) -> str:
-    sort = " data-sort" if sortable else ""
-    return "<thead><tr>" + "".join(f"<th{sort}>{escape(c)}</th>" for c in columns) + "</tr></thead>"
-
-
-def table(block: str, columns: Sequence[str], rows: Iterable[str], *, groups: bool = False) -> str:
-    """A sortable table; with ``groups``, each row string is a whole ``<tbody>``."""
-    body = "".join(rows) if groups else "<tbody>" + "".join(rows) + "</tbody>"
-    return f'<table data-block="{block}">{head(columns)}{body}</table>'
-
-
-def section(anchor: str, title: str, body: str) -> str:
-    return f'<section id="{anchor}"><h2>{escape(title)}</h2>{body}</section>'
-
-
-def para(sentence: str | None, cls: str = "note") -> str:
-    return f'<p class="{cls}">{escape(sentence)}</p>' if sentence else ""
-
+from .lines import lines_html
+from .markup import name, page, para, section, table, td
 
 # -- header and alerts ----------------------------------------------------------------------------------
 
@@ -77,7 +44,7 @@ def header_html(header: Header) -> str:
         ("roles", "Roles", ", ".join(f"{fmt.printable(r)} x{n}" for r, n in header.roles.items())),
         ("hosts", "Hosts", f"{', '.join(fmt.printable(h) for h in header.hosts)} ({len(header.hosts)} "
                            f"{'node' if len(header.hosts) == 1 else 'nodes'})"),
-        ("started", "Started", utc_time(header.start_ns)),
+        ("started", "Started", wording.utc_time(header.start_ns)),
     ]
     if header.ranks:
         facts.append(("ranks", "Ranks", fmt.int_ranges(header.ranks)))
@@ -103,7 +70,7 @@ def alerts_html(report: Report, caveats: Sequence[str]) -> str:
             f'<section class="alerts" id="caveats" data-block="caveats"><h2>CAVEATS: {len(caveats)} limit'
             f"{'s' if len(caveats) != 1 else ''} of these numbers</h2><ul>{items}</ul></section>"
         )
-    attempts = text.attempt_lines(report.header) if report.header is not None else []
+    attempts = wording.attempt_lines(report.header) if report.header is not None else []
     if attempts:
         # The header's lines about attempts, as the text prints them: the attempt shown when it is
         # not the newest, the run ids merged by time, concurrent jobs and superseded attempts.
@@ -119,7 +86,7 @@ def alerts_html(report: Report, caveats: Sequence[str]) -> str:
 
 
 def role_html(role: Role) -> str:
-    title = f'<h3 data-role="{escape(role.name, quote=True)}">{escape(text.role_title(role))}</h3>'
+    title = f'<h3 data-role="{escape(role.name, quote=True)}">{escape(wording.role_title(role))}</h3>'
     if not role.phases:
         return f"{title}<p>(no time recorded in phases)</p>"
     shown = role.phases[: len(svg.PALETTE) - 1]
@@ -165,7 +132,7 @@ def role_html(role: Role) -> str:
         reference=role.mean_busy_ns,
         reference_label=f"mean {fmt.duration(role.mean_busy_ns)}",
     ) if members else ""
-    sentences = para(text.busiest_text(role)) + para(text.time_in_phases_text(role))
+    sentences = para(wording.busiest_text(role)) + para(wording.time_in_phases_text(role))
     return f"{title}{bar}{legend}{tab}<h3>Busy time per process</h3>{per_process}{sentences}"
 
 
@@ -174,15 +141,6 @@ def roles_html(roles: Sequence[Role]) -> str:
 
 
 # -- dominant phases, counters, iterations -------------------------------------------------------------
-
-
-def counter_row(counter: Counter, label: str, cls: str = "sub") -> str:
-    each = fmt.per_each(counter.each_ns) if counter.per == "phase" else ""
-    return (
-        f'<tr class="{cls}" data-counter="{escape(counter.name, quote=True)}">{td(label, cls="name")}'
-        f"{td(fmt.count(counter.total), counter.total)}{td(fmt.rate(counter.per_s), counter.per_s)}"
-        f"{td(each, counter.each_ns)}</tr>"
-    )
 
 
 def dominant_html(dominant: Dominant) -> str:
@@ -284,7 +242,7 @@ def iterations_html(iterations: Iterations) -> str:
     about = (
         para(f"phase {fmt.printable(iterations.phase)} ({iterations.why})")
         if iterations.one_phase
-        else para(f"each role's own loop ({text.CHOOSE_LOOP})")
+        else para(f"each role's own loop ({wording.CHOOSE_LOOP})")
     )
     tab = table("iterations", ("role", "entries", "mean", "p50", "p95", "p99", "phase"), rows)
     return section("iterations", "Iterations", about + tab + f'<div class="hists">{"".join(figures)}</div>')
@@ -352,7 +310,7 @@ def io_html(io: SampledIo, header: Header | None) -> str:
         if tl.slot_ns > tl.interval_ns:
             peak += f" over {fmt.duration(tl.slot_ns)}"
         chart += svg.legend([(n, c) for _, n, c in _LAYERS]) + para(peak)
-    notes = "".join(para(s) for s in text.io_notes(io))
+    notes = "".join(para(s) for s in wording.io_notes(io))
     return section("io", "I/O (sampled)", tab + chart + notes + reasons)
 
 
@@ -425,7 +383,7 @@ def memory_html(memory: Memory, header: Header | None) -> str:
         if enveloped:
             chart += para(f"Drawn as one band from the lowest to the highest process, with the largest process on "
                           f"its own: {', '.join(enveloped)} (more than {RSS_BANDS_PER_ROLE} processes).")
-    notes = para(text.largest_text(memory)) + para(text.MEMORY_TREND_NOTE)
+    notes = para(wording.largest_text(memory)) + para(wording.MEMORY_TREND_NOTE)
     return section("memory", "Memory (RSS, sampled)", tab + chart + notes)
 
 
@@ -441,7 +399,7 @@ def gpu_html(gpu: GpuSummary, header: Header | None) -> str:
         hosts = len({d.host for d in gpu.devices})
         rows = []
         for d in gpu.devices:
-            label = text.gpu_device_label(d.host, d.index, hosts)
+            label = wording.gpu_device_label(d.host, d.index, hosts)
             rows.append(
                 f'<tr data-device="{escape(label, quote=True)}">{td(label, cls="name")}'
                 f"{td(fmt.percent(_fraction(d.busy)), d.busy)}{td(fmt.percent(_fraction(d.this_run)), d.this_run)}"
@@ -457,7 +415,7 @@ def gpu_html(gpu: GpuSummary, header: Header | None) -> str:
                 bands.append(svg.Band("this run", d.this_run_series, "#59a14f",
                                       f"this run: mean {fmt.percent(_fraction(d.this_run))}"))
             if bands and header is not None:
-                body.append(f"<h3>{escape(text.gpu_device_label(d.host, d.index, hosts))}: busy vs this run</h3>")
+                body.append(f"<h3>{escape(wording.gpu_device_label(d.host, d.index, hosts))}: busy vs this run</h3>")
                 body.append(svg.over_time("gpu", bands, "GPU busy and this run over time", start_ns=header.start_ns,
                                           runtime_ns=header.runtime_ns, unit=lambda v: fmt.percent(v / 100),
                                           fixed_top=100.0, height=140))
@@ -471,7 +429,7 @@ def gpu_html(gpu: GpuSummary, header: Header | None) -> str:
             body.append(para(line))
     else:
         body.append(para(f"VRAM not measured: {fmt.printable(gpu.vram_reason or '')}"))
-    body.extend(para(n) for n in text.gpu_notes(gpu))
+    body.extend(para(n) for n in wording.gpu_notes(gpu))
     return section("gpu", "GPU", "".join(body))
 
 
@@ -496,19 +454,6 @@ def lanes_html(lanes: Sequence[Lane], header: Header | None) -> str:
 
 
 # -- the page -------------------------------------------------------------------------------------------
-
-
-def page(title: str, body: str, nav: Sequence[tuple[str, str]]) -> str:
-    links = "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in nav)
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
-        f'<main>{body.replace("<!--nav-->", f"<nav>{links}</nav>", 1)}'
-        f"<footer>Written by lineprofiler {escape(__version__)}. Numbers are formatted as "
-        "<code>lineprofiler report</code> prints them; <code>--json</code> has them unformatted.</footer></main>"
-        f'<div id="tip" role="tooltip"></div><script>{JS}</script></body></html>\n'
-    )
 
 
 def render_html(report: Report) -> str:
@@ -536,8 +481,6 @@ def render_html(report: Report) -> str:
     if report.iterations is not None and report.iterations.roles:
         add("iterations", "Iterations", lambda: iterations_html(report.iterations))
     if report.lines is not None:
-        from .lines import lines_html  # imports this module: not at its top
-
         lines_block = report.lines
         add("lines", "Lines", lambda: lines_html(lines_block))
     if report.io_by_phase is not None and report.io_by_phase.phases:

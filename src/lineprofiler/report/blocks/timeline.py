@@ -15,10 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..runfiles import samplefile
-from .blocks import RenderOptions
-from .merge import Run, Worker
-from .model import Lane, Reason, Span, Stall, Timeline, TimelineRole
+from ...runfiles import samplefile
+from ..model import Lane, Reason, Span, Stall, Timeline, TimelineRole
+from ..run import Run, Worker
+from . import RenderOptions
+from .roles import process
 
 #: Columns the TIMELINE block cuts the run into.
 COLUMNS = 60
@@ -200,8 +201,6 @@ def lanes(run: Run, options: RenderOptions) -> list[Lane]:
     order; ``[]`` with ``--no-samples`` or when no process recorded a timeline."""
     if options.no_samples:
         return []
-    from .build import process
-
     return [
         Lane(process(p.worker), [Span(path, a, b) for a, b, path in p.spans if path])
         for p in read_run(run, options)[0]

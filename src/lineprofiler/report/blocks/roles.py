@@ -1,0 +1,69 @@
+"""One model per role: its processes, imbalance, busiest process, time in phases and phase
+shares (each phase named by its shortest unambiguous suffix)."""
+
+from __future__ import annotations
+
+from .. import format as fmt
+from ..model import PhaseShare, Process, Role
+from ..run import RoleStats, Run, Worker
+from ..wording import short_names
+from . import RenderOptions
+
+
+def process(worker: Worker) -> Process:
+    return Process(
+        label=worker.label,
+        role=worker.role,
+        host=worker.host,
+        pid=worker.pid,
+        rank=worker.rank,
+        busy_ns=worker.busy_ns,
+        lifetime_ns=worker.elapsed_ns,
+        has_data=worker.has_data,
+    )
+
+
+def _role(role: RoleStats) -> Role:
+    total = role.phase_time_ns
+    # Entries still open at a worker's last snapshot count with their time so far (a process
+    # killed four hours into a phase still shows those hours).
+    ranked = sorted(
+        (p for p in role.phases.values() if p.self_with_open_ns > 0), key=lambda p: (-p.self_with_open_ns, p.path)
+    )
+    phases: list[PhaseShare] = []
+    if ranked and total > 0:
+        names = short_names([p.path for p in ranked])
+        phases = [
+            PhaseShare(p.path, names[p.path], p.self_with_open_ns, p.self_with_open_ns / total, p.open_entries)
+            for p in ranked
+        ]
+    slowest = role.slowest
+    lifetime = role.lifetime_ns
+    unprofiled = len(role.unprofiled_workers)
+    return Role(
+        name=role.name,
+        processes=len(role.workers) - unprofiled,
+        without_data=len(role.workers) - unprofiled - len(role.data_workers),
+        imbalance=role.imbalance,
+        phase_time_ns=total,
+        busy_ns=role.busy_ns,
+        lifetime_ns=lifetime,
+        mean_busy_ns=role.mean_busy_ns,
+        busy_fraction=role.busy_fraction,
+        phases=phases,
+        busiest=process(slowest) if slowest is not None else None,
+        members=[process(w) for w in role.workers if not w.forked_unprofiled],
+        unprofiled=unprofiled,
+    )
+
+
+def roles(run: Run, options: RenderOptions) -> list[Role]:
+    blocks = [_role(role) for role in run.roles.values()]
+    open_entries = sum(p.open_entries for role in run.roles.values() for p in role.phases.values())
+    if open_entries:
+        options.add_caveat(
+            f"{fmt.count(open_entries)} phase entr{'y was' if open_entries == 1 else 'ies were'} still open at "
+            "the last snapshot: the role blocks count their time so far; DOMINANT PHASES, wait% and the "
+            "percentiles cover closed entries only"
+        )
+    return blocks

@@ -1,0 +1,352 @@
+"""What the text and HTML reports both say: names, sentences and units, worded once.
+
+A renderer formats numbers with :mod:`.format`; where the text and the HTML page print the same
+sentence (the header's lines about attempts, a role's title and straggler, the notes under I/O,
+MEMORY, GPU and LINES), or the same name (a phase's shortest unambiguous suffix, a wall-clock
+instant), it comes from here, so the two cannot drift apart. Reads only :mod:`.model`,
+:mod:`.format` and :mod:`.statuses`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from . import format as fmt
+from .model import Attempt, GpuSummary, Header, LineRow, LinesBlock, LinesRole, Memory, Role, SampledIo
+from .statuses import CONCURRENT, NEWEST, RESTARTED
+
+#: How many bins a text sparkline has: the blocks compute their series in this many bins.
+SPARK_WIDTH = 42
+
+
+# -- instants --------------------------------------------------------------------------------------
+
+
+def utc_time(unix_ns: int) -> str:
+    """A wall-clock instant for people: ``2026-08-13 22:41:07 UTC``."""
+    try:
+        moment = datetime.fromtimestamp(unix_ns / 1e9, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return f"{unix_ns} ns since the epoch"
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+# -- attempts --------------------------------------------------------------------------------------
+
+
+#: How many superseded attempts the header names before it sums up the rest.
+ATTEMPT_ROWS = 10
+
+
+def attempt_facts(attempt: Attempt) -> str:
+    """``17 worker file(s), actor x16, learner x1, started ..., ran 2h 05m``."""
+    roles_text = ", ".join(f"{fmt.printable(k)} x{v}" for k, v in sorted(attempt.roles.items()))
+    text = (
+        f"{attempt.files} worker file(s), {roles_text}, started {utc_time(attempt.start_ns)}, "
+        f"ran {fmt.duration(attempt.span_ns)}"
+    )
+    if attempt.merged:
+        text += f" ({len(attempt.merged) + 1} run ids merged by time)"
+    return text
+
+
+def attempt_lines(header: Header) -> list[str]:
+    """The header's lines about attempts: what was merged into this one by time, the jobs that
+    overlap it, and every attempt not shown (``--attempt ID`` shows one). The HTML report
+    prints the same lines."""
+    lines = []
+    newest = header.newest
+    if header.status != NEWEST and newest is not None:
+        lines.append(f"Showing the {header.status} attempt {header.run} (--attempt); the newest is {newest.name}")
+    if header.merged:
+        processes = sum(a.files for a in header.merged)
+        names = ", ".join(a.name for a in header.merged[:2])
+        if len(header.merged) > 2:
+            names += f" and {len(header.merged) - 2} more"
+        lines.append(
+            f"Merged by time: {processes} process(es) under {len(header.merged)} other generated run id(s) ({names}) "
+            f"ran during this run; set LINEPROFILER_RUN_ID for the whole job to make one run explicit"
+        )
+    if newest is not None:
+        relation = "overlapping this one in time" if header.status == CONCURRENT else "shown by default"
+        lines.append(f"Newest attempt {newest.name} ({relation}; not merged): {attempt_facts(newest)}")
+    for attempt in header.concurrent:
+        lines.append(
+            f"Concurrent run {attempt.name} (another job overlapping this one in time; not merged): "
+            f"{attempt_facts(attempt)}"
+        )
+    for attempt in header.superseded[:ATTEMPT_ROWS]:
+        restarted = "; the job was restarted since" if attempt.status == RESTARTED else ""
+        lines.append(f"Superseded attempt {attempt.name} (not merged): {attempt_facts(attempt)}{restarted}")
+    rest = header.superseded[ATTEMPT_ROWS:]
+    if rest:
+        lines.append(
+            f"... and {len(rest)} older attempt(s), {sum(a.files for a in rest)} worker file(s), the oldest "
+            f"{rest[-1].name} started {utc_time(rest[-1].start_ns)}"
+        )
+    if newest is not None or header.concurrent or header.superseded:
+        lines.append("(lineprofiler report DIR --attempt ID shows another attempt)")
+    return lines
+
+
+def compare_attempt_notes(key: str, side: dict[str, Any]) -> list[str]:
+    """What one side's NOTES say of the attempts not merged and the run ids merged by time (the
+    text and the HTML comparison print the same)."""
+    label = key.upper()
+    notes = [f"{label}: superseded attempt {name} not merged" for name in side["superseded"]]
+    notes += [
+        f"{label}: concurrent run {name} (another job overlapping in time) not merged" for name in side["concurrent"]
+    ]
+    if side["merged"]:
+        count = len(side["merged"])
+        notes.append(f"{label}: {count} more generated run id(s) overlapping {side['run']} in time merged")
+    return notes
+
+
+# -- phase names -----------------------------------------------------------------------------------
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``.
+
+    Halving, comparing only the part not yet known equal: the comparisons are C string
+    compares that add up to about twice the common length, with a few Python steps.
+    """
+    n = min(len(a), len(b))
+    if n == 0 or a[0] != b[0]:
+        return 0
+    if a[:n] == b[:n]:
+        return n
+    low, high = 1, n  # a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def short_names(paths: Sequence[str]) -> dict[str, str]:
+    """Each path's shortest suffix of components that no other path in ``paths`` ends with
+    (the whole path when another path ends with all of it).
+
+    Linear in the text of the paths, whatever their number and depth: with ``P = "/" + path``,
+    another path ends with the last ``n`` components of this one exactly when the reversed
+    ``P``s share a prefix reaching past the ``n``-th slash from the end. Sorted by reversed
+    ``P``, the path sharing the longest such prefix with any path is one of its two
+    neighbours, so each path is compared with those two only.
+    """
+    keys = sorted({("/" + p)[::-1] for p in paths})
+    names: dict[str, str] = {}
+    for i, key in enumerate(keys):
+        shared = max(
+            _common_prefix(key, keys[i - 1]) if i > 0 else 0,
+            _common_prefix(key, keys[i + 1]) if i + 1 < len(keys) else 0,
+        )
+        full = key[::-1]
+        if shared >= len(full):
+            names[full[1:]] = full[1:]  # another path ends with all of this one
+        else:
+            # The last slash before the shared ending starts the shortest suffix that is not shared.
+            names[full[1:]] = full[full.rfind("/", 0, len(full) - shared) + 1 :]
+    return names
+
+
+# -- roles -----------------------------------------------------------------------------------------
+
+
+def unprofiled_text(n: int) -> str:
+    """``4 forked, not profiled``: fork children that inherited the profiler and recorded nothing."""
+    return f"{n} forked, not profiled"
+
+
+def roles_text(header: Header) -> str:
+    """``trainer x1 (+ 4 forked, not profiled), dataloader x4``."""
+    parts = []
+    for name, n in header.roles.items():
+        unprofiled = header.unprofiled.get(name, 0)
+        parts.append(f"{fmt.printable(name)} x{n}" + (f" (+ {unprofiled_text(unprofiled)})" if unprofiled else ""))
+    return ", ".join(parts)
+
+
+def role_title(role: Role) -> str:
+    """``ACTOR  (16 processes, imbalance 1.22)``."""
+    n = role.processes
+    parts = [f"{n} process{'es' if n != 1 else ''}"]
+    if role.without_data:
+        parts.append(f"{role.without_data} without data")
+    if role.unprofiled:
+        parts.append(unprofiled_text(role.unprofiled))
+    parts.append(f"imbalance {fmt.ratio(role.imbalance)}")
+    return f"{fmt.printable(role.name).upper()}  ({', '.join(parts)})"
+
+
+def straggler_rule(role: Role) -> str:
+    """``straggler: > 1.10x the role's mean``."""
+    return f"straggler: > {role.straggler_from:.2f}x the role's mean"
+
+
+def busiest_text(role: Role) -> str | None:
+    """The straggler sentence, when the role is imbalanced past its threshold."""
+    straggler = role.straggler
+    if straggler is None:
+        return None
+    return (
+        f"busiest: {straggler.label}, {fmt.duration(straggler.busy_ns)} in phases vs a mean of "
+        f"{fmt.duration(role.mean_busy_ns)} ({straggler_rule(role)})"
+    )
+
+
+def time_in_phases_text(role: Role) -> str | None:
+    if role.busy_fraction is None:
+        if role.busy_ns > 0 and role.lifetime_ns > 0:
+            return "time in phases: not measured (the lifetimes of its processes are not known; see CAVEATS)"
+        return None
+    return f"time in phases: {fmt.percent(role.busy_fraction)} of the processes' lifetime"
+
+
+# -- iterations ------------------------------------------------------------------------------------
+
+
+#: How a user picks another loop than the one ITERATIONS found.
+CHOOSE_LOOP = "Profiler(window_phase=NAME) picks another"
+
+
+# -- I/O and memory --------------------------------------------------------------------------------
+
+
+def io_notes(io: SampledIo) -> list[str]:
+    """The sampled I/O block's sentences: the share under no phase, dropped intervals, the
+    profiler's own I/O excluded."""
+    lines = []
+    if not io.phase_tracked:
+        lines.append("(no phase open) share unknown: the samples carry no phase")
+    elif io.no_phase_share is not None:
+        lines.append(f"(no phase open) {fmt.percent(io.no_phase_share)} of these bytes")
+    considered = fmt.count(io.valid_intervals + io.dropped_intervals)
+    if io.dropped_intervals:
+        why = []
+        if io.dropped_failed:
+            why.append(f"{fmt.count(io.dropped_failed)} next to a failed read")
+        if io.dropped_reaped:
+            why.append(f"{fmt.count(io.dropped_reaped)} where a child process was reaped")
+        if io.dropped_unknown:
+            why.append(f"{fmt.count(io.dropped_unknown)} where reaping could not be checked")
+        lines.append(
+            f"dropped intervals {fmt.count(io.dropped_intervals)} of {considered} ({', '.join(why)}); "
+            "their bytes are not counted"
+        )
+    else:
+        lines.append(f"dropped intervals 0 of {considered}")
+    lines.append(
+        f"excluded: the profiler's own I/O, {fmt.size(io.own_write_bytes)} written to disk, "
+        f"{fmt.size(io.own_write_chars)} through write(), {fmt.size(io.own_read_chars)} read"
+    )
+    return lines
+
+
+
+MEMORY_TREND_NOTE = (
+    "trend: the steepest per-process RSS slope in each role (least squares over its rows, 10 s or more); "
+    "all processes: summed PSS (RSS where PSS was not measured)"
+)
+
+
+def largest_text(memory: Memory) -> str | None:
+    top = memory.largest
+    if top is None:
+        return None
+    at = f" at {fmt.moment(top.peak_at_ns)}" if top.peak_at_ns is not None else ""
+    return f"largest: {top.label}, {fmt.size(top.peak_bytes)}{at}"
+
+
+# -- GPU -------------------------------------------------------------------------------------------
+
+
+def gpu_device_label(host: str, index: int, hosts: int) -> str:
+    label = f"GPU {index}"
+    if hosts > 1:
+        label = f"{fmt.printable(host)[: 28 - len(label) - 1]} {label}"
+    return label
+
+
+
+def gpu_notes(summary: GpuSummary) -> list[str]:
+    """The sentences under the GPU table (n/a explained, NVML missing in some processes)."""
+    notes = []
+    if any(d.this_run is None for d in summary.devices) and summary.nvml_available:
+        notes.append("n/a: NVML attributed no sample to this run's pids on that device.")
+        if summary.vram_allocated_peak and all(d.this_run is None for d in summary.devices):
+            notes.append(
+                "The run allocated VRAM but no device attributes a sample to its pids: in a container, "
+                "NVML may report host pids."
+            )
+    if summary.nvml_missing_workers:
+        notes.append(
+            f"NVML unavailable in {summary.nvml_missing_workers} of {summary.workers} processes: "
+            f"{fmt.printable(summary.nvml_reason or '')}."
+        )
+    return notes
+
+
+# -- lines -----------------------------------------------------------------------------------------
+
+
+def common_folder(rows: list[LineRow]) -> str:
+    """The folder (ending in ``/``) every row's shown path lies in, or ``""``."""
+    folders = [row.path.rsplit("/", 1)[0] + "/" if "/" in row.path else "" for row in rows]
+    if not folders:
+        return ""
+    common = folders[0]
+    for folder in folders[1:]:
+        while not folder.startswith(common):
+            common = common[:-1].rsplit("/", 1)[0] + "/" if "/" in common[:-1] else ""
+    return common
+
+
+def spread_text(row: LineRow) -> str:
+    """``81.7ms–314.7ms``: the least and the most one process spent on the line ("" for one)."""
+    if row.min_ns is None or row.max_ns is None:
+        return ""
+    return f"{fmt.duration(row.min_ns)}\u2013{fmt.duration(row.max_ns)}"
+
+
+def window_text(role: LinesRole) -> str:
+    """``entries 100..109 of iteration, 40 profiled in 1.2s``."""
+    parts = []
+    if role.phase is not None and role.start is not None and role.stop is not None:
+        parts.append(f"entries {role.start}..{role.stop - 1} of {fmt.printable(role.phase)}")
+    if role.entries is not None:
+        parts.append(f"{fmt.count(role.entries)} profiled in {fmt.duration(role.wall_ns)}")
+    return ", ".join(parts)
+
+
+def lines_role_title(role: LinesRole) -> str:
+    """``LEARNER  (1 of 1 process left line stats; entries 100..109 of iteration, ...)``."""
+    noun = "process" if role.processes == 1 else "processes"
+    head = f"{fmt.printable(role.role.upper())}  ({role.files} of {role.processes} {noun} left line stats"
+    window = window_text(role)
+    return head + (f"; {window})" if window else ")")
+
+
+def lines_role_notes(role: LinesRole) -> list[str]:
+    """What the role's table does not show: processes without a file, windows cut short."""
+    lines = []
+    for reason in role.missing:
+        noun = "process" if reason.processes == 1 else "processes"
+        lines.append(f"  {reason.processes} {noun} left no line stats: {fmt.printable(reason.reason)}")
+    if role.partial:
+        noun = "window was" if role.partial == 1 else "windows were"
+        lines.append(f"  {role.partial} {noun} cut short (the process ended while it was open): fewer entries")
+    return lines
+
+
+def lines_block_notes(block: LinesBlock) -> list[str]:
+    """The LINES block's last lines: the line-stats files of other attempts it leaves out."""
+    if not block.other_attempts:
+        return []
+    noun = "file" if block.other_attempts == 1 else "files"
+    return [f"  {block.other_attempts} line-stats {noun} of other attempts under lines/ not shown"]
