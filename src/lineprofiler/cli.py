@@ -348,6 +348,17 @@ def _output_format(args: argparse.Namespace, default_html: str | None) -> tuple[
     return fmt, path
 
 
+def _emit(fmt: str, path: str | None, text: str) -> None:
+    """A rendered report or comparison: to ``path`` (whose name is then printed), else to
+    stdout, text escaped line by line and JSON as it is (json.dumps escaped it already)."""
+    if path is not None:
+        _print_line(_write(path, text if fmt == "html" or text.endswith("\n") else text + "\n"))
+    elif fmt == "json":
+        print(text)
+    else:
+        _print_text(text)
+
+
 def _report(args: argparse.Namespace) -> int:
     from .report.build import build_report
     from .report.merge import load_run
@@ -368,12 +379,7 @@ def _report(args: argparse.Namespace) -> int:
         text = render_html(report)
     else:
         text = render_report(report)
-    if path is not None:
-        _print_line(_write(path, text if fmt == "html" or text.endswith("\n") else text + "\n"))
-    elif fmt == "json":
-        print(text)
-    else:
-        _print_text(text)
+    _emit(fmt, path, text)
     return EXIT_OK
 
 
@@ -397,12 +403,7 @@ def _compare(args: argparse.Namespace) -> int:
         text = render_compare_html(document)
     else:
         text = render_compare(document)
-    if out is not None:
-        _print_line(_write(out, text if fmt == "html" or text.endswith("\n") else text + "\n"))
-    elif fmt == "json":
-        print(text)
-    else:
-        _print_text(text)
+    _emit(fmt, out, text)
     return EXIT_OK
 
 

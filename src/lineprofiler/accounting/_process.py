@@ -51,7 +51,9 @@ LOAD_WAIT_S = 30.0
 C_FORK_NOTE = (
     "forked without Python's fork hooks (a fork() made from C, which os.register_at_fork does not see), "
     "noticed at {where}: what this process recorded before then was dropped, since it cannot be told apart "
-    "from its parent's"
+    "from its parent's; no snapshot thread runs here (the interpreter's lock was copied as the parent's "
+    "threads left it, and a new thread contending for it can hang the process), so its files are written "
+    "at flush() and close()"
 )
 
 

@@ -565,7 +565,11 @@ class Profiler:
         # have forgotten the parent's state (a window's progress, VRAM peaks), and a sampler
         # must have reopened this process's /proc descriptors and emptied its ring.
         self._call_attachments("after_fork_child")
-        self._begin_process()
+        # After a fork() made from C, CPython never reset its GIL: its condition variable still
+        # counts the parent's waiting threads, and a Python thread started here to contend for
+        # it can wait forever (seen: the child's main thread and its new snapshot thread both
+        # stuck in the GIL's condvar). The child's files are then written at flush and close.
+        self._begin_process(start_thread=note is None)
         self._mp_registered = False
         PROCESS.mp_register(self)
 
