@@ -68,25 +68,6 @@ def role_lines(role: LinesRole) -> list[str]:
     return lines
 
 
-def role_notes(role: LinesRole) -> list[str]:
-    """What the role's table does not show: processes without a file, windows cut short."""
-    lines = []
-    for reason in role.missing:
-        noun = "process" if reason.processes == 1 else "processes"
-        lines.append(f"  {reason.processes} {noun} left no line stats: {fmt.printable(reason.reason)}")
-    if role.partial:
-        noun = "window was" if role.partial == 1 else "windows were"
-        lines.append(f"  {role.partial} {noun} cut short (the process ended while it was open): fewer entries")
-    return lines
-
-
-def block_notes(block: LinesBlock) -> list[str]:
-    if not block.other_attempts:
-        return []
-    noun = "file" if block.other_attempts == 1 else "files"
-    return [f"  {block.other_attempts} line-stats {noun} of other attempts under lines/ not shown"]
-
-
 def lines_lines(block: LinesBlock | None) -> list[str]:
     """The LINES block; [] when absent."""
     if block is None:
