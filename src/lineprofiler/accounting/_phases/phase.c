@@ -161,15 +161,7 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
      * just before it (lp_cpu_at). The CPU delta is clamped to the wall one at the exit, so
      * wait = wall - cpu never goes negative from the clock reads themselves. */
     f->t0 = lp_wall(rec);
-    if (rec->measure_cpu) {
-        int64_t reads = rec->cpu_clock_reads;
-        f->cpu0 = lp_cpu_at(rec, ts, tstate, f->t0);
-        if (rec->cpu_clock_reads != reads && f->cpu0 >= 0 && LP_LIKELY(rec->clock_fn == NULL)) {
-            f->t0 = ts->cpu_read_wall; /* as at the exit: a descheduling there is the code's before */
-        }
-    } else {
-        f->cpu0 = 0;
-    }
+    f->cpu0 = rec->measure_cpu ? lp_cpu_at(rec, ts, tstate, &f->t0) : 0;
     lp_publish_main(rec, tstate, ts, node->id, f->t0);
     return Py_NewRef(self);
 }
@@ -469,19 +461,7 @@ static PyObject *lp_phase_exit(lp_PhaseObject *self, PyObject *const *Py_UNUSED(
         /* Wall before CPU, so that an exit followed at once by the next entry can share one
          * CPU read (lp_cpu_at); a CPU delta that then exceeds the wall one is clamped. */
         int64_t t1 = lp_wall(rec);
-        int64_t cpu1 = 0;
-        if (rec->measure_cpu && rec->active) {
-            int64_t reads = rec->cpu_clock_reads;
-            cpu1 = lp_cpu_at(rec, ts, tstate, t1);
-            if (rec->cpu_clock_reads != reads && cpu1 >= 0 && LP_LIKELY(rec->clock_fn == NULL)) {
-                /* A real read is a system call, and on a busy host the return from one is where
-                 * the kernel deschedules a thread whose time slice the code before it used up
-                 * (lazy preemption defers it to there): milliseconds that belong to the phase
-                 * ending here, not to its parent. So a boundary is where the read returned, at
-                 * the exit as at the entry. */
-                t1 = ts->cpu_read_wall;
-            }
-        }
+        int64_t cpu1 = (rec->measure_cpu && rec->active) ? lp_cpu_at(rec, ts, tstate, &t1) : 0;
         int32_t top = ts->depth - 1;
         lp_frame *f = &ts->frames[top];
         if (LP_LIKELY(f->phase == self && f->gen == rec->gen && !self->io)) {

@@ -576,14 +576,20 @@ LP_INLINE int64_t lp_cpu(lp_RecorderObject *rec)
  * spares a system call where an exit is followed at once by the next entry. */
 #define LP_CPU_SHARE_NS 1000
 
-/* The thread CPU clock at wall time `wall` (just read) for a boundary on stack `ts`. */
+/* The thread CPU clock for a boundary on stack `ts` at wall time `*wall` (just read).
+ *
+ * A real read is a system call, and on a busy host the return from one is where the kernel
+ * deschedules a thread whose time slice the code before it used up (lazy preemption defers it to
+ * there): milliseconds that belong to the code before the boundary, the phase ending at an exit
+ * or the parent at an entry. So after a real read the boundary moves to where the read returned:
+ * `*wall` becomes that time (a test's wall clock is left as read: its sequence is exact). */
 LP_INLINE int64_t lp_cpu_at(lp_RecorderObject *rec, lp_StackObject *ts, const PyThreadState *tstate,
-                            int64_t wall)
+                            int64_t *wall)
 {
     if (LP_UNLIKELY(rec->cpu_clock_fn != NULL)) {
         return lp_cpu(rec); /* a test's CPU clock: every boundary reads it */
     }
-    int64_t since = wall - ts->cpu_read_wall;
+    int64_t since = *wall - ts->cpu_read_wall;
     if (ts->cpu_read_tstate == tstate && since >= 0 && since < LP_CPU_SHARE_NS) {
         return ts->cpu_read + since;
     }
@@ -593,8 +599,9 @@ LP_INLINE int64_t lp_cpu_at(lp_RecorderObject *rec, lp_StackObject *ts, const Py
         ts->cpu_read = cpu;
         /* The window starts when the system call has returned (the clock was read inside it);
          * a test's wall clock is not read twice, its sequence is exact. */
-        ts->cpu_read_wall = LP_LIKELY(rec->clock_fn == NULL) ? lp_monotonic_ns() : wall;
+        ts->cpu_read_wall = LP_LIKELY(rec->clock_fn == NULL) ? lp_monotonic_ns() : *wall;
         ts->cpu_read_tstate = tstate;
+        *wall = ts->cpu_read_wall;
     }
     return cpu;
 }
