@@ -22,6 +22,8 @@ class LineStats:
     hits: int
     time_ns: int
     source: str | None = None
+    #: Time not spent in the calls made from this line; None where it was not measured.
+    self_ns: int | None = None
 
     @property
     def time_us(self) -> float:
@@ -46,6 +48,8 @@ class FunctionStats:
     qualname: str
     time_ns: int
     lines: dict[int, LineStats] = field(default_factory=dict, hash=False)
+    #: How many times the function was called; None where it was not counted.
+    calls: int | None = None
 
     @property
     def key(self) -> StatsKey:
