@@ -139,3 +139,47 @@ def test_io_phase_inside_io_phase_does_not_bill_the_inner_reads():
                 pass
     assert io_of(rec, "outer")["rchar"] == 0
     assert io_of(rec, "outer/inner")["rchar"] == 0
+
+
+SAMPLER_RACE = """
+import json, os, sys
+from lineprofiler.accounting import _phases
+from lineprofiler.accounting.sampling import ResourceSampler
+path, entries = sys.argv[1], int(sys.argv[2])
+size = os.path.getsize(path)
+rec = _phases.Recorder(measure_cpu=False)
+rec.make_primary()
+sampler = ResourceSampler(interval_s=0.001, capacity=1 << 16, nvml=False)
+sampler.start()
+fd = os.open(path, os.O_RDONLY)
+try:
+    for _ in range(entries):
+        with rec.phase("load", io=True):
+            assert os.pread(fd, size, 0) == b"z" * size
+finally:
+    os.close(fd)
+    sampler.stop()
+print(json.dumps({"size": size, "io": next(p for p in rec.snapshot()["phases"] if p["path"] == "load")["io_bytes"]}))
+"""
+
+
+def test_the_sampler_threads_own_reads_never_land_in_a_phase(tmp_path):
+    # The sampler thread reads /proc files at every tick, and the kernel counts those bytes in
+    # the process's rchar as each read returns. A phase boundary that fell between a read's
+    # return and its bytes reaching the own-I/O total billed them to the user's phase (seen in
+    # CI: a learner's load_batch read 984 bytes more than its files held). A 1 ms sampler and
+    # thousands of short io=True phases make that moment common.
+    import json
+    import subprocess
+    import sys
+
+    payload = tmp_path / "payload.bin"
+    payload.write_bytes(b"z" * 4096)
+    entries = 20_000
+    result = subprocess.run(
+        [sys.executable, "-c", SAMPLER_RACE, str(payload), str(entries)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["io"]["measured_entries"] == entries and out["io"]["failed_reads"] == 0
+    assert out["io"]["rchar"] == entries * out["size"]  # the payload's bytes, and not one of the sampler's

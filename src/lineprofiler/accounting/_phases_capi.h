@@ -11,7 +11,7 @@
 #include "../_procio.h"
 
 #define LP_PHASES_CAPI_NAME    "lineprofiler.accounting._phases._C_API"
-#define LP_PHASES_CAPI_VERSION 3
+#define LP_PHASES_CAPI_VERSION 4
 
 /* Threads whose innermost phase is published at once; more are counted, not shown. */
 #define LP_THREAD_SLOTS 64
@@ -109,6 +109,11 @@ typedef struct lp_phases_capi {
      * resource sample can tell an interval spent wholly outside phases from one that crossed
      * a phase boundary. */
     _Atomic int64_t *main_thread_since_ns;
+    /* Version 4: odd while the sampler thread has a read of its own in flight whose bytes are
+     * not yet in own_io (the kernel adds them to rchar when the read returns, the sampler to
+     * own_io just after). An io=True phase reads own_io and /proc/self/io between two equal,
+     * even values, so such a read is in both or in neither. */
+    _Atomic uint32_t *own_io_seq;
 } lp_phases_capi;
 
 #endif /* LP_PHASES_CAPI_H */

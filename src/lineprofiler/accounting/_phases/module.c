@@ -32,6 +32,8 @@ static PyObject *lp_mod_after_fork_child(PyObject *module, PyObject *Py_UNUSED(i
         /* the child's /proc/self/io starts from zero, and so do its own writes */
         atomic_store_explicit(&st->own_io[i], 0, memory_order_relaxed);
     }
+    /* a fork in the middle of a sampler read leaves the count odd, and no sampler thread here */
+    atomic_store(&st->own_io_seq, 0u);
     lp_set_main_phase(st, -1, lp_monotonic_ns());
     Py_RETURN_NONE;
 }
@@ -173,6 +175,7 @@ static int lp_module_exec(PyObject *module)
     st->capi.main_thread_phase = &st->main_thread_phase;
     st->capi.main_thread_since_ns = &st->main_thread_since_ns;
     st->capi.own_io = st->own_io;
+    st->capi.own_io_seq = &st->own_io_seq;
     lp_threads_init(st);
     /* The capsule points into this module's state: a user keeps the module alive. */
     PyObject *capsule = PyCapsule_New(&st->capi, LP_PHASES_CAPI_NAME, NULL);

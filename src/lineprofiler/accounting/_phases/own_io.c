@@ -3,6 +3,7 @@
 #include "phases.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@ void lp_io_init(lp_state *st)
     for (int i = 0; i < LP_IO_FIELDS; i++) {
         atomic_init(&st->own_io[i], 0);
     }
+    atomic_init(&st->own_io_seq, 0u);
 }
 
 void lp_io_close(lp_state *st)
@@ -77,6 +79,39 @@ int lp_io_now(lp_state *st, lp_io_counters *out, int count_own)
         return -1;
     }
     return (int)n;
+}
+
+/* The reads of an io=True phase boundary: the profiler's own bytes so far, then the process's
+ * counters, taken where no read of the sampler thread is half counted (see own_io_seq). The
+ * sampler's window is one pread of a /proc file, done without the GIL, so this waits a few
+ * microseconds at most; a sampler descheduled inside one is given up on after a bounded
+ * number of tries, and the boundary is read as it stands. Called with the GIL held. Returns 1 when `out` was read. */
+int lp_io_measure(lp_state *st, int64_t *own, lp_io_counters *out)
+{
+    if (st->io_fork_generation != atomic_load_explicit(&lp_fork_generation, memory_order_relaxed)) {
+        /* The first read since a fork (C-level ones too): a sampler read in flight when the
+         * process forked has no thread to finish it here. */
+        uint32_t stuck = atomic_load(&st->own_io_seq);
+        if (stuck & 1u) {
+            atomic_compare_exchange_strong(&st->own_io_seq, &stuck, stuck + 1u);
+        }
+    }
+    for (int tries = 0; tries < 1000; tries++) {
+        uint32_t before = atomic_load(&st->own_io_seq);
+        if (before & 1u) {
+            if (tries >= 16) {
+                sched_yield();
+            }
+            continue;
+        }
+        lp_own_io_load(st, own);
+        int ok = lp_io_now(st, out, 1) > 0;
+        if (atomic_load(&st->own_io_seq) == before) {
+            return ok;
+        }
+    }
+    lp_own_io_load(st, own);
+    return lp_io_now(st, out, 1) > 0;
 }
 
 PyObject *lp_io_dict(const int64_t *v)

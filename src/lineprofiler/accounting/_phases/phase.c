@@ -151,8 +151,7 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
     if (LP_UNLIKELY(self->io)) {
         /* Read before the clock, so the read's own cost is not part of the phase's time. */
         lp_io_counters c;
-        lp_own_io_load(st, f->own0); /* before the read: see lp_io_now */
-        if (lp_io_now(st, &c, 1) > 0) {
+        if (lp_io_measure(st, f->own0, &c)) {
             f->io_ok = 1;
             f->io0 = c;
         }
@@ -294,8 +293,7 @@ static void lp_remove_frame(lp_RecorderObject *rec, lp_StackObject *ts, int32_t 
     int64_t own1[LP_IO_FIELDS] = {0};
     int io1_ok = 0;
     if (phase->io) {
-        lp_own_io_load(rec->st, own1);
-        io1_ok = lp_io_now(rec->st, &io1, 1) > 0;
+        io1_ok = lp_io_measure(rec->st, own1, &io1);
     }
     lp_close_frame(rec, ts, idx, t1, cpu1, io1_ok, &io1, own1);
     int32_t up = f->parent;
@@ -388,8 +386,7 @@ static int lp_exit_slow(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackOb
     int64_t own1[LP_IO_FIELDS] = {0};
     int io1_ok = 0;
     if (need_io) {
-        lp_own_io_load(rec->st, own1);
-        io1_ok = lp_io_now(rec->st, &io1, 1) > 0;
+        io1_ok = lp_io_measure(rec->st, own1, &io1);
     }
     /* Frames opened above this one and never closed (a suspended generator, a manual
      * __enter__): closed here at the same time, each counted as a repaired exit. */

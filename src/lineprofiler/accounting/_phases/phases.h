@@ -283,6 +283,7 @@ typedef struct lp_state {
     _Atomic int32_t main_thread_phase;
     _Atomic int64_t main_thread_since_ns; /* when main_thread_phase last changed */
     _Atomic int64_t own_io[LP_IO_FIELDS];
+    _Atomic uint32_t own_io_seq; /* see lp_phases_capi.own_io_seq */
     lp_phases_capi capi;
     int io_fd;
     unsigned io_fork_generation;
@@ -499,6 +500,7 @@ void lp_io_close(lp_state *st);
 int lp_io_now(lp_state *st, lp_io_counters *out, int count_own);
 PyObject *lp_io_dict(const int64_t *v);
 PyObject *lp_mod_read_io(PyObject *module, PyObject *ignored);
+int lp_io_measure(lp_state *st, int64_t *own, lp_io_counters *out);
 PyObject *lp_mod_own_io_begin(PyObject *module, PyObject *ignored);
 PyObject *lp_mod_own_io_end(PyObject *module, PyObject *token);
 PyObject *lp_mod_own_io(PyObject *module, PyObject *ignored);

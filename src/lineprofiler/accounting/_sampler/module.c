@@ -110,6 +110,8 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
     c->capacity = capacity;
     c->want_nvml = nvml;
     c->own_io = c->local_own;
+    atomic_init(&c->local_seq, 0u);
+    c->own_io_seq = &c->local_seq;
     for (int i = 0; i < LP_IO_FIELDS; i++) {
         atomic_init(&c->local_own[i], 0);
     }
@@ -253,6 +255,9 @@ static void lp_attach_phases(lp_SamplerObject *self)
         c->threads_unpublished = api->threads_unpublished;
     }
     c->own_io = api->own_io;
+    if (api->version >= 4 && api->own_io_seq != NULL) {
+        c->own_io_seq = api->own_io_seq;
+    }
     c->phase_reason[0] = '\0';
 }
 

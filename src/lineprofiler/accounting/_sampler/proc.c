@@ -150,13 +150,27 @@ static int lp_stat_fingerprint(const char *text, int64_t *out)
     return 0;
 }
 
+/* One pread of a /proc file of this process, its bytes added to the profiler's own I/O inside
+ * an odd own_io_seq window: an io=True phase boundary measured meanwhile waits for the window
+ * to close, so it sees these bytes in rchar and in own_io, or in neither. The window's end is
+ * a store, not an increment, so a reset by a fork child cannot leave it odd. */
+static ssize_t lp_own_pread(lp_core *c, int fd, char *buf, size_t size)
+{
+    uint32_t even = atomic_fetch_add(c->own_io_seq, 1u) & ~1u;
+    ssize_t n = lp_proc_pread(fd, buf, size);
+    if (n > 0) {
+        atomic_fetch_add_explicit(&c->own_io[0], (int64_t)n, memory_order_relaxed);
+    }
+    atomic_store(c->own_io_seq, even + 2u);
+    return n;
+}
+
 /* Fills row with this instant's values (every column but the ring's bookkeeping) and the
  * flags that say how it follows the row before. The caller holds tick_lock, which orders the
  * fingerprint state and the counters of failed reads. Never takes the GIL. */
 void lp_read_row(lp_core *c, int64_t *row)
 {
     char buf[1024];
-    int64_t own_bytes = 0;
     int64_t flags = 0;
     int64_t fp = 0;
     int fp_ok = 0;
@@ -168,9 +182,14 @@ void lp_read_row(lp_core *c, int64_t *row)
     row[LP_COL_PHASE] = c->phase ? (int64_t)atomic_load_explicit(c->phase, memory_order_acquire) : -1;
     row[LP_COL_PHASE_SINCE] = c->phase_since ? atomic_load_explicit(c->phase_since, memory_order_relaxed) : 0;
 
+    /* The own counters before this tick's reads are exactly what the io read's rchar below
+     * includes: the kernel counts a read once it has returned. */
+    for (int i = 0; i < LP_IO_FIELDS; i++) {
+        row[LP_COL_OWN + i] = atomic_load_explicit(&c->own_io[i], memory_order_relaxed);
+    }
+
     lp_io_counters io;
-    n = lp_proc_pread(c->io_fd, buf, sizeof buf);
-    own_bytes += n > 0 ? n : 0;
+    n = lp_own_pread(c, c->io_fd, buf, sizeof buf);
     if (n > 0 && lp_procio_parse(buf, &io) == 0) {
         row[LP_COL_IO + 0] = io.rchar;
         row[LP_COL_IO + 1] = io.wchar;
@@ -185,8 +204,7 @@ void lp_read_row(lp_core *c, int64_t *row)
     }
 
     int64_t rss;
-    n = lp_proc_pread(c->statm_fd, buf, sizeof buf);
-    own_bytes += n > 0 ? n : 0;
+    n = lp_own_pread(c, c->statm_fd, buf, sizeof buf);
     if (n > 0 && lp_statm_parse(buf, c->page_size, &rss) == 0) {
         row[LP_COL_RSS] = rss;
     } else {
@@ -206,11 +224,10 @@ void lp_read_row(lp_core *c, int64_t *row)
         char smaps[4096];
         int64_t pss_kb;
         int64_t began = lp_monotonic_ns();
-        n = lp_proc_pread(c->smaps_fd, smaps, sizeof smaps);
+        n = lp_own_pread(c, c->smaps_fd, smaps, sizeof smaps);
         int64_t took = lp_monotonic_ns() - began;
         c->pss_next_ns = began + (took > 0 ? took : 0) * LP_PSS_BUDGET;
         c->pss_reads++;
-        own_bytes += n > 0 ? n : 0;
         if (n > 0 && lp_proc_field(smaps, "Pss", &pss_kb) == 0) {
             row[LP_COL_PSS] = pss_kb * 1024;
         } else {
@@ -219,8 +236,7 @@ void lp_read_row(lp_core *c, int64_t *row)
         }
     }
 
-    n = lp_proc_pread(c->stat_fd, buf, sizeof buf);
-    own_bytes += n > 0 ? n : 0;
+    n = lp_own_pread(c, c->stat_fd, buf, sizeof buf);
     if (n > 0 && lp_stat_fingerprint(buf, &fp) == 0) {
         fp_ok = 1;
     } else {
@@ -237,13 +253,6 @@ void lp_read_row(lp_core *c, int64_t *row)
     c->prev_fp_ok = fp_ok;
     c->prev_fp = fp;
     row[LP_COL_FLAGS] = flags;
-
-    /* The own counters as they stand include every earlier tick's reads, which is exactly what
-     * this row's rchar includes: the kernel counts a read once it has completed. */
-    for (int i = 0; i < LP_IO_FIELDS; i++) {
-        row[LP_COL_OWN + i] = atomic_load_explicit(&c->own_io[i], memory_order_relaxed);
-    }
-    atomic_fetch_add_explicit(&c->own_io[0], own_bytes, memory_order_relaxed);
 
     if (c->n_gpu > 0) {
         int32_t busy[LP_NVML_MAX_DEVICES], mine[LP_NVML_MAX_DEVICES];

@@ -127,6 +127,10 @@ typedef struct {
     /* The profiler's own I/O: _phases' counters when the capsule exists, else local_own. */
     _Atomic int64_t *own_io;
     _Atomic int64_t local_own[LP_IO_FIELDS];
+    /* Odd while a read of ours is counted by the kernel but not yet in own_io: _phases'
+     * own_io_seq with a version 4 capsule, else local_seq. */
+    _Atomic uint32_t *own_io_seq;
+    _Atomic uint32_t local_seq;
 
     /* A whole tick: the reads, the fingerprint state and the ring write. */
     pthread_mutex_t tick_lock;
