@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the whole report as one JSON document (schema in docs/report.md)"
     )
     _add_format_options(report, "the report")
+    _add_quiet_option(report)
 
     compare = commands.add_parser(
         "compare",
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--html", metavar="PATH", help="write the comparison as one self-contained HTML file and print its path"
     )
     _add_format_options(compare, "the comparison")
+    _add_quiet_option(compare)
 
     export = commands.add_parser(
         "export",
@@ -130,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (the Profiler's run_dir)")
     export.add_argument("--perfetto", metavar="PATH", required=True, help="write Chrome trace-event JSON here")
     _add_attempt_option(export, "export")
+    _add_quiet_option(export)
     top = commands.add_parser(
         "top",
         help="a live terminal view of a running job, from its live files",
@@ -157,6 +160,21 @@ def _add_attempt_option(sub: argparse.ArgumentParser, verb: str) -> None:
         help=f"{verb} this attempt instead of the newest: a run id (RUN_ID or RUN_ID#N) the report's header names "
         "as superseded, concurrent or newest",
     )
+
+
+def _add_quiet_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress line on stderr (shown only on a terminal, once the command has run for a second)",
+    )
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    from .report.progress import for_terminal
+
+    return for_terminal(quiet=args.quiet)
 
 
 def _seconds(text: str) -> float:
@@ -255,6 +273,7 @@ def _add_view_parser(commands: Any) -> None:
     )
     view.add_argument("path", metavar="PATH", help="a line-stats file or a directory of them")
     view.add_argument("--by-role", action="store_true", help="one set of tables per role (or process kind)")
+    _add_quiet_option(view)
     _add_table_options(view)
 
 
@@ -292,7 +311,12 @@ def _view(args: argparse.Namespace) -> int:
     from .lines.saved import SavedProfile
     from .lines.view import ViewOptions, render_view
 
-    saved = SavedProfile.load(args.path)
+    progress = _progress(args)
+    progress.update(f"reading the line profiles in {args.path}")
+    try:
+        saved = SavedProfile.load(args.path)
+    finally:
+        progress.close()
     options = ViewOptions(
         top=args.top, functions=args.functions, min_us=args.min_us, sort=args.sort, by_role=args.by_role
     )
@@ -365,9 +389,14 @@ def _report(args: argparse.Namespace) -> int:
     from .report.text import RenderOptions, render_report
 
     fmt, path = _output_format(args, os.path.join(args.run_dir, "report.html"))
-    run = load_run(args.run_dir, no_samples=args.no_samples, attempt=args.attempt)
-    options = RenderOptions(no_samples=args.no_samples, lines=args.lines, lines_top=args.lines_top)
-    report = build_report(run, options)
+    progress = _progress(args)
+    try:
+        run = load_run(args.run_dir, no_samples=args.no_samples, attempt=args.attempt, progress=progress)
+        options = RenderOptions(no_samples=args.no_samples, lines=args.lines, lines_top=args.lines_top)
+        progress.update(f"building the report of {len(run.workers)} workers")
+        report = build_report(run, options)
+    finally:
+        progress.close()
     if fmt == "json":
         from .report import json as report_json
 
@@ -389,12 +418,17 @@ def _compare(args: argparse.Namespace) -> int:
 
     fmt, out = _output_format(args, None)
     runs = []
-    for label, path, attempt in (("A", args.run_a, args.attempt_a), ("B", args.run_b, args.attempt_b)):
-        try:
-            runs.append(load_run(path, no_samples=True, attempt=attempt))
-        except ReportError as error:
-            raise ReportError(f"{label}: {error}") from None
-    document = compare_runs(*runs)
+    progress = _progress(args)
+    try:
+        for label, path, attempt in (("A", args.run_a, args.attempt_a), ("B", args.run_b, args.attempt_b)):
+            try:
+                runs.append(load_run(path, no_samples=True, attempt=attempt, progress=progress))
+            except ReportError as error:
+                raise ReportError(f"{label}: {error}") from None
+        progress.update("comparing")
+        document = compare_runs(*runs)
+    finally:
+        progress.close()
     if fmt == "json":
         text = json.dumps(document, indent=2, allow_nan=False)  # ASCII, controls escaped
     elif fmt == "html":
@@ -411,8 +445,14 @@ def _export(args: argparse.Namespace) -> int:
     from .report.merge import load_run
     from .report.perfetto import trace_json
 
-    run = load_run(args.run_dir, attempt=args.attempt)
-    _print_line(_write(args.perfetto, trace_json(run)))
+    progress = _progress(args)
+    try:
+        run = load_run(args.run_dir, attempt=args.attempt, progress=progress)
+        progress.update(f"writing the trace of {len(run.workers)} workers")
+        text = trace_json(run)
+    finally:
+        progress.close()
+    _print_line(_write(args.perfetto, text))
     return EXIT_OK
 
 

@@ -46,6 +46,7 @@ from . import parallel
 from .caveats import STALE_INTERVALS as STALE_INTERVALS
 from .caveats import STALE_MIN_NS as STALE_MIN_NS
 from .caveats import derive_caveats, is_stale
+from .progress import Progress
 from .reading import read_worker
 from .reading import worker_from_document as worker_from_document
 from .run import PhaseStats, RoleStats, Run, UnreadableFile, Worker
@@ -83,7 +84,9 @@ def _collect_detail(run_dir: Path) -> str:
     return f"; Ray's collect recorded: {collect.caveats[0]}{more}"
 
 
-def load_run(run_dir: str | Path, *, no_samples: bool = False, attempt: str | None = None) -> Run:
+def load_run(
+    run_dir: str | Path, *, no_samples: bool = False, attempt: str | None = None, progress: Progress | None = None
+) -> Run:
     """Read every worker file under ``run_dir`` and merge the newest attempt, or the one
     ``attempt`` names (``run_id`` or ``run_id#N``, as the header prints it).
 
@@ -91,6 +94,7 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False, attempt: str | No
     missing, is not a directory, cannot be listed, holds no worker files, or none of them
     can be read, or ``attempt`` names none of its attempts. Files that cannot be read
     otherwise cost only themselves: they are listed in ``Run.unreadable`` and named under CAVEATS.
+    ``progress`` is told each file read (see :mod:`.progress`).
     """
     run_dir = Path(run_dir)
     if not run_dir.exists():
@@ -114,11 +118,18 @@ def load_run(run_dir: str | Path, *, no_samples: bool = False, attempt: str | No
     unreadable: list[UnreadableFile] = []
     jobs = parallel.jobs_for(len(files), len(files), FILES_PER_JOB)
     tasks = [(path, no_samples) for path in files]
-    for read in parallel.ordered_map(read_worker, tasks, jobs, chunksize=max(1, len(files) // (8 * jobs))):
+    reading = f"reading the worker files of {run_dir}"
+    for done, read in enumerate(
+        parallel.ordered_map(read_worker, tasks, jobs, chunksize=max(1, len(files) // (8 * jobs))), 1
+    ):
         if isinstance(read, Worker):
             workers.append(read)
         else:
             unreadable.append(read)
+        if progress is not None:
+            progress.update(reading, done, len(files))
+    if progress is not None:
+        progress.update(f"merging {len(workers)} workers of {run_dir}")
     return merge_workers(
         run_dir, workers, unreadable=unreadable, listing_problems=problems, no_samples=no_samples, attempt=attempt
     )
