@@ -14,6 +14,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 TIMEOUT = 300
 
 
@@ -276,8 +278,6 @@ ERRORS = """
     attempt("from accounting import merge_run", lambda: from_import("lineprofiler.accounting", "merge_run"))
     attempt("accounting.Backend", lambda: accounting.Backend)
     attempt("accounting.TraceBuffer", lambda: accounting.TraceBuffer)
-    attempt("from lineprofiler import config", lambda: from_import("lineprofiler", "config"))
-    attempt("with_line_profiler.config", lambda: with_line_profiler.config)
     attempt("write_trace", lambda: accounting.write_trace(sys.argv[1], "trace.html"))
     attempt("thread_names", lambda: accounting.Profiler(run_dir=sys.argv[1], thread_names=True))
     attempt("run_id third", lambda: accounting.Profiler(sys.argv[1], "actor", "run-1"))
@@ -308,8 +308,6 @@ def test_what_0_11_cannot_provide_fails_with_one_line_naming_the_replacement(tmp
     error("from accounting import merge_run", "ImportError", "merge_run", "write_report(")
     error("accounting.Backend", "AttributeError", "backend='torch'")
     error("accounting.TraceBuffer", "AttributeError", "--perfetto")
-    error("from lineprofiler import config", "ImportError", "LineProfiler(include=[...], exclude=[...])")
-    error("with_line_profiler.config", "AttributeError", "with_line_profiler.config", "find_project_root")
     error("write_trace", "NotImplementedError", "lineprofiler export RUN_DIR --perfetto PATH")
     error("thread_names", "NotImplementedError", "threading.current_thread().name")
     error("run_id third", "TypeError", "run_id=")
@@ -386,8 +384,40 @@ AMBIENT = """
 """
 
 
-def test_start_profiling_records_only_when_asked_and_says_the_config_table_is_not_read(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.lineprofiler]\nexclude = ["tests/*"]\n')
+AMBIENT_TABLE = """
+    import json
+
+    from lineprofiler import start_profiling, stop_profiling
+    from helpers.generated import made
+    from helpers.slow import measured
+
+
+    class Model:
+        def step(self, n):
+            return sum(range(n))
+
+
+    def work(n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total + made(n) + measured(n) + Model().step(n)
+
+
+    start_profiling()
+    work(500)
+    stopped = stop_profiling(print_stats=False)
+    print(json.dumps(sorted(s.qualname for s in stopped.get_stats().values())))
+"""
+
+HELPERS = {
+    "helpers/__init__.py": "",
+    "helpers/generated.py": "def made(n):\n    return n + 1\n",
+    "helpers/slow.py": "def measured(n):\n    return n * 2\n",
+}
+
+
+def test_start_profiling_records_only_when_asked(tmp_path):
     (tmp_path / ".git").mkdir()  # the project's root, found from the calling file
 
     quiet = json.loads(run_program(tmp_path, AMBIENT).stdout)
@@ -396,5 +426,51 @@ def test_start_profiling_records_only_when_asked_and_says_the_config_table_is_no
     done = run_program(tmp_path, AMBIENT, env={"LINEPROFILER_ENABLED": "1"})
     asked = json.loads(done.stdout)
     assert asked["enabled"] is True and "work" in asked["functions"]
-    assert "[tool.lineprofiler] table of pyproject.toml is not read" in done.stderr
-    assert _written(tmp_path) == [".git", "program.py", "pyproject.toml"]
+    assert done.stderr == ""
+    assert _written(tmp_path) == [".git", "program.py"]
+
+
+@pytest.mark.parametrize(
+    ("table", "kept"),
+    [
+        ("", ["<module>", "Model.step", "made", "measured", "work"]),
+        ('exclude = ["helpers/generated.py"]', ["<module>", "Model.step", "measured", "work"]),
+        ('include = ["helpers/*"]', ["made", "measured"]),
+        ('include = ["helpers/*"]\nexclude = ["*/slow.py"]', ["made"]),
+        ('functions = ["Model.*", "made"]', ["Model.step", "made"]),
+    ],
+)
+def test_start_profiling_narrows_to_the_projects_tool_table(tmp_path, table, kept):
+    # 0.10.0's [tool.lineprofiler] table: include/exclude globs on the path relative to the
+    # root, functions globs on the qualified name; each only narrows.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "pyproject.toml").write_text(f"[project]\nname = 'x'\n\n[tool.lineprofiler]\n{table}\n")
+    done = run_program(tmp_path, AMBIENT_TABLE, files=HELPERS, env={"LINEPROFILER_ENABLED": "1"})
+    assert json.loads(done.stdout) == kept
+    assert done.stderr == ""
+
+
+def test_a_bad_tool_table_warns_in_one_line_each_and_narrows_nothing(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.lineprofiler]\nexclude = "helpers/*"\nfunction = ["x"]\n')
+    done = run_program(tmp_path, AMBIENT_TABLE, files=HELPERS, env={"LINEPROFILER_ENABLED": "1"})
+    assert json.loads(done.stdout) == ["<module>", "Model.step", "made", "measured", "work"]
+    warnings = [line for line in done.stderr.splitlines() if "RuntimeWarning" in line]
+    assert len(warnings) == 2, done.stderr
+    assert "exclude" in warnings[0] and "not a list of strings" in warnings[0]
+    assert "keys this version does not know: function" in warnings[1]
+
+
+def test_lineprofiler_config_is_0_10_0s_module():
+    import with_line_profiler
+    from lineprofiler import config
+
+    assert with_line_profiler.config is config
+    assert config.ENV_ENABLED == "LINEPROFILER_ENABLED"
+    table = config.ProfilerConfig(include=("src/*",), exclude=("src/gen/*",), functions=("Model.*",))
+    assert table.allows_path("src/a/b.py") and not table.allows_path("src/gen/x.py")
+    assert not table.allows_path("t.py")
+    assert table.allows_function("Model.step") and not table.allows_function("helper")
+    assert config.ProfilerConfig().allows_path("anything.py") and config.ProfilerConfig().allows_function("f")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 # 0.10.0's ambient line profiling, kept for its code (lineprofiler.accounting.legacy).
 _AMBIENT = ("start_profiling", "stop_profiling")
 # 0.10.0's top-level names that 0.11.0 lacks: asking for one says what to use instead.
-_REMOVED_IN_0_11 = ("config",)
+_REMOVED_IN_0_11: tuple[str, ...] = ()
 
 
 def __getattr__(name: str) -> Any:
@@ -42,6 +42,10 @@ def __getattr__(name: str) -> Any:
         from . import lines
 
         return getattr(lines, name)
+    if name == "config":  # 0.10.0's module of the [tool.lineprofiler] table
+        from . import config
+
+        return config
     if name in _AMBIENT:
         from .accounting import legacy
 

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 # Resolved through lineprofiler on first use, as lineprofiler imports the line layer late.
-_LAZY = ("FunctionStats", "LineProfiler", "LineStats", "start_profiling", "stop_profiling")
+_LAZY = ("FunctionStats", "LineProfiler", "LineStats", "config", "start_profiling", "stop_profiling")
 
 
 def __getattr__(name: str) -> Any:

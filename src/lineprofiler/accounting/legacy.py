@@ -453,7 +453,8 @@ def start_profiling(
     ``0``, ``false``, ``no`` or ``off``; otherwise it returns a profiler never enabled. The project
     folder defaults to the git root above the calling file (else that file's folder). Called
     again before :func:`stop_profiling`, it warns and returns the profiler already recording.
-    0.10.0's ``[tool.lineprofiler]`` table is not read (a warning says so when there is one).
+    The project's ``[tool.lineprofiler]`` table (``include``, ``exclude``, ``functions``: see
+    :mod:`lineprofiler.config`) narrows what is recorded, as in 0.10.0.
     """
     global _ambient_lines  # noqa: PLW0603 - one ambient profiler per process, as in 0.10.0
     import sys
@@ -473,8 +474,12 @@ def start_profiling(
         caller = sys._getframe(1).f_code.co_filename
         start_folder = os.path.dirname(os.path.abspath(caller)) if os.path.isfile(caller) else os.getcwd()
         project_folder = find_project_root(start_folder)
-    profiler = LineProfiler(project_folder)
-    _warn_if_tool_table(str(profiler.project_folder))
+    from ..config import read_tool_table
+
+    config = read_tool_table(find_project_root(project_folder))
+    for problem in config.problems:
+        warnings.warn(problem, RuntimeWarning, stacklevel=2)
+    profiler = LineProfiler(project_folder, config=config)
     if enabled if enabled is not None else _env_says_on(os.environ.get(_ENV_LINES_ENABLED)):
         profiler.enable()
         _ambient_lines = profiler
@@ -493,22 +498,6 @@ def stop_profiling(print_stats: bool = True) -> LineProfiler | None:
     if print_stats:
         profiler.print_global_top_stats()
     return profiler
-
-
-def _warn_if_tool_table(project_folder: str) -> None:
-    # 0.10.0 read include/exclude/functions from here; silently ignoring them would profile
-    # other functions than the user configured.
-    try:
-        with open(os.path.join(project_folder, "pyproject.toml"), "rb") as handle:
-            text = handle.read()
-    except OSError:
-        return
-    if b"[tool.lineprofiler" in text:
-        _warn_once(
-            "tool-table",
-            "the [tool.lineprofiler] table of pyproject.toml is not read since 0.11.0: pass include=/exclude= "
-            "to LineProfiler, or --include/--exclude to `lineprofiler run`",
-        )
 
 
 # ------------------------------------------------------------------ names 0.11.0 does not have
@@ -540,12 +529,7 @@ REMOVED: dict[str, str] = {
 }
 
 
-TOP_LEVEL_REMOVED: dict[str, str] = {
-    "config": (
-        "LineProfiler(include=[...], exclude=[...]) (no [tool.lineprofiler] table is read); "
-        "lineprofiler.lines.find_project_root for the project's root"
-    ),
-}
+TOP_LEVEL_REMOVED: dict[str, str] = {}
 """0.10.0's names of ``lineprofiler`` itself (and so of ``with_line_profiler``) that 0.11.0 lacks."""
 
 

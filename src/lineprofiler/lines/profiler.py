@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+from ..config import ProfilerConfig
 from ..runfiles import linesfile
 from . import _tracer
 from .decorate import CallSwitch, wrap
@@ -66,7 +67,8 @@ class LineProfiler:
     current directory) is resolved with symlinks followed; a folder that does not exist is a
     ``ValueError``. Inside it, virtual environments, ``site-packages``, ``build/``, ``.git/`` and
     the like are left out (see ``lineprofiler.lines.project.DEFAULT_EXCLUDES``); ``include=`` and
-    ``exclude=`` globs adjust that, include winning over exclude.
+    ``exclude=`` globs adjust that, include winning over exclude. ``config=`` (a project's
+    ``[tool.lineprofiler]`` table: ``lineprofiler.config.get_config(folder)``) narrows it further.
 
     Enable it with ``with profiler:`` (re-entrant) or ``enable()``/``disable()``, which nest the
     same way: recording stops when every enable has been matched by a disable; or decorate
@@ -89,9 +91,10 @@ class LineProfiler:
         exclude: str | Iterable[str] | None = None,
         children: bool = False,
         output_dir: str | os.PathLike[str] | None = None,
+        config: ProfilerConfig | None = None,
     ) -> None:
         folder = find_project_root() if project_folder is None else project_folder
-        self._filter = ProjectFilter(folder, include=include, exclude=exclude)
+        self._filter = ProjectFilter(folder, include=include, exclude=exclude, config=config)
         self._filter.include += tuple(cell_globs())
         if not isinstance(children, bool):
             raise TypeError(f"children must be True or False, not {type(children).__name__}")

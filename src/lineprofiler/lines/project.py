@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import CodeType
 
+from ..config import ProfilerConfig
+
 __all__ = ["DEFAULT_EXCLUDES", "ProjectFilter", "find_project_root"]
 
 #: Path components never profiled unless ``include=`` names them: version control, virtual
@@ -95,6 +97,10 @@ class ProjectFilter:
     whole path relative to the folder, where ``*`` also crosses ``/`` (``"src/gen/*"``). Files
     outside the folder, and pseudo-files such as ``<string>`` or ``<stdin>``, are profiled only if
     an ``include`` glob matches their name as CPython reports it.
+
+    ``config`` (a project's ``[tool.lineprofiler]`` table, :mod:`lineprofiler.config`) narrows
+    that further: a file of the folder must also pass its include/exclude globs, and a code
+    object its ``functions`` globs on the qualified name.
     """
 
     def __init__(
@@ -102,6 +108,7 @@ class ProjectFilter:
         folder: str | os.PathLike[str],
         include: str | Iterable[str] | None = None,
         exclude: str | Iterable[str] | None = None,
+        config: ProfilerConfig | None = None,
     ) -> None:
         if not isinstance(folder, (str, os.PathLike)):
             raise TypeError(f"project_folder must be a str or a path, not {type(folder).__name__}")
@@ -115,6 +122,9 @@ class ProjectFilter:
         self.folder: Path = resolved
         self.include: tuple[str, ...] = _as_patterns(include, "include")
         self.exclude: tuple[str, ...] = _as_patterns(exclude, "exclude")
+        if config is not None and not isinstance(config, ProfilerConfig):
+            raise TypeError(f"config must be a lineprofiler.config.ProfilerConfig, not {type(config).__name__}")
+        self.config = config if config is not None and config.narrows else None
         self._prefix = str(resolved).rstrip(os.sep) + os.sep
         self._by_filename: dict[str, bool] = {}
         self._venv_dirs: dict[str, bool] = {}
@@ -133,6 +143,8 @@ class ProjectFilter:
         the filter's: one a signal handler raised while the filter ran (the tracer hands it to
         the user's code); an odd filename that makes the filter itself fail is just not ours."""
         try:
+            if self.config is not None and not self.config.allows_function(code.co_qualname):
+                return False
             return self.is_project_file(code.co_filename)
         except Exception as first:
             try:
@@ -162,6 +174,8 @@ class ProjectFilter:
         if self.include and (_matches(self.include, rel, parts) or _matches(self._absolute_includes, real, ())):
             return True
         if _matches(DEFAULT_EXCLUDES, rel, parts[:-1]) or _matches(self.exclude, rel, parts):
+            return False
+        if self.config is not None and not self.config.allows_path(rel):
             return False
         return not self._in_venv(parts[:-1])
 
