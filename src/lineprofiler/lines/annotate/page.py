@@ -35,6 +35,8 @@ __all__ = ["Limits", "render_annotated", "write_annotated"]
 CONTEXT = 2
 UNAVAILABLE = "<source unavailable>"
 SEPARATOR = " \u00b7 "
+#: A source row's height on screen, for the estimated height of a file not yet laid out.
+ROW_PX = 18
 
 
 @dataclass(frozen=True)
@@ -304,7 +306,8 @@ class _Page:
                               if i in self.anchor)
         head = "".join(f"<th>{c}</th>" for c in ("Line", "Hits", "Time", "Self", "Per hit", "% func", "Source"))
         return (
-            f'<section class="file" id="file{number}" data-file="{escape(printable(entry.name), quote=True)}">'
+            f'<section class="file" id="file{number}" data-file="{escape(printable(entry.name), quote=True)}" '
+            f'style="contain-intrinsic-size:auto {ROW_PX * (len(out) + 2) + 60}px">'
             f"<h2>{escape(entry.shown_name)}</h2>"
             f'<p class="note">{len(entry.functions):,} function{"s" if len(entry.functions) != 1 else ""} '
             f"({functions}), their totals added {format_ns(entry.time_ns)} (a nested function's time is in both), "
