@@ -176,8 +176,10 @@ class _Page:
             if len(self.shown) >= self.limits.files:
                 self.left_out.append(entry)
                 continue
-            recorded = {n: next((ln.source for _, ln in lines if ln.source is not None), None)
-                        for n, lines in entry.per_line.items()}
+            recorded = {
+                n: next((ln.source for _, ln in lines if ln.source is not None), None)
+                for n, lines in entry.per_line.items()
+            }
             text = file_text(entry.name, self.hashes.get(entry.name), recorded)
             rows = self._rows(entry, text, whole=text.last <= self.limits.whole_file_lines)
             if len(rows) > budget and text.whole and len(rows) == text.last:
@@ -278,8 +280,10 @@ class _Page:
             recorded = entry.per_line.get(lineno)
             source = _source_cell(text.lines.get(lineno), limit)
             if not recorded:
-                out.append(f'<tr id="L{number}-{lineno}" class="u"><td>{lineno}</td>'
-                           f'<td></td><td></td><td></td><td></td><td></td>{source}</tr>')
+                out.append(
+                    f'<tr id="L{number}-{lineno}" class="u"><td>{lineno}</td>'
+                    f"<td></td><td></td><td></td><td></td><td></td>{source}</tr>"
+                )
                 continue
             first_index, first_line = recorded[0]
             f = self.functions[first_index]
@@ -295,15 +299,18 @@ class _Page:
                     f'<td></td>{_numbers(other, line)}<td class="src in">\u21b3 in {_text(other.qualname)}</td></tr>'
                 )
         if text.whole and previous < text.last:
-            out.append(f'<tr class="gap"><td colspan="7">\u22ee lines {previous + 1}\u2013{text.last} not shown</td></tr>')
+            out.append(
+                f'<tr class="gap"><td colspan="7">\u22ee lines {previous + 1}\u2013{text.last} not shown</td></tr>'
+            )
         if text.whole:
             origin = "the file on disk, the same source that ran"
             if len(rows) < text.last:
                 origin += f"; {len(rows):,} of its {text.last:,} lines (its profiled functions) shown"
         else:
             origin = "only the recorded lines: the file on disk is missing, unreadable or not the source that ran"
-        functions = ", ".join(f'<a href="#{self.anchor[i]}">{_text(f.qualname)}</a>' for i, f in entry.functions
-                              if i in self.anchor)
+        functions = ", ".join(
+            f'<a href="#{self.anchor[i]}">{_text(f.qualname)}</a>' for i, f in entry.functions if i in self.anchor
+        )
         head = "".join(f"<th>{c}</th>" for c in ("Line", "Hits", "Time", "Self", "Per hit", "% func", "Source"))
         return (
             f'<section class="file" id="file{number}" data-file="{escape(printable(entry.name), quote=True)}" '
