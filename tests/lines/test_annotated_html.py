@@ -341,8 +341,12 @@ def test_a_long_file_shows_its_functions_and_a_long_line_is_cut(tmp_path):
 
 def test_an_unwritable_path_is_an_oserror_for_the_api_and_one_line_for_view(recorded, tmp_path, capsys):
     _, profiler = recorded
-    with pytest.raises(FileNotFoundError):
-        profiler.to_html(tmp_path / "missing" / "page.html")
+    assert profiler.to_html(tmp_path / "made" / "for" / "it.html").is_file()  # folders made, as 0.10.0 did
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(OSError):
+        profiler.to_html(tmp_path / "a-file" / "page.html")
+    with pytest.raises(IsADirectoryError):
+        profiler.to_html(tmp_path)
     dumped = profiler.dump(tmp_path / "lines.json")
     capsys.readouterr()
     assert main(["view", str(dumped), "--html", str(tmp_path / "missing" / "page.html")]) == 2

@@ -448,10 +448,11 @@ class LineProfiler:
         """Write one self-contained HTML page (nothing fetched from the network) of every
         profiled file's source, each line's hits, time, self time and time per hit in the
         margin, heat-coloured by time, after a table of the functions; returns its path.
-        OSError when it cannot be written."""
+        Missing folders above it are made (as 0.10.0 did); OSError when it cannot be written."""
         from .annotate import write_annotated
 
-        return write_annotated(path, self.get_stats(), title=title, root=self._filter.folder, wall_ns=self.wall_time_ns)
+        stats, folder = self.get_stats(), self._filter.folder
+        return write_annotated(path, stats, parents=True, title=title, root=folder, wall_ns=self.wall_time_ns)
 
     @staticmethod
     def load(path: str | os.PathLike[str]) -> SavedProfile:

@@ -195,7 +195,8 @@ class SavedProfile:
         hashes = file_hashes(self.processes, self.merged.conflicts)
         wall = self.wall_time_ns if len(self.processes) == 1 else None
         stats = self.get_stats()
-        return write_annotated(path, stats, title=title, root=self.project_folder, hashes=hashes, wall_ns=wall)
+        folder = self.project_folder
+        return write_annotated(path, stats, parents=True, title=title, root=folder, hashes=hashes, wall_ns=wall)
 
     def print_global_top_stats(
         self,

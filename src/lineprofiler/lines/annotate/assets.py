@@ -36,7 +36,8 @@ table.code td{border-bottom:0;font-size:12px}
 table.code td:first-child{color:var(--muted)}
 tr.u td{color:#9aa1ab}
 tr.gap td{text-align:left;color:var(--muted);background:var(--soft);font-size:12px}
-tr:target td{outline:1px solid #3b6fd8}
+tr[id]{scroll-margin-top:48px}
+tr:target{outline:2px solid #3b6fd8;outline-offset:-1px}
 .h1{background:rgba(var(--heat),.05)}.h2{background:rgba(var(--heat),.09)}.h3{background:rgba(var(--heat),.13)}
 .h4{background:rgba(var(--heat),.17)}.h5{background:rgba(var(--heat),.22)}.h6{background:rgba(var(--heat),.27)}
 .h7{background:rgba(var(--heat),.33)}.h8{background:rgba(var(--heat),.39)}.h9{background:rgba(var(--heat),.46)}

@@ -410,12 +410,20 @@ def render_annotated(
 PAGE_FILE_MODE = 0o666
 
 
-def write_annotated(path: str | os.PathLike[str], stats: Mapping[StatsKey, FunctionStats], **options: Any) -> Path:
+def write_annotated(
+    path: str | os.PathLike[str],
+    stats: Mapping[StatsKey, FunctionStats],
+    *,
+    parents: bool = False,
+    **options: Any,
+) -> Path:
     """Write :func:`render_annotated`'s page to ``path`` whole (a temporary file renamed over
-    it) and return the path. OSError when it cannot be written (a folder that does not exist,
-    a directory at ``path``)."""
+    it) and return the path; with ``parents``, missing folders above it are made. OSError when
+    it cannot be written (a folder that does not exist, a directory at ``path``)."""
     target = Path(os.path.abspath(os.fspath(path)))
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "Is a directory", os.fspath(path))
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(target, render_annotated(stats, **options).encode("utf-8"), mode=PAGE_FILE_MODE)
     return Path(os.fspath(path))
