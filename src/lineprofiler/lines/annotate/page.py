@@ -151,7 +151,6 @@ class _Page:
         self.anchor: dict[int, str] = {}
         self.shown: list[tuple[int, _File, FileText, list[int]]] = []
         self.left_out: list[_File] = []
-        self.cut_files = 0
         self._choose()
 
     # -- what fits
@@ -173,7 +172,7 @@ class _Page:
     def _choose(self) -> None:
         budget = self.limits.lines
         for entry in self.files:
-            if len(self.shown) >= self.limits.files:
+            if len(self.shown) >= self.limits.files or budget <= 0:  # full: no file read for nothing
                 self.left_out.append(entry)
                 continue
             recorded = {
@@ -187,8 +186,6 @@ class _Page:
             if len(rows) > budget:
                 self.left_out.append(entry)
                 continue
-            if text.whole and len(rows) < text.last:
-                self.cut_files += 1
             budget -= len(rows)
             number = len(self.shown)
             shown_rows = set(rows)
@@ -257,7 +254,8 @@ class _Page:
             rows.append(
                 f'<tr data-f="{index}" data-l="{ln.lineno}" class="h{_heat(ln.time_ns, self.top_line_ns)}">'
                 f'<td data-v="{ln.time_ns}">{format_ns(ln.time_ns)}</td><td data-v="{ln.hits}">{ln.hits:,}</td>'
-                f'<td>{_per_hit(ln)}</td><td class="name">{where}</td><td class="name">{_text(f.qualname)}</td>'
+                f'<td data-v="{ln.time_ns / ln.hits if ln.hits else ""}">{_per_hit(ln)}</td>'
+                f'<td class="name">{where}</td><td class="name">{_text(f.qualname)}</td>'
                 f"{_source_cell(source, self.limits.line_chars)}</tr>"
             )
         head = "".join(f"<th data-sort>{c}</th>" for c in ("Time", "Hits", "Per hit", "Where", "Function", "Source"))
