@@ -116,7 +116,7 @@ def test_a_click_on_a_column_head_sorts_the_function_table(browser, profiled):
 
 
 def test_a_big_projects_page_holds_its_bounds_and_lists_the_rest(browser, tmp_path):
-    stats = pages.big_project(tmp_path, 60, 400)
+    stats = pages.big_project(tmp_path, 60, 450)
     limits = Limits()
     page = write_annotated(tmp_path / "big.html", stats, root=tmp_path, limits=limits)
     browser.open(page.as_uri())
