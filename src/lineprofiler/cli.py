@@ -258,6 +258,9 @@ def _add_run_parser(commands: Any) -> None:
         help="also line-profile every Python child process (multiprocessing, subprocess); "
         "-o then names the directory they write to",
     )
+    run.add_argument(
+        "--html", metavar="PATH", help="also write the profiled source, annotated and heat-coloured, as one HTML file"
+    )
     run.add_argument("target", nargs=argparse.REMAINDER, metavar="script.py [args ...]", help=argparse.SUPPRESS)
 
 
@@ -274,6 +277,11 @@ def _add_view_parser(commands: Any) -> None:
     view.add_argument("path", metavar="PATH", help="a line-stats file or a directory of them")
     view.add_argument("--by-role", action="store_true", help="one set of tables per role (or process kind)")
     _add_quiet_option(view)
+    view.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write the merged profile as annotated, heat-coloured source in one HTML file and print its path",
+    )
     _add_table_options(view)
 
 
@@ -303,6 +311,7 @@ def _run(args: argparse.Namespace) -> int:
         sort=args.sort,
         output=args.output,
         children=args.children,
+        html=None if args.html is None else os.path.abspath(args.html),
     )
     return run(opts)
 
@@ -317,10 +326,31 @@ def _view(args: argparse.Namespace) -> int:
         saved = SavedProfile.load(args.path)
     finally:
         progress.close()
+    if args.html is not None:
+        return _view_html(args, saved)
     options = ViewOptions(
         top=args.top, functions=args.functions, min_us=args.min_us, sort=args.sort, by_role=args.by_role
     )
     _print_text(render_view(saved, options), end="")
+    return EXIT_OK
+
+
+def _view_html(args: argparse.Namespace, saved: Any) -> int:
+    from .lines.annotate import render_annotated
+    from .lines.annotate.sources import file_hashes
+    from .lines.view import render_processes
+
+    if args.by_role:
+        raise _UsageError(f"{PROG} view: --by-role has no HTML page yet; give --html or --by-role")
+    text = render_annotated(
+        saved.get_stats(),
+        title=f"lineprofiler view {args.path}",
+        root=saved.project_folder,
+        hashes=file_hashes(saved.processes, saved.merged.conflicts),
+        wall_ns=saved.wall_time_ns if len(saved.processes) == 1 else None,
+        preamble=render_processes(saved),
+    )
+    _print_line(_write(args.html, text))
     return EXIT_OK
 
 

@@ -447,6 +447,16 @@ class LineProfiler:
     #: The name line_profiler's users reach for.
     dump_stats = dump
 
+    def to_html(self, path: str | os.PathLike[str], title: str = "lineprofiler") -> Path:
+        """Write one self-contained HTML page (nothing fetched from the network) of every
+        profiled file's source, each line's hits, time, self time and time per hit in the
+        margin, heat-coloured by time, after a table of the functions; returns its path.
+        Missing folders above it are made (as 0.10.0 did); OSError when it cannot be written."""
+        from .annotate import write_annotated
+
+        stats, folder = self.get_stats(), self._filter.folder
+        return write_annotated(path, stats, parents=True, title=title, root=folder, wall_ns=self.wall_time_ns)
+
     @staticmethod
     def load(path: str | os.PathLike[str]) -> SavedProfile:
         """Read a line-stats file, or every process file in a directory (merged: the same file,

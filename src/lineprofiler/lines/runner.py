@@ -62,6 +62,8 @@ class RunOptions:
     sort: str = "time"
     output: str | None = None
     children: bool = False
+    #: ``--html PATH``: the annotated source page, written after the tables.
+    html: str | None = None
 
 
 @dataclass
@@ -398,6 +400,11 @@ class _Run:
         if self.written is not None and self.temp_dir is None:
             where = self.out_path if self.out_is_dir else self.written
             self.output.say(f"lineprofiler: saved to {where} (lineprofiler view {where})")
+        if self.opts.html is not None:
+            from .annotate.run import write_run_page
+
+            what = self.opts.script or f"-m {self.opts.module}"
+            self.output.say(write_run_page(self.opts.html, self.profiler, folder if self.opts.children else None, what))
         if self.temp_dir is not None:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
 
@@ -443,6 +450,11 @@ def run(opts: RunOptions) -> int:
 
     target = _script_target(opts.script) if opts.script is not None else _module_target(opts.module or "")
     out_path, out_is_dir = _check_output(opts)
+    if opts.html is not None:
+        from .annotate.run import html_target_problem
+
+        if problem := html_target_problem(opts.html):
+            raise RunError(problem)
     project = opts.project if opts.project is not None else target.default_project
     try:
         profiler = LineProfiler(project, include=opts.include or None, exclude=opts.exclude or None)

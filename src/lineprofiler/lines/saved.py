@@ -186,6 +186,18 @@ class SavedProfile:
         )
         (file if file is not None else sys.stdout).write(text)
 
+    def to_html(self, path: str | os.PathLike[str], title: str = "lineprofiler") -> Path:
+        """As :meth:`LineProfiler.to_html <lineprofiler.LineProfiler.to_html>`; a file's source
+        is taken from disk only when its sha256 is the one the files recorded."""
+        from .annotate import write_annotated
+        from .annotate.sources import file_hashes
+
+        hashes = file_hashes(self.processes, self.merged.conflicts)
+        wall = self.wall_time_ns if len(self.processes) == 1 else None
+        stats = self.get_stats()
+        folder = self.project_folder
+        return write_annotated(path, stats, parents=True, title=title, root=folder, hashes=hashes, wall_ns=wall)
+
     def print_global_top_stats(
         self,
         top_n: int | None = 20,

@@ -1,0 +1,427 @@
+"""The annotated source page: every profiled file's source with each line's numbers in the
+margin, heat-coloured by time, after a table of the functions and the slowest lines.
+
+The numbers are formatted as the text tables print them (:func:`~..render.format_ns`, hits with
+thousands separators), so a line reads the same in ``print_stats`` and here. Self time and call
+counts show "-" where they were not measured, never 0. Every text that came from the profile
+(file names, qualnames, source) is shown through :func:`printable` and HTML-escaped: a
+``<script>`` in a comment is text. The page is bounded (:class:`Limits`): the files that do not
+fit are listed by name with their totals, and the page says so.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ... import __version__
+from ..._terminal import printable
+from ...runfiles.layout import write_atomic
+from ..render import _display_path, format_ns
+from ..stats import FunctionStats, LineStats, StatsKey
+from .assets import CSS, JS
+from .sources import FileText, file_text
+
+__all__ = ["Limits", "render_annotated", "write_annotated"]
+
+#: Lines shown before a function's first line and after its last recorded one, in a file too
+#: long to show whole.
+CONTEXT = 2
+UNAVAILABLE = "<source unavailable>"
+SEPARATOR = " \u00b7 "
+#: A source row's height on screen, for the estimated height of a file not yet laid out.
+ROW_PX = 18
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one page holds. A file is shown whole up to ``whole_file_lines`` lines, else
+    only its profiled functions (with a few lines around each); files are taken slowest first
+    while they fit in ``files`` and ``lines`` (source rows over all files); a source line
+    longer than ``line_chars`` is cut; the function table lists the slowest ``functions``."""
+
+    files: int = 100
+    lines: int = 20_000
+    functions: int = 1_000
+    line_chars: int = 400
+    whole_file_lines: int = 3_000
+    slowest_lines: int = 20
+
+
+@dataclass
+class _File:
+    name: str
+    shown_name: str
+    functions: list[tuple[int, FunctionStats]]
+    #: lineno -> (function index, line), outer functions first.
+    per_line: dict[int, list[tuple[int, LineStats]]] = field(default_factory=dict)
+
+    @property
+    def time_ns(self) -> int:
+        return sum(f.time_ns for _, f in self.functions)
+
+    @property
+    def hits(self) -> int:
+        return sum(f.hits for _, f in self.functions)
+
+
+def _count(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def _duration(ns: int | None) -> str:
+    return "-" if ns is None else format_ns(ns)
+
+
+def _per_hit(line: LineStats) -> str:
+    return format_ns(line.time_ns / line.hits) if line.hits else "-"
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole if whole > 0 else 0.0:.1f}"
+
+
+def _heat(ns: int, top: int) -> int:
+    """0 for no time, else 1 to 10 by the share of ``top``."""
+    if ns <= 0 or top <= 0:
+        return 0
+    return max(1, min(10, math.ceil(10 * ns / top)))
+
+
+def _self_ns(f: FunctionStats) -> int | None:
+    """A function's self time: the sum of its lines', when every line has one."""
+    values = [line.self_ns for line in f.lines.values()]
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
+
+
+def _text(raw: str) -> str:
+    return escape(printable(raw))
+
+
+def _source_cell(text: str | None, limit: int) -> str:
+    if text is None:
+        return f'<td class="src na">{escape(UNAVAILABLE)}</td>'
+    shown = printable(text.expandtabs())
+    if len(shown) > limit:
+        cut = f'<span class="cut">\u2026 {len(shown) - limit:,} more characters</span>'
+        return f'<td class="src">{escape(shown[:limit])}{cut}</td>'
+    return f'<td class="src">{escape(shown)}</td>'
+
+
+def _numbers(f: FunctionStats, line: LineStats) -> str:
+    return (
+        f'<td data-v="{line.hits}">{line.hits:,}</td><td data-v="{line.time_ns}">{format_ns(line.time_ns)}</td>'
+        f"<td>{_duration(line.self_ns)}</td><td>{_per_hit(line)}</td><td>{_share(line.time_ns, f.time_ns)}</td>"
+    )
+
+
+class _Page:
+    def __init__(
+        self,
+        stats: Mapping[StatsKey, FunctionStats],
+        root: Path | None,
+        hashes: Mapping[str, str | None],
+        limits: Limits,
+    ) -> None:
+        self.limits = limits
+        self.hashes = hashes
+        self.functions = sorted(stats.values(), key=lambda f: (-f.time_ns, f.filename, f.first_lineno, f.qualname))
+        self.top_line_ns = max((ln.time_ns for f in self.functions for ln in f.lines.values()), default=0)
+        files: dict[str, _File] = {}
+        for index, f in enumerate(self.functions):
+            entry = files.get(f.filename)
+            if entry is None:
+                entry = files[f.filename] = _File(f.filename, _display_path(f.filename, root), [])
+            entry.functions.append((index, f))
+        for entry in files.values():
+            for index, f in sorted(entry.functions, key=lambda item: (item[1].first_lineno, item[0])):
+                for lineno, line in f.lines.items():
+                    entry.per_line.setdefault(lineno, []).append((index, line))
+        self.files = sorted(files.values(), key=lambda e: (-e.time_ns, e.name))
+        self.by_name = files
+        #: Function index -> the anchor of its first shown row, for the files shown.
+        self.anchor: dict[int, str] = {}
+        self.shown: list[tuple[int, _File, FileText, list[int]]] = []
+        self.left_out: list[_File] = []
+        self._choose()
+
+    # -- what fits
+
+    def _rows(self, entry: _File, text: FileText, whole: bool) -> list[int]:
+        """The line numbers shown: the whole file, or each function's lines with a little
+        around them (a file on disk), or the recorded lines (a file known only by them)."""
+        if not text.whole:
+            return sorted(set(entry.per_line) | set(text.lines))
+        if whole:
+            return list(range(1, text.last + 1))
+        wanted: set[int] = set()
+        for _, f in entry.functions:
+            last = max(f.lines, default=f.first_lineno)
+            wanted.update(range(max(1, f.first_lineno - CONTEXT), min(text.last, last + CONTEXT) + 1))
+        wanted.update(n for n in entry.per_line if n <= text.last)
+        return sorted(wanted)
+
+    def _choose(self) -> None:
+        budget = self.limits.lines
+        for entry in self.files:
+            if len(self.shown) >= self.limits.files or budget <= 0:  # full: no file read for nothing
+                self.left_out.append(entry)
+                continue
+            recorded = {
+                n: next((ln.source for _, ln in lines if ln.source is not None), None)
+                for n, lines in entry.per_line.items()
+            }
+            text = file_text(entry.name, self.hashes.get(entry.name), recorded)
+            rows = self._rows(entry, text, whole=text.last <= self.limits.whole_file_lines)
+            if len(rows) > budget and text.whole and len(rows) == text.last:
+                rows = self._rows(entry, text, whole=False)
+            if len(rows) > budget:
+                self.left_out.append(entry)
+                continue
+            budget -= len(rows)
+            number = len(self.shown)
+            shown_rows = set(rows)
+            for index, f in entry.functions:
+                first = next((n for n in sorted(f.lines) if n in shown_rows), None)
+                if f.first_lineno in shown_rows:
+                    first = f.first_lineno
+                if first is not None:
+                    self.anchor[index] = f"L{number}-{first}"
+            self.shown.append((number, entry, text, rows))
+
+    # -- the parts
+
+    def function_table(self) -> str:
+        limit = self.limits.functions
+        top = self.functions[0].time_ns if self.functions else 0
+        rows = []
+        for index, f in enumerate(self.functions[:limit]):
+            anchor = self.anchor.get(index)
+            name = _text(f.qualname)
+            link = f'<a href="#{anchor}">{name}</a>' if anchor else name
+            where = escape(self._shown_name(f.filename)) + f":{f.first_lineno}"
+            own = _self_ns(f)
+            calls_v = "" if f.calls is None else f.calls
+            own_v = "" if own is None else own
+            rows.append(
+                f'<tr data-f="{index}" class="h{_heat(f.time_ns, top)}"><td class="name">{link}</td>'
+                f'<td class="name">{where}</td><td data-v="{calls_v}">{_count(f.calls)}</td>'
+                f'<td data-v="{f.hits}">{f.hits:,}</td><td data-v="{f.time_ns}">{format_ns(f.time_ns)}</td>'
+                f'<td data-v="{own_v}">{_duration(own)}</td>'
+                f'<td data-v="{len(f.lines)}">{len(f.lines):,}</td></tr>'
+            )
+        note = ""
+        if len(self.functions) > limit:
+            rest = self.functions[limit:]
+            note = (
+                f'<p class="note left-out">{len(rest):,} more functions not listed (the {limit:,} slowest are); '
+                f"their time: {format_ns(sum(f.time_ns for f in rest))}.</p>"
+            )
+        head = "".join(
+            f"<th data-sort>{c}</th>" for c in ("Function", "Where", "Calls", "Hits", "Total time", "Self", "Lines")
+        )
+        return (
+            '<section id="functions"><h2>Functions</h2>'
+            '<p class="note">Slowest first. Total time is the sum of the function\'s lines (callees included); '
+            "self time leaves out the calls its lines make. \u201c-\u201d: not measured.</p>"
+            f'<div class="wide"><table data-block="functions"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>{note}</section>"
+        )
+
+    def _shown_name(self, filename: str) -> str:
+        entry = self.by_name.get(filename)
+        return entry.shown_name if entry is not None else printable(filename)
+
+    def slowest_lines(self) -> str:
+        entries = [(index, f, ln) for index, f in enumerate(self.functions) for ln in f.lines.values()]
+        entries.sort(key=lambda e: (-e[2].time_ns, e[1].filename, e[2].lineno))
+        rows = []
+        number_of = {entry.name: number for number, entry, _, _ in self.shown}
+        for index, f, ln in entries[: self.limits.slowest_lines]:
+            where = escape(self._shown_name(f.filename)) + f":{ln.lineno}"
+            number = number_of.get(f.filename)
+            if number is not None:
+                where = f'<a href="#L{number}-{ln.lineno}">{where}</a>'
+            source = None if ln.source is None else ln.source.strip()
+            rows.append(
+                f'<tr data-f="{index}" data-l="{ln.lineno}" class="h{_heat(ln.time_ns, self.top_line_ns)}">'
+                f'<td data-v="{ln.time_ns}">{format_ns(ln.time_ns)}</td><td data-v="{ln.hits}">{ln.hits:,}</td>'
+                f'<td data-v="{ln.time_ns / ln.hits if ln.hits else ""}">{_per_hit(ln)}</td>'
+                f'<td class="name">{where}</td><td class="name">{_text(f.qualname)}</td>'
+                f"{_source_cell(source, self.limits.line_chars)}</tr>"
+            )
+        head = "".join(f"<th data-sort>{c}</th>" for c in ("Time", "Hits", "Per hit", "Where", "Function", "Source"))
+        return (
+            '<section id="slowest"><h2>Slowest lines</h2>'
+            f'<div class="wide"><table data-block="slowest"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div></section>"
+        )
+
+    def file_section(self, number: int, entry: _File, text: FileText, rows: list[int]) -> str:
+        limit = self.limits.line_chars
+        out = []
+        previous = 0
+        missing = "not shown" if text.whole else "not recorded"
+        for lineno in rows:
+            if lineno > previous + 1:
+                gap = f"lines {previous + 1}\u2013{lineno - 1}" if lineno - 1 > previous + 1 else f"line {lineno - 1}"
+                out.append(f'<tr class="gap"><td colspan="7">\u22ee {gap} {missing}</td></tr>')
+            previous = lineno
+            recorded = entry.per_line.get(lineno)
+            source = _source_cell(text.lines.get(lineno), limit)
+            if not recorded:
+                out.append(
+                    f'<tr id="L{number}-{lineno}" class="u"><td>{lineno}</td>'
+                    f"<td></td><td></td><td></td><td></td><td></td>{source}</tr>"
+                )
+                continue
+            first_index, first_line = recorded[0]
+            f = self.functions[first_index]
+            out.append(
+                f'<tr id="L{number}-{lineno}" data-f="{first_index}" data-l="{lineno}" '
+                f'class="h{_heat(first_line.time_ns, self.top_line_ns)}"><td>{lineno}</td>'
+                f"{_numbers(f, first_line)}{source}</tr>"
+            )
+            for index, line in recorded[1:]:
+                other = self.functions[index]
+                out.append(
+                    f'<tr data-f="{index}" data-l="{lineno}" class="also h{_heat(line.time_ns, self.top_line_ns)}">'
+                    f'<td></td>{_numbers(other, line)}<td class="src in">\u21b3 in {_text(other.qualname)}</td></tr>'
+                )
+        if text.whole and previous < text.last:
+            out.append(
+                f'<tr class="gap"><td colspan="7">\u22ee lines {previous + 1}\u2013{text.last} not shown</td></tr>'
+            )
+        if text.whole:
+            origin = "the file on disk, the same source that ran"
+            if len(rows) < text.last:
+                origin += f"; {len(rows):,} of its {text.last:,} lines (its profiled functions) shown"
+        else:
+            origin = "only the recorded lines: the file on disk is missing, unreadable or not the source that ran"
+        functions = ", ".join(
+            f'<a href="#{self.anchor[i]}">{_text(f.qualname)}</a>' for i, f in entry.functions if i in self.anchor
+        )
+        head = "".join(f"<th>{c}</th>" for c in ("Line", "Hits", "Time", "Self", "Per hit", "% func", "Source"))
+        return (
+            f'<section class="file" id="file{number}" data-file="{escape(printable(entry.name), quote=True)}" '
+            f'style="contain-intrinsic-size:auto {ROW_PX * (len(out) + 2) + 60}px">'
+            f"<h2>{escape(entry.shown_name)}</h2>"
+            f'<p class="note">{len(entry.functions):,} function{"s" if len(entry.functions) != 1 else ""} '
+            f"({functions}), their totals added {format_ns(entry.time_ns)} (a nested function's time is in both), "
+            f"{entry.hits:,} hits. Source: {origin}.</p>"
+            f'<div class="wide"><table class="code" data-block="source"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(out)}</tbody></table></div></section>"
+        )
+
+    def left_out_section(self) -> str:
+        if not self.left_out:
+            return ""
+        lim = self.limits
+        rows = "".join(
+            f'<tr data-file="{escape(printable(e.name), quote=True)}"><td class="name">{escape(e.shown_name)}</td>'
+            f'<td data-v="{len(e.functions)}">{len(e.functions):,}</td><td data-v="{e.hits}">{e.hits:,}</td>'
+            f'<td data-v="{e.time_ns}">{format_ns(e.time_ns)}</td></tr>'
+            for e in self.left_out
+        )
+        head = "".join(f"<th data-sort>{c}</th>" for c in ("File", "Functions", "Hits", "Time"))
+        return (
+            '<section id="left-out"><h2>Files not shown</h2>'
+            f'<p class="note left-out">{len(self.left_out):,} of {len(self.files):,} files are not shown: a page holds '
+            f"at most {lim.files:,} files and {lim.lines:,} source lines, taken slowest file first. "
+            "Their functions are in the table above; their totals:</p>"
+            f'<div class="wide"><table data-block="left-out"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{rows}</tbody></table></div></section>"
+        )
+
+
+def render_annotated(
+    stats: Mapping[StatsKey, FunctionStats],
+    *,
+    title: str = "lineprofiler",
+    root: Path | None = None,
+    hashes: Mapping[str, str | None] | None = None,
+    wall_ns: int | None = None,
+    preamble: str | None = None,
+    limits: Limits | None = None,
+) -> str:
+    """The whole page for ``stats`` (what ``get_stats()`` returns). ``root``: file names are
+    shown relative to it; ``hashes``: the source sha256 per file the stats were recorded with
+    (a saved profile's), which the file on disk must match to be shown; ``wall_ns``: how long
+    the profiler was enabled; ``preamble``: text shown first, as it is (``view``'s lines on the
+    processes read)."""
+    page = _Page(stats, root, hashes or {}, limits or Limits())
+    parts = [f"<h1>{_text(title)}</h1>"]
+    facts = [
+        f"{len(page.functions):,} function{'s' if len(page.functions) != 1 else ''}",
+        f"{len(page.files):,} file{'s' if len(page.files) != 1 else ''}",
+        f"{sum(len(f.lines) for f in page.functions):,} lines recorded",
+    ]
+    if wall_ns is not None and wall_ns > 0:
+        facts.append(f"profiler enabled for {format_ns(wall_ns)}")
+    parts.append(f'<p class="sub">{escape(SEPARATOR.join(facts))}</p>')
+    if preamble:
+        parts.append(f'<pre class="text">{_text(preamble.rstrip())}</pre>')
+    if not page.functions:
+        parts.append('<p class="note">No line timings recorded.</p>')
+    else:
+        parts.append(
+            '<p class="note">A line\'s time runs from its start to the next line of its frame, so it includes the '
+            "calls it makes. Shading: the line's time against the slowest line of the page. Greyed lines did not "
+            "run (or are not code).</p>"
+        )
+        nav = ['<a href="#functions">Functions</a>', '<a href="#slowest">Slowest lines</a>']
+        nav += [f'<a href="#file{n}">{escape(e.shown_name)}</a>' for n, e, _, _ in page.shown[:12]]
+        if len(page.shown) > 12:
+            nav.append(f"<span>and {len(page.shown) - 12:,} more files</span>")
+        if page.left_out:
+            nav.append('<a href="#left-out">Files not shown</a>')
+        parts.append(f"<nav>{''.join(nav)}</nav>")
+        if page.left_out:
+            parts.append(
+                f'<p class="note left-out">Bounded: {len(page.shown):,} of {len(page.files):,} files shown, '
+                f'the others listed <a href="#left-out">by name with their totals</a>.</p>'
+            )
+        parts.append(page.function_table())
+        parts.append(page.slowest_lines())
+        parts.extend(page.file_section(*shown) for shown in page.shown)
+        parts.append(page.left_out_section())
+    body = "".join(parts)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_text(title)}</title><style>{CSS}</style></head><body><main>{body}"
+        f"<footer>Written by lineprofiler {escape(__version__)}. Numbers are formatted as "
+        "<code>print_stats()</code> prints them.</footer></main><script>"
+        f"{JS}</script></body></html>\n"
+    )
+
+
+#: What ``open(path, "w")`` gives a new file (less the umask): the page is the user's file.
+PAGE_FILE_MODE = 0o666
+
+
+def write_annotated(
+    path: str | os.PathLike[str],
+    stats: Mapping[StatsKey, FunctionStats],
+    *,
+    parents: bool = False,
+    **options: Any,
+) -> Path:
+    """Write :func:`render_annotated`'s page to ``path`` whole (a temporary file renamed over
+    it) and return the path; with ``parents``, missing folders above it are made. OSError when
+    it cannot be written (a folder that does not exist, a directory at ``path``)."""
+    target = Path(os.path.abspath(os.fspath(path)))
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", os.fspath(path))
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, render_annotated(stats, **options).encode("utf-8"), mode=PAGE_FILE_MODE)
+    return Path(os.fspath(path))
