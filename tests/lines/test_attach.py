@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -220,7 +221,7 @@ print("done", [sys.monitoring.get_tool(tool) for tool in range(6)], "lineprofile
 def test_target_blocked_in_c_times_out_and_later_ignores_the_request(tmp_path: Path) -> None:
     script = _project(tmp_path, BLOCKED, "blocked.py")
     proc = subprocess.Popen(
-        [sys.executable, str(script), "6"], cwd=script.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(script), "3"], cwd=script.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
@@ -343,3 +344,112 @@ def test_version_from_proc() -> None:
     assert target_python("/opt/app/server", "7f0 r-xp /usr/lib/libpython3.12.so.1.0\n") == (3, 12)
     assert target_python("/opt/app/server", "7f0 r-xp /usr/lib/python3.11/lib-dynload/_json.so\n") == (3, 11)
     assert target_python("/usr/bin/sleep", "7f0 r-xp /usr/lib/libc.so.6\n") is None
+
+
+EXITS_EARLY = f"""\
+import sys
+import time
+
+
+def step(i):
+    return i * 2
+
+
+def main():
+    print("ready", flush=True)
+    while "lineprofiler" not in [sys.monitoring.get_tool(tool) for tool in range(6)]:
+        time.sleep(0.001)
+    for i in range({STEPS}):
+        step(i)
+    print("leaving", flush=True)
+    sys.exit(5)
+
+
+main()
+"""
+
+
+@needs_remote_exec
+def test_target_exiting_during_the_window_keeps_what_it_recorded(tmp_path: Path) -> None:
+    script = _project(tmp_path, EXITS_EARLY)
+    proc = _start(script)
+    try:
+        out = tmp_path / "early.json"
+        result = _attach(tmp_path, str(proc.pid), "--duration", "60", "-o", str(out))
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        _stop(proc)
+    assert result.returncode == 0, result.stderr
+    assert "exited during the window" in result.stderr
+    assert (stdout, stderr, proc.returncode) == ("leaving\n", "", 5)
+    saved = SavedProfile.load(out)
+    assert saved.processes[0].process["status"] == "exited"
+    step = next(fs for key, fs in saved.get_stats().items() if key[2] == "step")
+    assert [line.hits for line in step.lines.values()] == [STEPS]
+
+
+@needs_remote_exec
+def test_interrupted_before_the_target_started_leaves_it_unchanged(tmp_path: Path) -> None:
+    script = _project(tmp_path, BLOCKED, "blocked.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "3"], cwd=script.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    cli = None
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        temp = _tmpdir(tmp_path)
+        cli = subprocess.Popen(
+            [sys.executable, "-m", "lineprofiler", "attach", str(proc.pid), "--start-timeout", "60"],
+            cwd=tmp_path,
+            env={**os.environ, "TMPDIR": str(temp)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while not any(temp.glob("*/request.json")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # handed to the target by now (the folder is written first)
+        cli.send_signal(signal.SIGINT)
+        cli_out, cli_err = cli.communicate(timeout=30)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        _stop(proc)
+        if cli is not None and cli.poll() is None:
+            cli.kill()
+            cli.communicate()
+    assert cli.returncode == 130, cli_err
+    assert "Traceback" not in cli_err
+    assert (stdout, stderr, proc.returncode) == ("done [None, None, None, None, None, None] False\n", "", 0)
+    assert list(temp.iterdir()) == []
+
+
+def test_another_users_process(tmp_path: Path) -> None:
+    import pwd
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to run the command as another user")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user 'nobody' here")
+    script = _project(tmp_path, SLEEPER)
+    proc = _start(script)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "lineprofiler", "attach", str(proc.pid)],
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            user=nobody.pw_uid,
+            env={**os.environ, "TMPDIR": "/tmp"},
+        )
+    except PermissionError as error:
+        pytest.skip(f"user nobody cannot run {sys.executable}: {error}")
+    finally:
+        _stop(proc)
+    if "lineprofiler: " not in result.stderr:
+        pytest.skip(f"user nobody cannot run lineprofiler here: {result.stderr.strip()[-200:]}")
+    line = _one_line_error(result)
+    assert f"pid {proc.pid} (python" in line and "belongs to uid 0" in line and "as root" in line

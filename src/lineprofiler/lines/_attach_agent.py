@@ -74,10 +74,12 @@ class _Window:
         )
         # The program's own LineProfiler, if it turns one on, records instead of this one.
         self.profiler.make_background()
-        self._lock = threading.Lock()
-        self._closed = False
+        self.lock = threading.Lock()
+        self.closed = False
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._wait_then_close, name=THREAD_NAME, daemon=True)
+        #: What the ``started`` status says, said again with ``saved`` (which may replace it first).
+        self.facts: dict[str, Any] = {}
 
     def open(self) -> None:
         """RuntimeError when another profiler records or every tool id is taken; ValueError for
@@ -105,10 +107,10 @@ class _Window:
     def close(self, status: str) -> None:
         """Off, then saved; once, from whichever comes first: the window's end or the exit."""
         global _open_window
-        with self._lock:
-            if self._closed:
+        with self.lock:
+            if self.closed:
                 return
-            self._closed = True
+            self.closed = True
             self.profiler.stop_recording()
             _open_window = None
             if status != "exited":
@@ -126,13 +128,13 @@ class _Window:
         except Exception as error:  # the command says what went wrong; the target goes on
             _say(self.folder, "failed", reason="save", error=f"{type(error).__name__}: {error}")
             return
-        _say(self.folder, "saved", status=status, file=RESULT_NAME)
+        _say(self.folder, "saved", **self.facts, status=status, file=RESULT_NAME)
 
     def after_fork_in_child(self) -> None:
         # The child has the profiler but not the thread that ends the window: off, and forgotten.
         global _open_window
         _open_window = None
-        self._closed = True
+        self.closed = True
         self.profiler.reset_after_fork()
         _lifecycle.cancel_at_exit(self._at_exit)
 
@@ -155,17 +157,19 @@ def start(folder: str) -> None:
             # Forever (a fork hook cannot be removed), and a no-op outside a window.
             _lifecycle.at_fork(after_in_child=_after_fork_in_child)
             _fork_hook_registered = True
+        window.facts = {
+            "python": ".".join(map(str, sys.version_info[:3])),
+            "executable": sys.executable,
+            "host": host_name(),
+            "project_folder": str(window.profiler.project_folder),
+            "threads": threading.active_count(),
+            "started_unix_ns": time.time_ns(),
+        }
         window.open()
     except Exception as error:
         _say(folder, "failed", reason="start", error=f"{type(error).__name__}: {error}")
         return
-    _say(
-        folder,
-        "started",
-        python=".".join(map(str, sys.version_info[:3])),
-        executable=sys.executable,
-        host=host_name(),
-        project_folder=str(window.profiler.project_folder),
-        threads=threading.active_count() - 1,
-        started_unix_ns=time.time_ns(),
-    )
+    # Under the window's lock: its end, if already there, writes "saved" after this, not before.
+    with window.lock:
+        if not window.closed:
+            _say(folder, "started", **window.facts)

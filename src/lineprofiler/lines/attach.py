@@ -44,6 +44,8 @@ _REQUEST = "request.json"
 _CANCELLED = "request.cancelled"
 _SCRIPT = "attach.py"
 _POLL_S = 0.02
+# A window short enough, or a target ending soon enough, may be saved before the command looks.
+_STARTED_OR_AFTER = ("started", "failed", "saved")
 _VERSION = re.compile(r"python(\d+)\.(\d+)")
 
 
@@ -313,7 +315,8 @@ def _wait_for(folder: str, pid: int, states: tuple[str, ...], timeout_s: float) 
         time.sleep(_POLL_S)
 
 
-def _start(remote_exec: Any, target: _Target, opts: AttachOptions, folder: str) -> dict[str, Any]:
+def _hand_over(remote_exec: Any, target: _Target, opts: AttachOptions, folder: str) -> None:
+    """The request and the bootstrap into ``folder``, and the bootstrap to the target."""
     request = {
         "duration_s": opts.duration,
         "project_folder": os.path.abspath(opts.project_folder) if opts.project_folder is not None else None,
@@ -329,7 +332,12 @@ def _start(remote_exec: Any, target: _Target, opts: AttachOptions, folder: str) 
         remote_exec(target.pid, script)
     except Exception as error:
         raise _remote_exec_failed(target, error) from None
-    status = _wait_for(folder, target.pid, ("started", "failed"), opts.start_timeout)
+
+
+def _wait_started(target: _Target, opts: AttachOptions, folder: str) -> dict[str, Any]:
+    """The target's ``started`` status; AttachError when it failed, ended or did not get to it
+    (the request is cancelled then)."""
+    status = _wait_for(folder, target.pid, _STARTED_OR_AFTER, opts.start_timeout)
     if status is None and _alive(target.pid) and _cancel(folder):
         raise AttachError(
             f"{target.who} did not start the line profiler within {opts.start_timeout:g} s: sys.remote_exec "
@@ -339,17 +347,19 @@ def _start(remote_exec: Any, target: _Target, opts: AttachOptions, folder: str) 
             "longer --start-timeout"
         )
     if status is None:
-        status = _wait_for(folder, target.pid, ("started", "failed"), 5.0)  # it took the request just now
+        status = _wait_for(folder, target.pid, _STARTED_OR_AFTER, 5.0)  # it took the request just now
     if status is None:
         raise AttachError(f"pid {target.pid} ended before it started the line profiler")
     if status.get("state") == "failed":
-        error = str(status.get("error"))
+        why = str(status.get("error"))
         if status.get("reason") == "import":
             raise AttachError(
-                f"{target.who} cannot import lineprofiler ({error}): install with-line-profiler into the "
+                f"{target.who} cannot import lineprofiler ({why}): install with-line-profiler into the "
                 f"environment of its Python ({status.get('executable')}) and start the program again"
             )
-        raise AttachError(f"could not start the line profiler in {target.who}: {error}")
+        if status.get("reason") == "save":
+            raise AttachError(f"{target.who} could not save its line stats: {why}")
+        raise AttachError(f"could not start the line profiler in {target.who}: {why}")
     return status
 
 
@@ -381,22 +391,25 @@ def attach(opts: AttachOptions) -> int:
         raise AttachError(refused)
     out_path, out_is_dir = _output_target(opts)
     folder = _make_folder(target)
-    keep_folder = False
+    handed = False
     try:
-        try:
-            started = _start(remote_exec, target, opts, folder)
-        except AttachError as error:
-            keep_folder = "is cancelled" in str(error)  # the target's script removes it when it runs
-            raise
+        _hand_over(remote_exec, target, opts, folder)
+        handed = True
+        started = _wait_started(target, opts, folder)
         _say(
             f"lineprofiler: recording {target.who} for {opts.duration:g} s "
-            f"(Python {started.get('python')}, project folder {started.get('project_folder')})"
+            f"(Python {started.get('python')}, {started.get('threads')} thread(s), "
+            f"project folder {started.get('project_folder')})"
         )
         done = _wait_for(folder, target.pid, ("saved", "failed"), opts.duration + SAVE_GRACE_S)
         if done is None:
             if _alive(target.pid):
-                raise AttachError(f"{target.who} did not save its line stats within {SAVE_GRACE_S:g} s of the window's end")
-            raise AttachError(f"pid {target.pid} ended during the window without saving (killed?): nothing was recorded")
+                raise AttachError(
+                    f"{target.who} did not save its line stats within {SAVE_GRACE_S:g} s of the window's end"
+                )
+            raise AttachError(
+                f"pid {target.pid} ended during the window without saving (killed?): nothing was recorded"
+            )
         if done.get("state") == "failed":
             raise AttachError(f"{target.who} could not save its line stats: {done.get('error')}")
         result = os.path.join(folder, RESULT_NAME)
@@ -419,5 +432,8 @@ def attach(opts: AttachOptions) -> int:
         _say(f"lineprofiler: line stats saved to {destination} (lineprofiler view {destination})")
         return 0
     finally:
-        if not keep_folder:
+        if handed and os.path.exists(os.path.join(folder, _REQUEST)):
+            _cancel(folder)  # interrupted before the target took the request
+        if not (handed and os.path.exists(os.path.join(folder, _CANCELLED)) and _alive(target.pid)):
             shutil.rmtree(folder, ignore_errors=True)
+        # else the bootstrap, which the target still runs some day, removes the folder then
