@@ -206,10 +206,9 @@ def test_default_output_is_a_file_view_reads(tmp_path: Path) -> None:
 
 BLOCKED = """\
 import sys
-import time
 
 print("ready", flush=True)
-time.sleep(float(sys.argv[1]))
+sys.stdin.readline()  # blocked in C until the test writes a line
 x = 0
 for i in range(200000):
     x += i
@@ -217,21 +216,31 @@ print("done", [sys.monitoring.get_tool(tool) for tool in range(6)], "lineprofile
 """
 
 
+def _start_blocked(script: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=script.parent,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    return proc
+
+
 @needs_remote_exec
 def test_target_blocked_in_c_times_out_and_later_ignores_the_request(tmp_path: Path) -> None:
     script = _project(tmp_path, BLOCKED, "blocked.py")
-    proc = subprocess.Popen(
-        [sys.executable, str(script), "3"], cwd=script.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = _start_blocked(script)
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         result = _attach(tmp_path, str(proc.pid), "--duration", "1", "--start-timeout", "1")
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate("go\n", timeout=60)
     finally:
         _stop(proc)
     line = _one_line_error(result)
     assert "did not start the line profiler within 1 s" in line and "blocked" in line
-    # When the sleep returned, the target ran the cancelled request: it did nothing, said nothing.
+    # When the read returned, the target ran the cancelled request: it did nothing, said nothing.
     assert stdout == "done [None, None, None, None, None, None] False\n"
     assert stderr == ""
     assert proc.returncode == 0
@@ -391,12 +400,9 @@ def test_target_exiting_during_the_window_keeps_what_it_recorded(tmp_path: Path)
 @needs_remote_exec
 def test_interrupted_before_the_target_started_leaves_it_unchanged(tmp_path: Path) -> None:
     script = _project(tmp_path, BLOCKED, "blocked.py")
-    proc = subprocess.Popen(
-        [sys.executable, str(script), "3"], cwd=script.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = _start_blocked(script)
     cli = None
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         temp = _tmpdir(tmp_path)
         cli = subprocess.Popen(
             [sys.executable, "-m", "lineprofiler", "attach", str(proc.pid), "--start-timeout", "60"],
@@ -409,10 +415,10 @@ def test_interrupted_before_the_target_started_leaves_it_unchanged(tmp_path: Pat
         deadline = time.monotonic() + 30
         while not any(temp.glob("*/request.json")) and time.monotonic() < deadline:
             time.sleep(0.01)
-        time.sleep(0.2)  # handed to the target by now (the folder is written first)
+        time.sleep(0.5)  # handed to the target by now (the folder is written first)
         cli.send_signal(signal.SIGINT)
         cli_out, cli_err = cli.communicate(timeout=30)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate("go\n", timeout=60)
     finally:
         _stop(proc)
         if cli is not None and cli.poll() is None:
