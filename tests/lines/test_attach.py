@@ -459,3 +459,17 @@ def test_another_users_process(tmp_path: Path) -> None:
         pytest.skip(f"user nobody cannot run lineprofiler here: {result.stderr.strip()[-200:]}")
     line = _one_line_error(result)
     assert f"pid {proc.pid} (python" in line and "belongs to uid 0" in line and "as root" in line
+
+
+def test_interpreter_options_of_a_command_line() -> None:
+    from lineprofiler.lines.attach import _interpreter_options
+
+    def parse(line: str) -> tuple[list[bytes], bool]:
+        return _interpreter_options([part.encode() for part in line.split()])
+
+    assert parse("python3.14 -X disable_remote_debug app.py") == ([b"disable_remote_debug"], False)
+    assert parse("python3.14 -Xdisable_remote_debug -c pass") == ([b"disable_remote_debug"], False)
+    assert parse("python3.14 -u -X dev -m serve -X disable_remote_debug") == ([b"dev"], False)
+    assert parse("python3.14 app.py -X disable_remote_debug") == ([], False)
+    assert parse("python3.14 -sE -W error app.py") == ([], True)
+    assert parse("python3.14 -I app.py") == ([], True)

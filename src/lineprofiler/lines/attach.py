@@ -163,20 +163,50 @@ def _check_versions(target: _Target) -> Any:
     return remote_exec
 
 
+def _interpreter_options(argv: list[bytes]) -> tuple[list[bytes], bool]:
+    """The ``-X`` options of a Python command line, and whether it ignores PYTHON* variables
+    (``-E``, ``-I``); what follows the script, ``-c`` or ``-m`` is the program's, not Python's."""
+    x_options: list[bytes] = []
+    ignores_env = False
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith(b"-") or arg in (b"-", b"--") or arg.startswith(b"--"):
+            break
+        letters = arg[1:]
+        for j, letter in enumerate(letters):
+            if letter in b"XW":
+                value = letters[j + 1 :] or (argv[i + 1] if i + 1 < len(argv) else b"")
+                if not letters[j + 1 :]:
+                    i += 1
+                if letter == ord("X"):
+                    x_options.append(value)
+                break
+            if letter in b"cm":
+                return x_options, ignores_env
+            if letter in b"EI":
+                ignores_env = True
+        i += 1
+    return x_options, ignores_env
+
+
 def _remote_debug_refused(target: _Target) -> str | None:
-    """Why the target refuses remote debugging, when its environment or command line says so."""
-    fix = "start it without it to attach"
+    """Why the target refuses remote debugging, when its command line or environment says so
+    (where remote_exec itself would succeed and the target never run the script)."""
+    fix = "start it without that to attach"
     try:
         environ = _read_proc(target.pid, "environ").split(b"\0")
         argv = _read_proc(target.pid, "cmdline").split(b"\0")
     except OSError:
         return None  # remote_exec will say
-    for entry in environ:
-        if entry.startswith(b"PYTHON_DISABLE_REMOTE_DEBUG=") and entry != b"PYTHON_DISABLE_REMOTE_DEBUG=":
-            return f"{target.who} turned remote debugging off (PYTHON_DISABLE_REMOTE_DEBUG is set): {fix}"
-    for before, option in zip(argv, argv[1:], strict=False):
-        if (before == b"-X" and option == b"disable_remote_debug") or option == b"-Xdisable_remote_debug":
-            return f"{target.who} turned remote debugging off (-X disable_remote_debug): {fix}"
+    x_options, ignores_env = _interpreter_options(argv)
+    if b"disable_remote_debug" in x_options:
+        return f"{target.who} turned remote debugging off (-X disable_remote_debug): {fix}"
+    if not ignores_env and any(
+        entry.startswith(b"PYTHON_DISABLE_REMOTE_DEBUG=") and entry != b"PYTHON_DISABLE_REMOTE_DEBUG="
+        for entry in environ
+    ):
+        return f"{target.who} turned remote debugging off (PYTHON_DISABLE_REMOTE_DEBUG is set): {fix}"
     return None
 
 
