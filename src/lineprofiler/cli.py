@@ -282,9 +282,7 @@ def _add_attach_parser(commands: Any) -> None:
         ),
     )
     attach.add_argument("pid", type=_pid, metavar="PID", help="the process to attach to")
-    attach.add_argument(
-        "--duration", type=_seconds, default=5.0, metavar="S", help="seconds to record (default 5)"
-    )
+    attach.add_argument("--duration", type=_seconds, default=5.0, metavar="S", help="seconds to record (default 5)")
     attach.add_argument(
         "-o",
         "--output",
@@ -293,6 +291,8 @@ def _add_attach_parser(commands: Any) -> None:
     )
     attach.add_argument(
         "--project-folder",
+        "--project",
+        dest="project_folder",
         metavar="DIR",
         help="the folder whose code is profiled (default: the git root of the target's working directory)",
     )
