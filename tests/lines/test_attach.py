@@ -473,3 +473,30 @@ def test_interpreter_options_of_a_command_line() -> None:
     assert parse("python3.14 app.py -X disable_remote_debug") == ([], False)
     assert parse("python3.14 -sE -W error app.py") == ([], True)
     assert parse("python3.14 -I app.py") == ([], True)
+
+
+@needs_remote_exec
+def test_a_second_attach_during_a_window_is_refused(tmp_path: Path) -> None:
+    script = _project(tmp_path, SLEEPER.replace("time.sleep(60)", "while True:\n    time.sleep(0.01)"))
+    proc = _start(script)
+    first = None
+    try:
+        first = subprocess.Popen(
+            [sys.executable, "-m", "lineprofiler", "attach", str(proc.pid), "--duration", "3", "-o", "first.json"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert first.stderr is not None
+        assert first.stderr.readline().startswith(f"lineprofiler: recording pid {proc.pid} ")
+        line = _one_line_error(_attach(tmp_path, str(proc.pid), "-o", "second.json"))
+        first_out, first_err = first.communicate(timeout=60)
+    finally:
+        _stop(proc)
+        if first is not None and first.poll() is None:
+            first.kill()
+            first.communicate()
+    assert "another lineprofiler attach is recording in this process" in line
+    assert first.returncode == 0, first_err
+    assert (tmp_path / "first.json").is_file() and not (tmp_path / "second.json").exists()

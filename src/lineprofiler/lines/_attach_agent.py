@@ -152,6 +152,8 @@ def start(folder: str) -> None:
     try:
         with open(os.path.join(folder, REQUEST_TAKEN), encoding="utf-8") as stream:
             request = json.load(stream)
+        if _open_window is not None:
+            raise RuntimeError("another lineprofiler attach is recording in this process: wait for its window to end")
         window = _Window(folder, request)
         if not _fork_hook_registered:
             # Forever (a fork hook cannot be removed), and a no-op outside a window.
