@@ -44,7 +44,9 @@ def tools():
 
 
 def on():
-    return "lineprofiler" in tools()
+    # The tool id is taken first and its events set last: on once they are.
+    mon = sys.monitoring
+    return any(mon.get_tool(tool) == "lineprofiler" and mon.get_events(tool) for tool in range(6))
 
 
 def step(i):
@@ -366,7 +368,8 @@ def step(i):
 
 def main():
     print("ready", flush=True)
-    while "lineprofiler" not in [sys.monitoring.get_tool(tool) for tool in range(6)]:
+    mon = sys.monitoring
+    while not any(mon.get_tool(tool) == "lineprofiler" and mon.get_events(tool) for tool in range(6)):
         time.sleep(0.001)
     for i in range({STEPS}):
         step(i)

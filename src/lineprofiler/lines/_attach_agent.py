@@ -1,13 +1,16 @@
 """What ``lineprofiler attach`` runs inside its target, by ``sys.remote_exec`` (3.14+).
 
-The bootstrap script that the command writes calls :func:`start` in the target's main thread,
-between two of its bytecodes. :func:`start` must hand the thread back at once and never raise
-into it: it turns a :class:`~lineprofiler.lines.profiler.LineProfiler` on (``sys.monitoring`` is
-process-wide: threads already running are recorded too), starts one daemon thread that waits for
-the window to end, and returns. That thread then turns the profiler off (the tool id is freed),
-writes the line-stats file into the attach folder (a new file renamed into place), and ends.
-Nothing else is left behind: the exit hook that saves the window when the process ends first is
-cancelled once it is saved, and the fork hook does nothing outside a window.
+The bootstrap script that the command writes runs in the target's main thread, between two of its
+bytecodes, and must hand the thread back at once: it only starts one daemon thread
+(``lineprofiler-attach``) and returns. That thread imports lineprofiler (the slow part, a pause
+the main thread would otherwise take) and calls :func:`run`, which turns a
+:class:`~lineprofiler.lines.profiler.LineProfiler` on (``sys.monitoring`` is process-wide: the
+threads already running, the main thread included, are recorded from the line they are at),
+waits for the window to end, turns it off (the tool id is freed), writes the line-stats file into
+the attach folder (a new file renamed into place) and returns; the thread ends. Nothing else is
+left behind: the exit hook that saves the window when the process ends first is cancelled once it
+is saved, and the fork hook does nothing outside a window. Nothing here raises into the target
+or prints in it.
 
 What the command and the target say to each other goes through files of the attach folder, each
 written whole and renamed into place: ``request.json`` (the settings; the bootstrap renames it to
@@ -29,13 +32,13 @@ from ..runfiles import linesfile
 from .profiler import LineProfiler
 from .saved import document_from_stats, host_name, process_info
 
-__all__ = ["LABEL", "REQUEST_TAKEN", "RESULT_NAME", "STATUS_NAME", "THREAD_NAME", "start"]
+__all__ = ["LABEL", "REQUEST_TAKEN", "RESULT_NAME", "STATUS_NAME", "THREAD_NAME", "run"]
 
 #: Names inside the attach folder (the command reads the same constants).
 REQUEST_TAKEN = "request.taken"
 STATUS_NAME = "status.json"
 RESULT_NAME = "lines.json"
-#: The daemon thread that closes the window.
+#: The daemon thread the bootstrap starts, which opens and closes the window.
 THREAD_NAME = "lineprofiler-attach"
 #: The saved file's ``process.label``.
 LABEL = "attached"
@@ -43,6 +46,8 @@ LABEL = "attached"
 # The window open in this process, for the fork hook; None outside a window.
 _open_window: _Window | None = None
 _fork_hook_registered = False
+# Two attaches at once: one opens its window, the other is refused.
+_opening = threading.Lock()
 
 
 def write_json(path: str, document: dict[str, Any]) -> None:
@@ -61,8 +66,8 @@ def _say(folder: str, state: str, **fields: Any) -> None:
 
 
 class _Window:
-    """One attach window: the profiler, the thread that ends it, and the exit hook that saves it
-    if the process ends first."""
+    """One attach window: the profiler, the wait, and the exit hook that saves it if the process
+    ends first."""
 
     def __init__(self, folder: str, request: dict[str, Any]) -> None:
         self.folder = folder
@@ -77,7 +82,6 @@ class _Window:
         self.lock = threading.Lock()
         self.closed = False
         self._wake = threading.Event()
-        self._thread = threading.Thread(target=self._wait_then_close, name=THREAD_NAME, daemon=True)
         #: What the ``started`` status says, said again with ``saved`` (which may replace it first).
         self.facts: dict[str, Any] = {}
 
@@ -85,24 +89,23 @@ class _Window:
         """RuntimeError when another profiler records or every tool id is taken; ValueError for
         a project folder that does not exist here. Nothing is left on when it raises."""
         global _open_window
-        self.profiler.enable()
+        # The exit hook first: a program that ends as soon as it sees the profiler on (before
+        # this thread runs again) must still save what it recorded.
+        _lifecycle.at_exit(self._at_exit)
         try:
-            _lifecycle.at_exit(self._at_exit)
-            _open_window = self
-            self._thread.start()
+            self.profiler.enable()
         except BaseException:
-            _open_window = None
             _lifecycle.cancel_at_exit(self._at_exit)
-            self.profiler.stop_recording()
             raise
+        _open_window = self
 
-    def _wait_then_close(self) -> None:
+    def wait_then_close(self) -> None:
         self._wake.wait(self.duration_s)
         self.close("stopped")
 
     def _at_exit(self) -> None:
-        self._wake.set()
         self.close("exited")
+        self._wake.set()  # after: woken first, the window's thread would save it as "stopped"
 
     def close(self, status: str) -> None:
         """Off, then saved; once, from whichever comes first: the window's end or the exit."""
@@ -145,33 +148,35 @@ def _after_fork_in_child() -> None:
         window.after_fork_in_child()
 
 
-def start(folder: str) -> None:
-    """Open the window the request in ``folder`` asks for, and return at once. Never raises:
-    what goes wrong is written to ``status.json`` for the command to say."""
+def run(folder: str) -> None:
+    """In the bootstrap's thread: open the window the request in ``folder`` asks for, wait for its
+    end, save. Never raises: what goes wrong is written to ``status.json`` for the command."""
     global _fork_hook_registered
     try:
         with open(os.path.join(folder, REQUEST_TAKEN), encoding="utf-8") as stream:
             request = json.load(stream)
-        if _open_window is not None:
-            raise RuntimeError("another lineprofiler attach is recording in this process: wait for its window to end")
         window = _Window(folder, request)
-        if not _fork_hook_registered:
-            # Forever (a fork hook cannot be removed), and a no-op outside a window.
-            _lifecycle.at_fork(after_in_child=_after_fork_in_child)
-            _fork_hook_registered = True
         window.facts = {
             "python": ".".join(map(str, sys.version_info[:3])),
             "executable": sys.executable,
             "host": host_name(),
             "project_folder": str(window.profiler.project_folder),
-            "threads": threading.active_count(),
+            "threads": threading.active_count() - 1,  # the program's, not this one
             "started_unix_ns": time.time_ns(),
         }
-        window.open()
+        with _opening:
+            if _open_window is not None:
+                raise RuntimeError("another lineprofiler attach is recording in this process: wait for its end")
+            if not _fork_hook_registered:
+                # Forever (a fork hook cannot be removed), and a no-op outside a window.
+                _lifecycle.at_fork(after_in_child=_after_fork_in_child)
+                _fork_hook_registered = True
+            window.open()
     except Exception as error:
         _say(folder, "failed", reason="start", error=f"{type(error).__name__}: {error}")
         return
-    # Under the window's lock: its end, if already there, writes "saved" after this, not before.
+    # Under the window's lock: an exit that closed it already has written "saved", kept.
     with window.lock:
         if not window.closed:
             _say(folder, "started", **window.facts)
+    window.wait_then_close()

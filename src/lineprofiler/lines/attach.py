@@ -30,7 +30,7 @@ from .._terminal import printable
 from ..errors import InputError
 from ..runfiles import linesfile
 from ..runfiles.layout import write_atomic
-from ._attach_agent import REQUEST_TAKEN, RESULT_NAME, STATUS_NAME, write_json
+from ._attach_agent import REQUEST_TAKEN, RESULT_NAME, STATUS_NAME, THREAD_NAME, write_json
 
 __all__ = ["AttachError", "AttachOptions", "attach", "target_python"]
 
@@ -255,13 +255,16 @@ def _output_target(opts: AttachOptions) -> tuple[Path, bool]:
 
 
 def _bootstrap(folder: str) -> str:
-    """The script the target runs: takes the request (unless it was cancelled), imports the
-    agent and starts it; says why when lineprofiler cannot be imported. It defines no name that
-    outlives it and never lets an exception out (the target would print it)."""
+    """The script the target runs in its main thread: takes the request (unless it was
+    cancelled) and starts the thread that does the rest, importing lineprofiler there (says why
+    when it cannot). It defines no name that outlives it and lets no exception out (the target
+    would print it)."""
     return f"""\
 # lineprofiler attach: run by sys.remote_exec in this process's main thread.
 def _lineprofiler_attach(folder):
     import os
+    import threading
+
     try:
         os.rename(os.path.join(folder, {_REQUEST!r}), os.path.join(folder, {REQUEST_TAKEN!r}))
     except OSError:  # cancelled by the command, which has gone: leave nothing behind
@@ -275,21 +278,29 @@ def _lineprofiler_attach(folder):
         except OSError:
             pass
         return
-    try:
-        from lineprofiler.lines._attach_agent import start
-    except BaseException as error:
-        import json
-        import sys
-        said = {{
-            "state": "failed", "reason": "import", "error": type(error).__name__ + ": " + str(error),
-            "executable": sys.executable, "pid": os.getpid(),
-        }}
-        partial = os.path.join(folder, {STATUS_NAME!r} + ".part")
-        with open(partial, "w") as stream:
-            json.dump(said, stream)
-        os.replace(partial, os.path.join(folder, {STATUS_NAME!r}))
-        return
-    start(folder)
+
+    def window():
+        try:
+            from lineprofiler.lines._attach_agent import run
+        except BaseException as error:
+            import json
+            import sys
+
+            said = {{
+                "state": "failed", "reason": "import", "error": type(error).__name__ + ": " + str(error),
+                "executable": sys.executable, "pid": os.getpid(),
+            }}
+            try:
+                partial = os.path.join(folder, {STATUS_NAME!r} + ".part")
+                with open(partial, "w") as stream:
+                    json.dump(said, stream)
+                os.replace(partial, os.path.join(folder, {STATUS_NAME!r}))
+            except BaseException:
+                pass
+            return
+        run(folder)
+
+    threading.Thread(target=window, name={THREAD_NAME!r}, daemon=True).start()
 
 
 try:
