@@ -149,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     top.add_argument("--once", action="store_true", help="print one frame (rates since each process started) and exit")
     _add_run_parser(commands)
     _add_view_parser(commands)
+    _add_attach_parser(commands)
     return parser
 
 
@@ -283,6 +284,76 @@ def _add_view_parser(commands: Any) -> None:
         help="write the merged profile as annotated, heat-coloured source in one HTML file and print its path",
     )
     _add_table_options(view)
+
+
+def _pid(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a process id: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"not a process id: {text!r}")
+    return value
+
+
+def _add_attach_parser(commands: Any) -> None:
+    attach = commands.add_parser(
+        "attach",
+        help="line-profile a running Python 3.14+ process for a while (sys.remote_exec), then print its slowest lines",
+        description=(
+            "Turn the line profiler on in the running Python process PID for --duration seconds, through "
+            "sys.remote_exec (Python 3.14+, the same version here and there; the target must be able to import "
+            "lineprofiler), then save the line stats and print the tables. The process goes on as it was; "
+            "nothing of the profiler stays on in it after the window. Its main thread starts the profiler the "
+            "next time it runs Python code: one blocked in a call into C starts it when that call returns."
+        ),
+    )
+    attach.add_argument("pid", type=_pid, metavar="PID", help="the process to attach to")
+    attach.add_argument("--duration", type=_seconds, default=5.0, metavar="S", help="seconds to record (default 5)")
+    attach.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="where to save the line stats: a file, or a directory (default profile/lines/)",
+    )
+    attach.add_argument(
+        "--project-folder",
+        "--project",
+        dest="project_folder",
+        metavar="DIR",
+        help="the folder whose code is profiled (default: the git root of the target's working directory)",
+    )
+    attach.add_argument(
+        "--include", action="append", default=[], metavar="GLOB", help="also profile files matching GLOB (repeatable)"
+    )
+    attach.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="leave out files matching GLOB")
+    attach.add_argument(
+        "--start-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="S",
+        help="give up when the target has not started the profiler after S seconds (default 10)",
+    )
+    _add_table_options(attach)
+
+
+def _attach(args: argparse.Namespace) -> int:
+    from .lines.attach import AttachOptions, attach
+
+    options = AttachOptions(
+        pid=args.pid,
+        duration=args.duration,
+        output=args.output,
+        project_folder=args.project_folder,
+        include=args.include,
+        exclude=args.exclude,
+        start_timeout=args.start_timeout,
+        top=args.top,
+        functions=args.functions,
+        min_us=args.min_us,
+        sort=args.sort,
+    )
+    return attach(options)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -497,6 +568,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .report.top import run_top
 
         return run_top(args.run_dir, args.interval, once=args.once)
+    if args.command == "attach":
+        return _attach(args)
     return _compare(args)
 
 
