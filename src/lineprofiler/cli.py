@@ -1,5 +1,6 @@
 """The ``lineprofiler`` command: ``report``, ``compare``, ``export`` and ``top`` over run directories; ``run``
-(a script or module, line-profiled) and ``view`` (saved line profiles).
+(a script or module, line-profiled), ``view`` (saved line profiles) and ``attach`` (a running
+process, for a window).
 
 Exit status: 0 when a report was printed (even with CAVEATS), 2 when nothing could be reported
 or the command line was wrong, 1 for an internal error. Errors are one line on stderr, never a
