@@ -24,6 +24,8 @@ from collections.abc import Callable, Generator
 from types import CodeType
 from typing import Any, Protocol, TypeVar
 
+from .stats import StatsKey
+
 __all__ = ["ENV_PROFILE_BUILTIN", "CallSwitch", "ProfileBuiltin", "code_of", "install_from_env", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -183,10 +185,6 @@ def wrap(switch: CallSwitch, func: F) -> F:
 #: the decorated code (a spawned worker re-imports the main script).
 ENV_PROFILE_BUILTIN = "LINEPROFILER_PROFILE_BUILTIN"
 
-#: A key of :meth:`LineProfiler.get_stats`: (filename, first line, qualname).
-FunctionKey = tuple[str, int, str]
-
-
 class ProjectMembership(Protocol):
     """What the ``profile`` builtin asks of the run's profiler (a LineProfiler)."""
 
@@ -223,7 +221,7 @@ class ProfileBuiltin:
     def __init__(self, profiler: ProjectMembership | None) -> None:
         self._profiler = profiler
         #: Decorated functions outside the project folder: (filename, first line, qualname).
-        self.outside: list[FunctionKey] = []
+        self.outside: list[StatsKey] = []
         self._previous: Any = _ABSENT
 
     def __repr__(self) -> str:
