@@ -185,6 +185,7 @@ def wrap(switch: CallSwitch, func: F) -> F:
 #: the decorated code (a spawned worker re-imports the main script).
 ENV_PROFILE_BUILTIN = "LINEPROFILER_PROFILE_BUILTIN"
 
+
 class ProjectMembership(Protocol):
     """What the ``profile`` builtin asks of the run's profiler (a LineProfiler)."""
 
