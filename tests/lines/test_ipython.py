@@ -115,3 +115,60 @@ def test_unload_and_load_again(shell, capsys):
     assert result.success
     result, out = run(shell, capsys, "%lprofile f(2)")
     assert result.success and "Function: f" in out
+
+
+CELL_G = """\
+def g(n):
+    return f(n) + f(2 * n)
+
+def broken(n):
+    f(n)
+    raise ValueError(f"broken at {n}")
+"""
+
+
+def test_the_statements_value_is_the_magics(shell, capsys):
+    shell.run_cell(CELL_G)
+    result, out = run(shell, capsys, "x = %lprofile -t 3 f(3)")
+    assert result.success, out
+    assert shell.user_ns["x"] == 3 and "Out[" not in out  # assigned, not displayed
+    assert "Function: f at" in out
+    result, out = run(shell, capsys, "%%lprofile -t 3\ny = f(4)\ny + g(1)\n")
+    assert result.success, out
+    assert result.result == 6 + 1  # a cell's value: its last expression's
+    assert shell.user_ns["y"] == 6
+
+
+def test_an_exception_fails_the_cell_after_the_tables(shell, capsys):
+    shell.run_cell(CELL_G)
+    result, out = run(shell, capsys, "%lprofile -t 3 broken(4)")
+    assert not result.success
+    assert isinstance(result.error_in_exec, ValueError) and str(result.error_in_exec) == "broken at 4"
+    assert re.search(r"^\s+4\s+4\s.*total \+= i$", out, re.M)  # what ran before it is shown
+    assert out.index("Function: f at") < out.index("broken at 4")  # the tables, then the traceback
+    result, out = run(shell, capsys, "%%lprofile -t 3\nz = 1\nbroken(2)\nz = 2\n")
+    assert not result.success and isinstance(result.error_in_exec, ValueError)
+    assert shell.user_ns["z"] == 1 and "Function: broken at" in out
+
+
+def test_f_names_the_functions_to_show(shell, capsys):
+    shell.run_cell(CELL_G)
+    result, out = run(shell, capsys, "%lprofile -f f g(5)")
+    assert result.success, out
+    assert re.findall(r"^Function: (\S+) at", out, re.M) == ["f"]
+    assert re.search(r"^\s+4\s+15\s.*total \+= i$", out, re.M)  # f(5) and f(10)
+    result, out = run(shell, capsys, "import json\n%lprofile -f json.dumps -f g -t 3 g(1) + len(json.dumps([1]))")
+    assert result.success, out
+    assert sorted(re.findall(r"^Function: (\S+) at", out, re.M)) == ["dumps", "g"]
+    assert f"Function: dumps at {__import__('json').__file__}:" in out  # outside the project: recorded
+    result, out = run(shell, capsys, "%lprofile -f g f(1)")
+    assert result.success and re.search(r"^Function: g at <ipython-input-\d+-[0-9a-f]+>:1: did not run$", out, re.M)
+    result, out = run(shell, capsys, "%lprofile -f nowhere f(1)")
+    assert not result.success and "UsageError: -f nowhere: NameError" in out
+
+
+def test_f_n_counts_the_functions_not_the_statement(shell, capsys):
+    shell.run_cell(CELL_G)
+    result, out = run(shell, capsys, "%lprofile -f 1 g(50)")
+    assert result.success, out
+    assert re.findall(r"^Function: (\S+) at", out, re.M) == ["g"]  # the statement's own line is no table

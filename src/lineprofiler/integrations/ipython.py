@@ -2,7 +2,11 @@
 
 ``%lprofile [options] statement`` runs the statement with a fresh LineProfiler on and prints
 the tables; ``%%lprofile [options]`` does the same for the whole cell, whose own code is
-profiled too. Notebook cells have file names outside any project folder (``<ipython-input-N-…>``
+profiled too (a statement's own line is not: it only drives the code it calls). Both work as
+``%time`` does: the value of the statement (of the cell's last expression) is the magic's, so
+``x = %lprofile f(3)`` assigns it, and an exception is raised again once the tables are printed,
+so the cell fails with it. ``-f FUNC`` shows the tables of the functions it names, as
+line_profiler's ``%lprun -f`` does. Notebook cells have file names outside any project folder (``<ipython-input-N-…>``
 in a terminal IPython, ``/tmp/ipykernel_<pid>/<hash>.py`` under ipykernel): both kinds are
 included automatically, here and in any LineProfiler made under IPython (see
 :mod:`lineprofiler.lines.notebook`).
@@ -10,6 +14,11 @@ included automatically, here and in any LineProfiler made under IPython (see
 
 from __future__ import annotations
 
+import ast
+import glob
+import linecache
+import os
+from types import CodeType
 from typing import Any
 
 from ..lines.notebook import cell_globs
@@ -25,6 +34,8 @@ Options:
   -x GLOB   leave out files matching GLOB (repeatable)
   -t N      the top N lines (default 20)
   -f N      the tables of the N slowest functions (default 10; 0 for none)
+  -f FUNC   the table of FUNC instead (an expression: f, obj.method, module.func; repeatable),
+            recorded wherever its file lies
   -m US     only lines and functions of at least US microseconds
   -s KEY    sort by time, hits or line (default time)
   -o PATH   also save the result as a line-stats file (a file, or a directory)
@@ -38,20 +49,58 @@ def _unquote(value: str) -> str:
     return value
 
 
+def _own_file_globs(code: CodeType) -> list[str]:
+    """Include globs that name exactly the file of ``code`` (as CPython reports it, and with
+    symlinks resolved), so a function named by ``-f`` is recorded wherever it lies."""
+    names = [code.co_filename]
+    if not (code.co_filename.startswith("<") and code.co_filename.endswith(">")):
+        names.append(os.path.realpath(code.co_filename))
+    return list(dict.fromkeys(glob.escape(name) for name in names))
+
+
+class _Prepared:
+    """The statement or cell, transformed as IPython transforms a cell (magics, ``!`` escapes)
+    and compiled before profiling starts: its body, then its last expression (whose value the
+    magic returns), if it ends with one."""
+
+    def __init__(self, shell: Any, code: str, filename: str | None) -> None:
+        source = shell.transform_cell(code)
+        tree = shell.transform_ast(shell.compile.ast_parse(source))
+        if filename is None:  # a cell: named and cached as IPython names its cells
+            filename = shell.compile.cache(source, shell.execution_count)
+        else:  # a statement: a name of its own, outside the cells, so its line is not profiled
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        self.namespace = shell.user_ns
+        self.body = shell.compile(tree, filename, "exec")
+        self.last = None if last is None else shell.compile(last, filename, "eval")
+
+    def run(self) -> Any:
+        __tracebackhide__ = True  # noqa: F841  (IPython leaves this frame out of tracebacks)
+        exec(self.body, self.namespace)
+        return None if self.last is None else eval(self.last, self.namespace)
+
+
 def _make_magics() -> Any:
     from IPython.core.error import UsageError
     from IPython.core.magic import Magics, line_cell_magic, magics_class
 
     from .._terminal import printable
-    from ..lines.render import HINT_MAGIC, SORT_KEYS, render_report
+    from ..lines.decorate import code_of
+    from ..lines.render import HINT_MAGIC, SORT_KEYS, render_global, render_report, render_stats
 
     @magics_class
     class LineProfilerMagics(Magics):
         @line_cell_magic
         def lprofile(self, line: str, cell: str | None = None) -> Any:
             """Line-profile a statement (%lprofile) or a cell (%%lprofile)."""
+            __tracebackhide__ = True  # noqa: F841  (the user's exception shows the user's frames)
             from ..lines import LineProfiler
 
+            shell = self.shell
+            assert shell is not None
             opts, stmt = self.parse_options(line, "p:i:x:t:f:m:s:o:r", list_all=True, posix=False)
             code = stmt if cell is None else (stmt + "\n" + cell if stmt.strip() else cell)
             if not code.strip():
@@ -70,26 +119,61 @@ def _make_magics() -> Any:
             if sort_by not in SORT_KEYS:
                 raise UsageError(f"-s must be one of {', '.join(SORT_KEYS)}; got {sort_by!r}")
             top_n = one("t", 20, int)
-            functions = one("f", 10, int)
             min_us = one("m", 0.0, float)
-            if top_n < 1 or functions < 0 or min_us < 0:
+            counts = [_unquote(v) for v in opts.get("f", []) if _unquote(v).isdigit()]
+            names = [_unquote(v) for v in opts.get("f", []) if not _unquote(v).isdigit()]
+            if counts and names:
+                raise UsageError("-f takes a number of functions or functions to show, not both\n" + USAGE)
+            functions = int(counts[-1]) if counts else 10
+            if top_n < 1 or min_us < 0:
                 raise UsageError("-t must be >= 1, -f and -m >= 0\n" + USAGE)
+            chosen = [self._function(name, UsageError) for name in names]
+            include = [_unquote(g) for g in opts.get("i", [])]
+            include += [g for chosen_code in chosen for g in _own_file_globs(chosen_code)]
+            try:
+                prepared = _Prepared(shell, code, f"<lprofile-{shell.execution_count}>" if cell is None else None)
+            except SyntaxError as error:
+                raise UsageError(f"%lprofile: {error}") from None
             try:
                 profiler = LineProfiler(
                     one("p", None, str),
-                    include=[_unquote(g) for g in opts.get("i", [])] or None,
+                    include=include or None,
                     exclude=[_unquote(g) for g in opts.get("x", [])] or None,
                 )
-            except (ValueError, TypeError) as error:
+                profiler.enable()
+            except (ValueError, TypeError, RuntimeError) as error:
                 raise UsageError(str(error)) from None
-            shell = self.shell
-            assert shell is not None
-            with profiler:
-                shell.run_cell(code, store_history=False)
+            failure: BaseException | None = None
+            value = None
+            try:
+                value = prepared.run()
+            except BaseException as error:  # the user's: raised again once the tables are out
+                failure = error
+            finally:
+                profiler.stop_recording()
+            errors: list[str] = []
+            stats = profiler.collect_stats(errors)
             text = profiler.nothing_recorded(hint=HINT_MAGIC)
-            if text is None:
+            if text is None and chosen:
+                keys = [(c.co_filename, c.co_firstlineno, c.co_qualname) for c in chosen]
+                shown = {key: stats[key] for key in keys if key in stats}
+                parts = [render_stats(shown, min_time_us=min_us, sort_by=sort_by, root=profiler.project_folder)]
+                parts = parts if shown else []
+                for c in chosen:
+                    if (c.co_filename, c.co_firstlineno, c.co_qualname) not in stats:
+                        where = f"{printable(c.co_filename)}:{c.co_firstlineno}"
+                        parts.append(f"Function: {printable(c.co_qualname)} at {where}: did not run\n\n")
+                text = "".join(parts) + render_global(
+                    stats,
+                    top_n=top_n,
+                    min_time_us=min_us,
+                    sort_by=sort_by,
+                    root=profiler.project_folder,
+                    total_ns=profiler.wall_time_ns,
+                )
+            elif text is None:
                 text = render_report(
-                    profiler.get_stats(),
+                    stats,
                     functions=functions,
                     top_n=top_n,
                     min_time_us=min_us,
@@ -98,12 +182,29 @@ def _make_magics() -> Any:
                     total_ns=profiler.wall_time_ns,
                 )
             print(text, end="")
+            for message in errors:
+                print(f"lineprofiler: {printable(message)}")
             if "o" in opts:
                 path = profiler.dump(_unquote(opts["o"][-1]))
                 print(f"Saved to {printable(str(path))}")
+            if failure is not None:
+                raise failure
             if "r" in opts:
                 return profiler
-            return None
+            return value
+
+        def _function(self, name: str, usage_error: Any) -> CodeType:
+            """The code of the function ``-f name`` names (an expression in the user's namespace)."""
+            shell = self.shell
+            assert shell is not None
+            try:
+                obj = eval(name, shell.user_ns)
+            except Exception as error:
+                raise usage_error(f"-f {name}: {type(error).__name__}: {error}") from None
+            code = code_of(obj)
+            if code is None:
+                raise usage_error(f"-f {name}: not a function or method ({type(obj).__name__})")
+            return code
 
     LineProfilerMagics.lprofile.__doc__ = (LineProfilerMagics.lprofile.__doc__ or "") + "\n\n" + USAGE
     return LineProfilerMagics

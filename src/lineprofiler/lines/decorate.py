@@ -9,16 +9,24 @@ unprofiled and is counted in ``profiler.skipped_calls``.
 
 What a wrapper switches is a :class:`CallSwitch`, which the profiler hands to :func:`wrap`: this
 module knows nothing else of the profiler.
+
+Here too: kernprof's ``@profile`` builtin, which ``lineprofiler run`` provides
+(:class:`ProfileBuiltin`), so that scripts written for kernprof run unchanged.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
+import os
 from collections.abc import Callable, Generator
+from types import CodeType
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["CallSwitch", "wrap"]
+from .stats import StatsKey
+
+__all__ = ["ENV_PROFILE_BUILTIN", "CallSwitch", "ProfileBuiltin", "code_of", "install_from_env", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -168,3 +176,111 @@ def wrap(switch: CallSwitch, func: F) -> F:
 
     setattr(wrapper, _MARK, switch)
     return wrapper  # type: ignore[return-value]
+
+
+# -- kernprof's ``@profile`` ---------------------------------------------------------------
+
+#: Set to "1" by ``lineprofiler run --children`` for its children: each followed child puts the
+#: ``profile`` builtin in place at its start (see :func:`install_from_env`), before it imports
+#: the decorated code (a spawned worker re-imports the main script).
+ENV_PROFILE_BUILTIN = "LINEPROFILER_PROFILE_BUILTIN"
+
+
+class ProjectMembership(Protocol):
+    """What the ``profile`` builtin asks of the run's profiler (a LineProfiler)."""
+
+    def is_project_file(self, filename: str) -> bool: ...
+
+
+def code_of(obj: Any) -> CodeType | None:
+    """The code object behind a function, a method, a classmethod or staticmethod, a property's
+    getter or a decorated function (``functools.wraps``); None for anything else."""
+    if isinstance(obj, (classmethod, staticmethod)):
+        obj = obj.__func__
+    elif isinstance(obj, property):
+        obj = obj.fget
+    obj = getattr(obj, "__func__", obj)  # a bound method
+    try:
+        obj = inspect.unwrap(obj)
+    except ValueError:  # a cycle of __wrapped__
+        return None
+    code = getattr(obj, "__code__", None)
+    return code if isinstance(code, CodeType) else None
+
+
+class ProfileBuiltin:
+    """kernprof's ``profile``, as ``lineprofiler run`` puts it into the builtins.
+
+    The run records every line of the project with or without it, so ``@profile`` does not
+    narrow what is recorded: it returns the function itself (no wrapper, nothing paid per
+    call), and kernprof's ``enable_by_count()``, ``disable_by_count()`` and ``with profile:``
+    do nothing. A decorated function whose file lies outside the project folder cannot be
+    recorded by the run; it is kept in :attr:`outside`, for the run to say so. Never raises
+    into the decorated code.
+    """
+
+    def __init__(self, profiler: ProjectMembership | None) -> None:
+        self._profiler = profiler
+        #: Decorated functions outside the project folder: (filename, first line, qualname).
+        self.outside: list[StatsKey] = []
+        self._previous: Any = _ABSENT
+
+    def __repr__(self) -> str:
+        return "<profile: the builtin of lineprofiler run>"
+
+    def __call__(self, func: F) -> F:
+        try:
+            self._note(func)
+        except Exception:
+            pass  # an object we cannot look into is simply returned
+        return func
+
+    def _note(self, func: Any) -> None:
+        code = code_of(func)
+        if code is None or self._profiler is None or self._profiler.is_project_file(code.co_filename):
+            return
+        key = (code.co_filename, code.co_firstlineno, code.co_qualname)
+        if key not in self.outside:
+            self.outside.append(key)
+
+    def enable_by_count(self) -> None:
+        """kernprof's: nothing to do, the run records throughout."""
+
+    def disable_by_count(self) -> None:
+        """kernprof's: nothing to do, the run records throughout."""
+
+    def __enter__(self) -> ProfileBuiltin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def install(self) -> None:
+        """``profile`` in the builtins, until :meth:`uninstall`."""
+        self._previous = builtins.__dict__.get("profile", _ABSENT)
+        builtins.profile = self  # type: ignore[attr-defined]
+
+    def uninstall(self) -> None:
+        """The builtins as they were before :meth:`install`, if ``profile`` is still this one
+        (a program that replaced it keeps its own)."""
+        if builtins.__dict__.get("profile") is not self:
+            return
+        if self._previous is _ABSENT:
+            del builtins.profile  # type: ignore[attr-defined]
+        else:
+            builtins.profile = self._previous  # type: ignore[attr-defined]
+        self._previous = _ABSENT
+
+
+_ABSENT: Any = object()
+
+
+def install_from_env() -> None:
+    """In a child of ``lineprofiler run --children``: the ``profile`` builtin for the life of
+    the process, when the run asked for it (:data:`ENV_PROFILE_BUILTIN`). Never raises."""
+    if os.environ.get(ENV_PROFILE_BUILTIN) != "1" or "profile" in builtins.__dict__:
+        return
+    try:
+        ProfileBuiltin(None).install()
+    except Exception:
+        pass

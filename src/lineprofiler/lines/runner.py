@@ -6,6 +6,9 @@ script's folder (the working directory for ``-m``), ``if __name__ == "__main__":
 exit status Python would give (``sys.exit(n)``, 1 for an uncaught exception, 130 for Ctrl-C).
 Non-daemon threads are waited for, as at interpreter exit, before the tables are printed;
 ``atexit`` handlers run after them, unprofiled.
+
+While it runs, ``profile`` is a builtin (kernprof's ``@profile``, see
+:class:`~.decorate.ProfileBuiltin`), in the children that ``--children`` follows too.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from .. import _lifecycle, _signals
 from .._terminal import printable
 from ..errors import InputError
 from ..runfiles import linesfile
+from .decorate import ENV_PROFILE_BUILTIN, ProfileBuiltin
 from .endings import ENDINGS, Ending
 from .project import find_project_root
 from .render import HINT_CLI, render_report
@@ -349,6 +353,8 @@ class _Run:
         self.session = session
         self.temp_dir = temp_dir
         self.output = _Output()
+        #: ``profile``, kernprof's decorator, for the program.
+        self.builtin = ProfileBuiltin(profiler)
         self.written: Path | None = None
         self.saved = False
         self.shown = False
@@ -395,7 +401,7 @@ class _Run:
         except Exception as error:  # never the program's status: one line, and the file stays
             text, messages = "", [f"lineprofiler: could not print the tables: {error!r}"]
         self.output.write(text, flush_program=flush_program)
-        for message in messages:
+        for message in messages + _outside_notes(self.builtin, self.profiler.project_folder):
             self.output.say(message)
         if self.written is not None and self.temp_dir is None:
             where = self.out_path if self.out_is_dir else self.written
@@ -488,6 +494,10 @@ def run(opts: RunOptions) -> int:
         sys.path.insert(0, target.path0)
     status = 0
     ran = False
+    saved_env = os.environ.get(ENV_PROFILE_BUILTIN)
+    if opts.children:
+        os.environ[ENV_PROFILE_BUILTIN] = "1"  # a spawned child re-imports the decorated code
+    this_run.builtin.install()
     try:
         profiler.enable()
         if opts.module is not None:
@@ -520,6 +530,9 @@ def run(opts: RunOptions) -> int:
                     else:
                         this_run.save("exited", exit_code=_exit_code_seen(status))
         finally:
+            this_run.builtin.uninstall()
+            if opts.children:
+                _restore_env(ENV_PROFILE_BUILTIN, saved_env)
             sys.argv[:] = saved_argv
             if saved_path0 is not None and sys.path:
                 sys.path[0] = saved_path0
@@ -536,6 +549,22 @@ def run(opts: RunOptions) -> int:
         if this_run.interrupted_pid != os.getpid():
             _lifecycle.cancel_at_exit(this_run.end_by_sigint)
     return status
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def _outside_notes(builtin: ProfileBuiltin, folder: Path) -> list[str]:
+    """One line per ``@profile`` function the run could not record: its file is not the project's."""
+    return [
+        f"lineprofiler: @profile on {qualname} ({filename}:{lineno}) was not profiled: its file is outside "
+        f"the project folder {folder} (pass --include {filename}, or --project DIR)"
+        for filename, lineno, qualname in builtin.outside
+    ]
 
 
 def _write_one(
