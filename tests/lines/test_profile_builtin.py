@@ -87,10 +87,6 @@ def test_a_forked_worker_runs_the_decorated_code(project, tmp_path):
     assert len(saved.processes) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a followed spawned child needs child_start.start_from_env() to call decorate.install_from_env()",
-)
 def test_a_spawned_worker_runs_the_decorated_code(project, tmp_path):
     out = cli("run", "--children", "-o", tmp_path / "prof", "--functions", "5", "kp.py", "spawn", cwd=project)
     assert out.returncode == 3, out.stderr

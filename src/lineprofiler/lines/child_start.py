@@ -14,6 +14,7 @@ import sys
 
 from .. import _lifecycle
 from .children import ENV_CONFIG, Config, Session
+from .decorate import install_from_env
 
 __all__ = ["start_from_env"]
 
@@ -44,6 +45,7 @@ def start_from_env() -> None:
     if not text or _booted_pid == os.getpid():
         return
     _booted_pid = os.getpid()
+    install_from_env()  # run's `profile` builtin: a spawned child re-imports the decorated script
     try:
         config = Config.from_env(text)
     except (ValueError, KeyError, TypeError) as error:
