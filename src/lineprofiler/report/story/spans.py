@@ -1,0 +1,210 @@
+"""Each traced worker's spans, read once, one worker at a time, into a small summary.
+
+A run of a thousand processes of 200,000 spans each cannot be held as Python objects: this
+reads one file's trace (:func:`~lineprofiler.runfiles.tracesection.read_trace`, as arrays),
+keeps what the story needs of it (its links, the start of the wait each ``wait`` link ended, the
+arrivals at its collective phases, its longest spans for the lanes, its first and last moments)
+and lets the arrays go before the next file is read.
+"""
+
+from __future__ import annotations
+
+import heapq
+import operator
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...runfiles import tracesection, workerfile
+from ..run import Run, Worker
+
+#: Spans kept per worker for drawing (the longest of them).
+LANE_SPANS = 400
+#: How far back from a wait link its enclosing span is looked for.
+_WAIT_LOOKBACK = 256
+
+
+@dataclass
+class Link:
+    kind: str
+    channel: str
+    key: str
+    t_ns: int
+    thread: int
+    phase_id: int
+    #: For a wait: when the phase it was called in began (None: not found); its blocking part
+    #: lies between then and ``t_ns``.
+    began_ns: int | None = None
+
+
+@dataclass
+class WorkerTrace:
+    """What the story keeps of one worker's trace. Times are on the worker's own monotonic clock."""
+
+    index: int
+    worker: Worker
+    threads: list[str]
+    phase_names: dict[int, str]
+    kept: int
+    recorded: int
+    dropped: int
+    first_start_ns: int
+    last_end_ns: int
+    last_thread: int
+    last_phase: int
+    #: The latest moment it is known to have lived (a killed worker: past its last span).
+    stop_ns: int
+    clock_pairs: list[tuple[int, int, int]]
+    open: list[tuple[int, int, int]]
+    links: list[Link]
+    #: Per collective (``sync``) phase path, the start of each of its entries, in order.
+    arrivals: dict[str, array[int]] = field(default_factory=dict)
+    #: ``(start, end, phase_id, thread, cpu)`` of the longest spans, for drawing.
+    lane: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    #: Per thread index, the first span start: the earliest a critical path can reach there.
+    thread_start_ns: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def host(self) -> str:
+        return self.worker.host
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.open) and self.worker.status not in ("exited",)
+
+    def phase_name(self, phase_id: int) -> str | None:
+        if phase_id < 0:
+            return None
+        return self.phase_names.get(phase_id, f"phase #{phase_id}")
+
+    def thread_name(self, thread: int) -> str:
+        return self.threads[thread] if 0 <= thread < len(self.threads) else f"thread {thread}"
+
+
+def trace_columns(worker: Worker) -> tracesection.TraceColumns | None:
+    """One worker's trace as columns, read from its file when merge left it there; None when
+    tracing was off. Raises WorkerFileError for a trace that cannot be used."""
+    trace = worker.document.get("trace")
+    if trace is None:
+        return None
+    if trace is workerfile.TRACE_SKIPPED:
+        return tracesection.read_trace(worker.path)
+    return tracesection.check_trace(trace, worker.path, workerfile.WorkerFileError)
+
+
+def _stop_on_own_clock(worker: Worker, pairs: list[tuple[int, int, int]], fallback: int) -> int:
+    """The worker's last sign of life (a unix time) on its monotonic clock, via its best pair."""
+    if not pairs:
+        return fallback
+    mono, unix, _ = min(pairs, key=lambda pair: pair[2])
+    return max(fallback, worker.stop_ns - (unix - mono))
+
+
+def summarise(index: int, worker: Worker, trace: tracesection.TraceColumns) -> WorkerTrace:
+    start, end, phase, thread, cpu = trace.spans
+    phases = worker.document["phases"]
+    names = {p["id"]: p["path"] for p in phases if type(p.get("id")) is int}
+    n = len(start)
+    threads = [str(t.get("name") or f"thread {t.get('native_id') or t.get('ident')}") for t in trace.threads]
+    if n:
+        # The innermost of the spans that end last: the latest start among them.
+        last = max(range(n), key=lambda k: (end[k], start[k]))
+        last_end, last_thread, last_phase = end[last], thread[last], phase[last]
+        first_start = start[0]
+    else:
+        last_end, last_thread, last_phase, first_start = 0, 0, -1, 0
+    opened = list(zip(*trace.open, strict=True))
+    if opened:
+        first_start = min(first_start, min(o[0] for o in opened)) if n else min(o[0] for o in opened)
+        last_end = max(last_end, max(o[0] for o in opened))
+    thread_start: dict[int, int] = {}
+    for k in range(n):
+        if len(thread_start) == len(threads):
+            break
+        thread_start.setdefault(thread[k], start[k])
+    for o_start, _, o_thread in opened:
+        thread_start[o_thread] = min(thread_start.get(o_thread, o_start), o_start)
+    links = [Link(*link) for link in trace.links]
+    for link in links:
+        if link.kind == "wait" and link.phase_id >= 0:
+            link.began_ns = _began(trace, link)
+    sync_ids = {p["id"]: p["path"] for p in phases if p.get("sync") and type(p.get("id")) is int}
+    arrivals: dict[str, array[int]] = {}
+    if sync_ids:
+        for k in range(n):
+            path = sync_ids.get(phase[k])
+            if path is not None:
+                arrivals.setdefault(path, array("q")).append(start[k])
+    if n > LANE_SPANS:
+        durations = array("q", map(operator.sub, end, start))
+        chosen = sorted(heapq.nlargest(LANE_SPANS, range(n), key=durations.__getitem__))
+    else:
+        chosen = list(range(n))
+    lane = [(start[k], end[k], phase[k], thread[k], cpu[k]) for k in chosen]
+    return WorkerTrace(
+        index=index,
+        worker=worker,
+        threads=threads,
+        phase_names=names,
+        kept=n,
+        recorded=max(trace.recorded, n),
+        dropped=trace.dropped,
+        first_start_ns=first_start,
+        last_end_ns=last_end,
+        last_thread=last_thread,
+        last_phase=last_phase,
+        stop_ns=_stop_on_own_clock(worker, trace.clock_pairs, last_end) if opened else last_end,
+        clock_pairs=trace.clock_pairs,
+        open=opened,
+        links=links,
+        arrivals=arrivals,
+        lane=lane,
+        thread_start_ns=thread_start,
+    )
+
+
+def _began(trace: tracesection.TraceColumns, link: Link) -> int | None:
+    """The start of the span of ``link``'s phase, on its thread, that holds ``link.t_ns``: the wait
+    was called inside it. Spans are sorted by start, so it lies shortly before."""
+    start, end, phase, thread, _ = trace.spans
+    k = bisect_right(start, link.t_ns) - 1
+    low = max(-1, k - _WAIT_LOOKBACK)
+    while k > low:
+        if phase[k] == link.phase_id and thread[k] == link.thread and end[k] >= link.t_ns:
+            return start[k]
+        k -= 1
+    for o_start, o_phase, o_thread in zip(*trace.open, strict=True):
+        if o_phase == link.phase_id and o_thread == link.thread and o_start <= link.t_ns:
+            return o_start
+    return None
+
+
+def gather(run: Run, notes: list[str]) -> list[WorkerTrace]:
+    """The summary of every worker with a trace; a trace that cannot be read is named in ``notes``."""
+    traced: list[WorkerTrace] = []
+    for worker in run.workers:
+        try:
+            trace = trace_columns(worker)
+        except workerfile.WorkerFileError as error:
+            notes.append(f"the trace of {worker.label} is left out: {error}")
+            continue
+        if trace is None:
+            continue
+        traced.append(summarise(len(traced), worker, trace))
+        del trace
+    return traced
+
+
+def has_trace(run: Run) -> bool:
+    """Whether any worker recorded a trace (without reading one)."""
+    return any(w.document.get("trace") is not None for w in run.workers)
+
+
+def spans_of(worker: Worker) -> Iterator[tuple[Any, ...]]:
+    """Every kept span of one worker, read again: ``(start, end, phase_id, thread, cpu)``."""
+    trace = trace_columns(worker)
+    if trace is None:
+        return
+    yield from zip(*trace.spans, strict=True)
