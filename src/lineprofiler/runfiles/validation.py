@@ -145,4 +145,3 @@ class Checker:
             self.fail(words.bad_text, path, where, field.key, value)
         elif isinstance(value, list) and field.items is str and not all(is_text(item) for item in value):
             self.fail(words.wrong_type, path, where, field.key, value)
-
