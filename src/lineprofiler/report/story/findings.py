@@ -19,7 +19,7 @@ from .spans import WorkerTrace
 #: Path shares of at least this much of the run are findings.
 PATH_SHARE_FROM = 0.05
 #: A phase off-CPU for at least this share of its wall time, and at least this share of the run.
-BLOCKED_FROM = 0.5
+BLOCKED_FROM = 0.6
 BLOCKED_RUN_SHARE = 0.05
 #: At most this many findings of each kind.
 PER_KIND = 5
@@ -102,39 +102,51 @@ def _on_path_ns(path: CriticalPath | None, process: int, phase: str) -> int:
 def _blocked_findings(traces: Sequence[WorkerTrace], path: CriticalPath | None, run_ns: int) -> list[Finding]:
     found: list[Finding] = []
     for trace in traces:
-        linked = {trace.phase_name(link.phase_id) for link in trace.links if link.kind == "wait"}
-        for phase in trace.worker.document["phases"]:
-            wall, cpu = phase["wall_ns"], phase.get("cpu_ns")
-            if cpu is None or wall <= 0 or run_ns <= 0 or wall / run_ns < BLOCKED_RUN_SHARE:
-                continue
-            off = max(0, wall - cpu) / wall
-            name = phase["path"]
-            if off < BLOCKED_FROM:
-                continue
-            if any(p is not None and (p == name or p.startswith(name + "/")) for p in linked):
-                continue  # a wait_on link says what it waited for: the path and its findings tell
-            on_path = _on_path_ns(path, trace.index, name)
-            where = (
-                f"it was on the critical path for {fmt.duration(on_path)}"
-                if on_path
-                else "it was not on the critical path"
-            )
-            found.append(
-                Finding(
-                    kind="blocked_unknown",
-                    text=(
-                        f"{trace.worker.label} was off-CPU for {_pct(off)} of {fmt.printable(name)} "
-                        f"({fmt.duration(wall - cpu)} of {fmt.duration(wall)} wall, CPU {fmt.duration(cpu)}); "
-                        f"what it waited on is unknown (no wait_on link was recorded in it); {where}"
-                    ),
-                    cost_ns=on_path,
-                    cost_fraction=on_path / run_ns,
-                    process=trace.index,
-                    figures={"wall_ns": wall, "cpu_ns": cpu, "off_cpu": off, "on_path_ns": on_path, "phase": name},
-                )
-            )
+        found.extend(_deepest(_blocked_phases(trace, path, run_ns)))
     found.sort(key=lambda f: (-(f.cost_ns or 0), -float(f.figures["wall_ns"] or 0)))
     return found[:PER_KIND]
+
+
+def _deepest(candidates: list[Finding]) -> list[Finding]:
+    """Of nested phases that were all off-CPU, the innermost: it says more, and counts once."""
+    names = [str(f.figures["phase"]) for f in candidates]
+    return [f for f, name in zip(candidates, names, strict=True) if not any(n.startswith(name + "/") for n in names)]
+
+
+def _blocked_phases(trace: WorkerTrace, path: CriticalPath | None, run_ns: int) -> list[Finding]:
+    found: list[Finding] = []
+    linked = {trace.phase_name(link.phase_id) for link in trace.links if link.kind == "wait"}
+    for phase in trace.worker.document["phases"]:
+        wall, cpu = phase["wall_ns"], phase.get("cpu_ns")
+        if cpu is None or wall <= 0 or run_ns <= 0 or wall / run_ns < BLOCKED_RUN_SHARE:
+            continue
+        off = max(0, wall - cpu) / wall
+        name = phase["path"]
+        if off <= BLOCKED_FROM:
+            continue
+        if any(p is not None and (p == name or p.startswith(name + "/")) for p in linked):
+            continue  # a wait_on link says what it waited for: the path and its findings tell
+        on_path = _on_path_ns(path, trace.index, name)
+        where = (
+            f"it was on the critical path for {fmt.duration(on_path)}"
+            if on_path
+            else "it was not on the critical path"
+        )
+        found.append(
+            Finding(
+                kind="blocked_unknown",
+                text=(
+                    f"{trace.worker.label} was off-CPU for {_pct(off)} of {fmt.printable(name)} "
+                    f"({fmt.duration(wall - cpu)} of {fmt.duration(wall)} wall, CPU {fmt.duration(cpu)}); "
+                    f"what it waited on is unknown (no wait_on link was recorded in it); {where}"
+                ),
+                cost_ns=on_path,
+                cost_fraction=on_path / run_ns,
+                process=trace.index,
+                figures={"wall_ns": wall, "cpu_ns": cpu, "off_cpu": off, "on_path_ns": on_path, "phase": name},
+            )
+        )
+    return found
 
 
 def _skew_findings(traces: Sequence[WorkerTrace], skews: Sequence[SkewPhase], run_ns: int) -> list[Finding]:

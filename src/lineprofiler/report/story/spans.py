@@ -9,17 +9,21 @@ and lets the arrays go before the next file is read.
 
 from __future__ import annotations
 
-import heapq
 import operator
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
+from itertools import compress
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 from ...runfiles import tracesection, workerfile
+from .. import parallel
 from ..run import Run, Worker
 
+#: Traced files per extra process of the pool (each is a ring of up to 200,000 spans to parse).
+FILES_PER_JOB = 4
 #: Spans kept per worker for drawing (the longest of them).
 LANE_SPANS = 400
 #: How far back from a wait link its enclosing span is looked for.
@@ -44,7 +48,6 @@ class WorkerTrace:
     """What the story keeps of one worker's trace. Times are on the worker's own monotonic clock."""
 
     index: int
-    worker: Worker
     threads: list[str]
     phase_names: dict[int, str]
     kept: int
@@ -65,6 +68,8 @@ class WorkerTrace:
     lane: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     #: Per thread index, the first span start: the earliest a critical path can reach there.
     thread_start_ns: dict[int, int] = field(default_factory=dict)
+    #: Its worker, attached where the run is (a summary is made in a pool's process without it).
+    worker: Worker = field(default=cast(Worker, None), repr=False)
 
     @property
     def host(self) -> str:
@@ -94,24 +99,28 @@ def trace_columns(worker: Worker) -> tracesection.TraceColumns | None:
     return tracesection.check_trace(trace, worker.path, workerfile.WorkerFileError)
 
 
-def _stop_on_own_clock(worker: Worker, pairs: list[tuple[int, int, int]], fallback: int) -> int:
+def _stop_on_own_clock(stop_unix_ns: int, pairs: list[tuple[int, int, int]], fallback: int) -> int:
     """The worker's last sign of life (a unix time) on its monotonic clock, via its best pair."""
     if not pairs:
         return fallback
     mono, unix, _ = min(pairs, key=lambda pair: pair[2])
-    return max(fallback, worker.stop_ns - (unix - mono))
+    return max(fallback, stop_unix_ns - (unix - mono))
 
 
-def summarise(index: int, worker: Worker, trace: tracesection.TraceColumns) -> WorkerTrace:
+def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesection.TraceColumns) -> WorkerTrace:
+    """One worker's summary from its phases, its last sign of life and its trace."""
     start, end, phase, thread, cpu = trace.spans
-    phases = worker.document["phases"]
     names = {p["id"]: p["path"] for p in phases if type(p.get("id")) is int}
     n = len(start)
     threads = [str(t.get("name") or f"thread {t.get('native_id') or t.get('ident')}") for t in trace.threads]
     if n:
-        # The innermost of the spans that end last: the latest start among them.
-        last = max(range(n), key=lambda k: (end[k], start[k]))
-        last_end, last_thread, last_phase = end[last], thread[last], phase[last]
+        # The innermost of the spans that end last (they nest: the latest start among them).
+        last_end = max(end)
+        last = end.index(last_end)
+        for k in range(last + 1, min(n, last + _WAIT_LOOKBACK)):
+            if end[k] == last_end:
+                last = k
+        last_thread, last_phase = thread[last], phase[last]
         first_start = start[0]
     else:
         last_end, last_thread, last_phase, first_start = 0, 0, -1, 0
@@ -139,13 +148,13 @@ def summarise(index: int, worker: Worker, trace: tracesection.TraceColumns) -> W
                 arrivals.setdefault(path, array("q")).append(start[k])
     if n > LANE_SPANS:
         durations = array("q", map(operator.sub, end, start))
-        chosen = sorted(heapq.nlargest(LANE_SPANS, range(n), key=durations.__getitem__))
+        floor = sorted(durations)[-LANE_SPANS]
+        chosen = list(compress(range(n), map(floor.__le__, durations)))[-LANE_SPANS * 2 :]
     else:
         chosen = list(range(n))
     lane = [(start[k], end[k], phase[k], thread[k], cpu[k]) for k in chosen]
     return WorkerTrace(
-        index=index,
-        worker=worker,
+        index=-1,
         threads=threads,
         phase_names=names,
         kept=n,
@@ -155,7 +164,7 @@ def summarise(index: int, worker: Worker, trace: tracesection.TraceColumns) -> W
         last_end_ns=last_end,
         last_thread=last_thread,
         last_phase=last_phase,
-        stop_ns=_stop_on_own_clock(worker, trace.clock_pairs, last_end) if opened else last_end,
+        stop_ns=_stop_on_own_clock(stop_unix_ns, trace.clock_pairs, last_end) if opened else last_end,
         clock_pairs=trace.clock_pairs,
         open=opened,
         links=links,
@@ -181,19 +190,41 @@ def _began(trace: tracesection.TraceColumns, link: Link) -> int | None:
     return None
 
 
+#: What a pool's process is given per worker: its path, its trace when merge parsed it (a small
+#: file read whole), its phases and its last sign of life.
+_Task = tuple[Path, Any, list[dict[str, Any]], int]
+
+
+def _summarise_file(task: _Task) -> WorkerTrace | str | None:
+    """One worker's summary, the one line saying why its trace cannot be used, or None (no trace)."""
+    path, inline, phases, stop_unix_ns = task
+    try:
+        if inline is None:
+            trace = tracesection.read_trace(path)
+        else:
+            trace = tracesection.check_trace(inline, path, workerfile.WorkerFileError)
+    except workerfile.WorkerFileError as error:
+        return str(error)
+    return None if trace is None else summarise(phases, stop_unix_ns, trace)
+
+
 def gather(run: Run, notes: list[str]) -> list[WorkerTrace]:
-    """The summary of every worker with a trace; a trace that cannot be read is named in ``notes``."""
+    """The summary of every worker with a trace, in the run's order; a trace that cannot be read
+    is named in ``notes``. The files are read in a pool where the run is large enough."""
+    workers = [w for w in run.workers if w.document.get("trace") is not None]
+    tasks: list[_Task] = []
+    for worker in workers:
+        trace = worker.document["trace"]
+        inline = None if trace is workerfile.TRACE_SKIPPED else trace
+        tasks.append((worker.path, inline, worker.document["phases"], worker.stop_ns))
+    jobs = parallel.jobs_for(len(tasks), len(tasks), FILES_PER_JOB)
     traced: list[WorkerTrace] = []
-    for worker in run.workers:
-        try:
-            trace = trace_columns(worker)
-        except workerfile.WorkerFileError as error:
-            notes.append(f"the trace of {worker.label} is left out: {error}")
-            continue
-        if trace is None:
-            continue
-        traced.append(summarise(len(traced), worker, trace))
-        del trace
+    for worker, result in zip(workers, parallel.ordered_map(_summarise_file, tasks, jobs), strict=True):
+        if isinstance(result, str):
+            notes.append(f"the trace of {worker.label} is left out: {result}")
+        elif result is not None:
+            result.index, result.worker = len(traced), worker
+            traced.append(result)
     return traced
 
 
