@@ -519,11 +519,32 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .report.merge import load_run
-    from .report.perfetto import trace_json
+    from .report.merge import ReportError, load_run
+    from .report.perfetto import iter_trace_json
+    from .runfiles.layout import Replacement
 
     run = load_run(args.run_dir, attempt=args.attempt)
-    _print_line(_write(args.perfetto, trace_json(run)))
+    # Written as it is made (a temporary file renamed over the name): a traced run's spans are
+    # never held all at once.
+    target = os.path.abspath(args.perfetto)
+    try:
+        if os.path.isdir(target):
+            raise IsADirectoryError(21, "Is a directory")
+        dir_fd = os.open(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            replacement = Replacement(dir_fd, os.path.basename(target), mode=_REPORT_FILE_MODE)
+            try:
+                for chunk in iter_trace_json(run):
+                    replacement.write(chunk.encode("utf-8"))
+                replacement.commit()
+            except BaseException:
+                replacement.discard()
+                raise
+        finally:
+            os.close(dir_fd)
+    except OSError as error:
+        raise ReportError(f"cannot write {args.perfetto}: {error.strerror or error}") from None
+    _print_line(args.perfetto)
     return EXIT_OK
 
 

@@ -125,20 +125,6 @@ def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, int, int]:
                 f'fill="{_colour(s.phase)}" data-tip="{escape(tip, quote=True)}"/>'
             )
             boxes += 1
-    if story.path is not None:
-        for segment in story.path.segments:
-            row = rows.get((segment.process, segment.thread))
-            if row is None or segment.duration_ns <= 0:
-                continue
-            process = story.processes[segment.process]
-            what = "woken after the signal" if segment.kind == "wake" else "running"
-            tip = (f"critical path: {fmt.printable(process.label)} {what}, {fmt.printable(segment.phase or 'no phase')}"
-                   f"\n{fmt.duration(segment.duration_ns)} ({fmt.percent(segment.duration_ns / span)} of the run)")
-            marks.append(
-                f'<rect class="crit" x="{x(segment.start_ns):.3f}" y="{row * (_ROW_H + _GAP) + _ROW_H}" '
-                f'width="{max(0.05, x(segment.end_ns) - x(segment.start_ns)):.3f}" height="4" '
-                f'data-tip="{escape(tip, quote=True)}"/>'
-            )
     arrows = 0
     for arrow in story.arrows:
         ends = []
@@ -159,6 +145,21 @@ def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, int, int]:
             f'data-tip="{escape(tip, quote=True)}"/>'
         )
         arrows += 1
+    # The path last: on top of the arrows that cross it.
+    if story.path is not None:
+        for segment in story.path.segments:
+            row = rows.get((segment.process, segment.thread))
+            if row is None or segment.duration_ns <= 0:
+                continue
+            process = story.processes[segment.process]
+            what = "woken after the signal" if segment.kind == "wake" else "running"
+            tip = (f"critical path: {fmt.printable(process.label)} {what}, {fmt.printable(segment.phase or 'no phase')}"
+                   f"\n{fmt.duration(segment.duration_ns)} ({fmt.percent(segment.duration_ns / span)} of the run)")
+            marks.append(
+                f'<rect class="crit" x="{x(segment.start_ns):.3f}" y="{row * (_ROW_H + _GAP) + _ROW_H}" '
+                f'width="{max(0.05, x(segment.end_ns) - x(segment.start_ns)):.3f}" height="4" '
+                f'data-tip="{escape(tip, quote=True)}"/>'
+            )
     closed = sum(1 for spans in drawn.values() for s in spans if not s.open)
     left_out = max(0, sum(p.spans_kept for p in story.processes) - closed)
     text = "".join(

@@ -55,6 +55,7 @@ def _process(trace: WorkerTrace, clocks: dict[str, HostClock]) -> TracedProcess:
     worker = trace.worker
     return TracedProcess(
         index=trace.index,
+        worker=trace.worker_index,
         role=worker.role,
         host=worker.host,
         pid=worker.pid,
@@ -67,6 +68,7 @@ def _process(trace: WorkerTrace, clocks: dict[str, HostClock]) -> TracedProcess:
         start_ns=trace.first_start_ns + offset,
         end_ns=trace.stop_ns + offset,
         killed=trace.killed,
+        offset_ns=offset,
     )
 
 
@@ -80,6 +82,15 @@ def _lane(trace: WorkerTrace, offset: int) -> StoryLane:
         for s, p, th in trace.open
     )
     return StoryLane(trace.index, list(trace.threads), spans, trace.kept - len(trace.lane))
+
+
+def _timeline_unix(traces: Sequence[WorkerTrace], clocks: dict[str, HostClock]) -> int | None:
+    """``unix - monotonic`` of the reference host's most certain clock pair."""
+    pairs = [pair for t in traces if clocks[t.host].source == "reference" for pair in t.clock_pairs]
+    if not pairs:
+        return None
+    mono, unix, _ = min(pairs, key=lambda pair: pair[2])
+    return unix - mono
 
 
 def story(run: Run) -> tuple[Story | None, list[str]]:
@@ -150,6 +161,7 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
             arrows_left_out=left_out,
             lanes=lanes,
             notes=notes,
+            timeline_unix_ns=_timeline_unix(traces, clocks),
         ),
         notes,
     )

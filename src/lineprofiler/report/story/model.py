@@ -14,6 +14,8 @@ class TracedProcess:
     """One worker with a trace: who it is and how many of its spans the file kept."""
 
     index: int
+    #: Its position among the run's workers (the Perfetto export's process number, less one).
+    worker: int
     role: str
     host: str
     pid: int
@@ -29,6 +31,8 @@ class TracedProcess:
     end_ns: int
     #: It died with entries open: those are drawn open to ``end_ns``, marked so.
     killed: bool
+    #: Its host's clock offset onto the run's timeline (``t_timeline = t_own + offset_ns``).
+    offset_ns: int = 0
 
 
 @dataclass
@@ -185,6 +189,9 @@ class Story:
     arrows_left_out: int
     lanes: list[StoryLane]
     notes: list[str]
+    #: The wall-clock time (unix ns) of the timeline's 0, from the reference host's clock pairs;
+    #: None when it has none.
+    timeline_unix_ns: int | None = None
 
     @property
     def duration_ns(self) -> int:

@@ -70,6 +70,8 @@ class WorkerTrace:
     thread_start_ns: dict[int, int] = field(default_factory=dict)
     #: Its worker, attached where the run is (a summary is made in a pool's process without it).
     worker: Worker = field(default=cast(Worker, None), repr=False)
+    #: Its position among the run's workers.
+    worker_index: int = -1
 
     @property
     def host(self) -> str:
@@ -211,6 +213,7 @@ def _summarise_file(task: _Task) -> WorkerTrace | str | None:
 def gather(run: Run, notes: list[str]) -> list[WorkerTrace]:
     """The summary of every worker with a trace, in the run's order; a trace that cannot be read
     is named in ``notes``. The files are read in a pool where the run is large enough."""
+    positions = {id(w): n for n, w in enumerate(run.workers)}
     workers = [w for w in run.workers if w.document.get("trace") is not None]
     tasks: list[_Task] = []
     for worker in workers:
@@ -223,7 +226,7 @@ def gather(run: Run, notes: list[str]) -> list[WorkerTrace]:
         if isinstance(result, str):
             notes.append(f"the trace of {worker.label} is left out: {result}")
         elif result is not None:
-            result.index, result.worker = len(traced), worker
+            result.index, result.worker, result.worker_index = len(traced), worker, positions[id(worker)]
             traced.append(result)
     return traced
 
