@@ -40,30 +40,72 @@ PHASES = ("iteration", "iteration/act", "iteration/send")
 
 def _phase_entries(counts: dict[str, tuple[int, int]], ids: dict[str, int]) -> list[dict[str, Any]]:
     return [
-        {"id": ids[path], "path": path, "entries": n, "wall_ns": wall, "self_ns": wall, "cpu_ns": wall // 2,
-         "min_ns": 1, "max_ns": wall, "hist": [[histogram.bucket_index(max(1, wall // max(1, n))), n]], "io": False,
-         "sync": False, "io_bytes": None, "overflow": False, "open_entries": 0, "open_ns": 0, "open_self_ns": 0}
+        {
+            "id": ids[path],
+            "path": path,
+            "entries": n,
+            "wall_ns": wall,
+            "self_ns": wall,
+            "cpu_ns": wall // 2,
+            "min_ns": 1,
+            "max_ns": wall,
+            "hist": [[histogram.bucket_index(max(1, wall // max(1, n))), n]],
+            "io": False,
+            "sync": False,
+            "io_bytes": None,
+            "overflow": False,
+            "open_entries": 0,
+            "open_ns": 0,
+            "open_self_ns": 0,
+        }
         for path, (n, wall) in counts.items()
     ]
 
 
-def _document(role: str, spans: list[list[int]], links: list[list[Any]], counts: dict[str, tuple[int, int]],
-              elapsed: int) -> dict[str, Any]:
+def _document(
+    role: str, spans: list[list[int]], links: list[list[Any]], counts: dict[str, tuple[int, int]], elapsed: int
+) -> dict[str, Any]:
     ids = {path: n + 2 for n, path in enumerate(PHASES)}
-    identity = {"run_id": "20260813T2241-b1e5c0", "attempt": 0, "role": role, "host": "node00", "pid": PID,
-                "uuid": UUID, "rank": None, "python": "3.12.1", "argv": ["bench.py"]}
-    tree = {"phases": _phase_entries(counts, ids), "counters": [], "caps": {}, "repairs": {},
-            "own_io_subtracted": None}
+    identity = {
+        "run_id": "20260813T2241-b1e5c0",
+        "attempt": 0,
+        "role": role,
+        "host": "node00",
+        "pid": PID,
+        "uuid": UUID,
+        "rank": None,
+        "python": "3.12.1",
+        "argv": ["bench.py"],
+    }
+    tree = {"phases": _phase_entries(counts, ids), "counters": [], "caps": {}, "repairs": {}, "own_io_subtracted": None}
     document = workerfile.build_document(
-        identity=identity, status="exited", start_unix_ns=T0, now_unix_ns=T0 + elapsed, elapsed_ns=elapsed,
-        final=True, signal=None, interval_s=5.0, writes=1, failures=0, last_error=None,
-        config={"measure_cpu": True}, tree=tree, own_io_excluded=None,
+        identity=identity,
+        status="exited",
+        start_unix_ns=T0,
+        now_unix_ns=T0 + elapsed,
+        elapsed_ns=elapsed,
+        final=True,
+        signal=None,
+        interval_s=5.0,
+        writes=1,
+        failures=0,
+        last_error=None,
+        config={"measure_cpu": True},
+        tree=tree,
+        own_io_excluded=None,
     )
     document["trace"] = {
-        "clock": "monotonic", "clock_pairs": [[MONO0, T0, 1_000], [MONO0 + elapsed, T0 + elapsed, 1_000]],
-        "capacity": 200_000, "recorded": len(spans), "dropped": 0,
+        "clock": "monotonic",
+        "clock_pairs": [[MONO0, T0, 1_000], [MONO0 + elapsed, T0 + elapsed, 1_000]],
+        "capacity": 200_000,
+        "recorded": len(spans),
+        "dropped": 0,
         "threads": [{"ident": 1, "native_id": PID, "name": "MainThread"}],
-        "spans": spans, "open": [], "links_capacity": 50_000, "links_recorded": len(links), "links_dropped": 0,
+        "spans": spans,
+        "open": [],
+        "links_capacity": 50_000,
+        "links_recorded": len(links),
+        "links_dropped": 0,
         "links": links,
     }
     return document
@@ -154,8 +196,10 @@ def main() -> None:
         start = time.perf_counter()
         generate(root, args.workers, args.spans)
         size = sum(p.stat().st_size for p in root.rglob("*.json"))
-        print(f"{args.workers} workers x {args.spans:,} spans: {size / 1e6:,.0f} MB of worker files, "
-              f"generated in {time.perf_counter() - start:.1f} s")
+        print(
+            f"{args.workers} workers x {args.spans:,} spans: {size / 1e6:,.0f} MB of worker files, "
+            f"generated in {time.perf_counter() - start:.1f} s"
+        )
         out = root / "out"
         out.mkdir(exist_ok=True)
         for name, argv in (

@@ -36,12 +36,26 @@ class Host:
 
 
 class TracedWorker:
-    def __init__(self, role: str, host: Host, *, start: int = 0, rank: int | None = None, pid: int | None = None,
-                 measure_cpu: bool = True) -> None:
+    def __init__(
+        self,
+        role: str,
+        host: Host,
+        *,
+        start: int = 0,
+        rank: int | None = None,
+        pid: int | None = None,
+        measure_cpu: bool = True,
+    ) -> None:
         self.host = host
         self.start = start
-        self.sim = SimWorker(role, host=host.name, rank=rank, pid=pid, start_unix_ns=T0 + start + host.wall_error,
-                             measure_cpu=measure_cpu)
+        self.sim = SimWorker(
+            role,
+            host=host.name,
+            rank=rank,
+            pid=pid,
+            start_unix_ns=T0 + start + host.wall_error,
+            measure_cpu=measure_cpu,
+        )
         self.spans: list[list[int]] = []
         self.links: list[list[Any]] = []
         self.stack: list[tuple[str, int, int]] = []

@@ -26,9 +26,7 @@ def test_perfetto_has_a_slice_per_span_and_a_flow_per_matched_link(tmp_path):
     slow_actor_run(tmp_path)
     files = workerfile.find_worker_files(tmp_path)
     spans = sum(len(workerfile.read_worker_file(p)["trace"]["spans"]) for p in files)
-    waits = sum(
-        sum(1 for link in workerfile.read_worker_file(p)["trace"]["links"] if link[0] == "wait") for p in files
-    )
+    waits = sum(sum(1 for link in workerfile.read_worker_file(p)["trace"]["links"] if link[0] == "wait") for p in files)
     document, counts = _events(trace_json(load_run(tmp_path)))
     assert counts[("X", "span")] == spans == 100
     assert counts[("s", "link")] == counts[("f", "link")] == waits == 40

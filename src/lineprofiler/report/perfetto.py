@@ -233,9 +233,22 @@ def trace_events(run: Run, *, max_points: int = MAX_POINTS) -> list[dict[str, An
     return events
 
 
+def _phase_names(worker: Worker) -> Any:
+    """``phase_id -> its path as JSON text`` for one worker, each encoded once."""
+    paths = {p["id"]: p["path"] for p in worker.document["phases"] if type(p.get("id")) is int}
+    names: dict[int, str] = {}
+
+    def phase_name(phase_id: int) -> str:
+        if phase_id not in names:
+            names[phase_id] = json.dumps(paths.get(phase_id, f"phase #{phase_id}"))
+        return names[phase_id]
+
+    return phase_name
+
+
 def _story_events(run: Run, story: Story, quota: int) -> Iterator[str]:
     """The story's spans (each process's newest ``quota``) and flows, as JSON event lines."""
-    shift = (story.timeline_unix_ns if story.timeline_unix_ns is not None else run.start_ns - story.run_start_ns)
+    shift = story.timeline_unix_ns if story.timeline_unix_ns is not None else run.start_ns - story.run_start_ns
     base = shift - run.start_ns
     for process in story.processes:
         worker = run.workers[process.worker]
@@ -250,14 +263,7 @@ def _story_events(run: Run, story: Story, quota: int) -> Iterator[str]:
         for t, thread in enumerate(trace.threads):
             name = json.dumps({"name": f"trace {thread.get('name') or t}"})
             yield f'{{"name":"thread_name","ph":"M","pid":{pid},"tid":{10 + t},"args":{name}}}'
-        names: dict[int, str] = {}
-        phases = {p["id"]: p["path"] for p in worker.document["phases"] if type(p.get("id")) is int}
-
-        def phase_name(phase_id: int) -> str:
-            if phase_id not in names:
-                names[phase_id] = json.dumps(phases.get(phase_id, f"phase #{phase_id}"))
-            return names[phase_id]
-
+        phase_name = _phase_names(worker)
         start, end, phase, thread_of, cpu = trace.spans
         for k in range(max(0, len(start) - quota), len(start)):
             ts = (start[k] + offset) / _NS_PER_US
@@ -277,14 +283,14 @@ def _story_events(run: Run, story: Story, quota: int) -> Iterator[str]:
     for n, arrow in enumerate(story.arrows, start=1):
         name = json.dumps(arrow.channel + (" (clocks disagree)" if arrow.backwards else ""))
         key = json.dumps({"key": arrow.key})
-        for ph, process, thread, at in (
+        for ph, who, tid, at in (
             ("s", arrow.from_process, arrow.from_thread, arrow.from_ns),
             ("f", arrow.to_process, arrow.to_thread, arrow.to_ns),
         ):
-            pid = story.processes[process].worker + 1
+            pid = story.processes[who].worker + 1
             bind = ',"bp":"e"' if ph == "f" else ""
             yield (
-                f'{{"name":{name},"cat":"link","ph":"{ph}","id":{n},"pid":{pid},"tid":{10 + thread},'
+                f'{{"name":{name},"cat":"link","ph":"{ph}","id":{n},"pid":{pid},"tid":{10 + tid},'
                 f'"ts":{(at + base) / _NS_PER_US}{bind},"args":{key}}}'
             )
 
@@ -318,7 +324,7 @@ def iter_trace_json(run: Run, *, max_points: int = MAX_POINTS, max_spans: int = 
             "flows": len(story.arrows),
             "flows_left_out": story.arrows_left_out,
             "note": story.kept_line
-            + (f"; {kept - written:,} more left out here: each process keeps its newest {quota:,}" if kept > written else ""),
+            + (f"; {kept - written:,} more left out here: each process keeps its newest {quota:,}" * (kept > written)),
         }
     other = json.dumps(doc["otherData"], allow_nan=False)
     yield f'{{"displayTimeUnit":"ms","otherData":{other},"traceEvents":[\n'

@@ -31,8 +31,34 @@ class TraceColumns:
     ``spans`` and ``open`` (a run of a thousand processes holds no Python object per span), the
     links as tuples ``(kind, channel, key, t_ns, thread, phase_id)`` (they are few)."""
 
-    __slots__ = ("clock", "clock_pairs", "capacity", "recorded", "dropped", "threads", "spans", "open", "links",
-                 "links_capacity", "links_recorded", "links_dropped")
+    __slots__ = (
+        "clock",
+        "clock_pairs",
+        "capacity",
+        "recorded",
+        "dropped",
+        "threads",
+        "spans",
+        "open",
+        "links",
+        "links_capacity",
+        "links_recorded",
+        "links_dropped",
+    )
+    clock: str
+    clock_pairs: list[tuple[int, int, int]]
+    capacity: int
+    recorded: int
+    dropped: int
+    threads: list[dict[str, Any]]
+    #: ``start_ns, end_ns, phase_id, thread, cpu_ns`` columns.
+    spans: list[array[int]]
+    #: ``start_ns, phase_id, thread`` columns.
+    open: list[array[int]]
+    links: list[tuple[Any, ...]]
+    links_capacity: int
+    links_recorded: int
+    links_dropped: int
 
     def __init__(self, **values: Any) -> None:
         for name in self.__slots__:
@@ -122,7 +148,7 @@ def check_trace(trace: Any, path: object, error: type[Exception]) -> TraceColumn
             or link[4] >= n_threads
             or not is_count(link[5], -1)
         ):
-            fail(f"links[{i}]' is not [\"signal\" or \"wait\", channel, key, t_ns, thread, phase_id]")
+            fail(f'links[{i}]\' is not ["signal" or "wait", channel, key, t_ns, thread, phase_id]')
         checked.append(tuple(link))
     return TraceColumns(
         clock=clock,

@@ -40,7 +40,8 @@ def story_lines(story: Story | None) -> list[str]:
     lines = [
         "STORY (exact spans and links)",
         fmt.RULE,
-        f"{len(story.processes)} traced process(es), {story.kept_line}; traced length {fmt.duration(story.duration_ns)}",
+        f"{len(story.processes)} traced process(es), {story.kept_line}; "
+        f"traced length {fmt.duration(story.duration_ns)}",
     ]
     for clock in story.hosts:
         if clock.source == "reference":
@@ -80,7 +81,9 @@ def story_lines(story: Story | None) -> list[str]:
         lines.append("")
         lines.append("Findings (ranked by what they cost the run)")
         for n, finding in enumerate(story.findings[:FINDING_ROWS], start=1):
-            cost = "cost unknown" if finding.cost_fraction is None else f"{fmt.percent(finding.cost_fraction)} of the run"
+            cost = (
+                "cost unknown" if finding.cost_fraction is None else f"{fmt.percent(finding.cost_fraction)} of the run"
+            )
             lines.append(f"  {n}. [{cost}] {finding.text}")
         if len(story.findings) > FINDING_ROWS:
             lines.append(f"  ... {len(story.findings) - FINDING_ROWS} more (--json lists them)")

@@ -105,7 +105,9 @@ def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, int, int]:
     height = len(rows) * (_ROW_H + _GAP) + 10
     marks: list[str] = []
     for n in range(len(rows)):
-        marks.append(f'<rect class="row" x="{_LABEL_W}" y="{n * (_ROW_H + _GAP)}" width="{_PLOT_W}" height="{_ROW_H}"/>')
+        marks.append(
+            f'<rect class="row" x="{_LABEL_W}" y="{n * (_ROW_H + _GAP)}" width="{_PLOT_W}" height="{_ROW_H}"/>'
+        )
     boxes = 0
     for lane in story.lanes:
         process = story.processes[lane.process]
@@ -117,27 +119,34 @@ def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, int, int]:
             width = max(0.02, x(s.end_ns) - x(s.start_ns))
             cpu = "CPU not measured" if s.cpu_ns is None else f"CPU {fmt.duration(s.cpu_ns)}"
             state = "still open when its file was written (killed): drawn to its last known moment" if s.open else cpu
-            tip = (f"{fmt.printable(s.phase)}: {fmt.duration(s.end_ns - s.start_ns)} at +{fmt.duration(s.start_ns - start)}"
-                   f"\n{state}\n{fmt.printable(process.label)}")
+            tip = (
+                f"{fmt.printable(s.phase)}: {fmt.duration(s.end_ns - s.start_ns)} "
+                f"at +{fmt.duration(s.start_ns - start)}"
+                f"\n{state}\n{fmt.printable(process.label)}"
+            )
             cls = "span open" if s.open else "span"
             marks.append(
-                f'<rect class="{cls}" x="{x(s.start_ns):.3f}" y="{y}" width="{width:.3f}" height="{_ROW_H - depth * 3}" '
+                f'<rect class="{cls}" x="{x(s.start_ns):.3f}" y="{y}" width="{width:.3f}" '
+                f'height="{_ROW_H - depth * 3}" '
                 f'fill="{_colour(s.phase)}" data-tip="{escape(tip, quote=True)}"/>'
             )
             boxes += 1
     arrows = 0
     for arrow in story.arrows:
-        ends = []
-        for process, thread in ((arrow.from_process, arrow.from_thread), (arrow.to_process, arrow.to_thread)):
-            lane = next((lane for lane in story.lanes if lane.process == process), None)
-            thread_name = None if lane is None else (lane.threads[thread] if thread < len(lane.threads) else None)
-            ends.append(rows.get((process, thread_name or "")))
+        ends: list[int | None] = []
+        for who, thread in ((arrow.from_process, arrow.from_thread), (arrow.to_process, arrow.to_thread)):
+            drawn_lane = next((lane for lane in story.lanes if lane.process == who), None)
+            threads = drawn_lane.threads if drawn_lane is not None else []
+            ends.append(rows.get((who, threads[thread] if thread < len(threads) else "")))
         if ends[0] is None or ends[1] is None:
             continue
         cls = "arrow" + (" on-path" if arrow.on_path else "") + (" backwards" if arrow.backwards else "")
         said = "\nclocks disagree: this wait ends before its signal on the run's timeline" if arrow.backwards else ""
-        tip = (f"{fmt.printable(arrow.channel)} {fmt.printable(arrow.key)}: signal at +{fmt.duration(arrow.from_ns - start)}, "
-               f"wait ended at +{fmt.duration(arrow.to_ns - start)} ({fmt.duration(arrow.to_ns - arrow.from_ns)} later){said}")
+        tip = (
+            f"{fmt.printable(arrow.channel)} {fmt.printable(arrow.key)}: "
+            f"signal at +{fmt.duration(arrow.from_ns - start)}, wait ended at +{fmt.duration(arrow.to_ns - start)} "
+            f"({fmt.duration(arrow.to_ns - arrow.from_ns)} later){said}"
+        )
         y1 = ends[0] * (_ROW_H + _GAP) + _ROW_H / 2
         y2 = ends[1] * (_ROW_H + _GAP) + _ROW_H / 2
         marks.append(
@@ -148,15 +157,17 @@ def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, int, int]:
     # The path last: on top of the arrows that cross it.
     if story.path is not None:
         for segment in story.path.segments:
-            row = rows.get((segment.process, segment.thread))
-            if row is None or segment.duration_ns <= 0:
+            at = rows.get((segment.process, segment.thread))
+            if at is None or segment.duration_ns <= 0:
                 continue
-            process = story.processes[segment.process]
+            runner = story.processes[segment.process]
             what = "woken after the signal" if segment.kind == "wake" else "running"
-            tip = (f"critical path: {fmt.printable(process.label)} {what}, {fmt.printable(segment.phase or 'no phase')}"
-                   f"\n{fmt.duration(segment.duration_ns)} ({fmt.percent(segment.duration_ns / span)} of the run)")
+            tip = (
+                f"critical path: {fmt.printable(runner.label)} {what}, {fmt.printable(segment.phase or 'no phase')}"
+                f"\n{fmt.duration(segment.duration_ns)} ({fmt.percent(segment.duration_ns / span)} of the run)"
+            )
             marks.append(
-                f'<rect class="crit" x="{x(segment.start_ns):.3f}" y="{row * (_ROW_H + _GAP) + _ROW_H}" '
+                f'<rect class="crit" x="{x(segment.start_ns):.3f}" y="{at * (_ROW_H + _GAP) + _ROW_H}" '
                 f'width="{max(0.05, x(segment.end_ns) - x(segment.start_ns)):.3f}" height="4" '
                 f'data-tip="{escape(tip, quote=True)}"/>'
             )
@@ -189,7 +200,7 @@ def story_html(story: Story, max_spans: int = MAX_SPANS) -> str:
     )
     findings = "".join(
         f'<li data-cost="{"" if f.cost_fraction is None else f.cost_fraction}">'
-        f'[{"cost unknown" if f.cost_fraction is None else fmt.percent(f.cost_fraction) + " of the run"}] '
+        f"[{'cost unknown' if f.cost_fraction is None else fmt.percent(f.cost_fraction) + ' of the run'}] "
         f"{name(f.text)}</li>"
         for f in story.findings
     )
@@ -202,8 +213,10 @@ def story_html(story: Story, max_spans: int = MAX_SPANS) -> str:
             for s in story.path.shares
         )
         path = (
-            f"<h3>Critical path: {escape(fmt.duration(story.path.duration_ns))}, {story.path.jumps} link(s) followed</h3>"
-            '<table data-block="critical-path"><thead><tr><th>process</th><th>phase</th><th>time</th><th>of the run</th>'
+            f"<h3>Critical path: {escape(fmt.duration(story.path.duration_ns))}, "
+            f"{story.path.jumps} link(s) followed</h3>"
+            '<table data-block="critical-path"><thead><tr><th>process</th><th>phase</th><th>time</th>'
+            "<th>of the run</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
         )
     body = (

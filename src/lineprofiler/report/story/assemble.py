@@ -114,8 +114,18 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
         ended = wait.t_ns + clocks[waiter.host].offset_ns
         backwards += ended < sent
         arrows.append(
-            Arrow(signal.channel, signal.key, signaller.index, signal.thread, sent, waiter.index, wait.thread, ended,
-                  id(signal) in used, ended < sent)
+            Arrow(
+                signal.channel,
+                signal.key,
+                signaller.index,
+                signal.thread,
+                sent,
+                waiter.index,
+                wait.thread,
+                ended,
+                id(signal) in used,
+                ended < sent,
+            )
         )
     arrows.sort(key=lambda a: (not a.on_path, a.from_ns))
     left_out = max(0, len(arrows) - MAX_ARROWS)

@@ -71,7 +71,12 @@ def _one_host(
     shown = fmt.printable(host)
     if low is not None and high is not None and low > high:
         return HostClock(
-            host, (low + high) // 2, None, None, "links", links,
+            host,
+            (low + high) // 2,
+            None,
+            None,
+            "links",
+            links,
             f"the links between {shown} and {fmt.printable(reference)} contradict each other (waits that must end "
             f"both {fmt.duration(low - high)} before and after their signals): {shown}'s offset is unknown",
         )
@@ -84,22 +89,34 @@ def _one_host(
         if in_low <= in_high:
             narrowed = (low is not None and low > p_low) or (high is not None and high < p_high)
             offset = min(max(estimate, in_low), in_high)
-            return HostClock(host, offset, in_low, in_high, "clock pairs and links" if narrowed else "clock pairs", links)
+            return HostClock(
+                host, offset, in_low, in_high, "clock pairs and links" if narrowed else "clock pairs", links
+            )
         # The wall clocks disagree: a wait cannot end before its signal, so the links win.
         offset = low if low is not None and estimate < low else high if high is not None else estimate
         bound = f"at least {fmt.duration(low)}" if offset == low else f"at most {fmt.duration(high)}"
         return HostClock(
-            host, offset, low, high, "links", links,
+            host,
+            offset,
+            low,
+            high,
+            "links",
+            links,
             f"the wall clocks of {shown} and {fmt.printable(reference)} disagree: their clock pairs put {shown}'s "
             f"offset at {fmt.duration(estimate)} ± {fmt.duration(spread)}, but {links} link(s) need {bound} "
             "(a wait cannot end before its signal): the links' bound is used",
         )
     if low is not None or high is not None:
-        offset = (low + high) // 2 if low is not None and high is not None else low if low is not None else high
-        assert offset is not None
-        return HostClock(host, offset, low, high, "links", links)
+        bounded = (low + high) // 2 if low is not None and high is not None else low if low is not None else high
+        assert bounded is not None
+        return HostClock(host, bounded, low, high, "links", links)
     return HostClock(
-        host, 0, None, None, "none", 0,
+        host,
+        0,
+        None,
+        None,
+        "none",
+        0,
         f"{shown} has no clock pair and no link to {fmt.printable(reference)}: its spans are drawn as if its "
         "clock were the reference's, and their order against other hosts is unknown",
     )

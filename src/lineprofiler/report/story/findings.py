@@ -45,7 +45,7 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
     out: list[Finding] = []
     # Where the path came from each process: the channels its signals were followed on.
     channels: dict[int, Counter[str]] = {}
-    for before, after in zip(path.segments, path.segments[1:]):
+    for before, after in zip(path.segments, path.segments[1:], strict=False):
         if after.kind == "wake" and after.channel is not None and before.process != after.process:
             channels.setdefault(before.process, Counter())[after.channel] += 1
     for share in path.shares[:PER_KIND]:
@@ -128,9 +128,7 @@ def _blocked_phases(trace: WorkerTrace, path: CriticalPath | None, run_ns: int) 
             continue  # a wait_on link says what it waited for: the path and its findings tell
         on_path = _on_path_ns(path, trace.index, name)
         where = (
-            f"it was on the critical path for {fmt.duration(on_path)}"
-            if on_path
-            else "it was not on the critical path"
+            f"it was on the critical path for {fmt.duration(on_path)}" if on_path else "it was not on the critical path"
         )
         found.append(
             Finding(
@@ -156,8 +154,12 @@ def _skew_findings(traces: Sequence[WorkerTrace], skews: Sequence[SkewPhase], ru
             continue
         trace = traces[row.straggler_process]
         figures: dict[str, float | int | str | None] = {
-            "steps": row.steps, "straggler_steps": row.straggler_steps, "late_ns": row.late_ns,
-            "mean_spread_ns": row.mean_spread_ns, "uncertainty_ns": row.uncertainty_ns, "phase": row.phase,
+            "steps": row.steps,
+            "straggler_steps": row.straggler_steps,
+            "late_ns": row.late_ns,
+            "mean_spread_ns": row.mean_spread_ns,
+            "uncertainty_ns": row.uncertainty_ns,
+            "phase": row.phase,
         }
         if row.uncertainty_ns is None or row.mean_spread_ns <= row.uncertainty_ns:
             bound = "unbounded" if row.uncertainty_ns is None else fmt.duration(row.uncertainty_ns)
@@ -175,17 +177,18 @@ def _skew_findings(traces: Sequence[WorkerTrace], skews: Sequence[SkewPhase], ru
                 )
             )
             continue
+        share = row.late_ns / run_ns if run_ns else None
         out.append(
             Finding(
                 kind="skew",
                 text=(
                     f"rank {row.straggler_rank} ({trace.worker.label}) arrived last at {fmt.printable(row.phase)} "
                     f"in {row.straggler_steps} of {row.steps} steps; the last arrival came "
-                    f"{fmt.duration(row.late_ns)} after the median one in all ({_pct(row.late_ns / run_ns if run_ns else None)} "
+                    f"{fmt.duration(row.late_ns)} after the median one in all ({_pct(share)} "
                     f"of the run), {fmt.duration(row.mean_spread_ns)} first-to-last a step"
                 ),
                 cost_ns=row.late_ns,
-                cost_fraction=row.late_ns / run_ns if run_ns else None,
+                cost_fraction=share,
                 process=row.straggler_process,
                 figures=figures,
             )

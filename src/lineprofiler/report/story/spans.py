@@ -13,8 +13,8 @@ import operator
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
-from itertools import compress
 from dataclasses import dataclass, field
+from itertools import compress
 from pathlib import Path
 from typing import Any, cast
 
