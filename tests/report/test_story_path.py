@@ -217,3 +217,34 @@ def test_a_run_without_trace_has_no_story(tmp_path, capsys):
     assert "story" not in json.loads(capsys.readouterr().out)
     assert main(["trace", str(tmp_path)]) == 2
     assert "no worker of this run recorded a trace" in capsys.readouterr().err
+
+
+def test_the_path_is_split_by_what_each_thread_was_doing(tmp_path):
+    actor, learner = TracedWorker("actor", NODE, pid=9001), TracedWorker("learner", NODE, pid=9000)
+    with actor.phase("setup"):
+        actor.work(300 * MS)
+    actor.work(50 * MS)  # in no phase
+    for n in range(5):
+        with actor.phase("produce"):
+            with actor.phase("simulate"):
+                actor.work(80 * MS)
+            actor.work(20 * MS)
+            actor.signal("batches", n)
+    with learner.phase("wait"):
+        learner.wait_until(actor.now + 10 * US)
+        learner.wait_on("batches", 4)
+    with learner.phase("train"):
+        learner.work(10 * MS)
+    write_all(tmp_path, [actor, learner])
+    result, _ = story(load_run(tmp_path))
+    assert result is not None and result.path is not None
+    shares = {(result.processes[s.process].pid, s.phase): s.duration_ns for s in result.path.shares}
+    assert shares == {
+        (actor.pid, "produce/simulate"): 400 * MS,
+        (actor.pid, "setup"): 300 * MS,
+        (actor.pid, "produce"): 100 * MS,
+        (actor.pid, None): 50 * MS,
+        (learner.pid, "train"): 10 * MS,
+        (learner.pid, "wait"): 10 * US,
+    }
+    assert result.path.segments[0].phase == "produce/simulate"

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from .. import format as fmt
 from ..run import Run
+from .attribution import attribute
 from .clocks import Match, estimate
 from .critical_path import critical_path
 from .findings import findings
@@ -107,6 +108,8 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
     end = max(t.stop_ns + clocks[t.host].offset_ns for t in traces)
     run_ns = max(0, end - start)
     path, used = critical_path(traces, matches, clocks, run_ns)
+    if path is not None:
+        attribute(path, traces, clocks, run_ns)
     arrows = []
     backwards = 0
     for signaller, signal, waiter, wait in matches:
