@@ -21,7 +21,7 @@ import pytest
 
 from lineprofiler.runfiles import tracesection, workerfile
 
-from .builders import MS, T0, US, SimWorker
+from lp_report_builders import MS, T0, US, SimWorker
 
 
 @dataclass(frozen=True)

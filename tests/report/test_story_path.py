@@ -10,7 +10,7 @@ from lineprofiler.report.build import build_report
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.story.assemble import story
 
-from .builders import MS, US
+from lp_report_builders import MS, US
 from .test_story_docs import Host, TracedWorker, write_all
 
 NODE = Host("node07")
@@ -203,7 +203,7 @@ def test_a_killed_worker_is_drawn_open_and_dropped_spans_are_said(tmp_path, caps
 
 
 def test_a_run_without_trace_has_no_story(tmp_path, capsys):
-    from .builders import SimWorker
+    from lp_report_builders import SimWorker
 
     sim = SimWorker("actor")
     with sim.phase("act"):

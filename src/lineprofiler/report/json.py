@@ -73,6 +73,7 @@ def document(report: Report, merge_caveats: list[str]) -> dict[str, Any]:
     # The story (a traced run's critical path and findings) is a key only where a worker
     # recorded a trace: other runs' documents are what they were.
     story = getattr(report, "story", None)
+    body.pop("story", None)  # were it a field of the model: absent, not null, where nothing was traced
     if story is not None:
         body["story"] = plain(story)
     return {
