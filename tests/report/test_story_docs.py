@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lp_report_builders import MS, T0, US, SimWorker
 
 from lineprofiler.runfiles import tracesection, workerfile
-
-from lp_report_builders import MS, T0, US, SimWorker
 
 
 @dataclass(frozen=True)

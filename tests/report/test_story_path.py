@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 
+from lp_report_builders import MS, US
+
 from lineprofiler.cli import main
 from lineprofiler.report.build import build_report
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.story.assemble import story
 
-from lp_report_builders import MS, US
 from .test_story_docs import Host, TracedWorker, write_all
 
 NODE = Host("node07")
@@ -248,3 +249,37 @@ def test_the_path_is_split_by_what_each_thread_was_doing(tmp_path):
         (learner.pid, "wait"): 10 * US,
     }
     assert result.path.segments[0].phase == "produce/simulate"
+
+
+def test_the_rank_that_arrives_last_at_a_collective_is_the_straggler(tmp_path):
+    ranks = [TracedWorker("trainer", NODE, rank=r, pid=9100 + r) for r in range(4)]
+    for _ in range(10):
+        # Rank 2 computes 20 ms longer; everyone leaves the all-reduce when the last arrives.
+        arrive = {r: w.now + (30 if r == 2 else 10) * MS + r * US for r, w in enumerate(ranks)}
+        leave = max(arrive.values()) + MS
+        for r, worker in enumerate(ranks):
+            with worker.phase("step"):
+                with worker.phase("forward"):
+                    worker.work(arrive[r] - worker.now)
+                with worker.phase("allreduce", sync=True):
+                    worker.wait_until(leave)
+    write_all(tmp_path, ranks)
+    result, _ = story(load_run(tmp_path))
+    assert result is not None
+    [row] = result.skew
+    assert (row.phase, row.steps, row.ranks, row.straggler_rank, row.straggler_steps) == (
+        "step/allreduce",
+        10,
+        4,
+        2,
+        10,
+    )
+    # The median arrival is between ranks 0/1 and 3 (10 ms in); rank 2 came 20 ms after, less the
+    # median's microseconds, every step.
+    assert row.late_ns == 10 * (20 * MS + 2 * US - (1 * US + 3 * US) // 2)
+    finding = next(f for f in result.findings if f.kind == "skew")
+    assert (
+        "rank 2 (trainer pid 9102 on node07 (rank 2)) arrived last at step/allreduce in 10 of 10 steps" in finding.text
+    )
+    # The ranks blocked in allreduce, with no link: said to be unknown, never a queue.
+    assert all("queue" not in f.text for f in result.findings)
