@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import format as fmt
 from ..run import Run
 from ..story.assemble import story as build_story
+from ..story.clocks import offset_text
 from ..story.model import Story
 from . import RenderOptions
 
@@ -46,13 +47,10 @@ def story_lines(story: Story | None) -> list[str]:
     for clock in story.hosts:
         if clock.source == "reference":
             continue
-        bounds = (
-            f"± {fmt.duration(clock.uncertainty_ns)}"
-            if clock.uncertainty_ns is not None
-            else f"within [{fmt.duration(clock.low_ns)}, {fmt.duration(clock.high_ns)}]"
-        )
+        # The true offset lies within the bounds; the estimate need not be their middle.
+        bounds = f"within [{offset_text(clock.low_ns)}, {offset_text(clock.high_ns)}]"
         lines.append(
-            f"Clock of {fmt.printable(clock.host)}: offset {fmt.duration(clock.offset_ns)} {bounds} "
+            f"Clock of {fmt.printable(clock.host)}: offset {offset_text(clock.offset_ns)} {bounds} "
             f"(from {clock.source}{f', {clock.links} link(s)' if clock.links else ''})"
         )
     killed = [p for p in story.processes if p.killed]

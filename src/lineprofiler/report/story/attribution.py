@@ -114,7 +114,11 @@ def attribute(path: CriticalPath, traces: Sequence[WorkerTrace], clocks: dict[st
         for phase, ns in splits.get(id(segment), {segment.phase: segment.duration_ns}).items():
             totals[(segment.process, phase)] += ns
     path.shares = sorted(
-        (PathShare(process, phase, ns, ns / run_ns if run_ns > 0 else 0.0) for (process, phase), ns in totals.items()),
+        (
+            PathShare(process, phase, ns, ns / run_ns if run_ns > 0 else 0.0)
+            for (process, phase), ns in totals.items()
+            if ns > 0
+        ),
         key=lambda share: (-share.duration_ns, share.process, share.phase or ""),
     )
 

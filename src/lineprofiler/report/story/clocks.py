@@ -23,6 +23,12 @@ from .spans import Link, WorkerTrace
 Match = tuple[WorkerTrace, Link, WorkerTrace, Link]
 
 
+def offset_text(ns: int | None) -> str:
+    """A clock offset to the microsecond, signed: ``+4000.003050s`` (a duration's units would
+    round an hour's offset to minutes)."""
+    return "unbounded" if ns is None else f"{ns / 1e9:+.6f}s"
+
+
 def reference_host(traces: Sequence[WorkerTrace]) -> str:
     """The host of the most traced workers (ties: the first by name)."""
     counts = Counter(t.host for t in traces)
@@ -94,7 +100,7 @@ def _one_host(
             )
         # The wall clocks disagree: a wait cannot end before its signal, so the links win.
         offset = low if low is not None and estimate < low else high if high is not None else estimate
-        bound = f"at least {fmt.duration(low)}" if offset == low else f"at most {fmt.duration(high)}"
+        bound = f"at least {offset_text(low)}" if offset == low else f"at most {offset_text(high)}"
         return HostClock(
             host,
             offset,
@@ -102,8 +108,9 @@ def _one_host(
             high,
             "links",
             links,
-            f"the wall clocks of {shown} and {fmt.printable(reference)} disagree: their clock pairs put {shown}'s "
-            f"offset at {fmt.duration(estimate)} ± {fmt.duration(spread)}, but {links} link(s) need {bound} "
+            f"the wall clocks of {shown} and {fmt.printable(reference)} disagree by at least "
+            f"{fmt.duration(abs(estimate - offset) - spread)}: their clock pairs put {shown}'s offset at "
+            f"{offset_text(estimate)} ± {fmt.duration(spread)}, but {links} link(s) need {bound} "
             "(a wait cannot end before its signal): the links' bound is used",
         )
     if low is not None or high is not None:
