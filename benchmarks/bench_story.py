@@ -8,7 +8,7 @@ actor's file is encoded once and copied with its identity and keys changed, so g
 thousand files takes a minute, not an hour. Then runs, each in a child process, ``lineprofiler
 report RUN`` (text: the story block is computed with the rest), ``report --json``, ``trace
 --html`` and ``export --perfetto``, and prints for each its wall time and the child's peak RSS
-(``ru_maxrss`` from ``os.wait4``).
+(``ru_maxrss`` from ``os.wait4``), its CPU time with its pool's, and the machine's load then.
 
 Targets: 64 workers x 200,000 spans <= 10 s and <= 300 MB; 1,024 workers <= 60 s and <= 1 GB.
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -174,15 +175,19 @@ def generate(run_dir: Path, workers: int, n_spans: int) -> None:
     workerfile.write_worker_file(folder / workerfile.worker_file_name("20260813T2241-b1e5c0", 99, "0000ffff"), doc)
 
 
-def measure(args: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of ``python -m lineprofiler ARGS`` in a child."""
+def measure(args: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (with the pool it starts) and peak RSS (MB, its own) of
+    ``python -m lineprofiler ARGS`` in a child."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-m", "lineprofiler", *args], stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if os.waitstatus_to_exitcode(status) not in (0, 3):
         raise SystemExit(f"lineprofiler {' '.join(args)} failed: status {status}")
-    return wall, usage.ru_maxrss / 1024
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return wall, cpu, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -190,28 +195,40 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=64)
     parser.add_argument("--spans", type=int, default=200_000)
     parser.add_argument("--dir", help="where to write the run (default: a temporary folder, removed)")
+    parser.add_argument(
+        "--only",
+        choices=("report", "json", "html", "perfetto"),
+        action="append",
+        help="run only these commands (repeatable; default all)",
+    )
     args = parser.parse_args()
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-story-"))
     try:
         start = time.perf_counter()
-        generate(root, args.workers, args.spans)
-        size = sum(p.stat().st_size for p in root.rglob("*.json"))
+        existing = list((root / "workers").glob("*/w_*.json"))
+        if len(existing) != args.workers:  # --dir of a run this made before is reused as it is
+            generate(root, args.workers, args.spans)
+        size = sum(p.stat().st_size for p in (root / "workers").rglob("w_*.json"))
         print(
             f"{args.workers} workers x {args.spans:,} spans: {size / 1e6:,.0f} MB of worker files, "
             f"generated in {time.perf_counter() - start:.1f} s"
         )
         out = root / "out"
         out.mkdir(exist_ok=True)
-        for name, argv in (
-            ("report (text)", ["report", str(root)]),
-            ("report --json", ["report", str(root), "--json"]),
-            ("trace --html", ["trace", str(root), "--html", str(out / "trace.html"), "-q"]),
-            ("export --perfetto", ["export", str(root), "--perfetto", str(out / "trace.json")]),
-        ):
-            wall, rss = measure(argv)
-            print(f"  {name:<18} {wall:7.1f} s  peak RSS {rss:7.0f} MB")
+        commands = {
+            "report": ("report (text)", ["report", str(root)]),
+            "json": ("report --json", ["report", str(root), "--json"]),
+            "html": ("trace --html", ["trace", str(root), "--html", str(out / "trace.html"), "-q"]),
+            "perfetto": ("export --perfetto", ["export", str(root), "--perfetto", str(out / "trace.json")]),
+        }
+        for key in args.only or list(commands):
+            name, argv = commands[key]
+            load = os.getloadavg()[0]
+            wall, cpu, rss = measure(argv)
+            print(f"  {name:<18} {wall:7.1f} s wall  {cpu:7.1f} s CPU  peak RSS {rss:7.0f} MB  (load {load:.1f})")
         for name in ("trace.html", "trace.json"):
-            print(f"  {name}: {(out / name).stat().st_size / 1e6:.1f} MB")
+            if (out / name).exists():
+                print(f"  {name}: {(out / name).stat().st_size / 1e6:.1f} MB")
     finally:
         if not args.dir:
             shutil.rmtree(root, ignore_errors=True)
