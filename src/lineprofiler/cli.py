@@ -470,10 +470,9 @@ def _trace(args: argparse.Namespace) -> int:
     progress(f"reading the traces of {len(run.workers)} worker file(s)")
     result, notes = story(run)
     if result is None:
-        reasons = "; ".join(notes)
-        raise ReportError(
-            f"no worker of this run recorded a trace (Profiler(trace=True)){': ' + reasons if reasons else ''}"
-        )
+        # One line: the first reason, and how many more (a thousand workers could each give one).
+        reason = f": {notes[0]}" + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else "") if notes else ""
+        raise ReportError(f"no worker of this run recorded a usable trace (Profiler(trace=True)){reason}")
     progress(f"{result.kept_line} in {len(result.processes)} process(es)")
     caveats = list(run.caveats) + [n for n in notes if n not in run.caveats]
     if fmt == "json":

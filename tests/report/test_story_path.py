@@ -217,7 +217,7 @@ def test_a_run_without_trace_has_no_story(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--json"]) == 0
     assert "story" not in json.loads(capsys.readouterr().out)
     assert main(["trace", str(tmp_path)]) == 2
-    assert "no worker of this run recorded a trace" in capsys.readouterr().err
+    assert "no worker of this run recorded a usable trace" in capsys.readouterr().err
 
 
 def test_the_path_is_split_by_what_each_thread_was_doing(tmp_path):
@@ -283,3 +283,13 @@ def test_the_rank_that_arrives_last_at_a_collective_is_the_straggler(tmp_path):
     )
     # The ranks blocked in allreduce, with no link: said to be unknown, never a queue.
     assert all("queue" not in f.text for f in result.findings)
+
+
+def test_a_run_merged_in_a_pool_still_has_its_story(tmp_path, monkeypatch):
+    # The pool's processes send the documents back as copies: the marker of a trace left in the
+    # file must still be recognised (it is equal to the marker, not the same object).
+    monkeypatch.setenv("LINEPROFILER_REPORT_JOBS", "2")
+    _, slow, _ = slow_actor_run(tmp_path)
+    result, notes = story(load_run(tmp_path))
+    assert notes == [] and result is not None
+    assert result.processes[result.path.shares[0].process].pid == slow.pid

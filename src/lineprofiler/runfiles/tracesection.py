@@ -65,6 +65,12 @@ class TraceColumns:
             setattr(self, name, values[name])
 
 
+def skipped(trace: object) -> bool:
+    """Whether a document's ``trace`` is :data:`~.workerfile.TRACE_SKIPPED` (left in the file by a
+    reader that skips samples), or a copy of it that came back from a pool's process."""
+    return trace is workerfile.TRACE_SKIPPED or trace == workerfile.TRACE_SKIPPED
+
+
 def _int_columns(rows: object, width: int) -> list[Any] | None:
     """``rows`` (a list of lists of ``width`` int64) as ``width`` arrays; None when it is not."""
     if type(rows) is not list:

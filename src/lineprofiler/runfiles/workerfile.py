@@ -110,7 +110,7 @@ LAYOUT_SAMPLES_LAST = "samples-last"
 #: The layout of a document with a trace: ``trace`` right before ``samples``, both last.
 LAYOUT_TRACE_SAMPLES_LAST = "trace-samples-last"
 #: What ``document["trace"]`` holds after a read with ``skip_samples=True`` when the file has a
-#: trace that was not parsed (compare with ``is``): :func:`.tracesection.read_trace` reads it.
+#: trace not parsed (:func:`.tracesection.skipped`: a pool's copy is equal, not the same object).
 TRACE_SKIPPED: dict[str, Any] = {"skipped": True}
 _TRACE_KEY = b',"trace":'
 #: What ``document["samples"]`` holds after a read with ``skip_samples=True`` when the file has

@@ -95,7 +95,7 @@ def attribute(path: CriticalPath, traces: Sequence[WorkerTrace], clocks: dict[st
         tasks.append(
             (
                 trace.worker.path,
-                None if inline is workerfile.TRACE_SKIPPED else inline,
+                None if tracesection.skipped(inline) else inline,
                 trace.phase_names,
                 [(_thread_index(trace, s.thread), s.start_ns - offset, s.end_ns - offset) for s in segments],
             )

@@ -96,7 +96,7 @@ def trace_columns(worker: Worker) -> tracesection.TraceColumns | None:
     trace = worker.document.get("trace")
     if trace is None:
         return None
-    if trace is workerfile.TRACE_SKIPPED:
+    if tracesection.skipped(trace):
         return tracesection.read_trace(worker.path)
     return tracesection.check_trace(trace, worker.path, workerfile.WorkerFileError)
 
@@ -218,7 +218,7 @@ def gather(run: Run, notes: list[str]) -> list[WorkerTrace]:
     tasks: list[_Task] = []
     for worker in workers:
         trace = worker.document["trace"]
-        inline = None if trace is workerfile.TRACE_SKIPPED else trace
+        inline = None if tracesection.skipped(trace) else trace
         tasks.append((worker.path, inline, worker.document["phases"], worker.stop_ns))
     jobs = parallel.jobs_for(len(tasks), len(tasks), FILES_PER_JOB)
     traced: list[WorkerTrace] = []
