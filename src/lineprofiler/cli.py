@@ -1,9 +1,10 @@
-"""The ``lineprofiler`` command: ``report``, ``compare``, ``export`` and ``top`` over run directories; ``run``
-(a script or module, line-profiled), ``view`` (saved line profiles) and ``attach`` (a running
-process, for a window).
+"""The ``lineprofiler`` command: ``report``, ``compare``, ``export``, ``trace`` and ``top`` over run directories;
+``run`` (a script or module, line-profiled), ``view`` (saved line profiles) and ``attach`` (a
+running process, for a window).
 
 Exit status: 0 when a report was printed (even with CAVEATS), 2 when nothing could be reported
-or the command line was wrong, 1 for an internal error. Errors are one line on stderr, never a
+or the command line was wrong, 1 for an internal error, 3 when ``--fail-over PCT`` found a finding
+costing more than PCT % of the run (the report is written first). Errors are one line on stderr, never a
 traceback (set ``LINEPROFILER_DEBUG=1`` to see one for an internal error).
 
 Everything printed here goes through :func:`~lineprofiler._terminal.printable`, line by line:
@@ -28,6 +29,8 @@ PROG = "lineprofiler"
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
+#: ``--fail-over``: a finding cost more than the given share of the run.
+EXIT_FAIL_OVER = 3
 
 
 class _UsageError(Exception):
@@ -100,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_format_options(report, "the report")
     _add_quiet_option(report)
+    _add_fail_over_option(report)
+    _add_trace_parser(commands)
 
     compare = commands.add_parser(
         "compare",
@@ -152,6 +157,55 @@ def build_parser() -> argparse.ArgumentParser:
     _add_view_parser(commands)
     _add_attach_parser(commands)
     return parser
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"a percentage is from 0 to 100, not {text}")
+    return value
+
+
+def _add_fail_over_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--fail-over",
+        type=_percent,
+        metavar="PCT",
+        help=f"exit with status {EXIT_FAIL_OVER} when a finding of a traced run costs more than PCT %% of the run "
+        "(after writing the report): a regression gate",
+    )
+
+
+def _add_trace_parser(commands: Any) -> None:
+    trace = commands.add_parser(
+        "trace",
+        help="the story of a traced run: its critical path, findings, lanes and links",
+        description=(
+            "Read the exact spans and links of a run recorded with Profiler(trace=True) and print what set "
+            "its length: the critical path, the findings ranked by what they cost, the step skew; "
+            "--html draws the lanes (zoom, pan, hover)."
+        ),
+    )
+    trace.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (the Profiler's run_dir)")
+    _add_attempt_option(trace, "trace")
+    trace.add_argument(
+        "--max-spans",
+        type=_int_at_least(1),
+        metavar="N",
+        help="draw at most N spans (the longest; default 20,000): the page says how many it left out",
+    )
+    _add_fail_over_option(trace)
+    _add_quiet_option(trace)
+    trace_output = trace.add_mutually_exclusive_group()
+    trace_output.add_argument(
+        "--html", nargs="?", const="", metavar="PATH",
+        help="write the story as one HTML file (default RUN_DIR/trace.html) and print its path",
+    )
+    trace_output.add_argument("--json", action="store_true", help="print the story as one JSON document")
+    _add_format_options(trace, "the story")
 
 
 def _add_attempt_option(sub: argparse.ArgumentParser, verb: str) -> None:
@@ -511,7 +565,62 @@ def _report(args: argparse.Namespace) -> int:
     else:
         text = render_report(report)
     _emit(fmt, path, text)
-    return EXIT_OK
+    return _gate(getattr(report, "story", None), args.fail_over)
+
+
+def _gate(story: Any, fail_over: float | None) -> int:
+    """``--fail-over``: after the report is written, the status it asks for, with one line on
+    stderr per finding over it."""
+    if fail_over is None:
+        return EXIT_OK
+    if story is None:
+        _print_line(f"{PROG}: --fail-over: no worker of this run recorded a trace: no finding to gate", file=sys.stderr)
+        return EXIT_OK
+    over = [f for f in story.findings if f.cost_fraction is not None and f.cost_fraction * 100 > fail_over]
+    for finding in over:
+        _print_line(
+            f"{PROG}: a finding costs {finding.cost_fraction * 100:.1f}% of the run, over --fail-over "
+            f"{fail_over:g}%: {finding.text}",
+            file=sys.stderr,
+        )
+    return EXIT_FAIL_OVER if over else EXIT_OK
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from .report.blocks.story import story_lines
+    from .report.merge import ReportError, load_run
+    from .report.story.assemble import story
+
+    fmt, path = _output_format(args, os.path.join(args.run_dir, "trace.html"))
+
+    progress = _progress(args)
+    try:
+        run = load_run(args.run_dir, no_samples=True, attempt=args.attempt, progress=progress)
+        progress.update(f"reading the traces of {len(run.workers)} workers")
+        result, notes = story(run)
+    finally:
+        progress.close()
+    if result is None:
+        # One line: the first reason, and how many more (a thousand workers could each give one).
+        reason = f": {notes[0]}" + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else "") if notes else ""
+        raise ReportError(f"no worker of this run recorded a usable trace (Profiler(trace=True)){reason}")
+    caveats = list(run.caveats) + [n for n in notes if n not in run.caveats]
+    if fmt == "json":
+        from .report import json as report_json
+
+        text = report_json.dumps(
+            {"kind": "lineprofiler-story", "version": 1, "story": report_json.plain(result), "caveats": caveats}
+        )
+    elif fmt == "html":
+        from .report.html.story import render_story_html
+
+        text = render_story_html(result, caveats, title=f"lineprofiler trace: {run.name}", max_spans=args.max_spans)
+    else:
+        from .report.text import caveats_lines
+
+        text = "\n\n".join("\n".join(chunk) for chunk in (story_lines(result), caveats_lines(caveats)) if chunk)
+    _emit(fmt, path, text)
+    return _gate(result, args.fail_over)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -544,17 +653,37 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .report.merge import load_run
-    from .report.perfetto import trace_json
+    from .report.merge import ReportError, load_run
+    from .report.perfetto import iter_trace_json
+    from .runfiles.layout import Replacement
 
     progress = _progress(args)
     try:
         run = load_run(args.run_dir, attempt=args.attempt, progress=progress)
         progress.update(f"writing the trace of {len(run.workers)} workers")
-        text = trace_json(run)
+        # Written as it is made (a temporary file renamed over the name): a traced run's spans
+        # are never held all at once.
+        target = os.path.abspath(args.perfetto)
+        try:
+            if os.path.isdir(target):
+                raise IsADirectoryError(21, "Is a directory")
+            dir_fd = os.open(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                replacement = Replacement(dir_fd, os.path.basename(target), mode=_REPORT_FILE_MODE)
+                try:
+                    for chunk in iter_trace_json(run):
+                        replacement.write(chunk.encode("utf-8"))
+                    replacement.commit()
+                except BaseException:
+                    replacement.discard()
+                    raise
+            finally:
+                os.close(dir_fd)
+        except OSError as error:
+            raise ReportError(f"cannot write {args.perfetto}: {error.strerror or error}") from None
     finally:
         progress.close()
-    _print_line(_write(args.perfetto, text))
+    _print_line(args.perfetto)
     return EXIT_OK
 
 
@@ -565,6 +694,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _report(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "trace":
+        return _trace(args)
     if args.command == "top":
         from .report.top import run_top
 

@@ -20,6 +20,7 @@ from .blocks.header import attempt, header
 from .blocks.iterations import iteration_phase, iterations, role_loop, role_window_phase
 from .blocks.phases import DOMINANT_ROWS, buckets, counter, counters, dominant
 from .blocks.roles import process, roles
+from .blocks.story import story_block
 from .model import Report
 from .run import Run
 
@@ -64,6 +65,8 @@ BLOCKS: tuple[Block, ...] = (
     Block("timeline", "timeline_block", "timeline", _timeline_block, "render_timeline"),
     # The HTML report and the Perfetto export draw the lanes; the text has no such block.
     Block("timeline", "lanes", "lanes", _lanes, None),
+    # None unless a worker recorded a trace (then STORY: the critical path and findings).
+    Block("story", "story_block", "story", story_block, "story_lines"),
 )
 
 

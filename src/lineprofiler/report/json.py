@@ -4,9 +4,9 @@ The document is the :class:`~.model.Report` itself, field for field (docs/report
 schema): ``kind`` ``"lineprofiler-report"``, ``version`` 1, then ``run`` (the same object
 ``compare --json`` gives each side), ``header``, ``roles``, ``dominant``, ``counters``,
 ``iterations``, ``io_by_phase``, ``io``, ``memory``, ``gpu``, ``lanes``, ``timeline``, ``caveats`` and
-``failed``. An absent block is ``null``; a value that could not be measured is ``null``, never
-0. A reader should ignore keys it does not know: new keys may appear within a version; a
-change of meaning or a removal raises the version.
+``failed``, and ``story`` where a worker recorded a trace. An absent block is ``null``; a value that
+could not be measured is ``null``, never 0. A reader should ignore keys it does not know: new keys
+may appear within a version; a change of meaning or a removal raises the version.
 """
 
 from __future__ import annotations
@@ -18,9 +18,17 @@ from typing import Any
 
 from ..runfiles import histogram
 from .model import KIND, VERSION, DeviceUse, Header, Report, Role
+from .story import model as story_model
 
 #: Properties serialised beside a class's fields (what the text prints from them).
-_PROPERTIES: dict[type, tuple[str, ...]] = {DeviceUse: ("idle",), Role: ("straggler",)}
+_PROPERTIES: dict[type, tuple[str, ...]] = {
+    DeviceUse: ("idle",),
+    Role: ("straggler",),
+    story_model.Story: ("duration_ns", "kept_line"),
+    story_model.CriticalPath: ("duration_ns",),
+    story_model.Segment: ("duration_ns",),
+    story_model.HostClock: ("uncertainty_ns",),
+}
 
 
 def plain(value: Any) -> Any:
@@ -62,6 +70,12 @@ def run_object(header: Header, merge_caveats: list[str]) -> dict[str, Any]:
 def document(report: Report, merge_caveats: list[str]) -> dict[str, Any]:
     """The ``report --json`` document."""
     body = plain(report)
+    # The story (a traced run's critical path and findings) is a key only where a worker
+    # recorded a trace: other runs' documents are what they were.
+    story = getattr(report, "story", None)
+    body.pop("story", None)  # were it a field of the model: absent, not null, where nothing was traced
+    if story is not None:
+        body["story"] = plain(story)
     return {
         "kind": KIND,
         "version": VERSION,

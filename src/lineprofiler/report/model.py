@@ -15,6 +15,7 @@ medium.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 #: What ``report --json`` calls its document, and the version of its schema.
 KIND = "lineprofiler-report"
@@ -576,6 +577,9 @@ class Report:
     lanes: list[Lane] = field(default_factory=list)
     #: The TIMELINE block: per role, which phase when, and the stalls.
     timeline: Timeline | None = None
+    #: STORY: a traced run's critical path and findings (:class:`.story.model.Story`); None
+    #: where no worker recorded a trace.
+    story: Any = None
     #: Every CAVEATS line: merge's first, then the blocks'.
     caveats: list[str] = field(default_factory=list)
     #: ``origin block`` of each block that failed (its caveat says why).

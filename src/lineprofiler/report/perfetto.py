@@ -19,21 +19,37 @@ timestamps (``ts``, ``dur``) in microseconds from the run's start.
   of time, the samples holding its lowest and highest value, so spikes survive.
 * Phase occupancy slices on thread 1 (``phases``) when the run recorded a timeline
   (``report/blocks/timeline.py``).
+* For a traced run (``Profiler(trace=True)``), the exact spans: a complete slice (``"X"``, ``cat``
+  ``span``) per span on thread ``10 + i`` (``trace <thread name>``), entries a killed worker left
+  open as slices to its last known moment (``cat`` ``open``), and each matched link as a flow
+  (``"s"`` at the signal, ``"f"`` at the end of the wait; named ``channel (clocks disagree)``
+  where the hosts' clocks put the wait first). Spans are placed on the story's one timeline
+  (:mod:`.story.clocks`). At most ``max_spans`` spans are written (each process keeps its newest
+  share): ``otherData.story`` says how many were written and left out. The events are written as
+  they are read, one worker at a time (:func:`iter_trace_json`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..runfiles.samplefile import IO_FIELDS, SampleFileError, SampleTable, classify, read_samples
+from ..runfiles.workerfile import WorkerFileError
 from .blocks import RenderOptions, sample_infos, timeline
+from .blocks.story import story_block
 from .run import Run, Worker
 from .statuses import FINAL_STATUSES
+from .story.model import Story
+from .story.spans import trace_columns
 
 #: Samples kept per counter track and worker before reducing to per-column extremes.
 MAX_POINTS = 2000
+#: Exact spans written at most (1,024 workers of 200,000 spans would be a 10 GB file no viewer
+#: opens): about 110 MB.
+MAX_SPANS = 1_000_000
 _NS_PER_US = 1000
 
 
@@ -217,6 +233,72 @@ def trace_events(run: Run, *, max_points: int = MAX_POINTS) -> list[dict[str, An
     return events
 
 
+def _phase_names(worker: Worker) -> Any:
+    """``phase_id -> its path as JSON text`` for one worker, each encoded once."""
+    paths = {p["id"]: p["path"] for p in worker.document["phases"] if type(p.get("id")) is int}
+    names: dict[int, str] = {}
+
+    def phase_name(phase_id: int) -> str:
+        if phase_id not in names:
+            names[phase_id] = json.dumps(paths.get(phase_id, f"phase #{phase_id}"))
+        return names[phase_id]
+
+    return phase_name
+
+
+def _story_events(run: Run, story: Story, quota: int) -> Iterator[str]:
+    """The story's spans (each process's newest ``quota``) and flows, as JSON event lines."""
+    shift = story.timeline_unix_ns if story.timeline_unix_ns is not None else run.start_ns - story.run_start_ns
+    base = shift - run.start_ns
+    for process in story.processes:
+        worker = run.workers[process.worker]
+        pid = process.worker + 1
+        try:
+            trace = trace_columns(worker)
+        except WorkerFileError:
+            continue  # the report names a trace it could not read
+        if trace is None:
+            continue
+        offset = base + process.offset_ns
+        for t, thread in enumerate(trace.threads):
+            name = json.dumps({"name": f"trace {thread.get('name') or t}"})
+            yield f'{{"name":"thread_name","ph":"M","pid":{pid},"tid":{10 + t},"args":{name}}}'
+        phase_name = _phase_names(worker)
+        start, end, phase, thread_of, cpu = trace.spans
+        for k in range(max(0, len(start) - quota), len(start)):
+            ts = (start[k] + offset) / _NS_PER_US
+            args = "" if cpu[k] < 0 else f',"args":{{"cpu_ms":{cpu[k] / 1e6}}}'
+            yield (
+                f'{{"name":{phase_name(phase[k])},"cat":"span","ph":"X","pid":{pid},"tid":{10 + thread_of[k]},'
+                f'"ts":{ts},"dur":{(end[k] - start[k]) / _NS_PER_US}{args}}}'
+            )
+        stop = story.processes[process.index].end_ns - process.offset_ns
+        for o_start, o_phase, o_thread in zip(*trace.open, strict=True):
+            yield (
+                f'{{"name":{phase_name(o_phase)},"cat":"open","ph":"X","pid":{pid},"tid":{10 + o_thread},'
+                f'"ts":{(o_start + offset) / _NS_PER_US},"dur":{max(0, stop - o_start) / _NS_PER_US},'
+                '"args":{"open":"still open when the file was written: drawn to its last known moment"}}'
+            )
+        del trace
+    for n, arrow in enumerate(story.arrows, start=1):
+        name = json.dumps(arrow.channel + (" (clocks disagree)" if arrow.backwards else ""))
+        key = json.dumps({"key": arrow.key})
+        for ph, who, tid, at in (
+            ("s", arrow.from_process, arrow.from_thread, arrow.from_ns),
+            ("f", arrow.to_process, arrow.to_thread, arrow.to_ns),
+        ):
+            pid = story.processes[who].worker + 1
+            bind = ',"bp":"e"' if ph == "f" else ""
+            yield (
+                f'{{"name":{name},"cat":"link","ph":"{ph}","id":{n},"pid":{pid},"tid":{10 + tid},'
+                f'"ts":{(at + base) / _NS_PER_US}{bind},"args":{key}}}'
+            )
+
+
+def _story_of(run: Run) -> Story | None:
+    return story_block(run, RenderOptions(no_samples=True))
+
+
 def trace_document(run: Run, *, max_points: int = MAX_POINTS) -> dict[str, Any]:
     return {
         "traceEvents": trace_events(run, max_points=max_points),
@@ -225,12 +307,53 @@ def trace_document(run: Run, *, max_points: int = MAX_POINTS) -> dict[str, Any]:
     }
 
 
-def trace_json(run: Run, *, max_points: int = MAX_POINTS) -> str:
-    """The trace as JSON text, one event per line."""
+def iter_trace_json(run: Run, *, max_points: int = MAX_POINTS, max_spans: int = MAX_SPANS) -> Iterator[str]:
+    """The trace as JSON text, one event per line, in pieces: a traced run's spans are read and
+    written one worker at a time, never held all at once."""
     doc = trace_document(run, max_points=max_points)
-    events = ",\n".join(json.dumps(e, allow_nan=False, separators=(",", ":")) for e in doc["traceEvents"])
+    story = _story_of(run)
+    quota = max(1, max_spans // max(1, len(story.processes))) if story is not None else 0
+    if story is not None:
+        kept = sum(p.spans_kept for p in story.processes)
+        written = sum(min(quota, p.spans_kept) for p in story.processes)
+        doc["otherData"]["story"] = {
+            "spans_written": written,
+            "spans_left_out": kept - written,
+            "spans_kept": kept,
+            "spans_recorded": story.spans_recorded,
+            "flows": len(story.arrows),
+            "flows_left_out": story.arrows_left_out,
+            "note": story.kept_line
+            + (f"; {kept - written:,} more left out here: each process keeps its newest {quota:,}" * (kept > written)),
+        }
     other = json.dumps(doc["otherData"], allow_nan=False)
-    return f'{{"displayTimeUnit":"ms","otherData":{other},"traceEvents":[\n{events}\n]}}\n'
+    yield f'{{"displayTimeUnit":"ms","otherData":{other},"traceEvents":[\n'
+    lines: Iterator[str] = (json.dumps(e, allow_nan=False, separators=(",", ":")) for e in doc["traceEvents"])
+    if story is not None:
+        lines = itertools.chain(lines, _story_events(run, story, quota))
+    first = True
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line if first else ",\n" + line)
+        first = False
+        if len(batch) >= 4096:
+            yield "".join(batch)
+            batch.clear()
+    yield "".join(batch) + "\n]}\n"
 
 
-__all__ = ["MAX_POINTS", "process_name", "status_label", "trace_document", "trace_events", "trace_json"]
+def trace_json(run: Run, *, max_points: int = MAX_POINTS, max_spans: int = MAX_SPANS) -> str:
+    """The trace as JSON text, one event per line."""
+    return "".join(iter_trace_json(run, max_points=max_points, max_spans=max_spans))
+
+
+__all__ = [
+    "MAX_POINTS",
+    "MAX_SPANS",
+    "iter_trace_json",
+    "process_name",
+    "status_label",
+    "trace_document",
+    "trace_events",
+    "trace_json",
+]

@@ -20,6 +20,7 @@ from typing import Any
 
 from . import format as fmt
 from .blocks import RenderOptions
+from .blocks.story import story_lines
 from .build import BLOCKS, build_report, failure_line
 from .model import (
     Counter,
@@ -236,6 +237,7 @@ _PRINTER_OF: dict[str, Printer] = {
     "memory": memory_lines,
     "gpu": gpu_lines,
     "timeline": timeline_lines,
+    "story": story_lines,
 }
 
 #: ``(origin, name, Report attribute, printer)`` in the order of :data:`~.build.BLOCKS`, the one

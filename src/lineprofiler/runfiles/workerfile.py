@@ -59,6 +59,11 @@ read as the new scheme, see :mod:`.histogram`), ``n_buckets`` int.
 
 ``errors`` list of str: failures inside the profiler that were recorded instead of raised.
 
+``trace``: null or the exact spans and links of ``Profiler(trace=True)`` (docs/report.md, "The story
+of a run"): checked only when read, by :func:`.tracesection.read_trace`, so a malformed one costs the story, not
+the worker. Written just before ``samples`` (layout ``"trace-samples-last"``), so a reader that
+skips samples skips the trace too: ``document["trace"]`` is then :data:`TRACE_SKIPPED`.
+
 ``layout``: ``"samples-last"`` when :func:`write_worker_file` wrote the document (it puts
 ``samples`` last), so that a reader that does not want the samples can stop before them
 (:func:`read_worker_file` with ``skip_samples=True``) instead of parsing a 12-hour history.
@@ -102,6 +107,12 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 KIND = "lineprofiler-worker"
 LAYOUT_SAMPLES_LAST = "samples-last"
+#: The layout of a document with a trace: ``trace`` right before ``samples``, both last.
+LAYOUT_TRACE_SAMPLES_LAST = "trace-samples-last"
+#: What ``document["trace"]`` holds after a read with ``skip_samples=True`` when the file has a
+#: trace not parsed (:func:`.tracesection.skipped`: a pool's copy is equal, not the same object).
+TRACE_SKIPPED: dict[str, Any] = {"skipped": True}
+_TRACE_KEY = b',"trace":'
 #: What ``document["samples"]`` holds after a read with ``skip_samples=True`` when the file has
 #: samples that were not parsed (compare with ``is``). Null samples stay None.
 SAMPLES_SKIPPED: dict[str, Any] = {"skipped": True}
@@ -252,9 +263,13 @@ def write_worker_file(
     Raises OSError on failure; the caller (the profiler) counts it and never lets it reach
     user code.
     """
-    # ``samples`` last, announced by ``layout`` before it: a reader can skip the bulk.
-    ordered = {k: v for k, v in document.items() if k not in ("samples", "layout")}
-    ordered["layout"] = LAYOUT_SAMPLES_LAST
+    # ``samples`` last, announced by ``layout`` before it: a reader can skip the bulk. A trace
+    # goes right before the samples (its own layout name), to be skipped with them.
+    trace = document.get("trace")
+    ordered = {k: v for k, v in document.items() if k not in ("samples", "layout", "trace")}
+    ordered["layout"] = LAYOUT_SAMPLES_LAST if trace is None else LAYOUT_TRACE_SAMPLES_LAST
+    if "trace" in document:
+        ordered["trace"] = trace
     ordered["samples"] = document.get("samples")
     data = encode_json(ordered)
     write_atomic(path, data, root=root, fsync=fsync, notes=notes)
@@ -450,7 +465,7 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
     _check_optional_object(document, "config", _CONFIG, path)
     _check_optional_object(document, "caps", _CAPS, path)
     _check_optional_object(document, "repairs", _REPAIRS, path)
-    for key in ("samples", "gpu"):
+    for key in ("samples", "gpu", "trace"):
         if not isinstance(document.get(key), (dict, NONE)):
             raise WorkerFileError(f"{path}: '{key}' is neither an object nor null")
     errors = document.get("errors")
@@ -519,6 +534,33 @@ def _parse_head(raw: bytes) -> tuple[dict[str, Any], bytes] | None:
     return None
 
 
+def split_trace(raw: bytes) -> tuple[dict[str, Any], bytes, bytes] | None:
+    """For a file written trace-samples-last: the document before its trace, parsed, the trace's
+    bytes and the bytes after the samples key; None for any other file. A literal ``,"trace":``
+    is a key (quotes inside strings are escaped): the first whose head parses is the top level."""
+    import json
+
+    start = 0
+    for _ in range(_SKIP_ATTEMPTS):
+        at = raw.find(_TRACE_KEY, start)
+        if at < 0:
+            return None
+        start = at + 1
+        try:
+            head = json.loads(raw[:at] + b"}", parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(head, dict) or head.get("layout") != LAYOUT_TRACE_SAMPLES_LAST:
+            return None
+        if "trace" in head or "samples" in head:
+            return None
+        samples_at = raw.find(_SAMPLES_KEY, at)
+        if samples_at < 0:
+            return None
+        return head, raw[at + len(_TRACE_KEY) : samples_at], raw[samples_at + len(_SAMPLES_KEY) :]
+    return None
+
+
 def _small_samples(tail: bytes) -> Any:
     """The ``samples`` value from the bytes after its key, when they are few (an object that
     names a sample file, or null); :data:`SAMPLES_SKIPPED` for inline rows, or bytes that do not
@@ -554,6 +596,19 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
     path = Path(path)
     if not raw:
         raise WorkerFileError(f"{path}: empty file")
+    if skip_samples and _TRACE_KEY in raw:
+        split = split_trace(raw)
+        if split is not None:
+            head, trace, tail = split
+            try:
+                document = validate(head, path)
+            except WorkerFileError:
+                document = None
+            if document is not None:
+                document.pop("layout", None)
+                document["trace"] = None if trace.strip() == b"null" else TRACE_SKIPPED
+                document["samples"] = _small_samples(tail)
+                return document
     if skip_samples:
         parsed = _parse_head(raw)
         if parsed is not None:

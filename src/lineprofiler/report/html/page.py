@@ -33,6 +33,7 @@ from ..model import (
 from . import svg
 from .lines import lines_html
 from .markup import name, page, para, section, table, td
+from .story import story_html
 
 # -- header and alerts ----------------------------------------------------------------------------------
 
@@ -492,6 +493,9 @@ def render_html(report: Report) -> str:
     if report.gpu is not None:
         add("gpu", "GPU", lambda: gpu_html(report.gpu, header))
     add("timeline", "Timeline", lambda: lanes_html(report.lanes, header))
+    story = getattr(report, "story", None)
+    if story is not None:  # a traced run only: other pages are what they were
+        add("story", "Story", lambda: story_html(story))
     top = header_html(header) if header is not None else "<header><h1>lineprofiler report</h1></header>"
     title = f"lineprofiler report: {header.run}" if header is not None else "lineprofiler report"
     return page(title, top + alerts_html(report, caveats) + "<!--nav-->" + "".join(parts), nav)

@@ -1,0 +1,180 @@
+"""The :class:`~.model.Story` of a run: its traces read (:mod:`.spans`), its links matched, its
+clocks aligned (:mod:`.clocks`), then its critical path, step skew and findings."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from .. import format as fmt
+from ..run import Run
+from .attribution import attribute
+from .clocks import Match, estimate
+from .critical_path import critical_path
+from .findings import findings
+from .model import Arrow, HostClock, LaneSpan, Story, StoryLane, TracedProcess
+from .skew import skew
+from .spans import Link, WorkerTrace, gather, has_trace
+
+#: Matched links the outputs draw (the critical path's first); the rest are counted.
+MAX_ARROWS = 5000
+#: Processes whose lanes the HTML draws (the critical path's first, then the longest-lived).
+MAX_LANES = 64
+
+
+def match_links(traces: Sequence[WorkerTrace]) -> tuple[list[Match], int]:
+    """Each wait matched to the signal of its channel and key, and how many waits had none.
+
+    With several signals of one key, the latest one of the same host that came before the wait
+    (one clock: comparable); else the first."""
+    signals: dict[tuple[str, str], list[tuple[WorkerTrace, Link]]] = defaultdict(list)
+    for trace in traces:
+        for link in trace.links:
+            if link.kind == "signal":
+                signals[(link.channel, link.key)].append((trace, link))
+    matches: list[Match] = []
+    unmatched = 0
+    for trace in traces:
+        for link in trace.links:
+            if link.kind != "wait":
+                continue
+            candidates = signals.get((link.channel, link.key))
+            if not candidates:
+                unmatched += 1
+                continue
+            chosen = candidates[0]
+            if len(candidates) > 1:
+                before = [c for c in candidates if c[0].host == trace.host and c[1].t_ns <= link.t_ns]
+                if before:
+                    chosen = max(before, key=lambda c: c[1].t_ns)
+            matches.append((chosen[0], chosen[1], trace, link))
+    return matches, unmatched
+
+
+def _process(trace: WorkerTrace, clocks: dict[str, HostClock]) -> TracedProcess:
+    offset = clocks[trace.host].offset_ns
+    worker = trace.worker
+    return TracedProcess(
+        index=trace.index,
+        worker=trace.worker_index,
+        role=worker.role,
+        host=worker.host,
+        pid=worker.pid,
+        rank=worker.rank,
+        label=worker.label,
+        spans_kept=trace.kept,
+        spans_recorded=trace.recorded,
+        links=len(trace.links),
+        open_entries=len(trace.open),
+        start_ns=trace.first_start_ns + offset,
+        end_ns=trace.stop_ns + offset,
+        killed=trace.killed,
+        offset_ns=offset,
+    )
+
+
+def _lane(trace: WorkerTrace, offset: int) -> StoryLane:
+    spans = [
+        LaneSpan(s + offset, e + offset, trace.phase_name(p) or "", th, None if c < 0 else c)
+        for s, e, p, th, c in trace.lane
+    ]
+    spans.extend(
+        LaneSpan(s + offset, trace.stop_ns + offset, trace.phase_name(p) or "", th, None, open=True)
+        for s, p, th in trace.open
+    )
+    return StoryLane(trace.index, list(trace.threads), spans, trace.kept - len(trace.lane))
+
+
+def _timeline_unix(traces: Sequence[WorkerTrace], clocks: dict[str, HostClock]) -> int | None:
+    """``unix - monotonic`` of the reference host's most certain clock pair."""
+    pairs = [pair for t in traces if clocks[t.host].source == "reference" for pair in t.clock_pairs]
+    if not pairs:
+        return None
+    mono, unix, _ = min(pairs, key=lambda pair: pair[2])
+    return unix - mono
+
+
+def story(run: Run) -> tuple[Story | None, list[str]]:
+    """The story, or None when no worker has a trace; and the CAVEATS lines it adds."""
+    if not has_trace(run):
+        return None, []
+    notes: list[str] = []
+    traces = gather(run, notes)
+    if not traces:
+        return None, notes
+    matches, unmatched = match_links(traces)
+    clocks = estimate(traces, matches)
+    start = min(t.first_start_ns + clocks[t.host].offset_ns for t in traces)
+    end = max(t.stop_ns + clocks[t.host].offset_ns for t in traces)
+    run_ns = max(0, end - start)
+    path, used = critical_path(traces, matches, clocks, run_ns)
+    if path is not None:
+        attribute(path, traces, clocks, run_ns)
+    arrows = []
+    backwards = 0
+    for signaller, signal, waiter, wait in matches:
+        sent = signal.t_ns + clocks[signaller.host].offset_ns
+        ended = wait.t_ns + clocks[waiter.host].offset_ns
+        backwards += ended < sent
+        arrows.append(
+            Arrow(
+                signal.channel,
+                signal.key,
+                signaller.index,
+                signal.thread,
+                sent,
+                waiter.index,
+                wait.thread,
+                ended,
+                id(signal) in used,
+                ended < sent,
+            )
+        )
+    arrows.sort(key=lambda a: (not a.on_path, a.from_ns))
+    left_out = max(0, len(arrows) - MAX_ARROWS)
+    del arrows[MAX_ARROWS:]
+    skews = skew(traces, clocks)
+    kept = sum(t.kept for t in traces)
+    recorded = sum(t.recorded for t in traces)
+    for clock in clocks.values():
+        if clock.disagreement:
+            notes.append(clock.disagreement)
+    if backwards:
+        notes.append(
+            f"{fmt.count(backwards)} link(s) end before their signal on the run's timeline: the clocks disagree "
+            "there (or a key was signalled twice); those arrows are marked 'clocks disagree', and the critical "
+            "path does not follow them"
+        )
+    if unmatched:
+        notes.append(f"{fmt.count(unmatched)} wait(s) have no signal of their channel and key in the traced files")
+    if kept < recorded:
+        dropping = sum(1 for t in traces if t.kept < t.recorded)
+        notes.append(
+            f"the story has {fmt.count(kept)} of {fmt.count(recorded)} spans kept (the oldest dropped, in "
+            f"{dropping} process(es) whose ring filled): the critical path and the findings cover the spans kept"
+        )
+    untraced = len(run.workers) - len(traces)
+    if untraced:
+        notes.append(f"{untraced} process(es) recorded no trace: the story leaves them out")
+    on_path = {s.process for s in path.segments} if path is not None else set()
+    chosen = sorted(traces, key=lambda t: (t.index not in on_path, -(t.stop_ns - t.first_start_ns)))[:MAX_LANES]
+    lanes = [_lane(t, clocks[t.host].offset_ns) for t in sorted(chosen, key=lambda t: t.index)]
+    return (
+        Story(
+            run_start_ns=start,
+            run_end_ns=end,
+            processes=[_process(t, clocks) for t in traces],
+            hosts=list(clocks.values()),
+            spans_kept=kept,
+            spans_recorded=recorded,
+            path=path,
+            findings=findings(traces, path, skews, run_ns),
+            skew=skews,
+            arrows=arrows,
+            arrows_left_out=left_out,
+            lanes=lanes,
+            notes=notes,
+            timeline_unix_ns=_timeline_unix(traces, clocks),
+        ),
+        notes,
+    )

@@ -1,0 +1,244 @@
+"""Each traced worker's spans, read once, one worker at a time, into a small summary.
+
+A run of a thousand processes of 200,000 spans each cannot be held as Python objects: this
+reads one file's trace (:func:`~lineprofiler.runfiles.tracesection.read_trace`, as arrays),
+keeps what the story needs of it (its links, the start of the wait each ``wait`` link ended, the
+arrivals at its collective phases, its longest spans for the lanes, its first and last moments)
+and lets the arrays go before the next file is read.
+"""
+
+from __future__ import annotations
+
+import operator
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import compress
+from pathlib import Path
+from typing import Any, cast
+
+from ...runfiles import tracesection, workerfile
+from .. import parallel
+from ..run import Run, Worker
+
+#: Traced files per extra process of the pool (each is a ring of up to 200,000 spans to parse).
+FILES_PER_JOB = 4
+#: Spans kept per worker for drawing (the longest of them).
+LANE_SPANS = 400
+#: How far back from a wait link its enclosing span is looked for.
+_WAIT_LOOKBACK = 256
+
+
+@dataclass
+class Link:
+    kind: str
+    channel: str
+    key: str
+    t_ns: int
+    thread: int
+    phase_id: int
+    #: For a wait: when the phase it was called in began (None: not found); its blocking part
+    #: lies between then and ``t_ns``.
+    began_ns: int | None = None
+
+
+@dataclass
+class WorkerTrace:
+    """What the story keeps of one worker's trace. Times are on the worker's own monotonic clock."""
+
+    index: int
+    threads: list[str]
+    phase_names: dict[int, str]
+    kept: int
+    recorded: int
+    dropped: int
+    first_start_ns: int
+    last_end_ns: int
+    last_thread: int
+    last_phase: int
+    #: The latest moment it is known to have lived (a killed worker: past its last span).
+    stop_ns: int
+    clock_pairs: list[tuple[int, int, int]]
+    open: list[tuple[int, int, int]]
+    links: list[Link]
+    #: Per collective (``sync``) phase path, the start of each of its entries, in order.
+    arrivals: dict[str, array[int]] = field(default_factory=dict)
+    #: ``(start, end, phase_id, thread, cpu)`` of the longest spans, for drawing.
+    lane: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    #: Per thread index, the first span start: the earliest a critical path can reach there.
+    thread_start_ns: dict[int, int] = field(default_factory=dict)
+    #: Its worker, attached where the run is (a summary is made in a pool's process without it).
+    worker: Worker = field(default=cast(Worker, None), repr=False)
+    #: Its position among the run's workers.
+    worker_index: int = -1
+
+    @property
+    def host(self) -> str:
+        return self.worker.host
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.open) and self.worker.status not in ("exited",)
+
+    def phase_name(self, phase_id: int) -> str | None:
+        if phase_id < 0:
+            return None
+        return self.phase_names.get(phase_id, f"phase #{phase_id}")
+
+    def thread_name(self, thread: int) -> str:
+        return self.threads[thread] if 0 <= thread < len(self.threads) else f"thread {thread}"
+
+
+def trace_columns(worker: Worker) -> tracesection.TraceColumns | None:
+    """One worker's trace as columns, read from its file when merge left it there; None when
+    tracing was off. Raises WorkerFileError for a trace that cannot be used."""
+    trace = worker.document.get("trace")
+    if trace is None:
+        return None
+    if tracesection.skipped(trace):
+        return tracesection.read_trace(worker.path)
+    return tracesection.check_trace(trace, worker.path, workerfile.WorkerFileError)
+
+
+def _stop_on_own_clock(stop_unix_ns: int, pairs: list[tuple[int, int, int]], fallback: int) -> int:
+    """The worker's last sign of life (a unix time) on its monotonic clock, via its best pair."""
+    if not pairs:
+        return fallback
+    mono, unix, _ = min(pairs, key=lambda pair: pair[2])
+    return max(fallback, stop_unix_ns - (unix - mono))
+
+
+def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesection.TraceColumns) -> WorkerTrace:
+    """One worker's summary from its phases, its last sign of life and its trace."""
+    start, end, phase, thread, cpu = trace.spans
+    names = {p["id"]: p["path"] for p in phases if type(p.get("id")) is int}
+    n = len(start)
+    threads = [str(t.get("name") or f"thread {t.get('native_id') or t.get('ident')}") for t in trace.threads]
+    if n:
+        # The innermost of the spans that end last (they nest: the latest start among them).
+        last_end = max(end)
+        last = end.index(last_end)
+        for k in range(last + 1, min(n, last + _WAIT_LOOKBACK)):
+            if end[k] == last_end:
+                last = k
+        last_thread, last_phase = thread[last], phase[last]
+        first_start = start[0]
+    else:
+        last_end, last_thread, last_phase, first_start = 0, 0, -1, 0
+    opened = list(zip(*trace.open, strict=True))
+    if opened:
+        first_start = min(first_start, min(o[0] for o in opened)) if n else min(o[0] for o in opened)
+        last_end = max(last_end, max(o[0] for o in opened))
+    thread_start: dict[int, int] = {}
+    for k in range(n):
+        if len(thread_start) == len(threads):
+            break
+        thread_start.setdefault(thread[k], start[k])
+    for o_start, _, o_thread in opened:
+        thread_start[o_thread] = min(thread_start.get(o_thread, o_start), o_start)
+    links = [Link(*link) for link in trace.links]
+    for link in links:
+        if link.kind == "wait" and link.phase_id >= 0:
+            link.began_ns = _began(trace, link)
+    sync_ids = {p["id"]: p["path"] for p in phases if p.get("sync") and type(p.get("id")) is int}
+    arrivals: dict[str, array[int]] = {}
+    if sync_ids:
+        for k in range(n):
+            path = sync_ids.get(phase[k])
+            if path is not None:
+                arrivals.setdefault(path, array("q")).append(start[k])
+    if n > LANE_SPANS:
+        durations = array("q", map(operator.sub, end, start))
+        floor = sorted(durations)[-LANE_SPANS]
+        chosen = list(compress(range(n), map(floor.__le__, durations)))[-LANE_SPANS * 2 :]
+    else:
+        chosen = list(range(n))
+    lane = [(start[k], end[k], phase[k], thread[k], cpu[k]) for k in chosen]
+    return WorkerTrace(
+        index=-1,
+        threads=threads,
+        phase_names=names,
+        kept=n,
+        recorded=max(trace.recorded, n),
+        dropped=trace.dropped,
+        first_start_ns=first_start,
+        last_end_ns=last_end,
+        last_thread=last_thread,
+        last_phase=last_phase,
+        stop_ns=_stop_on_own_clock(stop_unix_ns, trace.clock_pairs, last_end) if opened else last_end,
+        clock_pairs=trace.clock_pairs,
+        open=opened,
+        links=links,
+        arrivals=arrivals,
+        lane=lane,
+        thread_start_ns=thread_start,
+    )
+
+
+def _began(trace: tracesection.TraceColumns, link: Link) -> int | None:
+    """The start of the span of ``link``'s phase, on its thread, that holds ``link.t_ns``: the wait
+    was called inside it. Spans are sorted by start, so it lies shortly before."""
+    start, end, phase, thread, _ = trace.spans
+    k = bisect_right(start, link.t_ns) - 1
+    low = max(-1, k - _WAIT_LOOKBACK)
+    while k > low:
+        if phase[k] == link.phase_id and thread[k] == link.thread and end[k] >= link.t_ns:
+            return start[k]
+        k -= 1
+    for o_start, o_phase, o_thread in zip(*trace.open, strict=True):
+        if o_phase == link.phase_id and o_thread == link.thread and o_start <= link.t_ns:
+            return o_start
+    return None
+
+
+#: What a pool's process is given per worker: its path, its trace when merge parsed it (a small
+#: file read whole), its phases and its last sign of life.
+_Task = tuple[Path, Any, list[dict[str, Any]], int]
+
+
+def _summarise_file(task: _Task) -> WorkerTrace | str | None:
+    """One worker's summary, the one line saying why its trace cannot be used, or None (no trace)."""
+    path, inline, phases, stop_unix_ns = task
+    try:
+        if inline is None:
+            trace = tracesection.read_trace(path)
+        else:
+            trace = tracesection.check_trace(inline, path, workerfile.WorkerFileError)
+    except workerfile.WorkerFileError as error:
+        return str(error)
+    return None if trace is None else summarise(phases, stop_unix_ns, trace)
+
+
+def gather(run: Run, notes: list[str]) -> list[WorkerTrace]:
+    """The summary of every worker with a trace, in the run's order; a trace that cannot be read
+    is named in ``notes``. The files are read in a pool where the run is large enough."""
+    positions = {id(w): n for n, w in enumerate(run.workers)}
+    workers = [w for w in run.workers if w.document.get("trace") is not None]
+    tasks: list[_Task] = []
+    for worker in workers:
+        trace = worker.document["trace"]
+        inline = None if tracesection.skipped(trace) else trace
+        tasks.append((worker.path, inline, worker.document["phases"], worker.stop_ns))
+    jobs = parallel.jobs_for(len(tasks), len(tasks), FILES_PER_JOB)
+    traced: list[WorkerTrace] = []
+    for worker, result in zip(workers, parallel.ordered_map(_summarise_file, tasks, jobs), strict=True):
+        if isinstance(result, str):
+            notes.append(f"the trace of {worker.label} is left out: {result}")
+        elif result is not None:
+            result.index, result.worker, result.worker_index = len(traced), worker, positions[id(worker)]
+            traced.append(result)
+    return traced
+
+
+def has_trace(run: Run) -> bool:
+    """Whether any worker recorded a trace (without reading one)."""
+    return any(w.document.get("trace") is not None for w in run.workers)
+
+
+def spans_of(worker: Worker) -> Iterator[tuple[Any, ...]]:
+    """Every kept span of one worker, read again: ``(start, end, phase_id, thread, cpu)``."""
+    trace = trace_columns(worker)
+    if trace is None:
+        return
+    yield from zip(*trace.spans, strict=True)
