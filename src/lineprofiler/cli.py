@@ -16,42 +16,26 @@ show as escapes, never act on the terminal.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO, Any, NoReturn
+from typing import Any, NoReturn
 
 from . import __version__
-from ._terminal import printable
-
-PROG = "lineprofiler"
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_BAD_INPUT = 2
-#: ``--fail-over``: a finding cost more than the given share of the run.
-EXIT_FAIL_OVER = 3
-
-
-class _UsageError(Exception):
-    pass
+from .cli_lines import attach_command, run_command, view_command
+from .cli_output import EXIT_BAD_INPUT, EXIT_FAIL_OVER, EXIT_INTERNAL, EXIT_OK, PROG, UsageError, print_line
+from .cli_runs import compare_command, export_command, report_command, trace_command
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line on stderr, like every other error here."""
 
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-def _print_text(text: str, *, end: str = "\n") -> None:
-    """A report on stdout, each of its lines escaped (text its renderer escaped is unchanged)."""
-    print("\n".join(printable(line) for line in text.split("\n")), end=end)
 
 
-def _print_line(text: str, *, file: IO[str] | None = None) -> None:
-    """One line (a path written, an error): a newline inside it is shown escaped too."""
-    print(printable(text), file=file)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,10 +211,6 @@ def _add_quiet_option(sub: argparse.ArgumentParser) -> None:
     )
 
 
-def _progress(args: argparse.Namespace) -> Any:
-    from .report.progress import for_terminal
-
-    return for_terminal(quiet=args.quiet)
 
 
 def _seconds(text: str) -> float:
@@ -392,112 +372,16 @@ def _add_attach_parser(commands: Any) -> None:
     _add_table_options(attach)
 
 
-def _attach(args: argparse.Namespace) -> int:
-    from .lines.attach import AttachOptions, attach
-
-    options = AttachOptions(
-        pid=args.pid,
-        duration=args.duration,
-        output=args.output,
-        project_folder=args.project_folder,
-        include=args.include,
-        exclude=args.exclude,
-        start_timeout=args.start_timeout,
-        top=args.top,
-        functions=args.functions,
-        min_us=args.min_us,
-        sort=args.sort,
-    )
-    return attach(options)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from .lines.runner import RunOptions, run
-
-    target = list(args.target or [])
-    if target and target[0] == "--":
-        target = target[1:]
-    module: list[str] = list(args.module or [])
-    if args.module is not None and not module:
-        raise _UsageError(f"{PROG} run: -m needs a module name (see {PROG} run --help)")
-    if module and target:
-        raise _UsageError(f"{PROG} run: give a script or -m module, not both (see {PROG} run --help)")
-    if not module and not target:
-        raise _UsageError(f"{PROG} run: give a script to run, or -m module (see {PROG} run --help)")
-    opts = RunOptions(
-        script=None if module else target[0],
-        module=module[0] if module else None,
-        args=module[1:] if module else target[1:],
-        project=args.project,
-        include=args.include,
-        exclude=args.exclude,
-        top=args.top,
-        functions=args.functions,
-        min_us=args.min_us,
-        sort=args.sort,
-        output=args.output,
-        children=args.children,
-        html=None if args.html is None else os.path.abspath(args.html),
-    )
-    return run(opts)
 
 
-def _view(args: argparse.Namespace) -> int:
-    from .lines.saved import SavedProfile
-    from .lines.view import ViewOptions, render_view
-
-    progress = _progress(args)
-    progress.update(f"reading the line profiles in {args.path}")
-    try:
-        saved = SavedProfile.load(args.path)
-    finally:
-        progress.close()
-    if args.html is not None:
-        return _view_html(args, saved)
-    options = ViewOptions(
-        top=args.top, functions=args.functions, min_us=args.min_us, sort=args.sort, by_role=args.by_role
-    )
-    _print_text(render_view(saved, options), end="")
-    return EXIT_OK
 
 
-def _view_html(args: argparse.Namespace, saved: Any) -> int:
-    from .lines.annotate import render_annotated
-    from .lines.annotate.sources import file_hashes
-    from .lines.view import render_processes
-
-    if args.by_role:
-        raise _UsageError(f"{PROG} view: --by-role has no HTML page yet; give --html or --by-role")
-    text = render_annotated(
-        saved.get_stats(),
-        title=f"lineprofiler view {args.path}",
-        root=saved.project_folder,
-        hashes=file_hashes(saved.processes, saved.merged.conflicts),
-        wall_ns=saved.wall_time_ns if len(saved.processes) == 1 else None,
-        preamble=render_processes(saved),
-    )
-    _print_line(_write(args.html, text))
-    return EXIT_OK
 
 
-#: What ``open(path, "w")`` gives a new file (less the umask): the reports are the user's files.
-_REPORT_FILE_MODE = 0o666
 
 
-def _write(path: str, text: str) -> str:
-    """Write ``text`` to ``path`` whole (a temporary file renamed over it); returns the path.
-    An unwritable path is the user's to fix: one line, exit status 2."""
-    from .report.merge import ReportError
-    from .runfiles.layout import write_atomic
-
-    target = os.path.abspath(path)
-    try:
-        if os.path.isdir(target):
-            raise IsADirectoryError(21, "Is a directory")
-        write_atomic(target, text.encode("utf-8"), mode=_REPORT_FILE_MODE)
-    except OSError as error:
-        raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
-    return path
 
 
 def _add_format_options(parser: argparse.ArgumentParser, what: str) -> None:
@@ -508,201 +392,36 @@ def _add_format_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("-o", "--output", metavar="PATH", help=f"write {what} to PATH (any format) and print its path")
 
 
-def _output_format(args: argparse.Namespace, default_html: str | None) -> tuple[str, str | None]:
-    """(format, path to write or None to print) from --json/--html and --format/-o, which agree
-    or are refused in one line."""
-    from .report.merge import ReportError
-
-    chosen = "json" if args.json else "html" if args.html is not None else None
-    if args.format is not None and chosen is not None and args.format != chosen:
-        raise ReportError(f"--format {args.format} and --{chosen} ask for two formats: give one")
-    fmt = args.format or chosen or "text"
-    html_path = args.html or None
-    if args.output is not None and html_path is not None and args.output != html_path:
-        raise ReportError("--html PATH and -o PATH name two files: give one")
-    path = args.output or html_path
-    if fmt == "html" and path is None:
-        path = default_html
-        if path is None:
-            raise ReportError("an HTML comparison needs a file: add -o PATH")
-    return fmt, path
 
 
-def _emit(fmt: str, path: str | None, text: str) -> None:
-    """A rendered report or comparison: to ``path`` (whose name is then printed), else to
-    stdout, text escaped line by line and JSON as it is (json.dumps escaped it already)."""
-    if path is not None:
-        _print_line(_write(path, text if fmt == "html" or text.endswith("\n") else text + "\n"))
-    elif fmt == "json":
-        print(text)
-    else:
-        _print_text(text)
 
 
-def _report(args: argparse.Namespace) -> int:
-    from .report.build import build_report
-    from .report.merge import load_run
-    from .report.text import RenderOptions, render_report
-
-    fmt, path = _output_format(args, os.path.join(args.run_dir, "report.html"))
-    progress = _progress(args)
-    try:
-        run = load_run(args.run_dir, no_samples=args.no_samples, attempt=args.attempt, progress=progress)
-        options = RenderOptions(no_samples=args.no_samples, lines=args.lines, lines_top=args.lines_top)
-        progress.update(f"building the report of {len(run.workers)} workers")
-        report = build_report(run, options)
-    finally:
-        progress.close()
-    if fmt == "json":
-        from .report import json as report_json
-
-        # json.dumps escapes every control and non-ASCII character: nothing here needs escaping.
-        text = report_json.dumps(report_json.document(report, run.caveats))
-    elif fmt == "html":
-        from .report.html import render_html
-
-        text = render_html(report)
-    else:
-        text = render_report(report)
-    _emit(fmt, path, text)
-    return _gate(getattr(report, "story", None), args.fail_over)
 
 
-def _gate(story: Any, fail_over: float | None) -> int:
-    """``--fail-over``: after the report is written, the status it asks for, with one line on
-    stderr per finding over it."""
-    if fail_over is None:
-        return EXIT_OK
-    if story is None:
-        _print_line(f"{PROG}: --fail-over: no worker of this run recorded a trace: no finding to gate", file=sys.stderr)
-        return EXIT_OK
-    over = [f for f in story.findings if f.cost_fraction is not None and f.cost_fraction * 100 > fail_over]
-    for finding in over:
-        _print_line(
-            f"{PROG}: a finding costs {finding.cost_fraction * 100:.1f}% of the run, over --fail-over "
-            f"{fail_over:g}%: {finding.text}",
-            file=sys.stderr,
-        )
-    return EXIT_FAIL_OVER if over else EXIT_OK
 
 
-def _trace(args: argparse.Namespace) -> int:
-    from .report.blocks.story import story_lines
-    from .report.merge import ReportError, load_run
-    from .report.story.assemble import story
-
-    fmt, path = _output_format(args, os.path.join(args.run_dir, "trace.html"))
-
-    progress = _progress(args)
-    try:
-        run = load_run(args.run_dir, no_samples=True, attempt=args.attempt, progress=progress)
-        progress.update(f"reading the traces of {len(run.workers)} workers")
-        result, notes = story(run)
-    finally:
-        progress.close()
-    if result is None:
-        # One line: the first reason, and how many more (a thousand workers could each give one).
-        reason = f": {notes[0]}" + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else "") if notes else ""
-        raise ReportError(f"no worker of this run recorded a usable trace (Profiler(trace=True)){reason}")
-    caveats = list(run.caveats) + [n for n in notes if n not in run.caveats]
-    if fmt == "json":
-        from .report import json as report_json
-
-        text = report_json.dumps(
-            {"kind": "lineprofiler-story", "version": 1, "story": report_json.plain(result), "caveats": caveats}
-        )
-    elif fmt == "html":
-        from .report.html.story import render_story_html
-
-        text = render_story_html(result, caveats, title=f"lineprofiler trace: {run.name}", max_spans=args.max_spans)
-    else:
-        from .report.text import caveats_lines
-
-        text = "\n\n".join("\n".join(chunk) for chunk in (story_lines(result), caveats_lines(caveats)) if chunk)
-    _emit(fmt, path, text)
-    return _gate(result, args.fail_over)
 
 
-def _compare(args: argparse.Namespace) -> int:
-    from .report.compare import compare_runs, render_compare
-    from .report.merge import ReportError, load_run
-
-    fmt, out = _output_format(args, None)
-    runs = []
-    progress = _progress(args)
-    try:
-        for label, path, attempt in (("A", args.run_a, args.attempt_a), ("B", args.run_b, args.attempt_b)):
-            try:
-                runs.append(load_run(path, no_samples=True, attempt=attempt, progress=progress))
-            except ReportError as error:
-                raise ReportError(f"{label}: {error}") from None
-        progress.update("comparing")
-        document = compare_runs(*runs)
-    finally:
-        progress.close()
-    if fmt == "json":
-        text = json.dumps(document, indent=2, allow_nan=False)  # ASCII, controls escaped
-    elif fmt == "html":
-        from .report.html import render_compare_html
-
-        text = render_compare_html(document)
-    else:
-        text = render_compare(document)
-    _emit(fmt, out, text)
-    return EXIT_OK
 
 
-def _export(args: argparse.Namespace) -> int:
-    from .report.merge import ReportError, load_run
-    from .report.perfetto import iter_trace_json
-    from .runfiles.layout import Replacement
-
-    progress = _progress(args)
-    try:
-        run = load_run(args.run_dir, attempt=args.attempt, progress=progress)
-        progress.update(f"writing the trace of {len(run.workers)} workers")
-        # Written as it is made (a temporary file renamed over the name): a traced run's spans
-        # are never held all at once.
-        target = os.path.abspath(args.perfetto)
-        try:
-            if os.path.isdir(target):
-                raise IsADirectoryError(21, "Is a directory")
-            dir_fd = os.open(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                replacement = Replacement(dir_fd, os.path.basename(target), mode=_REPORT_FILE_MODE)
-                try:
-                    for chunk in iter_trace_json(run):
-                        replacement.write(chunk.encode("utf-8"))
-                    replacement.commit()
-                except BaseException:
-                    replacement.discard()
-                    raise
-            finally:
-                os.close(dir_fd)
-        except OSError as error:
-            raise ReportError(f"cannot write {args.perfetto}: {error.strerror or error}") from None
-    finally:
-        progress.close()
-    _print_line(args.perfetto)
-    return EXIT_OK
 
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "view":
-        return _view(args)
+        return view_command(args)
     if args.command == "report":
-        return _report(args)
+        return report_command(args)
     if args.command == "export":
-        return _export(args)
+        return export_command(args)
     if args.command == "trace":
-        return _trace(args)
+        return trace_command(args)
     if args.command == "top":
         from .report.top import run_top
 
         return run_top(args.run_dir, args.interval, once=args.once)
     if args.command == "attach":
-        return _attach(args)
-    return _compare(args)
+        return attach_command(args)
+    return compare_command(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -720,17 +439,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "run":
-            return _run(args)
+            return run_command(args)
         status = _dispatch(args)
         # Flushed here, where a reader that left is caught below: a report that fits in the
         # buffer (128 KiB from 3.14 on) would otherwise first meet the closed pipe at exit.
         sys.stdout.flush()
         return status
-    except _UsageError as error:
-        _print_line(str(error), file=sys.stderr)
+    except UsageError as error:
+        print_line(str(error), file=sys.stderr)
         return EXIT_BAD_INPUT
     except InputError as error:
-        _print_line(f"{PROG}: {error}", file=sys.stderr)
+        print_line(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # `lineprofiler report run/ | head`: the reader left; not an error of ours.
@@ -745,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         if os.environ.get("LINEPROFILER_DEBUG"):
             raise
-        _print_line(
+        print_line(
             f"{PROG}: internal error: {error.__class__.__name__}: {error} "
             f"(set LINEPROFILER_DEBUG=1 for a traceback, and please report it)",
             file=sys.stderr,

@@ -1,0 +1,89 @@
+"""What the ``lineprofiler`` commands share: exit statuses, the one-line usage error, printing
+through :func:`~lineprofiler._terminal.printable`, the progress line, and writing or printing a
+rendered report in the format asked for."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import IO, Any
+
+from ._terminal import printable
+
+PROG = "lineprofiler"
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+#: ``--fail-over``: a finding cost more than the given share of the run.
+EXIT_FAIL_OVER = 3
+
+
+class UsageError(Exception):
+    pass
+
+
+def print_text(text: str, *, end: str = "\n") -> None:
+    """A report on stdout, each of its lines escaped (text its renderer escaped is unchanged)."""
+    print("\n".join(printable(line) for line in text.split("\n")), end=end)
+
+
+def print_line(text: str, *, file: IO[str] | None = None) -> None:
+    """One line (a path written, an error): a newline inside it is shown escaped too."""
+    print(printable(text), file=file)
+
+
+def progress_for(args: argparse.Namespace) -> Any:
+    from .report.progress import for_terminal
+
+    return for_terminal(quiet=args.quiet)
+
+
+#: What ``open(path, "w")`` gives a new file (less the umask): the reports are the user's files.
+REPORT_FILE_MODE = 0o666
+
+
+def write(path: str, text: str) -> str:
+    """Write ``text`` to ``path`` whole (a temporary file renamed over it); returns the path.
+    An unwritable path is the user's to fix: one line, exit status 2."""
+    from .report.merge import ReportError
+    from .runfiles.layout import write_atomic
+
+    target = os.path.abspath(path)
+    try:
+        if os.path.isdir(target):
+            raise IsADirectoryError(21, "Is a directory")
+        write_atomic(target, text.encode("utf-8"), mode=REPORT_FILE_MODE)
+    except OSError as error:
+        raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
+    return path
+
+
+def output_format(args: argparse.Namespace, default_html: str | None) -> tuple[str, str | None]:
+    """(format, path to write or None to print) from --json/--html and --format/-o, which agree
+    or are refused in one line."""
+    from .report.merge import ReportError
+
+    chosen = "json" if args.json else "html" if args.html is not None else None
+    if args.format is not None and chosen is not None and args.format != chosen:
+        raise ReportError(f"--format {args.format} and --{chosen} ask for two formats: give one")
+    fmt = args.format or chosen or "text"
+    html_path = args.html or None
+    if args.output is not None and html_path is not None and args.output != html_path:
+        raise ReportError("--html PATH and -o PATH name two files: give one")
+    path = args.output or html_path
+    if fmt == "html" and path is None:
+        path = default_html
+        if path is None:
+            raise ReportError("an HTML comparison needs a file: add -o PATH")
+    return fmt, path
+
+
+def emit(fmt: str, path: str | None, text: str) -> None:
+    """A rendered report or comparison: to ``path`` (whose name is then printed), else to
+    stdout, text escaped line by line and JSON as it is (json.dumps escaped it already)."""
+    if path is not None:
+        print_line(write(path, text if fmt == "html" or text.endswith("\n") else text + "\n"))
+    elif fmt == "json":
+        print(text)
+    else:
+        print_text(text)

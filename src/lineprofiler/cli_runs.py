@@ -1,0 +1,168 @@
+"""The commands over run directories: ``report``, ``trace``, ``compare`` and ``export``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from .cli_output import (
+    EXIT_FAIL_OVER,
+    EXIT_OK,
+    PROG,
+    REPORT_FILE_MODE,
+    emit,
+    output_format,
+    print_line,
+    progress_for,
+)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from .report.build import build_report
+    from .report.merge import load_run
+    from .report.text import RenderOptions, render_report
+
+    fmt, path = output_format(args, os.path.join(args.run_dir, "report.html"))
+    progress = progress_for(args)
+    try:
+        run = load_run(args.run_dir, no_samples=args.no_samples, attempt=args.attempt, progress=progress)
+        options = RenderOptions(no_samples=args.no_samples, lines=args.lines, lines_top=args.lines_top)
+        progress.update(f"building the report of {len(run.workers)} workers")
+        report = build_report(run, options)
+    finally:
+        progress.close()
+    if fmt == "json":
+        from .report import json as report_json
+
+        # json.dumps escapes every control and non-ASCII character: nothing here needs escaping.
+        text = report_json.dumps(report_json.document(report, run.caveats))
+    elif fmt == "html":
+        from .report.html import render_html
+
+        text = render_html(report)
+    else:
+        text = render_report(report)
+    emit(fmt, path, text)
+    return _gate(getattr(report, "story", None), args.fail_over)
+
+
+def _gate(story: Any, fail_over: float | None) -> int:
+    """``--fail-over``: after the report is written, the status it asks for, with one line on
+    stderr per finding over it."""
+    if fail_over is None:
+        return EXIT_OK
+    if story is None:
+        print_line(f"{PROG}: --fail-over: no worker of this run recorded a trace: no finding to gate", file=sys.stderr)
+        return EXIT_OK
+    over = [f for f in story.findings if f.cost_fraction is not None and f.cost_fraction * 100 > fail_over]
+    for finding in over:
+        print_line(
+            f"{PROG}: a finding costs {finding.cost_fraction * 100:.1f}% of the run, over --fail-over "
+            f"{fail_over:g}%: {finding.text}",
+            file=sys.stderr,
+        )
+    return EXIT_FAIL_OVER if over else EXIT_OK
+
+
+def trace_command(args: argparse.Namespace) -> int:
+    from .report.blocks.story import story_lines
+    from .report.merge import ReportError, load_run
+    from .report.story.assemble import story
+
+    fmt, path = output_format(args, os.path.join(args.run_dir, "trace.html"))
+
+    progress = progress_for(args)
+    try:
+        run = load_run(args.run_dir, no_samples=True, attempt=args.attempt, progress=progress)
+        progress.update(f"reading the traces of {len(run.workers)} workers")
+        result, notes = story(run)
+    finally:
+        progress.close()
+    if result is None:
+        # One line: the first reason, and how many more (a thousand workers could each give one).
+        reason = f": {notes[0]}" + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else "") if notes else ""
+        raise ReportError(f"no worker of this run recorded a usable trace (Profiler(trace=True)){reason}")
+    caveats = list(run.caveats) + [n for n in notes if n not in run.caveats]
+    if fmt == "json":
+        from .report import json as report_json
+
+        text = report_json.dumps(
+            {"kind": "lineprofiler-story", "version": 1, "story": report_json.plain(result), "caveats": caveats}
+        )
+    elif fmt == "html":
+        from .report.html.story import render_story_html
+
+        text = render_story_html(result, caveats, title=f"lineprofiler trace: {run.name}", max_spans=args.max_spans)
+    else:
+        from .report.text import caveats_lines
+
+        text = "\n\n".join("\n".join(chunk) for chunk in (story_lines(result), caveats_lines(caveats)) if chunk)
+    emit(fmt, path, text)
+    return _gate(result, args.fail_over)
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from .report.compare import compare_runs, render_compare
+    from .report.merge import ReportError, load_run
+
+    fmt, out = output_format(args, None)
+    runs = []
+    progress = progress_for(args)
+    try:
+        for label, path, attempt in (("A", args.run_a, args.attempt_a), ("B", args.run_b, args.attempt_b)):
+            try:
+                runs.append(load_run(path, no_samples=True, attempt=attempt, progress=progress))
+            except ReportError as error:
+                raise ReportError(f"{label}: {error}") from None
+        progress.update("comparing")
+        document = compare_runs(*runs)
+    finally:
+        progress.close()
+    if fmt == "json":
+        text = json.dumps(document, indent=2, allow_nan=False)  # ASCII, controls escaped
+    elif fmt == "html":
+        from .report.html import render_compare_html
+
+        text = render_compare_html(document)
+    else:
+        text = render_compare(document)
+    emit(fmt, out, text)
+    return EXIT_OK
+
+
+def export_command(args: argparse.Namespace) -> int:
+    from .report.merge import ReportError, load_run
+    from .report.perfetto import iter_trace_json
+    from .runfiles.layout import Replacement
+
+    progress = progress_for(args)
+    try:
+        run = load_run(args.run_dir, attempt=args.attempt, progress=progress)
+        progress.update(f"writing the trace of {len(run.workers)} workers")
+        # Written as it is made (a temporary file renamed over the name): a traced run's spans
+        # are never held all at once.
+        target = os.path.abspath(args.perfetto)
+        try:
+            if os.path.isdir(target):
+                raise IsADirectoryError(21, "Is a directory")
+            dir_fd = os.open(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                replacement = Replacement(dir_fd, os.path.basename(target), mode=REPORT_FILE_MODE)
+                try:
+                    for chunk in iter_trace_json(run):
+                        replacement.write(chunk.encode("utf-8"))
+                    replacement.commit()
+                except BaseException:
+                    replacement.discard()
+                    raise
+            finally:
+                os.close(dir_fd)
+        except OSError as error:
+            raise ReportError(f"cannot write {args.perfetto}: {error.strerror or error}") from None
+    finally:
+        progress.close()
+    print_line(args.perfetto)
+    return EXIT_OK
