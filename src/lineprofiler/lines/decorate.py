@@ -191,6 +191,8 @@ class ProjectMembership(Protocol):
 
     def is_project_file(self, filename: str) -> bool: ...
 
+    def add_function(self, func: Any) -> bool: ...
+
 
 def code_of(obj: Any) -> CodeType | None:
     """The code object behind a function, a method, a classmethod or staticmethod, a property's
@@ -214,9 +216,10 @@ class ProfileBuiltin:
     The run records every line of the project with or without it, so ``@profile`` does not
     narrow what is recorded: it returns the function itself (no wrapper, nothing paid per
     call), and kernprof's ``enable_by_count()``, ``disable_by_count()`` and ``with profile:``
-    do nothing. A decorated function whose file lies outside the project folder cannot be
-    recorded by the run; it is kept in :attr:`outside`, for the run to say so. Never raises
-    into the decorated code.
+    do nothing. A decorated function whose file lies outside the project folder is added to
+    the run's profiler (kernprof records what it decorates, wherever it is); one that cannot
+    be (no profiler: a child's builtin) is kept in :attr:`outside`, for the run to say so.
+    Never raises into the decorated code.
     """
 
     def __init__(self, profiler: ProjectMembership | None) -> None:
@@ -239,6 +242,8 @@ class ProfileBuiltin:
         code = code_of(func)
         if code is None or self._profiler is None or self._profiler.is_project_file(code.co_filename):
             return
+        if self._profiler.add_function(func):
+            return  # recorded where it is, as kernprof records what it decorates
         key = (code.co_filename, code.co_firstlineno, code.co_qualname)
         if key not in self.outside:
             self.outside.append(key)

@@ -145,6 +145,18 @@ class LineProfiler:
         """Whether code from ``filename`` (as in ``co_filename``) would be profiled."""
         return self._filter.is_project_file(filename)
 
+    def add_function(self, func: Any) -> bool:
+        """Profile ``func``'s lines (and those of the code nested in it) even when its file is
+        outside the project folder, as kernprof's ``add_function`` does. Call it before the
+        function first runs. Returns False for an object that has no code to profile."""
+        from .decorate import code_of
+
+        code = code_of(func)
+        if code is None:
+            return False
+        self._filter.add_code(code)
+        return True
+
     # -- switching on and off ----------------------------------------------------------------
 
     def enable(self) -> None:

@@ -127,6 +127,8 @@ class ProjectFilter:
         self.config = config if config is not None and config.narrows else None
         self._prefix = str(resolved).rstrip(os.sep) + os.sep
         self._by_filename: dict[str, bool] = {}
+        #: Code objects profiled wherever their file is (``add_code``: kernprof's ``@profile``).
+        self._codes: set[CodeType] = set()
         self._venv_dirs: dict[str, bool] = {}
 
     @property
@@ -142,6 +144,8 @@ class ProjectFilter:
         """Called by the C tracer once per code object. Raises only an exception that is not
         the filter's: one a signal handler raised while the filter ran (the tracer hands it to
         the user's code); an odd filename that makes the filter itself fail is just not ours."""
+        if code in self._codes:
+            return True
         try:
             if self.config is not None and not self.config.allows_function(code.co_qualname):
                 return False
@@ -152,6 +156,17 @@ class ProjectFilter:
             except Exception:
                 return False  # the filter's own failure: it repeats
             raise first  # noqa: B904  (a signal handler's exception: the user's, as it was)
+
+    def add_code(self, code: CodeType) -> None:
+        """Profile ``code``, and the code nested in it (its comprehensions, lambdas, inner
+        functions), whatever file it is in. Asked before the code first runs, as a decorator
+        is: the tracer asks about each code object once."""
+        pending = [code]
+        while pending:
+            current = pending.pop()
+            if current not in self._codes:
+                self._codes.add(current)
+                pending.extend(c for c in current.co_consts if isinstance(c, CodeType))
 
     def is_project_file(self, filename: str) -> bool:
         hit = self._by_filename.get(filename)
