@@ -16,7 +16,6 @@ the profiler's private attributes. ``@profiler`` switches it through a
 
 from __future__ import annotations
 
-import linecache
 import os
 import secrets
 import sys
@@ -36,7 +35,7 @@ from .notebook import cell_globs
 from .project import ProjectFilter, find_project_root
 from .render import HINT_API, check_options, render_global, render_nothing, render_stats
 from .saved import SavedProfile, document_from_stats, host_name, process_info
-from .stats import FunctionStats, LineStats, StatsKey
+from .stats import FunctionStats, StatsKey, stats_from_records
 
 if TYPE_CHECKING:
     from .children import Session
@@ -344,25 +343,7 @@ class LineProfiler:
     def _build_stats(self) -> dict[StatsKey, FunctionStats]:
         with self._lock:
             raw = self._tracer.collect()
-        merged: dict[StatsKey, dict[int, list[int]]] = {}
-        for code, lines in raw:
-            key = (code.co_filename, code.co_firstlineno, code.co_qualname)
-            acc = merged.setdefault(key, {})
-            for lineno, hits, ns in lines:
-                slot = acc.setdefault(lineno, [0, 0])
-                slot[0] += hits
-                slot[1] += ns
-        out: dict[StatsKey, FunctionStats] = {}
-        for key, acc in merged.items():
-            filename = key[0]
-            linecache.checkcache(filename)
-            lines_out = {
-                lineno: LineStats(lineno, hits, ns, _source_line(filename, lineno))
-                for lineno, (hits, ns) in sorted(acc.items())
-            }
-            total = sum(ln.time_ns for ln in lines_out.values())
-            out[key] = FunctionStats(key[0], key[1], key[2], total, lines_out)
-        return out
+        return stats_from_records(raw)
 
     # -- printing ----------------------------------------------------------------------------
 
@@ -542,9 +523,3 @@ class _Calls:
         self.hold = profiler._hold
         self.unhold = profiler._unhold
 
-
-def _source_line(filename: str, lineno: int) -> str | None:
-    text = linecache.getline(filename, lineno)
-    if not text:
-        return None
-    return text.rstrip("\r\n")

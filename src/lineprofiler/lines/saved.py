@@ -12,12 +12,12 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from ..runfiles import linesfile
-from ..runfiles.linesfile import LinesFile, MergedLines
+from ..runfiles.linesfile import LinesFile, MergedFunction, MergedLines
 from .render import check_options, render_global, render_nothing, render_stats
 from .stats import FunctionStats, LineStats, StatsKey
 
@@ -79,31 +79,52 @@ def document_from_stats(
     process: Mapping[str, Any],
     profile: Mapping[str, Any],
     errors: list[str] | tuple[str, ...] = (),
+    regions: Mapping[str, Mapping[StatsKey, FunctionStats]] | None = None,
 ) -> dict[str, Any]:
-    """A line-stats document from get_stats() output; source hashes are read here."""
+    """A line-stats document from get_stats() output (and get_region_stats()'s, as ``regions``);
+    source hashes are read here."""
     hashes: dict[str, str | None] = {}
-    for filename, _, _ in stats:
+    every = [*stats, *(key for region in (regions or {}).values() for key in region)]
+    for filename, _, _ in every:
         if filename not in hashes:
             try:
                 hashes[filename] = source_sha256(filename)
             except Exception:  # an unreadable or odd file: no hash, never an error
                 hashes[filename] = None
-    functions = (
-        (f.filename, f.first_lineno, f.qualname, [(x.lineno, x.hits, x.time_ns, x.source) for x in f.lines.values()])
-        for f in stats.values()
+    return linesfile.build_document(
+        process=process,
+        profile=profile,
+        functions=_function_rows(stats),
+        files=hashes,
+        errors=errors,
+        regions={name: _function_rows(region) for name, region in (regions or {}).items()},
     )
-    return linesfile.build_document(process=process, profile=profile, functions=functions, files=hashes, errors=errors)
 
 
-def _function_stats(merged: MergedLines) -> dict[StatsKey, FunctionStats]:
+def _function_rows(stats: Mapping[StatsKey, FunctionStats]) -> list[linesfile.FunctionRows]:
+    return [
+        (
+            f.filename,
+            f.first_lineno,
+            f.qualname,
+            [(x.lineno, x.hits, x.time_ns, x.source, x.self_ns) for x in f.lines.values()],
+            f.calls,
+        )
+        for f in stats.values()
+    ]
+
+
+def _function_stats(functions: Iterable[MergedFunction]) -> dict[StatsKey, FunctionStats]:
     out: dict[StatsKey, FunctionStats] = {}
-    for fn in merged.functions.values():
+    for fn in functions:
         filename = fn.file if fn.variant is None else f"{fn.file} [source {fn.variant}]"
         lines = {
-            x.lineno: LineStats(x.lineno, x.hits, x.time_ns, x.source) for x in sorted(fn.lines.values(), key=_lineno)
+            x.lineno: LineStats(x.lineno, x.hits, x.time_ns, x.source, x.self_ns)
+            for x in sorted(fn.lines.values(), key=_lineno)
         }
         key = (filename, fn.first_line, fn.qualname)
-        out[key] = FunctionStats(filename, fn.first_line, fn.qualname, sum(x.time_ns for x in lines.values()), lines)
+        total = sum(x.time_ns for x in lines.values())
+        out[key] = FunctionStats(filename, fn.first_line, fn.qualname, total, lines, fn.calls)
     return out
 
 
@@ -152,7 +173,7 @@ class SavedProfile:
 
     def get_stats(self) -> dict[StatsKey, FunctionStats]:
         if self._stats is None:
-            self._stats = _function_stats(self.merged)
+            self._stats = _function_stats(self.merged.functions.values())
         return dict(self._stats)
 
     def _nothing(self) -> str | None:

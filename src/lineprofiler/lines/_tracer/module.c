@@ -309,6 +309,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
         lp_thread *th = (lp_thread *)self->threads.slots[j].val;
         if (th != NULL) {
             th->depth = 0;
+            lp_self_reset(th);
         }
     }
 #if !LP_MONITORING
@@ -376,8 +377,9 @@ static PyObject *lp_tracer_hook(lp_TracerObject *self, PyObject *kind)
 }
 
 PyDoc_STRVAR(lp_collect_doc, "collect()\n--\n\n"
-                             "The recorded data: a list of (code, [(line, hits, time_ns), ...]) for every\n"
-                             "project code object with at least one hit, ticks converted to ns here.");
+                             "The recorded data: a list of (code, calls, [(line, hits, time_ns, self_ns),\n"
+                             "...]) for every project code object with at least one hit, ticks\n"
+                             "converted to ns here.");
 
 static PyObject *lp_tracer_collect(lp_TracerObject *self, PyObject *Py_UNUSED(ignored))
 {
@@ -399,8 +401,10 @@ static PyObject *lp_tracer_collect(lp_TracerObject *self, PyObject *Py_UNUSED(ig
             }
             /* Tiny negative sums can come from a TSC read on two cores. */
             int64_t ticks = l->ticks > 0 ? l->ticks : 0;
+            int64_t self = l->self < 0 ? 0 : (l->self > ticks ? ticks : l->self);
             long long ns = (long long)((double)ticks * scale + 0.5);
-            PyObject *t = Py_BuildValue("(iKL)", rec->base + k, (unsigned long long)l->hits, ns);
+            long long self_ns = (long long)((double)self * scale + 0.5);
+            PyObject *t = Py_BuildValue("(iKLL)", rec->base + k, (unsigned long long)l->hits, ns, self_ns);
             if (t == NULL || PyList_Append(lines, t) < 0) {
                 Py_XDECREF(t);
                 Py_DECREF(lines);
@@ -412,8 +416,7 @@ static PyObject *lp_tracer_collect(lp_TracerObject *self, PyObject *Py_UNUSED(ig
             Py_DECREF(lines);
             continue;
         }
-        PyObject *item = PyTuple_Pack(2, rec->code, lines);
-        Py_DECREF(lines);
+        PyObject *item = Py_BuildValue("(OKN)", rec->code, (unsigned long long)rec->calls, lines);
         if (item == NULL || PyList_Append(out, item) < 0) {
             Py_XDECREF(item);
             goto error;
@@ -441,6 +444,7 @@ static PyObject *lp_tracer_clear(lp_TracerObject *self, PyObject *Py_UNUSED(igno
         if (rec->lines != NULL) {
             memset(rec->lines, 0, (size_t)rec->n * sizeof(lp_line));
         }
+        rec->calls = 0;
     }
     int64_t now = lp_clock(self, 0);
     for (size_t j = 0; self->threads.slots && j <= self->threads.mask; j++) {
@@ -451,6 +455,7 @@ static PyObject *lp_tracer_clear(lp_TracerObject *self, PyObject *Py_UNUSED(igno
         for (Py_ssize_t i = 0; i < th->depth; i++) {
             th->stack[i].vstart = now - th->ovh;
         }
+        th->self_v = now - th->ovh;
     }
     Py_RETURN_NONE;
 }

@@ -496,11 +496,13 @@ lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts)
         }
         th->tstate = ts;
         th->tid = ts->id;
+        lp_self_reset(th);
         s->val = th;
     } else if (th->tid != ts->id) {
         /* A new thread reusing a dead thread's PyThreadState address. */
         th->tid = ts->id;
         th->depth = 0;
+        lp_self_reset(th);
     }
     return th;
 }
@@ -545,6 +547,7 @@ int lp_grow_timed(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line)
     int64_t t0 = lp_clock(tr, 0);
     int rc = 0;
     int old_base = rec->base;
+    int old_n = rec->n;
     lp_line *old;
     if (lp_code_grow(rec, line, &old) < 0) {
         lp_fail(tr);
@@ -558,6 +561,10 @@ int lp_grow_timed(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line)
             if (f->rec == rec && f->open != NULL) {
                 f->open = &rec->lines[old_base + (f->open - old) - rec->base];
             }
+        }
+        uintptr_t at = other != NULL ? (uintptr_t)other->self_slot : 0;
+        if (at >= (uintptr_t)old && at < (uintptr_t)(old + old_n)) {
+            other->self_slot = &rec->lines[old_base + (other->self_slot - old) - rec->base];
         }
     }
     PyMem_Free(old);
@@ -579,6 +586,7 @@ void lp_close_all(lp_TracerObject *tr)
             continue;
         }
         int64_t v = now - th->ovh;
+        lp_self_to(th, &th->sink, v);
         for (Py_ssize_t i = 0; i < th->depth; i++) {
             if (th->stack[i].rec != NULL) {
                 lp_close(&th->stack[i], v);
