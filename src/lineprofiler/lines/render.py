@@ -29,6 +29,7 @@ __all__ = [
     "format_ns",
     "render_global",
     "render_nothing",
+    "render_regions",
     "render_report",
     "render_stats",
     "top_functions",
@@ -218,6 +219,52 @@ def render_global(
         row += f"{loc:<{loc_w}}  {name:<{fn_w}}  {src}"
         out.append(row)
     return "\n".join(out) + "\n"
+
+
+def own_time(functions: Mapping[StatsKey, FunctionStats]) -> int | None:
+    """The time the lines of ``functions`` took, none counted twice: their self times added
+    up; None when one is unknown."""
+    total = 0
+    for f in functions.values():
+        ns = f.self_ns
+        if ns is None:
+            return None
+        total += ns
+    return total
+
+
+def render_regions(
+    regions: Mapping[str, Mapping[StatsKey, FunctionStats]],
+    entries: Mapping[str, int],
+    *,
+    top_n: int | None = 10,
+    min_time_us: float = 0,
+    root: Path | None = None,
+    total_ns: int | None = None,
+) -> str:
+    """One table per region, the region that took the most time first: its time (the self
+    times of its lines: what ran while it was the innermost open region), its share of
+    ``total_ns`` (all the project's recorded time), its entries, and its top ``top_n`` lines."""
+    check_options("time", min_time_us, top_n, "top_n")
+    if not regions:
+        return "No regions recorded.\n"
+    order = sorted(regions, key=lambda name: (-_known(own_time(regions[name])), name))
+    out: list[str] = []
+    for name in order:
+        functions = regions[name]
+        own = own_time(functions)
+        head = f"Region: {printable(name)}   Time: {_self_text(own)}"
+        if own is not None and total_ns:
+            head += f" ({100.0 * own / total_ns:.1f} % of the profiled time)"
+        count = entries.get(name)
+        if count:
+            head += f"   Entries: {count:,}"
+            if own is not None:
+                head += f"   Per entry: {format_ns(own / count)}"
+        out.append(head)
+        out.append(render_global(functions, top_n=top_n, min_time_us=min_time_us, root=root))
+    out.append("A line belongs to the innermost region open on its thread; a region's time leaves out its inner regions'.\n")
+    return "\n".join(out)
 
 
 #: How to widen what is profiled, in the words of each front end.

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from ..runfiles import linesfile
 from ..runfiles.linesfile import LinesFile, MergedFunction, MergedLines
-from .render import check_options, render_global, render_nothing, render_stats
+from .render import check_options, own_time, render_global, render_nothing, render_regions, render_stats
 from .stats import FunctionStats, LineStats, StatsKey
 
 __all__ = ["SavedProfile", "document_from_stats", "host_name", "process_info", "source_sha256"]
@@ -80,6 +80,7 @@ def document_from_stats(
     profile: Mapping[str, Any],
     errors: list[str] | tuple[str, ...] = (),
     regions: Mapping[str, Mapping[StatsKey, FunctionStats]] | None = None,
+    region_entries: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """A line-stats document from get_stats() output (and get_region_stats()'s, as ``regions``);
     source hashes are read here."""
@@ -98,6 +99,7 @@ def document_from_stats(
         files=hashes,
         errors=errors,
         regions={name: _function_rows(region) for name, region in (regions or {}).items()},
+        region_entries=region_entries,
     )
 
 
@@ -175,6 +177,28 @@ class SavedProfile:
         if self._stats is None:
             self._stats = _function_stats(self.merged.functions.values())
         return dict(self._stats)
+
+    def region_stats(self) -> dict[str, dict[StatsKey, FunctionStats]]:
+        """As :meth:`LineProfiler.region_stats <lineprofiler.LineProfiler.region_stats>`, merged
+        over the processes."""
+        return {name: _function_stats(functions.values()) for name, functions in self.merged.regions.items()}
+
+    def region_entries(self) -> dict[str, int]:
+        """How many times each region was entered, summed over the processes."""
+        return dict(self.merged.region_entries)
+
+    def print_regions(self, top_n: int = 10, min_time_us: float = 0.0, stream: IO[str] | None = None) -> None:
+        """As :meth:`LineProfiler.print_regions <lineprofiler.LineProfiler.print_regions>`."""
+        check_options("time", min_time_us, top_n, "top_n")
+        text = render_regions(
+            self.region_stats(),
+            self.region_entries(),
+            top_n=top_n,
+            min_time_us=min_time_us,
+            root=self.project_folder,
+            total_ns=own_time(self.get_stats()),
+        )
+        (stream if stream is not None else sys.stdout).write(text)
 
     def _nothing(self) -> str | None:
         if self._stats_nonempty():

@@ -61,7 +61,8 @@ are integer nanoseconds.
 
 ``regions``: list of objects (since version 2), one per region that recorded a line
     (``LineProfiler.region(name)``): ``name``\\* str, ``functions``\\* list as ``functions``
-    above, holding what ran while that region was the innermost open one on its thread.
+    above, holding what ran while that region was the innermost open one on its thread;
+    ``entries``: int or null, how many times it was entered while recording.
 
 ``errors``: list of str, failures inside the profiler that were recorded instead of raised.
 
@@ -194,13 +195,14 @@ def build_document(
     files: Mapping[str, str | None] | None = None,
     errors: Iterable[str] = (),
     regions: Mapping[str, Iterable[FunctionRows]] | None = None,
+    region_entries: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The document for one process. ``functions`` yields ``(file, first_line, qualname, lines,
     calls)`` with ``lines`` as ``(line, hits, time_ns, source, self_ns)`` (``calls`` and
     ``self_ns`` may be left out or None: not measured); ``files`` maps a file name to the sha256
     of its source (a file named by a function but missing here is written with a null hash);
-    ``regions`` maps a region's name to its functions, in the same shape. Text is made safe for
-    JSON; the result passes :func:`validate`."""
+    ``regions`` maps a region's name to its functions, in the same shape, and ``region_entries``
+    to how often it was entered. Text is made safe for JSON; the result passes :func:`validate`."""
     names: dict[str, str | None] = {}
     hashes = dict(files or {})
     funcs = _function_objects(functions, hashes, names)
@@ -208,7 +210,8 @@ def build_document(
     for region_name, region_functions in (regions or {}).items():
         region_funcs = _function_objects(region_functions, hashes, names)
         if region_funcs:
-            region_list.append({"name": _text(region_name), "functions": region_funcs})
+            entries = _optional_count((region_entries or {}).get(region_name))
+            region_list.append({"name": _text(region_name), "entries": entries, "functions": region_funcs})
     proc = {k: (_text(v) if isinstance(v, str) else v) for k, v in process.items()}
     proc["argv"] = [_text(a) for a in process.get("argv", [])]
     return {
@@ -347,7 +350,11 @@ def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
     if not isinstance(regions, list):
         raise LinesFileError(f"{path}: 'regions' is not a list")
     for i, region in enumerate(regions):
-        if not isinstance(region, dict) or not is_text(region.get("name")):
+        if (
+            not isinstance(region, dict)
+            or not is_text(region.get("name"))
+            or not _optional_count_ok(region.get("entries"))
+        ):
             raise LinesFileError(f"{path}: 'regions[{i}]' is malformed (name, functions)")
         _check_functions(region.get("functions"), f"regions[{i}].functions", version, path)
     errors = document.get("errors", [])
@@ -422,7 +429,8 @@ def parse_lines_bytes(raw: bytes, path: str | os.PathLike[str] | None = None) ->
     document = validate(document, shown)
     functions = _function_records(document["functions"])
     regions = tuple(
-        RegionRecord(region["name"], _function_records(region["functions"])) for region in document.get("regions", [])
+        RegionRecord(region["name"], _function_records(region["functions"]), region.get("entries"))
+        for region in document.get("regions", [])
     )
     files = {name: entry.get("sha256") for name, entry in document["files"].items()}
     for fn in (*functions, *(f for region in regions for f in region.functions)):

@@ -64,6 +64,8 @@ class MergedLines:
     conflicts: list[SourceConflict]
     #: Region name -> its functions, merged as ``functions`` are, in the order first seen.
     regions: dict[str, dict[MergedKey, MergedFunction]] = field(default_factory=dict)
+    #: Region name -> entries summed over processes (a process that did not say adds none).
+    region_entries: dict[str, int] = field(default_factory=dict)
 
     @property
     def unfinished(self) -> list[LinesFile]:
@@ -108,11 +110,13 @@ def merge_lines(files: Sequence[LinesFile]) -> MergedLines:
         )
     functions: dict[MergedKey, MergedFunction] = {}
     regions: dict[str, dict[MergedKey, MergedFunction]] = {}
+    entries: dict[str, int] = {}
     for index, proc in enumerate(processes):
         _add_functions(functions, proc.functions, index, variant_of)
         for region in proc.regions:
             _add_functions(regions.setdefault(region.name, {}), region.functions, index, variant_of)
-    return MergedLines(processes, functions, conflicts, regions)
+            entries[region.name] = entries.get(region.name, 0) + (region.entries or 0)
+    return MergedLines(processes, functions, conflicts, regions, entries)
 
 
 def _plus(total: int | None, more: int | None) -> int | None:

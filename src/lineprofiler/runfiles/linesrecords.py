@@ -42,6 +42,8 @@ class RegionRecord:
 
     name: str
     functions: tuple[FunctionRecord, ...]
+    #: How many times it was entered while recording; None when not known.
+    entries: int | None = None
 
 
 @dataclass(frozen=True)

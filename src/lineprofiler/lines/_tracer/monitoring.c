@@ -110,7 +110,7 @@ static LP_NOINLINE PyObject *lp_line_new(lp_TracerObject *tr, lp_thread *th, PyO
     if (LP_LIKELY(top != NULL)) {
         /* A fresh frame, or one running since before recording began: counted as a call
          * either way (a frame adopted here counts once per session, see lp_count_call()). */
-        lp_count_call(rec);
+        lp_count_call(tr, th, rec);
         lp_line *slot = lp_slot_of(tr, th, rec, lp_as_line(line));
         lp_open(th, top, slot, lp_vnow(tr, th), 1);
     }
@@ -164,7 +164,7 @@ LP_INLINE PyObject *lp_line_impl(PyObject *self, PyObject *const *args, size_t n
         return lp_line_other(tr, th, top, lo);
     }
     Py_ssize_t i = PyUnstable_Long_CompactValue((PyLongObject *)lo) - rec->base;
-    if (LP_UNLIKELY((size_t)i >= (size_t)rec->n)) {
+    if (LP_UNLIKELY((size_t)i >= (size_t)rec->n || th->region != 0)) {
         return lp_line_other(tr, th, top, lo);
     }
     lp_line *slot = &rec->lines[i];
@@ -229,7 +229,7 @@ LP_INLINE PyObject *lp_on_enter(PyObject *self, PyObject *const *args, size_t na
 #endif
     lp_frame *f = lp_push(tr, th, code, lp_current_frame(th), rec, 0);
     if (f != NULL && how == LP_ENTER_START) {
-        lp_count_call(rec);
+        lp_count_call(tr, th, rec);
     } else if (f != NULL) {
         lp_line *slot = lp_slot_of(tr, th, rec, lp_line_at(rec, args[1]));
         lp_open(th, f, slot, lp_vnow(tr, th), 0);

@@ -50,7 +50,7 @@ static LP_NOINLINE int lp_line_first(lp_TracerObject *tr, lp_thread *th, PyFrame
     }
     lp_frame *top = lp_push(tr, th, code, frame, rec, 0);
     if (top != NULL) {
-        lp_count_call(rec);
+        lp_count_call(tr, th, rec);
         lp_line *slot = lp_slot_of(tr, th, rec, PyFrame_GetLineNumber(frame));
         lp_open(th, top, slot, lp_vnow(tr, th), 1);
     }
@@ -103,7 +103,7 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         if (f != NULL && rec != LP_FOREIGN) {
             int line = lp_resume_line(rec, frame);
             if (line == LP_NO_LINE) {
-                lp_count_call(rec); /* a fresh start: a resume stands on its yield's line */
+                lp_count_call(tr, th, rec); /* a fresh start: a resume stands on its yield's line */
             }
             lp_line *slot = lp_slot_of(tr, th, rec, line);
             lp_open(th, f, slot, lp_vnow(tr, th), 0);

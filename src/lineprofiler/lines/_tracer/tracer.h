@@ -9,7 +9,15 @@
  * the project (builtins, libraries, which have no lines of their own here)
  * stays in. Each thread bills self time to one slot at a time (lp_self_to()),
  * switched with the clock reading a callback takes anyway, so the self times
- * of a thread add up to its recorded time without a second read. A callback reads the clock once on its common path; the slow
+ * of a thread add up to its recorded time without a second read.
+ *
+ * Regions: each thread has a current region (0: none), a number the Python
+ * layer sets (set_region()) and names. A line that opens while its thread is
+ * in region r is recorded in r's own array of the code's lines (lp_region)
+ * instead of the code's main one; collect() adds them all up per line, and
+ * collect_regions() gives each region's. The common path of LINE reads the
+ * region once and, outside any region, works as it did; inside one it takes
+ * the general path (lp_slot_of()). A callback reads the clock once on its common path; the slow
  * paths (deciding whether code is ours, growing a table) are timed and
  * removed from every open line, the caller's included (see lp_vnow() and
  * lp_leave()).
@@ -125,6 +133,14 @@ typedef struct {
     int64_t self; /* ticks during which this line was its thread's innermost open line */
 } lp_line;
 
+/* What one code object recorded while one region was current. */
+typedef struct {
+    lp_line *lines; /* same base and size as the code's lines[]; NULL until used */
+    uint64_t calls;
+} lp_region;
+
+#define LP_MAX_REGION 1000000
+
 /* One project code object. */
 typedef struct {
     PyObject *code; /* strong: the address cannot be reused while we hold it */
@@ -140,6 +156,8 @@ typedef struct {
     int resume_key; /* one-entry cache: resume offset (3.12+) -> line */
     int resume_line;
     uint64_t calls; /* frames of this code pushed fresh: see lp_count_call() */
+    lp_region *regions; /* indexed by region number; [0] unused */
+    int n_regions;      /* slots in regions[] */
 } lp_code;
 
 #define LP_NO_LINE (-1)
@@ -174,6 +192,7 @@ typedef struct {
     lp_line *self_slot;
     int64_t self_v;
     lp_line sink;
+    int region; /* the thread's current region, 0 for none (set_region()) */
 #if !LP_MONITORING
     Py_tracefunc prev_func; /* the trace function we replaced on start() */
     PyObject *prev_obj;     /* strong */
@@ -261,6 +280,8 @@ lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts);
 lp_thread *lp_thread_slow(lp_TracerObject *tr, uintptr_t key);
 lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th);
 int lp_grow_timed(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line);
+lp_line *lp_region_slot(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int index);
+void lp_region_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec);
 void lp_close_all(lp_TracerObject *tr);
 void lp_tracer_free_data(lp_TracerObject *tr);
 
@@ -427,9 +448,12 @@ LP_INLINE void lp_self_reset(lp_thread *th)
 /* A frame of rec starts afresh (not a resume, not a frame adopted at its
  * first event after recording began: those cannot be told apart from a
  * fresh start on every path, see lp_line_new()): one more call. */
-LP_INLINE void lp_count_call(lp_code *rec)
+LP_INLINE void lp_count_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec)
 {
     rec->calls++;
+    if (LP_UNLIKELY(th->region != 0)) {
+        lp_region_call(tr, th, rec);
+    }
 }
 
 /* Bills the frame's open line up to virtual time v. */
@@ -441,8 +465,9 @@ LP_INLINE void lp_close(lp_frame *f, int64_t v)
     }
 }
 
-/* The slot of `line` in rec, grown into if need be; NULL for no line or
- * when growing failed (tracer broken). The growth's own time is not billed. */
+/* The slot of `line` in rec (in the array of th's region when it is in
+ * one), grown into if need be; NULL for no line or when growing failed
+ * (tracer broken). The growth's own time is not billed. */
 LP_INLINE lp_line *lp_slot_of(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line)
 {
     if (LP_UNLIKELY(line < 0)) {
@@ -452,6 +477,9 @@ LP_INLINE lp_line *lp_slot_of(lp_TracerObject *tr, lp_thread *th, lp_code *rec, 
         if (lp_grow_timed(tr, th, rec, line) < 0) {
             return NULL;
         }
+    }
+    if (LP_UNLIKELY(th->region != 0)) {
+        return lp_region_slot(tr, th, rec, line - rec->base);
     }
     return &rec->lines[line - rec->base];
 }
