@@ -11,7 +11,7 @@ from lp_helpers import func_stats, marks, write_module
 
 from lineprofiler import LineProfiler
 
-WORK = '''\
+WORK = """\
 import threading
 
 
@@ -68,7 +68,7 @@ def threads(p):
     t.start()
     work(3)  # @while_thread
     t.join()
-'''
+"""
 
 
 @pytest.fixture
@@ -261,3 +261,26 @@ def test_region_times_are_exact(tmp_path, test_clock):
     assert own == {"r": 130, "q": 30}
     assert func_stats(regions["r"], mod.helper).calls == 1 and func_stats(regions["q"], mod.helper).calls == 1
     assert func_stats(p.get_stats(), mod.timed).time_ns == 167
+
+
+def test_regions_while_line_tables_grow(tmp_path):
+    """Tables that start empty and grow line by line: the regions' grow with them, and the
+    lines open while they move (in the main table and the regions') stay counted."""
+    from lineprofiler.lines._tracer_testing import set_presize
+
+    mod = write_module(tmp_path / "proj", "lp_regions_grow", WORK)
+    previous = set_presize(False)
+    try:
+        p = LineProfiler(project_folder=tmp_path / "proj")
+        with p:
+            mod.nested(p)
+            mod.two_regions(p)
+    finally:
+        set_presize(previous)
+    regions = p.region_stats()
+    assert body_hits(regions, "outer", mod.work) == 5 and body_hits(regions, "inner", mod.work) == 6
+    assert body_hits(regions, "select", mod.work) == 3 and body_hits(regions, "rollout", mod.work) == 5
+    work = func_stats(p.get_stats(), mod.work)
+    assert work.lines[marks(mod.work)["body"]].hits == 4 + 6 + 1 + 3 + 5 + 2 and work.calls == 6
+    for fs in [*p.get_stats().values(), *(f for r in regions.values() for f in r.values())]:
+        assert all(line.self_ns is not None and 0 <= line.self_ns <= line.time_ns for line in fs.lines.values())

@@ -309,8 +309,7 @@ class LineProfiler:
         err = self._tracer.take_error()
         if err is not None:
             raise TracerError(
-                f"lineprofiler stopped recording after an internal error: {err!r}; "
-                "the data recorded before it is kept"
+                f"lineprofiler stopped recording after an internal error: {err!r}; the data recorded before it is kept"
             ) from err
 
     # -- data --------------------------------------------------------------------------------
@@ -572,4 +571,3 @@ class _Calls:
         self.exit = profiler._exit_call
         self.hold = profiler._hold
         self.unhold = profiler._unhold
-

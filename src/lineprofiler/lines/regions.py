@@ -22,10 +22,6 @@ from .stats import FunctionStats, StatsKey, stats_from_records
 
 __all__ = ["RegionBook", "RegionScope"]
 
-#: What the tracer's collect_regions() gives: (region number, code, calls, lines).
-RegionRecord = tuple[int, CodeType, int, Sequence[tuple[int, int, int, int]]]
-
-
 class RegionTracer(Protocol):
     """What regions need of the C tracer."""
 
@@ -34,7 +30,7 @@ class RegionTracer(Protocol):
 
     def set_region(self, region: int, /) -> int: ...
 
-    def collect_regions(self) -> list[RegionRecord]: ...
+    def collect_regions(self) -> list[tuple[int, CodeType, int, list[tuple[int, int, int, int]]]]: ...
 
 
 class RegionBook:

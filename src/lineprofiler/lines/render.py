@@ -263,7 +263,9 @@ def render_regions(
                 head += f"   Per entry: {format_ns(own / count)}"
         out.append(head)
         out.append(render_global(functions, top_n=top_n, min_time_us=min_time_us, root=root))
-    out.append("A line belongs to the innermost region open on its thread; a region's time leaves out its inner regions'.\n")
+    out.append(
+        "A line belongs to the innermost region open on its thread; a region's time leaves out its inner regions'.\n"
+    )
     return "\n".join(out)
 
 

@@ -580,7 +580,8 @@ lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th)
 static lp_line *lp_rebase(lp_code *rec, lp_line **old, int n_arrays, int old_base, int n_old, lp_line *p)
 {
     for (int r = 0; r < n_arrays; r++) {
-        if (old[r] != NULL && (uintptr_t)p >= (uintptr_t)old[r] && (uintptr_t)p < (uintptr_t)(old[r] + n_old)) {
+        if (old[r] != NULL && (uintptr_t)p >= (uintptr_t)old[r] &&
+            (uintptr_t)p < (uintptr_t)(old[r] + n_old)) {
             lp_line *now = r == 0 ? rec->lines : rec->regions[r].lines;
             return &now[old_base + (p - old[r]) - rec->base];
         }

@@ -155,7 +155,7 @@ typedef struct {
     lp_line *lines;
     int resume_key; /* one-entry cache: resume offset (3.12+) -> line */
     int resume_line;
-    uint64_t calls; /* frames of this code pushed fresh: see lp_count_call() */
+    uint64_t calls;     /* frames of this code pushed fresh: see lp_count_call() */
     lp_region *regions; /* indexed by region number; [0] unused */
     int n_regions;      /* slots in regions[] */
 } lp_code;
