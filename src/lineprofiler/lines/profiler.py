@@ -364,8 +364,7 @@ class LineProfiler:
         """Per region, in the shape of :meth:`get_stats`: what ran while it was the innermost
         open region on its thread."""
         self._raise_deferred()
-        with self._lock:
-            return self._regions.stats()
+        return self.collect_region_stats()
 
     def region_entries(self) -> dict[str, int]:
         """How many times each region was entered while recording."""
@@ -457,8 +456,7 @@ class LineProfiler:
             target = target / linesfile.lines_file_name(host_name(), os.getpid(), self._file_id)
         errors: list[str] = []
         stats = self.collect_stats(errors)
-        with self._lock:
-            regions = self._regions.stats()
+        regions = self.collect_region_stats()
         process = process_info("dumped", start_unix_ns=self._created_unix_ns, label="main")
         document = document_from_stats(
             stats,
@@ -529,6 +527,12 @@ class LineProfiler:
         if err is not None:
             errors.append(f"the tracer stopped recording after an internal error: {err!r}")
         return self._build_stats()
+
+    def collect_region_stats(self) -> dict[str, dict[StatsKey, FunctionStats]]:
+        """region_stats() that never raises (an internal error stays for collect_stats()): what a
+        line-stats file's ``regions`` are built from, with :meth:`region_entries`."""
+        with self._lock:
+            return self._regions.stats()
 
     def profile_info(self, *, children: bool | None = None) -> dict[str, Any]:
         """A line-stats file's ``profile``: what was profiled and how (``children`` as given, else
