@@ -22,6 +22,7 @@ from .stats import FunctionStats, StatsKey, stats_from_records
 
 __all__ = ["RegionBook", "RegionScope"]
 
+
 class RegionTracer(Protocol):
     """What regions need of the C tracer."""
 
