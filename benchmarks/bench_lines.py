@@ -22,7 +22,7 @@ that no profiler ever touches, so code that sys.monitoring instrumented once (wh
 little slower on 3.12+) never serves as the baseline.
 
     .venv/bin/python benchmarks/bench_lines.py [--repeat 7] [--min-seconds 0.5] [--only fib]
-        [--no-peers] [--quick] [--json out.json]
+        [--no-peers] [--quick] [--floors] [--regions] [--json out.json]
 
 LINEPROFILER_CLOCK=monotonic in the environment measures the CLOCK_MONOTONIC fallback.
 
@@ -134,6 +134,19 @@ class Ours:
     def line_events(self) -> int:
         """Line events counted by the last run."""
         return sum(fs.hits for fs in self.prof.get_stats().values())
+
+
+class OursInRegion(Ours):
+    """lineprofiler with the workload inside ``profiler.region(...)``: every line then takes the
+    tracer's region path."""
+
+    def __call__(self, name: str, size: int) -> int:
+        fn = getattr(PROFILED, name)
+        self.prof.clear()
+        t0 = _now()
+        with self.prof, self.prof.region("bench"):
+            fn(size)
+        return _now() - t0
 
 
 def _free_tool_id() -> int:
@@ -259,6 +272,8 @@ def run_workloads(opts: argparse.Namespace) -> dict[str, dict[str, object]]:
         if _tracer.MONITORING or (name != "threads" and hasattr(_tracer, "_set_noop_trace")):
             # On 3.11 the no-op trace function covers the calling thread only.
             modes["floor"] = run_floor
+        if opts.regions:
+            modes["region"] = OursInRegion()
         if opts.floors and _tracer.MONITORING:
             modes["noop_lr"] = functools.partial(run_monitoring_floor, callback=_tracer._floor_noop)
             modes["clock_lr"] = functools.partial(run_monitoring_floor, callback=_tracer._floor_clock)
@@ -294,6 +309,8 @@ def run_workloads(opts: argparse.Namespace) -> dict[str, dict[str, object]]:
         )
         if untraced:
             print(f"  line_profiler counted no hit in {', '.join(untraced)}: it did not trace that code")
+        if "region" in times:
+            print(f"  inside a region: {_cell(times, 'region').strip()}")
         if "noop_lr" in times:
             print(
                 f"  floors on LINE and PY_RETURN: a C no-op {_cell(times, 'noop_lr').strip()}, "
@@ -399,6 +416,7 @@ def main() -> int:
         action="store_true",
         help="3.12+: also time a C no-op and a C clock read on LINE and PY_RETURN (the events per-line time needs)",
     )
+    ap.add_argument("--regions", action="store_true", help="also time lineprofiler with the workload inside a region")
     ap.add_argument("--json", metavar="PATH", help="also write every measured time here")
     ap.add_argument("--children", action="store_true", help=f"the workloads in {N_WORKERS} spawn workers instead")
     opts = ap.parse_args()

@@ -223,7 +223,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-_SORT_KEYS = ("time", "hits", "line")
+_SORT_KEYS = ("time", "self", "hits", "line")
 
 
 def _int_at_least(low: int) -> Any:

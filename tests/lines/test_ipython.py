@@ -69,7 +69,7 @@ def test_save_and_return(shell, capsys, tmp_path):
 
 def test_bad_options_are_usage_errors(shell, capsys, tmp_path):
     for line, message in (
-        ("%lprofile -s bogus f(1)", "-s must be one of time, hits, line"),
+        ("%lprofile -s bogus f(1)", "-s must be one of time, self, hits, line"),
         ("%lprofile -t x f(1)", "not a valid value"),
         (f"%lprofile -p {tmp_path / 'nope'} f(1)", "project_folder does not exist"),
         ("%lprofile", "needs a statement"),

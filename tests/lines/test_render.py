@@ -52,15 +52,15 @@ def test_print_stats_format(timed):
     m = marks(wl.timed_work)
     work_at = wl.timed_work.__code__.co_firstlineno
     assert f"Function: timed_work at lp_workloads.py:{work_at}" in out
-    assert "Total time: 135 ns   Hits: 3" in out
+    assert "Total time: 135 ns   Self: 105 ns   Calls: 1" in out
     header = [ln for ln in out.splitlines() if ln.strip().startswith("Line")][0]
-    assert re.split(r"\s{2,}", header.strip()) == ["Line", "Hits", "Time", "Per hit", "% func", "Source"]
+    assert re.split(r"\s{2,}", header.strip()) == ["Line", "Hits", "Time", "Self", "Per hit", "% func", "Source"]
     # functions by total time (work 135 before helper 30), lines by time inside each
     assert out.index("Function: timed_work") < out.index("Function: timed_helper")
     rows = table_rows(out)
-    assert rows[0] == [str(m["a"]), "1", "100 ns", "100 ns", "74.1", "adv(100)  # @a"]
-    assert rows[1][:5] == [str(m["b"]), "1", "30 ns", "30 ns", "22.2"]
-    assert rows[2][:5] == [str(m["c"]), "1", "5 ns", "5 ns", "3.7"]
+    assert rows[0] == [str(m["a"]), "1", "100 ns", "100 ns", "100 ns", "74.1", "adv(100)  # @a"]
+    assert rows[1][:6] == [str(m["b"]), "1", "30 ns", "0 ns", "30 ns", "22.2"]  # its time is timed_helper's
+    assert rows[2][:6] == [str(m["c"]), "1", "5 ns", "5 ns", "5 ns", "3.7"]
 
 
 def test_print_stats_options(timed):
@@ -83,7 +83,7 @@ def test_print_global_top_stats_format(timed):
     assert out.splitlines()[0] == "Top 5 of 5 lines by time (2 functions)"
     rows = table_rows(out)
     assert [r[0] for r in rows] == ["1", "2", "3", "4", "5"]
-    assert rows[0][1:3] == ["100 ns", "1"]
+    assert rows[0][1:4] == ["100 ns", "100 ns", "1"]
     assert rows[0][-3:] == [f"lp_workloads.py:{m['a']}", "timed_work", "adv(100)  # @a"]
     assert [r[1] for r in rows] == ["100 ns", "30 ns", "20 ns", "10 ns", "5 ns"]
     assert rows[2][-3:] == [f"lp_workloads.py:{h['h2']}", "timed_helper", "adv(20)  # @h2"]
@@ -107,7 +107,7 @@ def test_hits_sort(here, tmp_path):
     rows = table_rows(printed(p.print_stats, sort_by="hits"))
     assert [int(r[1].replace(",", "")) for r in rows] == [31, 30, 1, 1]
     top = table_rows(printed(p.print_global_top_stats, sort_by="hits", top_n=1))
-    assert top[0][2] == "31"
+    assert top[0][3] == "31"
 
 
 def test_empty_profiler_prints_a_line(here):
@@ -139,7 +139,7 @@ def test_source_unavailable(tmp_path):
 
 
 BAD = [
-    ({"sort_by": "speed"}, ValueError, "sort_by must be one of 'time', 'hits', 'line'; got 'speed'"),
+    ({"sort_by": "speed"}, ValueError, "sort_by must be one of 'time', 'self', 'hits', 'line'; got 'speed'"),
     ({"sort_by": None}, ValueError, "sort_by must be one of"),
     ({"min_time_us": -1}, ValueError, "min_time_us must be >= 0"),
     ({"min_time_us": float("nan")}, ValueError, "min_time_us must be >= 0"),

@@ -44,7 +44,7 @@ def test_dump_and_load_give_the_same_stats_and_tables(recorded, tmp_path):
 def test_the_file_is_documented_json_with_who_wrote_it(recorded, tmp_path):
     path = recorded.dump(tmp_path / "lines.json")
     doc = json.loads(path.read_text())
-    assert doc["schema_version"] == 1 and doc["kind"] == "lineprofiler-lines"
+    assert doc["schema_version"] == 2 and doc["kind"] == "lineprofiler-lines"
     proc = doc["process"]
     assert proc["pid"] == os.getpid() and proc["parent_pid"] == os.getppid()
     assert proc["status"] == "dumped" and proc["host"] and isinstance(proc["argv"], list)
@@ -82,7 +82,7 @@ def test_load_errors(tmp_path):
     bad.write_text('{"kind": "lineprofiler-lines", "schema_version": 1}')
     with pytest.raises(LinesFileError, match="'process' is missing"):
         LineProfiler.load(bad)
-    bad.write_text('{"kind": "lineprofiler-lines", "schema_version": 2}')
+    bad.write_text('{"kind": "lineprofiler-lines", "schema_version": 3}')
     with pytest.raises(NewerSchemaError):
         LineProfiler.load(bad)
 

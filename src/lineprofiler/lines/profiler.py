@@ -16,7 +16,6 @@ the profiler's private attributes. ``@profiler`` switches it through a
 
 from __future__ import annotations
 
-import linecache
 import os
 import secrets
 import sys
@@ -35,9 +34,10 @@ from .decorate import CallSwitch, wrap
 from .monitoring import TOOL_NAME, MonitoringHold
 from .notebook import cell_globs
 from .project import ProjectFilter, find_project_root
-from .render import HINT_API, check_options, render_global, render_nothing, render_stats
+from .regions import RegionBook, RegionScope
+from .render import HINT_API, check_options, own_time, render_global, render_nothing, render_regions, render_stats
 from .saved import SavedProfile, document_from_stats, host_name, process_info
-from .stats import FunctionStats, LineStats, StatsKey
+from .stats import FunctionStats, StatsKey, stats_from_records
 
 if TYPE_CHECKING:
     from .children import Session
@@ -113,6 +113,7 @@ class LineProfiler:
         self._created_unix_ns = time.time_ns()
         self._file_id = secrets.token_hex(4)
         self._tracer = _tracer.Tracer(self._filter)
+        self._regions = RegionBook(self._tracer)
         self._lock = threading.RLock()
         self._depth = 0
         self._monitoring = MonitoringHold()
@@ -323,8 +324,7 @@ class LineProfiler:
         err = self._tracer.take_error()
         if err is not None:
             raise TracerError(
-                f"lineprofiler stopped recording after an internal error: {err!r}; "
-                "the data recorded before it is kept"
+                f"lineprofiler stopped recording after an internal error: {err!r}; the data recorded before it is kept"
             ) from err
 
     # -- data --------------------------------------------------------------------------------
@@ -333,6 +333,7 @@ class LineProfiler:
         """Forget everything recorded so far (also while enabled)."""
         with self._lock:
             self._tracer.clear()
+            self._regions.clear()
             self._wall_ns = 0
             if self._since is not None:
                 self._since = time.perf_counter_ns()
@@ -359,25 +360,44 @@ class LineProfiler:
     def _build_stats(self) -> dict[StatsKey, FunctionStats]:
         with self._lock:
             raw = self._tracer.collect()
-        merged: dict[StatsKey, dict[int, list[int]]] = {}
-        for code, lines in raw:
-            key = (code.co_filename, code.co_firstlineno, code.co_qualname)
-            acc = merged.setdefault(key, {})
-            for lineno, hits, ns in lines:
-                slot = acc.setdefault(lineno, [0, 0])
-                slot[0] += hits
-                slot[1] += ns
-        out: dict[StatsKey, FunctionStats] = {}
-        for key, acc in merged.items():
-            filename = key[0]
-            linecache.checkcache(filename)
-            lines_out = {
-                lineno: LineStats(lineno, hits, ns, _source_line(filename, lineno))
-                for lineno, (hits, ns) in sorted(acc.items())
-            }
-            total = sum(ln.time_ns for ln in lines_out.values())
-            out[key] = FunctionStats(key[0], key[1], key[2], total, lines_out)
-        return out
+        return stats_from_records(raw)
+
+    # -- regions -----------------------------------------------------------------------------
+
+    def region(self, name: str) -> RegionScope:
+        """``with profiler.region("select"):``: the lines that start on this thread while the
+        block runs (in what it calls too) are also recorded apart, in region ``name``'s table
+        (:meth:`region_stats`, :meth:`print_regions`, the saved file). The same name may be
+        entered any number of times, from any thread, and adds up. Regions nest; a line belongs
+        to the innermost region open on its thread, so an outer region's table leaves out its
+        inner regions' lines. A region is the thread's: other threads are not in it, and a
+        generator is in whatever region its thread is in where it is resumed. Entering one
+        while the profiler is off records nothing, and costs two calls into C."""
+        return self._regions.scope(name)
+
+    def region_stats(self) -> dict[str, dict[StatsKey, FunctionStats]]:
+        """Per region, in the shape of :meth:`get_stats`: what ran while it was the innermost
+        open region on its thread."""
+        self._raise_deferred()
+        return self.collect_region_stats()
+
+    def region_entries(self) -> dict[str, int]:
+        """How many times each region was entered while recording."""
+        return dict(self._regions.entries)
+
+    def print_regions(self, top_n: int = 10, min_time_us: float = 0.0, stream: IO[str] | None = None) -> None:
+        """Per region, the region that took the most time first: its time, its share of the
+        profiled time, its entries, and its ``top_n`` slowest lines."""
+        check_options("time", min_time_us, top_n, "top_n")
+        text = render_regions(
+            self.region_stats(),
+            self.region_entries(),
+            top_n=top_n,
+            min_time_us=min_time_us,
+            root=self._filter.folder,
+            total_ns=own_time(self.get_stats()),
+        )
+        (stream if stream is not None else sys.stdout).write(text)
 
     # -- printing ----------------------------------------------------------------------------
 
@@ -451,8 +471,16 @@ class LineProfiler:
             target = target / linesfile.lines_file_name(host_name(), os.getpid(), self._file_id)
         errors: list[str] = []
         stats = self.collect_stats(errors)
+        regions = self.collect_region_stats()
         process = process_info("dumped", start_unix_ns=self._created_unix_ns, label="main")
-        document = document_from_stats(stats, process=process, profile=self.profile_info(), errors=errors)
+        document = document_from_stats(
+            stats,
+            process=process,
+            profile=self.profile_info(),
+            errors=errors,
+            regions=regions,
+            region_entries=self.region_entries(),
+        )
         linesfile.write_lines_file(target, document)
         return target
 
@@ -525,6 +553,12 @@ class LineProfiler:
             errors.append(f"the tracer stopped recording after an internal error: {err!r}")
         return self._build_stats()
 
+    def collect_region_stats(self) -> dict[str, dict[StatsKey, FunctionStats]]:
+        """region_stats() that never raises (an internal error stays for collect_stats()): what a
+        line-stats file's ``regions`` are built from, with :meth:`region_entries`."""
+        with self._lock:
+            return self._regions.stats()
+
     def profile_info(self, *, children: bool | None = None) -> dict[str, Any]:
         """A line-stats file's ``profile``: what was profiled and how (``children`` as given, else
         this profiler's own setting)."""
@@ -566,10 +600,3 @@ class _Calls:
         self.exit = profiler._exit_call
         self.hold = profiler._hold
         self.unhold = profiler._unhold
-
-
-def _source_line(filename: str, lineno: int) -> str | None:
-    text = linecache.getline(filename, lineno)
-    if not text:
-        return None
-    return text.rstrip("\r\n")

@@ -1,6 +1,10 @@
 """The two text tables: per function (print_stats) and the top lines overall (print_global_top_stats).
 
 Both work on the FunctionStats that get_stats() returns, so they run on unpickled stats too.
+``Time`` is a line's time with its callees, ``Self`` without the project's functions it called
+("-" where it was not measured: files written before lineprofiler measured it). A function's
+header gives its calls. Sorted by time, self time or hits, the tables of modules' top levels
+(``<module>``, mostly imports) come after every function's.
 File names, qualnames and source lines are shown through :func:`printable` (a source line
 with a raw escape or carriage return would otherwise act on the terminal), and the columns
 are sized on that escaped text.
@@ -25,12 +29,13 @@ __all__ = [
     "format_ns",
     "render_global",
     "render_nothing",
+    "render_regions",
     "render_report",
     "render_stats",
     "top_functions",
 ]
 
-SORT_KEYS: tuple[str, ...] = ("time", "hits", "line")
+SORT_KEYS: tuple[str, ...] = ("time", "self", "hits", "line")
 UNAVAILABLE = "<source unavailable>"
 
 
@@ -77,20 +82,48 @@ def _source_text(source: str | None) -> str:
     return UNAVAILABLE if source is None else printable(source.expandtabs())
 
 
+def _known(ns: int | None) -> int:
+    """A self time for sorting: an unknown one sorts after every known one."""
+    return -1 if ns is None else ns
+
+
 def _line_order(sort_by: str):
     if sort_by == "time":
         return lambda ln: (-ln.time_ns, ln.lineno)
+    if sort_by == "self":
+        return lambda ln: (-_known(ln.self_ns), -ln.time_ns, ln.lineno)
     if sort_by == "hits":
         return lambda ln: (-ln.hits, ln.lineno)
     return lambda ln: ln.lineno
 
 
 def _func_order(sort_by: str):
+    """Functions in ``sort_by`` order; ranked by a measure, modules' top levels come last."""
     if sort_by == "time":
-        return lambda f: (-f.time_ns, f.filename, f.first_lineno, f.qualname)
+        return lambda f: (f.is_module, -f.time_ns, f.filename, f.first_lineno, f.qualname)
+    if sort_by == "self":
+        return lambda f: (f.is_module, -_known(f.self_ns), -f.time_ns, f.filename, f.first_lineno, f.qualname)
     if sort_by == "hits":
-        return lambda f: (-f.hits, f.filename, f.first_lineno, f.qualname)
+        return lambda f: (f.is_module, -f.hits, f.filename, f.first_lineno, f.qualname)
     return lambda f: (f.filename, f.first_lineno, f.qualname)
+
+
+def _global_order(sort_by: str):
+    if sort_by == "time":
+        return lambda r: (-r[1].time_ns, r[0].filename, r[1].lineno)
+    if sort_by == "self":
+        return lambda r: (-_known(r[1].self_ns), -r[1].time_ns, r[0].filename, r[1].lineno)
+    if sort_by == "hits":
+        return lambda r: (-r[1].hits, r[0].filename, r[1].lineno)
+    return lambda r: (r[0].filename, r[1].lineno, r[0].qualname)
+
+
+def _self_text(ns: int | None) -> str:
+    return "-" if ns is None else format_ns(ns)
+
+
+def _calls_text(f: FunctionStats) -> str:
+    return "-" if f.calls is None else f"{f.calls:,}"
 
 
 def render_stats(
@@ -103,8 +136,9 @@ def render_stats(
 ) -> str:
     """One table per function whose total time is at least ``min_time_us``.
 
-    Functions are ordered by ``sort_by`` (total time, total hits, or file and line), and so are
-    the lines inside each table; ``top_n_lines`` keeps the first N lines of that order.
+    Functions are ordered by ``sort_by`` (total time, self time, total hits, or file and line;
+    ``<module>`` tables last but for ``line``), and so are the lines inside each table;
+    ``top_n_lines`` keeps the first N lines of that order.
     """
     check_options(sort_by, min_time_us, top_n_lines, "top_n_lines")
     min_ns = min_time_us * 1e3
@@ -119,9 +153,11 @@ def render_stats(
         shown = lines if top_n_lines is None else lines[:top_n_lines]
         out.append(f"Function: {printable(f.qualname)} at {_display_path(f.filename, root)}:{f.first_lineno}")
         note = "" if len(shown) == len(lines) else f"   (top {len(shown)} of {len(lines)} lines by {sort_by})"
-        out.append(f"Total time: {format_ns(f.time_ns)}   Hits: {f.hits:,}{note}")
+        out.append(
+            f"Total time: {format_ns(f.time_ns)}   Self: {_self_text(f.self_ns)}   Calls: {_calls_text(f)}{note}"
+        )
         out.append("")
-        header = f"{'Line':>6}  {'Hits':>12}  {'Time':>11}  {'Per hit':>10}  {'% func':>6}  Source"
+        header = f"{'Line':>6}  {'Hits':>12}  {'Time':>11}  {'Self':>11}  {'Per hit':>10}  {'% func':>6}  Source"
         out.append(header)
         out.append("-" * len(header))
         for ln in shown:
@@ -129,7 +165,8 @@ def render_stats(
             per_hit = format_ns(ln.time_ns / ln.hits) if ln.hits else "-"
             src = _source_text(ln.source)
             out.append(
-                f"{ln.lineno:>6}  {ln.hits:>12,}  {format_ns(ln.time_ns):>11}  {per_hit:>10}  {share:>6.1f}  {src}"
+                f"{ln.lineno:>6}  {ln.hits:>12,}  {format_ns(ln.time_ns):>11}  {_self_text(ln.self_ns):>11}  "
+                f"{per_hit:>10}  {share:>6.1f}  {src}"
             )
         out.append("")
     return "\n".join(out) + "\n"
@@ -155,12 +192,7 @@ def render_global(
         (f, ln) for f in stats.values() for ln in f.lines.values() if ln.time_ns >= min_ns
     ]
     n_all = sum(len(f.lines) for f in stats.values())
-    if sort_by == "time":
-        rows.sort(key=lambda r: (-r[1].time_ns, r[0].filename, r[1].lineno))
-    elif sort_by == "hits":
-        rows.sort(key=lambda r: (-r[1].hits, r[0].filename, r[1].lineno))
-    else:
-        rows.sort(key=lambda r: (r[0].filename, r[1].lineno, r[0].qualname))
+    rows.sort(key=_global_order(sort_by))
     if not rows:
         if n_all:
             return f"No line took at least {min_time_us:g} us ({n_all} recorded).\n"
@@ -172,7 +204,7 @@ def render_global(
     names = [printable(f.qualname) for f, _ in shown]
     fn_w = min(max(len("Function"), *(len(name) for name in names)), 40)
     wall = total_ns is not None and total_ns > 0
-    header = f"{'#':>4}  {'Time':>11}  {'Hits':>12}  {'Per hit':>10}  "
+    header = f"{'#':>4}  {'Time':>11}  {'Self':>11}  {'Hits':>12}  {'Per hit':>10}  "
     header += f"{'% wall':>6}  " if wall else ""
     header += f"{'Location':<{loc_w}}  {'Function':<{fn_w}}  Source"
     out.append(header)
@@ -180,13 +212,61 @@ def render_global(
     for i, ((_, ln), loc, name) in enumerate(zip(shown, locs, names, strict=True), 1):
         per_hit = format_ns(ln.time_ns / ln.hits) if ln.hits else "-"
         src = _source_text(None if ln.source is None else ln.source.strip())
-        row = f"{i:>4}  {format_ns(ln.time_ns):>11}  {ln.hits:>12,}  {per_hit:>10}  "
+        row = f"{i:>4}  {format_ns(ln.time_ns):>11}  {_self_text(ln.self_ns):>11}  {ln.hits:>12,}  {per_hit:>10}  "
         if wall:
             assert total_ns is not None
             row += f"{100.0 * ln.time_ns / total_ns:>6.1f}  "
         row += f"{loc:<{loc_w}}  {name:<{fn_w}}  {src}"
         out.append(row)
     return "\n".join(out) + "\n"
+
+
+def own_time(functions: Mapping[StatsKey, FunctionStats]) -> int | None:
+    """The time the lines of ``functions`` took, none counted twice: their self times added
+    up; None when one is unknown."""
+    total = 0
+    for f in functions.values():
+        ns = f.self_ns
+        if ns is None:
+            return None
+        total += ns
+    return total
+
+
+def render_regions(
+    regions: Mapping[str, Mapping[StatsKey, FunctionStats]],
+    entries: Mapping[str, int],
+    *,
+    top_n: int | None = 10,
+    min_time_us: float = 0,
+    root: Path | None = None,
+    total_ns: int | None = None,
+) -> str:
+    """One table per region, the region that took the most time first: its time (the self
+    times of its lines: what ran while it was the innermost open region), its share of
+    ``total_ns`` (all the project's recorded time), its entries, and its top ``top_n`` lines."""
+    check_options("time", min_time_us, top_n, "top_n")
+    if not regions:
+        return "No regions recorded.\n"
+    order = sorted(regions, key=lambda name: (-_known(own_time(regions[name])), name))
+    out: list[str] = []
+    for name in order:
+        functions = regions[name]
+        own = own_time(functions)
+        head = f"Region: {printable(name)}   Time: {_self_text(own)}"
+        if own is not None and total_ns:
+            head += f" ({100.0 * own / total_ns:.1f} % of the profiled time)"
+        count = entries.get(name)
+        if count:
+            head += f"   Entries: {count:,}"
+            if own is not None:
+                head += f"   Per entry: {format_ns(own / count)}"
+        out.append(head)
+        out.append(render_global(functions, top_n=top_n, min_time_us=min_time_us, root=root))
+    out.append(
+        "A line belongs to the innermost region open on its thread; a region's time leaves out its inner regions'.\n"
+    )
+    return "\n".join(out)
 
 
 #: How to widen what is profiled, in the words of each front end.

@@ -12,13 +12,13 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from ..runfiles import linesfile
-from ..runfiles.linesfile import LinesFile, MergedLines
-from .render import check_options, render_global, render_nothing, render_stats
+from ..runfiles.linesfile import LinesFile, MergedFunction, MergedLines
+from .render import check_options, own_time, render_global, render_nothing, render_regions, render_stats
 from .stats import FunctionStats, LineStats, StatsKey
 
 __all__ = ["SavedProfile", "document_from_stats", "host_name", "process_info", "source_sha256"]
@@ -79,31 +79,54 @@ def document_from_stats(
     process: Mapping[str, Any],
     profile: Mapping[str, Any],
     errors: list[str] | tuple[str, ...] = (),
+    regions: Mapping[str, Mapping[StatsKey, FunctionStats]] | None = None,
+    region_entries: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """A line-stats document from get_stats() output; source hashes are read here."""
+    """A line-stats document from get_stats() output (and get_region_stats()'s, as ``regions``);
+    source hashes are read here."""
     hashes: dict[str, str | None] = {}
-    for filename, _, _ in stats:
+    every = [*stats, *(key for region in (regions or {}).values() for key in region)]
+    for filename, _, _ in every:
         if filename not in hashes:
             try:
                 hashes[filename] = source_sha256(filename)
             except Exception:  # an unreadable or odd file: no hash, never an error
                 hashes[filename] = None
-    functions = (
-        (f.filename, f.first_lineno, f.qualname, [(x.lineno, x.hits, x.time_ns, x.source) for x in f.lines.values()])
-        for f in stats.values()
+    return linesfile.build_document(
+        process=process,
+        profile=profile,
+        functions=_function_rows(stats),
+        files=hashes,
+        errors=errors,
+        regions={name: _function_rows(region) for name, region in (regions or {}).items()},
+        region_entries=region_entries,
     )
-    return linesfile.build_document(process=process, profile=profile, functions=functions, files=hashes, errors=errors)
 
 
-def _function_stats(merged: MergedLines) -> dict[StatsKey, FunctionStats]:
+def _function_rows(stats: Mapping[StatsKey, FunctionStats]) -> list[linesfile.FunctionRows]:
+    return [
+        (
+            f.filename,
+            f.first_lineno,
+            f.qualname,
+            [(x.lineno, x.hits, x.time_ns, x.source, x.self_ns) for x in f.lines.values()],
+            f.calls,
+        )
+        for f in stats.values()
+    ]
+
+
+def _function_stats(functions: Iterable[MergedFunction]) -> dict[StatsKey, FunctionStats]:
     out: dict[StatsKey, FunctionStats] = {}
-    for fn in merged.functions.values():
+    for fn in functions:
         filename = fn.file if fn.variant is None else f"{fn.file} [source {fn.variant}]"
         lines = {
-            x.lineno: LineStats(x.lineno, x.hits, x.time_ns, x.source) for x in sorted(fn.lines.values(), key=_lineno)
+            x.lineno: LineStats(x.lineno, x.hits, x.time_ns, x.source, x.self_ns)
+            for x in sorted(fn.lines.values(), key=_lineno)
         }
         key = (filename, fn.first_line, fn.qualname)
-        out[key] = FunctionStats(filename, fn.first_line, fn.qualname, sum(x.time_ns for x in lines.values()), lines)
+        total = sum(x.time_ns for x in lines.values())
+        out[key] = FunctionStats(filename, fn.first_line, fn.qualname, total, lines, fn.calls)
     return out
 
 
@@ -152,8 +175,30 @@ class SavedProfile:
 
     def get_stats(self) -> dict[StatsKey, FunctionStats]:
         if self._stats is None:
-            self._stats = _function_stats(self.merged)
+            self._stats = _function_stats(self.merged.functions.values())
         return dict(self._stats)
+
+    def region_stats(self) -> dict[str, dict[StatsKey, FunctionStats]]:
+        """As :meth:`LineProfiler.region_stats <lineprofiler.LineProfiler.region_stats>`, merged
+        over the processes."""
+        return {name: _function_stats(functions.values()) for name, functions in self.merged.regions.items()}
+
+    def region_entries(self) -> dict[str, int]:
+        """How many times each region was entered, summed over the processes."""
+        return dict(self.merged.region_entries)
+
+    def print_regions(self, top_n: int = 10, min_time_us: float = 0.0, stream: IO[str] | None = None) -> None:
+        """As :meth:`LineProfiler.print_regions <lineprofiler.LineProfiler.print_regions>`."""
+        check_options("time", min_time_us, top_n, "top_n")
+        text = render_regions(
+            self.region_stats(),
+            self.region_entries(),
+            top_n=top_n,
+            min_time_us=min_time_us,
+            root=self.project_folder,
+            total_ns=own_time(self.get_stats()),
+        )
+        (stream if stream is not None else sys.stdout).write(text)
 
     def _nothing(self) -> str | None:
         if self._stats_nonempty():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import linecache
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from types import CodeType
 
-__all__ = ["FunctionStats", "LineStats", "StatsKey"]
+__all__ = ["FunctionStats", "LineStats", "StatsKey", "stats_from_records"]
 
 #: get_stats() keys, as line_profiler keys them: (filename, first_lineno, qualname).
 StatsKey = tuple[str, int, str]
@@ -61,5 +64,58 @@ class FunctionStats:
 
     @property
     def hits(self) -> int:
-        """Total hits over all lines."""
+        """Total hits over all lines (a line hit many times per call counts each time: see
+        ``calls`` for how often the function ran)."""
         return sum(line.hits for line in self.lines.values())
+
+    @property
+    def self_ns(self) -> int | None:
+        """The function's own time: its lines' self times added up; None when any is unknown."""
+        total = 0
+        for line in self.lines.values():
+            if line.self_ns is None:
+                return None
+            total += line.self_ns
+        return total
+
+    @property
+    def is_module(self) -> bool:
+        """Whether this is a module's top level (``<module>``), which holds its imports."""
+        return self.qualname == "<module>"
+
+
+#: What the tracer's collect() gives per code object: (code, calls, [(line, hits, ns, self_ns)]).
+TracerRecord = tuple[CodeType, int, Sequence[tuple[int, int, int, int]]]
+
+
+def stats_from_records(records: Iterable[TracerRecord]) -> dict[StatsKey, FunctionStats]:
+    """get_stats() from the tracer's records: code objects that share a key (a function defined
+    again, a module re-run) added together, source lines read through linecache."""
+    merged: dict[StatsKey, tuple[list[int], dict[int, list[int]]]] = {}
+    for code, calls, lines in records:
+        key = (code.co_filename, code.co_firstlineno, code.co_qualname)
+        count, acc = merged.setdefault(key, ([0], {}))
+        count[0] += calls
+        for lineno, hits, ns, self_ns in lines:
+            slot = acc.setdefault(lineno, [0, 0, 0])
+            slot[0] += hits
+            slot[1] += ns
+            slot[2] += self_ns
+    out: dict[StatsKey, FunctionStats] = {}
+    for key, (count, acc) in merged.items():
+        filename = key[0]
+        linecache.checkcache(filename)
+        lines_out = {
+            lineno: LineStats(lineno, hits, ns, _source_line(filename, lineno), self_ns)
+            for lineno, (hits, ns, self_ns) in sorted(acc.items())
+        }
+        total = sum(ln.time_ns for ln in lines_out.values())
+        out[key] = FunctionStats(key[0], key[1], key[2], total, lines_out, count[0])
+    return out
+
+
+def _source_line(filename: str, lineno: int) -> str | None:
+    text = linecache.getline(filename, lineno)
+    if not text:
+        return None
+    return text.rstrip("\r\n")

@@ -1,7 +1,8 @@
 """``lineprofiler view``: saved line profiles, merged over the processes that wrote them.
 
 Reads files only (no C tracer): one file, or a directory of process files. Prints who wrote
-them (and who left nothing), then the tables, for all processes together or per role. Every
+them (and who left nothing), then the tables, for all processes together or per role, then
+the tables of the regions (``LineProfiler.region(name)``) when the files have any. Every
 text the files hold (roles, hosts, paths, errors) is shown through :func:`printable`.
 """
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from .._terminal import printable
 from ..runfiles.linesfile import UNFINISHED_REASON, LinesFile
-from .render import HINT_CLI, render_nothing, render_report
+from .render import HINT_CLI, own_time, render_nothing, render_regions, render_report
 from .saved import SavedProfile
 
 __all__ = ["ViewOptions", "render_processes", "render_view"]
@@ -83,7 +84,7 @@ def _render_merged(saved: SavedProfile, opts: ViewOptions) -> str:
         outside = sum(int(p.profile.get("codes_outside") or 0) for p in finished)
         return render_nothing(finished[0].profile["project_folder"], outside, [], hint=HINT_CLI)
     total = saved.wall_time_ns if len(saved.processes) == 1 else None
-    return render_report(
+    text = render_report(
         stats,
         functions=opts.functions,
         top_n=opts.top,
@@ -92,6 +93,17 @@ def _render_merged(saved: SavedProfile, opts: ViewOptions) -> str:
         root=saved.project_folder,
         total_ns=total,
     )
+    regions = saved.region_stats()
+    if regions:
+        text += "\nREGIONS\n\n" + render_regions(
+            regions,
+            saved.region_entries(),
+            top_n=opts.top,
+            min_time_us=opts.min_us,
+            root=saved.project_folder,
+            total_ns=own_time(stats),
+        )
+    return text
 
 
 def render_view(saved: SavedProfile, opts: ViewOptions) -> str:

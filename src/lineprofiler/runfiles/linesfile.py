@@ -7,7 +7,8 @@ validates and reads them (:mod:`.linesmerge` merges them); it imports no C modul
 from the profilers, so ``lineprofiler view`` and the report read these files where only the
 files are.
 
-Schema version 1, a JSON object (UTF-8). Keys marked * are required; readers ignore keys they
+Schema version 2, a JSON object (UTF-8); version 1 files (no self time, calls or regions) are
+read as well. Keys marked * are required; readers ignore keys they
 do not know, so later versions may add keys without a schema break. A file whose
 ``schema_version`` is newer than :data:`SCHEMA_VERSION` is refused with a clear reason. Times
 are integer nanoseconds.
@@ -53,8 +54,15 @@ are integer nanoseconds.
 
 ``functions``\\* list of objects, one per function (code object key) that recorded a line:
     ``file``\\* str, ``first_line``\\* int, ``qualname``\\* str, ``lines``\\* list of
-    ``[line, hits, time_ns, source]`` (``source`` is the line's text, or null when it could not
-    be read).
+    ``[line, hits, time_ns, source, self_ns]`` (``source`` is the line's text, or null when it
+    could not be read; ``self_ns``, since version 2, is the line's time less that of the
+    project's functions it called, or null when not measured; version 1 rows have four
+    items), ``calls``: int or null (since version 2: how many times the function ran).
+
+``regions``: list of objects (since version 2), one per region that recorded a line
+    (``LineProfiler.region(name)``): ``name``\\* str, ``functions``\\* list as ``functions``
+    above, holding what ran while that region was the innermost open one on its thread;
+    ``entries``: int or null, how many times it was entered while recording.
 
 ``errors``: list of str, failures inside the profiler that were recorded instead of raised.
 
@@ -78,7 +86,7 @@ from ..errors import InputError
 from . import tree, validation
 from .layout import sanitize_component, write_atomic
 from .linesmerge import MergedFunction, MergedLine, MergedLines, SourceConflict, merge_lines
-from .linesrecords import FunctionRecord, LineRecord, LinesFile
+from .linesrecords import FunctionRecord, LineRecord, LinesFile, RegionRecord
 from .validation import INT_LIMIT, NONE, Field, is_count, is_text, is_text_list
 
 __all__ = [
@@ -91,6 +99,7 @@ __all__ = [
     "LinesFile",
     "LinesFileError",
     "MergedFunction",
+    "RegionRecord",
     "MergedLine",
     "MergedLines",
     "NewerSchemaError",
@@ -106,7 +115,7 @@ __all__ = [
     "write_lines_file",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 KIND = "lineprofiler-lines"
 STATUSES = ("started", "exited", "signalled", "dumped", "stopped")
 #: Why a process may have left only its ``"started"`` file, for readers to say so: every ending
@@ -145,29 +154,64 @@ def _text(value: object) -> str:
         return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+#: One function for build_document: ``(file, first_line, qualname, lines[, calls])``, each line
+#: ``(line, hits, time_ns, source[, self_ns])``; a left-out or None ``calls``/``self_ns`` is null.
+FunctionRows = tuple[Any, ...]
+
+
+def _optional_count(value: object) -> int | None:
+    return None if value is None else max(0, int(value))  # type: ignore[call-overload]
+
+
+def _function_objects(
+    functions: Iterable[FunctionRows], hashes: Mapping[str, str | None], names: dict[str, str | None]
+) -> list[dict[str, Any]]:
+    funcs: list[dict[str, Any]] = []
+    for file, first_line, qualname, lines, *more in functions:
+        name = _text(file)
+        names.setdefault(name, hashes.get(file))
+        rows = [
+            [
+                int(row[0]),
+                int(row[1]),
+                max(0, int(row[2])),
+                None if row[3] is None else _text(row[3]),
+                _optional_count(row[4] if len(row) > 4 else None),
+            ]
+            for row in lines
+        ]
+        if rows:
+            fn = {"file": name, "first_line": int(first_line), "qualname": _text(qualname), "lines": rows}
+            fn["calls"] = _optional_count(more[0] if more else None)
+            funcs.append(fn)
+    return funcs
+
+
 def build_document(
     *,
     process: Mapping[str, Any],
     profile: Mapping[str, Any],
-    functions: Iterable[tuple[str, int, str, Iterable[tuple[int, int, int, str | None]]]],
+    functions: Iterable[FunctionRows],
     files: Mapping[str, str | None] | None = None,
     errors: Iterable[str] = (),
+    regions: Mapping[str, Iterable[FunctionRows]] | None = None,
+    region_entries: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The document for one process. ``functions`` yields ``(file, first_line, qualname, lines)``
-    with ``lines`` as ``(line, hits, time_ns, source)``; ``files`` maps a file name to the sha256
-    of its source (a file named by a function but missing here is written with a null hash).
-    Text is made safe for JSON; the result passes :func:`validate`."""
-    funcs: list[dict[str, Any]] = []
+    """The document for one process. ``functions`` yields ``(file, first_line, qualname, lines,
+    calls)`` with ``lines`` as ``(line, hits, time_ns, source, self_ns)`` (``calls`` and
+    ``self_ns`` may be left out or None: not measured); ``files`` maps a file name to the sha256
+    of its source (a file named by a function but missing here is written with a null hash);
+    ``regions`` maps a region's name to its functions, in the same shape, and ``region_entries``
+    to how often it was entered. Text is made safe for JSON; the result passes :func:`validate`."""
     names: dict[str, str | None] = {}
     hashes = dict(files or {})
-    for file, first_line, qualname, lines in functions:
-        name = _text(file)
-        names.setdefault(name, hashes.get(file))
-        rows = [
-            [int(ln), int(hits), max(0, int(ns)), None if src is None else _text(src)] for ln, hits, ns, src in lines
-        ]
-        if rows:
-            funcs.append({"file": name, "first_line": int(first_line), "qualname": _text(qualname), "lines": rows})
+    funcs = _function_objects(functions, hashes, names)
+    region_list = []
+    for region_name, region_functions in (regions or {}).items():
+        region_funcs = _function_objects(region_functions, hashes, names)
+        if region_funcs:
+            entries = _optional_count((region_entries or {}).get(region_name))
+            region_list.append({"name": _text(region_name), "entries": entries, "functions": region_funcs})
     proc = {k: (_text(v) if isinstance(v, str) else v) for k, v in process.items()}
     proc["argv"] = [_text(a) for a in process.get("argv", [])]
     return {
@@ -177,6 +221,7 @@ def build_document(
         "profile": dict(profile),
         "files": {name: {"sha256": digest} for name, digest in names.items()},
         "functions": funcs,
+        "regions": region_list,
         "errors": [_text(e) for e in errors],
     }
 
@@ -300,33 +345,69 @@ def validate(document: Any, path: object = "<document>") -> dict[str, Any]:
     for name, entry in files.items():
         if not is_text(name) or not isinstance(entry, dict) or not _optional_text(entry.get("sha256")):
             raise LinesFileError(f"{path}: 'files' holds a malformed entry ({_shown(name)})")
-    functions = document.get("functions")
+    _check_functions(document.get("functions"), "functions", version, path)
+    regions = document.get("regions", [])
+    if not isinstance(regions, list):
+        raise LinesFileError(f"{path}: 'regions' is not a list")
+    for i, region in enumerate(regions):
+        if (
+            not isinstance(region, dict)
+            or not is_text(region.get("name"))
+            or not _optional_count_ok(region.get("entries"))
+        ):
+            raise LinesFileError(f"{path}: 'regions[{i}]' is malformed (name, functions)")
+        _check_functions(region.get("functions"), f"regions[{i}].functions", version, path)
+    errors = document.get("errors", [])
+    if not is_text_list(errors):
+        raise LinesFileError(f"{path}: 'errors' is not a list of text")
+    return document
+
+
+def _optional_count_ok(value: object) -> bool:
+    return value is None or is_count(value)
+
+
+def _check_functions(functions: object, where: str, version: int, path: object) -> None:
+    """LinesFileError unless ``functions`` is a list of function objects of schema ``version``
+    (rows of four items in version 1, five from version 2)."""
     if not isinstance(functions, list):
-        raise LinesFileError(f"{path}: 'functions' is missing or not a list")
+        raise LinesFileError(f"{path}: '{where}' is missing or not a list")
+    row_len = 4 if version == 1 else 5
     for i, fn in enumerate(functions):
-        where = f"functions[{i}]"
+        at = f"{where}[{i}]"
         if (
             not isinstance(fn, dict)
             or not is_text(fn.get("file"))
             or not is_count(fn.get("first_line"))
             or not is_text(fn.get("qualname"))
             or not isinstance(fn.get("lines"), list)
+            or not _optional_count_ok(fn.get("calls"))
         ):
-            raise LinesFileError(f"{path}: '{where}' is malformed (file, first_line, qualname, lines)")
+            raise LinesFileError(f"{path}: '{at}' is malformed (file, first_line, qualname, lines)")
         for row in fn["lines"]:
             if (
                 type(row) is not list
-                or len(row) != 4
+                or len(row) != row_len
                 or not is_count(row[0])
                 or not is_count(row[1])
                 or not is_count(row[2])
                 or not _optional_text(row[3])
+                or (row_len == 5 and not _optional_count_ok(row[4]))
             ):
-                raise LinesFileError(f"{path}: '{where}.lines' holds a malformed row ({_shown(row)})")
-    errors = document.get("errors", [])
-    if not is_text_list(errors):
-        raise LinesFileError(f"{path}: 'errors' is not a list of text")
-    return document
+                raise LinesFileError(f"{path}: '{at}.lines' holds a malformed row ({_shown(row)})")
+
+
+def _function_records(functions: list[dict[str, Any]]) -> tuple[FunctionRecord, ...]:
+    return tuple(
+        FunctionRecord(
+            fn["file"],
+            fn["first_line"],
+            fn["qualname"],
+            tuple(LineRecord(r[0], r[1], r[2], r[3], r[4] if len(r) > 4 else None) for r in fn["lines"]),
+            fn.get("calls"),
+        )
+        for fn in functions
+    )
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -346,17 +427,13 @@ def parse_lines_bytes(raw: bytes, path: str | os.PathLike[str] | None = None) ->
     except (ValueError, RecursionError) as error:
         raise LinesFileError(f"{shown}: corrupt or truncated JSON ({error.__class__.__name__})") from None
     document = validate(document, shown)
-    functions = tuple(
-        FunctionRecord(
-            fn["file"],
-            fn["first_line"],
-            fn["qualname"],
-            tuple(LineRecord(r[0], r[1], r[2], r[3]) for r in fn["lines"]),
-        )
-        for fn in document["functions"]
+    functions = _function_records(document["functions"])
+    regions = tuple(
+        RegionRecord(region["name"], _function_records(region["functions"]), region.get("entries"))
+        for region in document.get("regions", [])
     )
     files = {name: entry.get("sha256") for name, entry in document["files"].items()}
-    for fn in functions:
+    for fn in (*functions, *(f for region in regions for f in region.functions)):
         files.setdefault(fn.file, None)
     return LinesFile(
         path=Path(path) if path is not None else None,
@@ -365,6 +442,7 @@ def parse_lines_bytes(raw: bytes, path: str | os.PathLike[str] | None = None) ->
         files=files,
         functions=functions,
         errors=tuple(document.get("errors", ())),
+        regions=regions,
     )
 
 

@@ -4,10 +4,13 @@ that ran it, and the versions of a file whose source differed between processes 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .linesrecords import LinesFile
+from .linesrecords import FunctionRecord, LinesFile
+
+#: A merged function's key: (file, first line, qualname, variant).
+MergedKey = tuple[str, int, str, str | None]
 
 
 @dataclass
@@ -20,6 +23,8 @@ class MergedLine:
     time_ns: int = 0
     source: str | None = None
     per_process: list[tuple[int, int, int]] = field(default_factory=list)
+    #: Summed over processes; None when any of them did not measure it (an older file).
+    self_ns: int | None = 0
 
 
 @dataclass
@@ -31,6 +36,8 @@ class MergedFunction:
     #: most processes ran; None for that version (and for files without a hash).
     variant: str | None = None
     lines: dict[int, MergedLine] = field(default_factory=dict)
+    #: Summed over processes; None when any of them did not count them (an older file).
+    calls: int | None = 0
 
     @property
     def time_ns(self) -> int:
@@ -53,8 +60,12 @@ class SourceConflict:
 @dataclass
 class MergedLines:
     processes: list[LinesFile]
-    functions: dict[tuple[str, int, str, str | None], MergedFunction]
+    functions: dict[MergedKey, MergedFunction]
     conflicts: list[SourceConflict]
+    #: Region name -> its functions, merged as ``functions`` are, in the order first seen.
+    regions: dict[str, dict[MergedKey, MergedFunction]] = field(default_factory=dict)
+    #: Region name -> entries summed over processes (a process that did not say adds none).
+    region_entries: dict[str, int] = field(default_factory=dict)
 
     @property
     def unfinished(self) -> list[LinesFile]:
@@ -97,26 +108,47 @@ def merge_lines(files: Sequence[LinesFile]) -> MergedLines:
                 tuple((digest, tuple(processes[i].pid for i in indices)) for digest, indices in ordered),
             )
         )
-    functions: dict[tuple[str, int, str, str | None], MergedFunction] = {}
+    functions: dict[MergedKey, MergedFunction] = {}
+    regions: dict[str, dict[MergedKey, MergedFunction]] = {}
+    entries: dict[str, int] = {}
     for index, proc in enumerate(processes):
-        for fn in proc.functions:
-            variant = variant_of.get((fn.file, index))
-            key = (fn.file, fn.first_line, fn.qualname, variant)
-            merged = functions.get(key)
-            if merged is None:
-                merged = functions[key] = MergedFunction(fn.file, fn.first_line, fn.qualname, variant)
-            for rec in fn.lines:
-                line = merged.lines.get(rec.lineno)
-                if line is None:
-                    line = merged.lines[rec.lineno] = MergedLine(rec.lineno, source=rec.source)
-                elif line.source is None:
-                    line.source = rec.source
-                line.hits += rec.hits
-                line.time_ns += rec.time_ns
-                if line.per_process and line.per_process[-1][0] == index:
-                    # One process listed the same key twice (a re-defined function): one entry.
-                    _, h, t = line.per_process[-1]
-                    line.per_process[-1] = (index, h + rec.hits, t + rec.time_ns)
-                else:
-                    line.per_process.append((index, rec.hits, rec.time_ns))
-    return MergedLines(processes, functions, conflicts)
+        _add_functions(functions, proc.functions, index, variant_of)
+        for region in proc.regions:
+            _add_functions(regions.setdefault(region.name, {}), region.functions, index, variant_of)
+            entries[region.name] = entries.get(region.name, 0) + (region.entries or 0)
+    return MergedLines(processes, functions, conflicts, regions, entries)
+
+
+def _plus(total: int | None, more: int | None) -> int | None:
+    """A sum that stays unknown once one part is."""
+    return None if total is None or more is None else total + more
+
+
+def _add_functions(
+    functions: dict[MergedKey, MergedFunction],
+    records: Iterable[FunctionRecord],
+    index: int,
+    variant_of: dict[tuple[str, int], str | None],
+) -> None:
+    for fn in records:
+        variant = variant_of.get((fn.file, index))
+        key = (fn.file, fn.first_line, fn.qualname, variant)
+        merged = functions.get(key)
+        if merged is None:
+            merged = functions[key] = MergedFunction(fn.file, fn.first_line, fn.qualname, variant)
+        merged.calls = _plus(merged.calls, fn.calls)
+        for rec in fn.lines:
+            line = merged.lines.get(rec.lineno)
+            if line is None:
+                line = merged.lines[rec.lineno] = MergedLine(rec.lineno, source=rec.source)
+            elif line.source is None:
+                line.source = rec.source
+            line.hits += rec.hits
+            line.time_ns += rec.time_ns
+            line.self_ns = _plus(line.self_ns, rec.self_ns)
+            if line.per_process and line.per_process[-1][0] == index:
+                # One process listed the same key twice (a re-defined function): one entry.
+                _, h, t = line.per_process[-1]
+                line.per_process[-1] = (index, h + rec.hits, t + rec.time_ns)
+            else:
+                line.per_process.append((index, rec.hits, rec.time_ns))

@@ -17,6 +17,8 @@ class LineRecord:
     hits: int
     time_ns: int
     source: str | None
+    #: None in a file that did not measure it (schema version 1).
+    self_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -25,10 +27,23 @@ class FunctionRecord:
     first_line: int
     qualname: str
     lines: tuple[LineRecord, ...]
+    #: None in a file that did not count them (schema version 1).
+    calls: int | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:
         return (self.file, self.first_line, self.qualname)
+
+
+@dataclass(frozen=True)
+class RegionRecord:
+    """The lines that ran while one named region (``LineProfiler.region(name)``) was the
+    innermost open one on their thread."""
+
+    name: str
+    functions: tuple[FunctionRecord, ...]
+    #: How many times it was entered while recording; None when not known.
+    entries: int | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +56,7 @@ class LinesFile:
     files: dict[str, str | None]
     functions: tuple[FunctionRecord, ...]
     errors: tuple[str, ...] = ()
+    regions: tuple[RegionRecord, ...] = ()
 
     @property
     def pid(self) -> int:

@@ -309,6 +309,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
         lp_thread *th = (lp_thread *)self->threads.slots[j].val;
         if (th != NULL) {
             th->depth = 0;
+            lp_self_reset(th);
         }
     }
 #if !LP_MONITORING
@@ -375,55 +376,125 @@ static PyObject *lp_tracer_hook(lp_TracerObject *self, PyObject *kind)
     return NULL;
 }
 
+/* rec's lines as [(line, hits, time_ns, self_ns), ...] for the lines with a hit or time:
+ * region `only`'s, or (only < 0) the main array's and every region's added up. */
+static PyObject *lp_lines_list(lp_code *rec, int only, double scale)
+{
+    PyObject *lines = PyList_New(0);
+    if (lines == NULL) {
+        return NULL;
+    }
+    for (int k = 0; k < rec->n; k++) {
+        lp_line sum = {0, 0, 0};
+        for (int r = only < 0 ? 0 : only; r < (only < 0 ? rec->n_regions + 1 : only + 1); r++) {
+            const lp_line *arr = r == 0 ? rec->lines : (r < rec->n_regions ? rec->regions[r].lines : NULL);
+            if (arr != NULL) {
+                sum.hits += arr[k].hits;
+                sum.ticks += arr[k].ticks;
+                sum.self += arr[k].self;
+            }
+        }
+        if (sum.hits == 0 && sum.ticks == 0) {
+            continue;
+        }
+        /* Tiny negative sums can come from a TSC read on two cores. */
+        int64_t ticks = sum.ticks > 0 ? sum.ticks : 0;
+        int64_t self = sum.self < 0 ? 0 : (sum.self > ticks ? ticks : sum.self);
+        long long ns = (long long)((double)ticks * scale + 0.5);
+        long long self_ns = (long long)((double)self * scale + 0.5);
+        PyObject *t = Py_BuildValue("(iKLL)", rec->base + k, (unsigned long long)sum.hits, ns, self_ns);
+        if (t == NULL || PyList_Append(lines, t) < 0) {
+            Py_XDECREF(t);
+            Py_DECREF(lines);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return lines;
+}
+
+/* Appends (code, calls, lines) to out, or (region, code, calls, lines) when region > 0,
+ * unless lines is empty. Steals lines. Returns 0, or -1 with an exception set. */
+static int lp_append_record(PyObject *out, int region, lp_code *rec, uint64_t calls, PyObject *lines)
+{
+    if (PyList_GET_SIZE(lines) == 0) {
+        Py_DECREF(lines);
+        return 0;
+    }
+    PyObject *item = region > 0 ? Py_BuildValue("(iOKN)", region, rec->code, (unsigned long long)calls, lines)
+                                : Py_BuildValue("(OKN)", rec->code, (unsigned long long)calls, lines);
+    if (item == NULL || PyList_Append(out, item) < 0) {
+        Py_XDECREF(item);
+        return -1;
+    }
+    Py_DECREF(item);
+    return 0;
+}
+
 PyDoc_STRVAR(lp_collect_doc, "collect()\n--\n\n"
-                             "The recorded data: a list of (code, [(line, hits, time_ns), ...]) for every\n"
-                             "project code object with at least one hit, ticks converted to ns here.");
+                             "The recorded data: a list of (code, calls, [(line, hits, time_ns, self_ns),\n"
+                             "...]) for every project code object with at least one hit, regions\n"
+                             "included, ticks converted to ns here.");
 
 static PyObject *lp_tracer_collect(lp_TracerObject *self, PyObject *Py_UNUSED(ignored))
 {
     double scale = lp_ns_per_tick(self);
     PyObject *out = PyList_New(0);
-    if (out == NULL) {
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < self->n_recs; i++) {
+    for (Py_ssize_t i = 0; out != NULL && i < self->n_recs; i++) {
         lp_code *rec = self->recs[i];
-        PyObject *lines = PyList_New(0);
-        if (lines == NULL) {
-            goto error;
+        PyObject *lines = lp_lines_list(rec, -1, scale);
+        if (lines == NULL || lp_append_record(out, 0, rec, rec->calls, lines) < 0) {
+            Py_CLEAR(out);
         }
-        for (int k = 0; k < rec->n; k++) {
-            lp_line *l = &rec->lines[k];
-            if (l->hits == 0 && l->ticks == 0) {
-                continue;
-            }
-            /* Tiny negative sums can come from a TSC read on two cores. */
-            int64_t ticks = l->ticks > 0 ? l->ticks : 0;
-            long long ns = (long long)((double)ticks * scale + 0.5);
-            PyObject *t = Py_BuildValue("(iKL)", rec->base + k, (unsigned long long)l->hits, ns);
-            if (t == NULL || PyList_Append(lines, t) < 0) {
-                Py_XDECREF(t);
-                Py_DECREF(lines);
-                goto error;
-            }
-            Py_DECREF(t);
-        }
-        if (PyList_GET_SIZE(lines) == 0) {
-            Py_DECREF(lines);
-            continue;
-        }
-        PyObject *item = PyTuple_Pack(2, rec->code, lines);
-        Py_DECREF(lines);
-        if (item == NULL || PyList_Append(out, item) < 0) {
-            Py_XDECREF(item);
-            goto error;
-        }
-        Py_DECREF(item);
     }
     return out;
-error:
-    Py_DECREF(out);
-    return NULL;
+}
+
+PyDoc_STRVAR(lp_collect_regions_doc,
+             "collect_regions()\n--\n\n"
+             "What ran inside regions: a list of (region, code, calls, [(line, hits, time_ns,\n"
+             "self_ns), ...]), one per region number (set_region()) and code object with a hit.");
+
+static PyObject *lp_tracer_collect_regions(lp_TracerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    double scale = lp_ns_per_tick(self);
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && i < self->n_recs; i++) {
+        lp_code *rec = self->recs[i];
+        for (int r = 1; out != NULL && r < rec->n_regions; r++) {
+            if (rec->regions[r].lines == NULL && rec->regions[r].calls == 0) {
+                continue;
+            }
+            PyObject *lines = lp_lines_list(rec, r, scale);
+            if (lines == NULL || lp_append_record(out, r, rec, rec->regions[r].calls, lines) < 0) {
+                Py_CLEAR(out);
+            }
+        }
+    }
+    return out;
+}
+
+PyDoc_STRVAR(lp_set_region_doc, "set_region(region)\n--\n\n"
+                                "Makes `region` (an int from 0, none, to 1000000) the current region of\n"
+                                "the calling thread, whether or not recording; returns the one before.");
+
+static PyObject *lp_tracer_set_region(lp_TracerObject *self, PyObject *arg)
+{
+    long region = PyLong_AsLong(arg);
+    if (region == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (region < 0 || region > LP_MAX_REGION) {
+        PyErr_Format(PyExc_ValueError, "set_region: region must be from 0 to %d", LP_MAX_REGION);
+        return NULL;
+    }
+    lp_thread *th = lp_thread_get(self, PyThreadState_Get());
+    if (th == NULL) {
+        return NULL;
+    }
+    int prev = th->region;
+    th->region = (int)region;
+    return PyLong_FromLong(prev);
 }
 
 PyDoc_STRVAR(lp_clear_doc, "clear()\n--\n\n"
@@ -441,6 +512,13 @@ static PyObject *lp_tracer_clear(lp_TracerObject *self, PyObject *Py_UNUSED(igno
         if (rec->lines != NULL) {
             memset(rec->lines, 0, (size_t)rec->n * sizeof(lp_line));
         }
+        rec->calls = 0;
+        for (int r = 0; r < rec->n_regions; r++) {
+            if (rec->regions[r].lines != NULL) {
+                memset(rec->regions[r].lines, 0, (size_t)rec->n * sizeof(lp_line));
+            }
+            rec->regions[r].calls = 0;
+        }
     }
     int64_t now = lp_clock(self, 0);
     for (size_t j = 0; self->threads.slots && j <= self->threads.mask; j++) {
@@ -451,6 +529,7 @@ static PyObject *lp_tracer_clear(lp_TracerObject *self, PyObject *Py_UNUSED(igno
         for (Py_ssize_t i = 0; i < th->depth; i++) {
             th->stack[i].vstart = now - th->ovh;
         }
+        th->self_v = now - th->ovh;
     }
     Py_RETURN_NONE;
 }
@@ -522,6 +601,8 @@ static PyMethodDef lp_tracer_methods[] = {
     {"stop", (PyCFunction)lp_tracer_stop, METH_NOARGS, lp_stop_doc},
     {"hook", (PyCFunction)lp_tracer_hook, METH_O, lp_hook_doc},
     {"collect", (PyCFunction)lp_tracer_collect, METH_NOARGS, lp_collect_doc},
+    {"collect_regions", (PyCFunction)lp_tracer_collect_regions, METH_NOARGS, lp_collect_regions_doc},
+    {"set_region", (PyCFunction)lp_tracer_set_region, METH_O, lp_set_region_doc},
     {"clear", (PyCFunction)lp_tracer_clear, METH_NOARGS, lp_clear_doc},
     {"take_error", (PyCFunction)lp_tracer_take_error, METH_NOARGS, lp_take_error_doc},
     {NULL, NULL, 0, NULL},

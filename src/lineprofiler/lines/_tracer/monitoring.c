@@ -108,8 +108,11 @@ static LP_NOINLINE PyObject *lp_line_new(lp_TracerObject *tr, lp_thread *th, PyO
     }
     lp_frame *top = lp_push(tr, th, code, frame, rec, 0);
     if (LP_LIKELY(top != NULL)) {
+        /* A fresh frame, or one running since before recording began: counted as a call
+         * either way (a frame adopted here counts once per session, see lp_count_call()). */
+        lp_count_call(tr, th, rec);
         lp_line *slot = lp_slot_of(tr, th, rec, lp_as_line(line));
-        lp_open(top, slot, lp_vnow(tr, th), 1);
+        lp_open(th, top, slot, lp_vnow(tr, th), 1);
     }
     Py_RETURN_NONE;
 }
@@ -131,7 +134,7 @@ static LP_NOINLINE PyObject *lp_line_other(lp_TracerObject *tr, lp_thread *th, l
     lp_line *slot = lp_slot_of(tr, th, top->rec, lp_as_line(line));
     int64_t v = lp_vnow(tr, th);
     lp_close(top, v);
-    lp_open(top, slot, v, 1);
+    lp_open(th, top, slot, v, 1);
     Py_RETURN_NONE;
 }
 
@@ -161,13 +164,16 @@ LP_INLINE PyObject *lp_line_impl(PyObject *self, PyObject *const *args, size_t n
         return lp_line_other(tr, th, top, lo);
     }
     Py_ssize_t i = PyUnstable_Long_CompactValue((PyLongObject *)lo) - rec->base;
-    if (LP_UNLIKELY((size_t)i >= (size_t)rec->n)) {
+    if (LP_UNLIKELY((size_t)i >= (size_t)rec->n || th->region != 0)) {
         return lp_line_other(tr, th, top, lo);
     }
     lp_line *slot = &rec->lines[i];
     int64_t v = (clock == LP_CLOCK_TSC ? lp_tsc() : lp_clock(tr, 0)) - th->ovh;
     lp_close(top, v);
-    lp_open(top, slot, v, 1);
+    top->open = slot;
+    top->vstart = v;
+    slot->hits++;
+    lp_self_to(th, slot, v);
     Py_RETURN_NONE;
 }
 
@@ -222,9 +228,11 @@ LP_INLINE PyObject *lp_on_enter(PyObject *self, PyObject *const *args, size_t na
     }
 #endif
     lp_frame *f = lp_push(tr, th, code, lp_current_frame(th), rec, 0);
-    if (f != NULL && how != LP_ENTER_START) {
+    if (f != NULL && how == LP_ENTER_START) {
+        lp_count_call(tr, th, rec);
+    } else if (f != NULL) {
         lp_line *slot = lp_slot_of(tr, th, rec, lp_line_at(rec, args[1]));
-        lp_open(f, slot, lp_vnow(tr, th), 0);
+        lp_open(th, f, slot, lp_vnow(tr, th), 0);
     }
     Py_RETURN_NONE;
 }
@@ -242,9 +250,12 @@ static LP_NOINLINE PyObject *lp_exit_other(lp_TracerObject *tr, PyObject *code, 
         lp_frame *top = &th->stack[th->depth - 1];
         if (top->code == code && top->frame == lp_current_frame(th)) {
             if (top->open != NULL) {
-                lp_close(top, lp_vnow(tr, th));
+                int64_t v = lp_vnow(tr, th);
+                lp_close(top, v);
+                lp_pop(th, v);
+            } else {
+                th->depth--;
             }
-            th->depth--;
             Py_RETURN_NONE;
         }
     }
@@ -279,9 +290,12 @@ LP_INLINE PyObject *lp_exit_impl(PyObject *self, PyObject *const *args, size_t n
         return lp_exit_other(tr, code, can_disable);
     }
     if (top->open != NULL) {
-        lp_close(top, (clock == LP_CLOCK_TSC ? lp_tsc() : lp_clock(tr, 0)) - th->ovh);
+        int64_t v = (clock == LP_CLOCK_TSC ? lp_tsc() : lp_clock(tr, 0)) - th->ovh;
+        lp_close(top, v);
+        lp_pop(th, v);
+    } else {
+        th->depth--;
     }
-    th->depth--;
     Py_RETURN_NONE;
 }
 

@@ -50,8 +50,9 @@ static LP_NOINLINE int lp_line_first(lp_TracerObject *tr, lp_thread *th, PyFrame
     }
     lp_frame *top = lp_push(tr, th, code, frame, rec, 0);
     if (top != NULL) {
+        lp_count_call(tr, th, rec);
         lp_line *slot = lp_slot_of(tr, th, rec, PyFrame_GetLineNumber(frame));
-        lp_open(top, slot, lp_vnow(tr, th), 1);
+        lp_open(th, top, slot, lp_vnow(tr, th), 1);
     }
     return 0;
 }
@@ -77,7 +78,7 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         lp_line *slot = lp_slot_of(tr, th, top->rec, PyFrame_GetLineNumber(frame));
         int64_t v = lp_vnow(tr, th);
         lp_close(top, v);
-        lp_open(top, slot, v, 1);
+        lp_open(th, top, slot, v, 1);
         return 0;
     }
     case PyTrace_CALL: {
@@ -100,17 +101,24 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
          * cost one comparison instead of a lookup. */
         lp_frame *f = lp_push(tr, th, code, frame, rec == LP_FOREIGN ? NULL : rec, 0);
         if (f != NULL && rec != LP_FOREIGN) {
-            lp_line *slot = lp_slot_of(tr, th, rec, lp_resume_line(rec, frame));
-            lp_open(f, slot, lp_vnow(tr, th), 0);
+            int line = lp_resume_line(rec, frame);
+            if (line == LP_NO_LINE) {
+                lp_count_call(tr, th, rec); /* a fresh start: a resume stands on its yield's line */
+            }
+            lp_line *slot = lp_slot_of(tr, th, rec, line);
+            lp_open(th, f, slot, lp_vnow(tr, th), 0);
         }
         return 0;
     }
     case PyTrace_RETURN: /* return, yield, and unwinding (arg NULL) */
         if (top != NULL && top->frame == (void *)frame) {
             if (top->open != NULL) {
-                lp_close(top, lp_vnow(tr, th));
+                int64_t v = lp_vnow(tr, th);
+                lp_close(top, v);
+                lp_pop(th, v);
+            } else {
+                th->depth--;
             }
-            th->depth--;
         }
         return 0;
     default: /* exception, opcode */
@@ -214,6 +222,7 @@ int lp_install(lp_TracerObject *tr, PyThreadState *ts)
     /* Entries left from a time this thread lost our trace function (someone
      * called sys.settrace) name frames that may be gone: start clean. */
     th->depth = 0;
+    lp_self_reset(th);
     return 0;
 }
 

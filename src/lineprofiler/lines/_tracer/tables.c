@@ -254,15 +254,34 @@ static void lp_code_free(lp_code *rec)
 {
     Py_XDECREF(rec->code);
     PyMem_Free(rec->lines);
+    for (int r = 0; r < rec->n_regions; r++) {
+        PyMem_Free(rec->regions[r].lines);
+    }
+    PyMem_Free(rec->regions);
     PyMem_Free(rec);
 }
 
-/* Makes lines[] cover `line`. Returns 0, or -1 with MemoryError set. The
- * old array is handed to *old (the caller frees it once open frames no
- * longer point into it). */
+/* A line array of n slots holding `from` (n_from slots) at offset `at`, or NULL with
+ * MemoryError set. */
+static lp_line *lp_lines_copy(const lp_line *from, int n_from, size_t n, int at)
+{
+    lp_line *lines = PyMem_Calloc(n ? n : 1, sizeof(lp_line));
+    if (lines == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (from != NULL && n_from) {
+        memcpy(lines + at, from, (size_t)n_from * sizeof(lp_line));
+    }
+    return lines;
+}
+
+/* Makes lines[], and every region's, cover `line`. Returns 0, or -1 with
+ * MemoryError set (nothing changed). The old arrays are handed to old[]
+ * (main first, then regions[1..]; the caller frees them once no pointer
+ * into them is left), which has room for rec->n_regions + 1. */
 static int lp_code_grow(lp_code *rec, int line, lp_line **old)
 {
-    *old = NULL;
     int lo = rec->n ? rec->base : line;
     int hi = rec->n ? rec->base + rec->n : line + 1; /* exclusive */
     if (line < lo) {
@@ -279,16 +298,33 @@ static int lp_code_grow(lp_code *rec, int line, lp_line **old)
         new_hi = (int64_t)hi;
     }
     size_t n = (size_t)(new_hi - lo);
-    lp_line *lines = PyMem_Calloc(n, sizeof(lp_line));
-    if (lines == NULL) {
-        PyErr_NoMemory();
+    int at = rec->n ? rec->base - lo : 0;
+    int k = rec->n_regions > 0 ? rec->n_regions : 1;
+    lp_line **fresh = PyMem_Calloc((size_t)k, sizeof(lp_line *));
+    int ok = fresh != NULL;
+    for (int r = 0; ok && r < k; r++) {
+        const lp_line *from = r == 0 ? rec->lines : rec->regions[r].lines;
+        if (r == 0 || from != NULL) {
+            ok = (fresh[r] = lp_lines_copy(from, rec->n, n, at)) != NULL;
+        }
+    }
+    if (!ok) {
+        for (int r = 0; fresh != NULL && r < k; r++) {
+            PyMem_Free(fresh[r]);
+        }
+        PyMem_Free(fresh);
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
         return -1;
     }
-    if (rec->n) {
-        memcpy(lines + (rec->base - lo), rec->lines, (size_t)rec->n * sizeof(lp_line));
+    old[0] = rec->lines;
+    rec->lines = fresh[0];
+    for (int r = 1; r < rec->n_regions; r++) {
+        old[r] = rec->regions[r].lines;
+        rec->regions[r].lines = fresh[r];
     }
-    *old = rec->lines;
-    rec->lines = lines;
+    PyMem_Free(fresh);
     rec->base = lo;
     rec->n = (int)n;
     return 0;
@@ -496,11 +532,14 @@ lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts)
         }
         th->tstate = ts;
         th->tid = ts->id;
+        lp_self_reset(th);
         s->val = th;
     } else if (th->tid != ts->id) {
         /* A new thread reusing a dead thread's PyThreadState address. */
         th->tid = ts->id;
         th->depth = 0;
+        lp_self_reset(th);
+        th->region = 0;
     }
     return th;
 }
@@ -536,33 +575,118 @@ lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th)
     return &th->stack[th->depth++];
 }
 
-/* Grows rec's lines[] to cover `line` and re-points every open frame of
- * every thread that pointed into the old array. Rare: arrays are sized from
- * co_lines() when the record is made. Its time is taken out of thread th's
- * virtual clock. Returns 0, or -1 (tracer broken). */
+/* `p` re-pointed into rec's grown arrays if it pointed into one of the old
+ * ones (old[], n_old slots each from line old_base), else unchanged. */
+static lp_line *lp_rebase(lp_code *rec, lp_line **old, int n_arrays, int old_base, int n_old, lp_line *p)
+{
+    for (int r = 0; r < n_arrays; r++) {
+        if (old[r] != NULL && (uintptr_t)p >= (uintptr_t)old[r] &&
+            (uintptr_t)p < (uintptr_t)(old[r] + n_old)) {
+            lp_line *now = r == 0 ? rec->lines : rec->regions[r].lines;
+            return &now[old_base + (p - old[r]) - rec->base];
+        }
+    }
+    return p;
+}
+
+/* Grows rec's line arrays (its regions' too) to cover `line` and re-points
+ * every open frame and self-time slot of every thread that pointed into an
+ * old array. Rare: arrays are sized from co_lines() when the record is made.
+ * Its time is taken out of thread th's virtual clock. Returns 0, or -1
+ * (tracer broken). */
 int lp_grow_timed(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line)
 {
     int64_t t0 = lp_clock(tr, 0);
     int rc = 0;
     int old_base = rec->base;
-    lp_line *old;
-    if (lp_code_grow(rec, line, &old) < 0) {
-        lp_fail(tr);
-        rc = -1;
-        old = NULL;
+    int old_n = rec->n;
+    int n_arrays = rec->n_regions > 0 ? rec->n_regions : 1;
+    lp_line **old = PyMem_Calloc((size_t)n_arrays, sizeof(lp_line *));
+    if (old == NULL) {
+        PyErr_NoMemory();
     }
-    for (size_t j = 0; old != NULL && tr->threads.slots && j <= tr->threads.mask; j++) {
+    if (old == NULL || lp_code_grow(rec, line, old) < 0) {
+        lp_fail(tr);
+        PyMem_Free(old);
+        lp_leave(tr, th, t0);
+        return -1;
+    }
+    for (size_t j = 0; tr->threads.slots && j <= tr->threads.mask; j++) {
         lp_thread *other = (lp_thread *)tr->threads.slots[j].val;
-        for (Py_ssize_t i = 0; other != NULL && i < other->depth; i++) {
+        if (other == NULL) {
+            continue;
+        }
+        for (Py_ssize_t i = 0; i < other->depth; i++) {
             lp_frame *f = &other->stack[i];
             if (f->rec == rec && f->open != NULL) {
-                f->open = &rec->lines[old_base + (f->open - old) - rec->base];
+                f->open = lp_rebase(rec, old, n_arrays, old_base, old_n, f->open);
             }
         }
+        other->self_slot = lp_rebase(rec, old, n_arrays, old_base, old_n, other->self_slot);
+    }
+    for (int r = 0; r < n_arrays; r++) {
+        PyMem_Free(old[r]);
     }
     PyMem_Free(old);
     lp_leave(tr, th, t0);
     return rc;
+}
+
+/* rec's record of region r, its regions[] grown to hold it (lines left NULL);
+ * NULL with MemoryError set. */
+static lp_region *lp_region_of(lp_code *rec, int r)
+{
+    if (r >= rec->n_regions) {
+        int n = r + 1 > 2 * rec->n_regions ? r + 1 : 2 * rec->n_regions;
+        lp_region *grown = PyMem_Realloc(rec->regions, (size_t)n * sizeof(lp_region));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memset(grown + rec->n_regions, 0, (size_t)(n - rec->n_regions) * sizeof(lp_region));
+        rec->regions = grown;
+        rec->n_regions = n;
+    }
+    return &rec->regions[r];
+}
+
+/* The slot at `index` (within rec->n) of rec's lines in th's region, made on
+ * first use (timed: not billed); NULL when that failed (tracer broken). */
+lp_line *lp_region_slot(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int index)
+{
+    lp_region *reg = th->region < rec->n_regions ? &rec->regions[th->region] : NULL;
+    if (LP_LIKELY(reg != NULL && reg->lines != NULL)) {
+        return &reg->lines[index];
+    }
+    int64_t t0 = lp_clock(tr, 0);
+    reg = lp_region_of(rec, th->region);
+    if (reg != NULL && reg->lines == NULL) {
+        reg->lines = lp_lines_copy(NULL, 0, (size_t)rec->n, 0);
+    }
+    if (reg == NULL || reg->lines == NULL) {
+        lp_fail(tr);
+        lp_leave(tr, th, t0);
+        return NULL;
+    }
+    lp_leave(tr, th, t0);
+    return &reg->lines[index];
+}
+
+/* A call of rec while th is in a region: counted for the region too. */
+void lp_region_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec)
+{
+    if (th->region < rec->n_regions) {
+        rec->regions[th->region].calls++;
+        return;
+    }
+    int64_t t0 = lp_clock(tr, 0);
+    lp_region *reg = lp_region_of(rec, th->region);
+    if (reg == NULL) {
+        lp_fail(tr);
+    } else {
+        reg->calls++;
+    }
+    lp_leave(tr, th, t0);
 }
 
 /* Closes every open line of every thread at "now" and empties the stacks. */
@@ -579,6 +703,7 @@ void lp_close_all(lp_TracerObject *tr)
             continue;
         }
         int64_t v = now - th->ovh;
+        lp_self_to(th, &th->sink, v);
         for (Py_ssize_t i = 0; i < th->depth; i++) {
             if (th->stack[i].rec != NULL) {
                 lp_close(&th->stack[i], v);

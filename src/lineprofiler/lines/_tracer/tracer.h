@@ -1,9 +1,23 @@
 /* lineprofiler.lines._tracer: the line tracer behind LineProfiler, in C. Internal header.
  *
  * What it records: for each code object of the project, hits and time per
- * line. A line's time runs from its LINE event to the next event that ends it
- * in the same frame (the next line, a return, a yield, an unwind), so callees
- * are included. A callback reads the clock once on its common path; the slow
+ * line, and how many frames of it ran (its calls). A line's time runs from its
+ * LINE event to the next event that ends it in the same frame (the next line, a
+ * return, a yield, an unwind), so callees are included. Its self time is the
+ * part of that during which it was the innermost open line of its thread: the
+ * time of the project's frames it called is left out, the time of code outside
+ * the project (builtins, libraries, which have no lines of their own here)
+ * stays in. Each thread bills self time to one slot at a time (lp_self_to()),
+ * switched with the clock reading a callback takes anyway, so the self times
+ * of a thread add up to its recorded time without a second read.
+ *
+ * Regions: each thread has a current region (0: none), a number the Python
+ * layer sets (set_region()) and names. A line that opens while its thread is
+ * in region r is recorded in r's own array of the code's lines (lp_region)
+ * instead of the code's main one; collect() adds them all up per line, and
+ * collect_regions() gives each region's. The common path of LINE reads the
+ * region once and, outside any region, works as it did; inside one it takes
+ * the general path (lp_slot_of()). A callback reads the clock once on its common path; the slow
  * paths (deciding whether code is ours, growing a table) are timed and
  * removed from every open line, the caller's included (see lp_vnow() and
  * lp_leave()).
@@ -116,7 +130,16 @@ typedef struct {
 typedef struct {
     uint64_t hits;
     int64_t ticks;
+    int64_t self; /* ticks during which this line was its thread's innermost open line */
 } lp_line;
+
+/* What one code object recorded while one region was current. */
+typedef struct {
+    lp_line *lines; /* same base and size as the code's lines[]; NULL until used */
+    uint64_t calls;
+} lp_region;
+
+#define LP_MAX_REGION 1000000
 
 /* One project code object. */
 typedef struct {
@@ -132,6 +155,9 @@ typedef struct {
     lp_line *lines;
     int resume_key; /* one-entry cache: resume offset (3.12+) -> line */
     int resume_line;
+    uint64_t calls;     /* frames of this code pushed fresh: see lp_count_call() */
+    lp_region *regions; /* indexed by region number; [0] unused */
+    int n_regions;      /* slots in regions[] */
 } lp_code;
 
 #define LP_NO_LINE (-1)
@@ -161,6 +187,12 @@ typedef struct {
      * deciding code (strong), raised by that callback as it returns; NULL
      * between callbacks. Per thread: a callback can let other threads run. */
     PyObject *user_exc;
+    /* Where self time goes now: the innermost open line of this thread, or
+     * &sink when none is (sink is never read), since virtual time self_v. */
+    lp_line *self_slot;
+    int64_t self_v;
+    lp_line sink;
+    int region; /* the thread's current region, 0 for none (set_region()) */
 #if !LP_MONITORING
     Py_tracefunc prev_func; /* the trace function we replaced on start() */
     PyObject *prev_obj;     /* strong */
@@ -248,6 +280,8 @@ lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts);
 lp_thread *lp_thread_slow(lp_TracerObject *tr, uintptr_t key);
 lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th);
 int lp_grow_timed(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line);
+lp_line *lp_region_slot(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int index);
+void lp_region_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec);
 void lp_close_all(lp_TracerObject *tr);
 void lp_tracer_free_data(lp_TracerObject *tr);
 
@@ -383,6 +417,45 @@ LP_INLINE lp_frame *lp_push(lp_TracerObject *tr, lp_thread *th, PyObject *code, 
     return f;
 }
 
+/* From virtual time v on, thread th's self time goes to `slot` (not NULL);
+ * what went to the slot before is billed up to v. */
+LP_INLINE void lp_self_to(lp_thread *th, lp_line *slot, int64_t v)
+{
+    th->self_slot->self += v - th->self_v;
+    th->self_slot = slot;
+    th->self_v = v;
+}
+
+/* The innermost open line on th's stack, or &th->sink: where self time goes
+ * once the frame on top has ended. Usually the frame just below. */
+LP_INLINE lp_line *lp_innermost(lp_thread *th)
+{
+    for (Py_ssize_t i = th->depth; i-- > 0;) {
+        if (th->stack[i].open != NULL) {
+            return th->stack[i].open;
+        }
+    }
+    return &th->sink;
+}
+
+/* A thread's stack emptied outside a callback (start, a new trace function,
+ * a reused thread state): no slot it pointed at may be billed again. */
+LP_INLINE void lp_self_reset(lp_thread *th)
+{
+    th->self_slot = &th->sink;
+}
+
+/* A frame of rec starts afresh (not a resume, not a frame adopted at its
+ * first event after recording began: those cannot be told apart from a
+ * fresh start on every path, see lp_line_new()): one more call. */
+LP_INLINE void lp_count_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec)
+{
+    rec->calls++;
+    if (LP_UNLIKELY(th->region != 0)) {
+        lp_region_call(tr, th, rec);
+    }
+}
+
 /* Bills the frame's open line up to virtual time v. */
 LP_INLINE void lp_close(lp_frame *f, int64_t v)
 {
@@ -392,8 +465,9 @@ LP_INLINE void lp_close(lp_frame *f, int64_t v)
     }
 }
 
-/* The slot of `line` in rec, grown into if need be; NULL for no line or
- * when growing failed (tracer broken). The growth's own time is not billed. */
+/* The slot of `line` in rec (in the array of th's region when it is in
+ * one), grown into if need be; NULL for no line or when growing failed
+ * (tracer broken). The growth's own time is not billed. */
 LP_INLINE lp_line *lp_slot_of(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line)
 {
     if (LP_UNLIKELY(line < 0)) {
@@ -404,18 +478,33 @@ LP_INLINE lp_line *lp_slot_of(lp_TracerObject *tr, lp_thread *th, lp_code *rec, 
             return NULL;
         }
     }
+    if (LP_UNLIKELY(th->region != 0)) {
+        return lp_region_slot(tr, th, rec, line - rec->base);
+    }
     return &rec->lines[line - rec->base];
 }
 
 /* Opens `slot` (may be NULL) in frame f at virtual time v, counting a hit
- * if `hit`. */
-LP_INLINE void lp_open(lp_frame *f, lp_line *slot, int64_t v, int hit)
+ * if `hit`. f is the frame running on thread th, so its line is the
+ * innermost open one from now on. */
+LP_INLINE void lp_open(lp_thread *th, lp_frame *f, lp_line *slot, int64_t v, int hit)
 {
     f->open = slot;
     f->vstart = v;
     if (slot != NULL) {
         slot->hits += (uint64_t)hit;
+        lp_self_to(th, slot, v);
+    } else {
+        lp_self_to(th, &th->sink, v);
     }
+}
+
+/* The frame on top of th, whose open line was billed up to v, has ended:
+ * self time goes back to the line below that is open. */
+LP_INLINE void lp_pop(lp_thread *th, int64_t v)
+{
+    th->depth--;
+    lp_self_to(th, lp_innermost(th), v);
 }
 
 /* The virtual time now on thread th: the clock less the time this thread

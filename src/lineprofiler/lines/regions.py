@@ -1,0 +1,130 @@
+"""Named regions of a LineProfiler: ``with profiler.region("select"):``.
+
+A region is a state of the thread that enters it: while it is the innermost region open on a
+thread, every project line that starts on that thread (in the functions it calls too, and in a
+generator resumed there) is recorded in the region's own table as well as in the totals.
+Another thread is not in it; a generator resumed on this thread outside the region is not
+either. Nested regions do not add up: a line belongs to the innermost one.
+
+The tracer keeps the current region as a number per thread and picks the region's table when a
+line starts, so a region costs no Python code per line, and nothing at all where none is used.
+Here the names get their numbers, and each thread keeps the stack of regions it entered.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from types import CodeType, TracebackType
+from typing import Protocol
+
+from .stats import FunctionStats, StatsKey, stats_from_records
+
+__all__ = ["RegionBook", "RegionScope"]
+
+
+class RegionTracer(Protocol):
+    """What regions need of the C tracer."""
+
+    @property
+    def started(self) -> bool: ...
+
+    def set_region(self, region: int, /) -> int: ...
+
+    def collect_regions(self) -> list[tuple[int, CodeType, int, list[tuple[int, int, int, int]]]]: ...
+
+
+class RegionBook:
+    """The regions of one profiler: their numbers, how often each was entered while recording,
+    and each thread's stack of open ones."""
+
+    def __init__(self, tracer: RegionTracer) -> None:
+        self._tracer = tracer
+        self._numbers: dict[str, int] = {}
+        self._names: list[str] = [""]  # number -> name; 0 is "no region"
+        self._scopes: dict[str, RegionScope] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        #: Entries per region while recording, in the order first entered.
+        self.entries: dict[str, int] = {}
+
+    def scope(self, name: str) -> RegionScope:
+        """The one context manager of region ``name``, made on first use."""
+        scope = self._scopes.get(name)
+        if scope is not None:
+            return scope
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a region's name must be a non-empty str, not {name!r}")
+        with self._lock:
+            scope = self._scopes.get(name)
+            if scope is None:
+                number = len(self._names)
+                self._names.append(name)
+                self._numbers[name] = number
+                scope = self._scopes[name] = RegionScope(self, name, number)
+        return scope
+
+    def stack(self) -> list[int]:
+        """This thread's stack of the regions it is in, innermost last (made on first use)."""
+        stack: list[int] | None = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def enter(self, name: str, number: int) -> None:
+        self.stack().append(self._tracer.set_region(number))
+        if self._tracer.started:
+            self.entries[name] = self.entries.get(name, 0) + 1
+
+    def leave(self) -> None:
+        stack = self.stack()
+        if stack:  # else left on another thread than it was entered on: nothing of it is here
+            self._tracer.set_region(stack.pop())
+
+    def clear(self) -> None:
+        """Forget the entries counted (the tracer forgets the lines); open regions stay open."""
+        self.entries.clear()
+
+    def stats(self) -> dict[str, dict[StatsKey, FunctionStats]]:
+        """Per region that recorded a line, in the order regions were first named: what
+        get_stats() gives, for what ran while it was the innermost open region."""
+        per_number: dict[int, list[tuple[CodeType, int, Sequence[tuple[int, int, int, int]]]]] = {}
+        for number, code, calls, lines in self._tracer.collect_regions():
+            per_number.setdefault(number, []).append((code, calls, lines))
+        return {
+            self._names[number]: stats_from_records(records)
+            for number, records in sorted(per_number.items())
+            if 0 < number < len(self._names)
+        }
+
+
+class RegionScope:
+    """The context manager ``LineProfiler.region(name)`` returns: one per name, reused on every
+    entry, on any thread, nested or not. Safe to leave in code that runs unprofiled: entering
+    costs two calls into C and records nothing unless the profiler records."""
+
+    __slots__ = ("_book", "_name", "_number")
+
+    def __init__(self, book: RegionBook, name: str, number: int) -> None:
+        self._book = book
+        self._name = name
+        self._number = number
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<lineprofiler region {self._name!r}>"
+
+    def __enter__(self) -> RegionScope:
+        self._book.enter(self._name, self._number)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._book.leave()
