@@ -261,7 +261,9 @@ def _add_table_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--min-us", type=_microseconds, default=0.0, metavar="US", help="only lines and functions of at least US µs"
     )
-    sub.add_argument("--sort", choices=_SORT_KEYS, default="time", help="order by time (default), hits or line")
+    sub.add_argument(
+        "--sort", choices=_SORT_KEYS, default="time", help="order by time (default), self time, hits or line"
+    )
 
 
 def _add_run_parser(commands: Any) -> None:

@@ -85,17 +85,16 @@ def test_the_page_shows_the_source_and_the_text_tables_numbers(browser, profiled
     names = {row["attrs"]["f"]: (row["cells"][0], row["cells"][1]) for row in shown["functions"]}
     for row in shown["functions"]:
         table = expected[(row["cells"][0], row["cells"][1])]
-        assert (row["cells"][3], row["cells"][4]) == (table["hits"], table["total"])
+        assert (row["cells"][2], row["cells"][4], row["cells"][5]) == (table["calls"], table["total"], table["self"])
     seen = set()
     for row in shown["source"]:
         if "f" not in row["attrs"]:
             continue
         key, lineno = names[row["attrs"]["f"]], int(row["attrs"]["l"])
         text_row = expected[key]["lines"][lineno]
-        assert (row["cells"][1], row["cells"][2], row["cells"][4], row["cells"][5]) == text_row[:4]
-        assert row["cells"][3] == "-"
+        assert tuple(row["cells"][1:6]) == text_row[:5]
         if "also" not in row["attrs"]["cls"]:
-            assert row["cells"][6] == text_row[4]
+            assert row["cells"][6] == text_row[5]
         seen.add((key, lineno))
     assert seen == {(key, n) for key, table in expected.items() for n in table["lines"]}
 

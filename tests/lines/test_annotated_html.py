@@ -78,14 +78,16 @@ def profile_project(root: Path) -> LineProfiler:
     return profiler
 
 
-ROW = re.compile(r"^\s*(\d+)\s{2}\s*([\d,]+)\s{2}\s*(\S+ \S+)\s{2}\s*(\S+ \S+|-)\s{2}\s*(\d+\.\d)  (.*)$")
+TIME = r"(\S+ \S+|-)"
+GAP = r"\s{2}\s*"
+ROW = re.compile(rf"^\s*(\d+){GAP}([\d,]+){GAP}{TIME}{GAP}{TIME}{GAP}{TIME}{GAP}(\d+\.\d)  (.*)$")
 HEAD = re.compile(r"^Function: (.*) at (.*):(\d+)$")
-TOTAL = re.compile(r"^Total time: (.*?)   Hits: ([\d,]+)")
+TOTAL = re.compile(r"^Total time: (.*?)   Self: (.*?)   Calls: ([\d,]+|-)$")
 
 
 def text_tables(print_stats) -> dict[tuple[str, str], dict]:
-    """``print_stats()``'s output as ``(qualname, file:line) -> {total, hits, lines: {lineno:
-    (hits, time, per hit, % func, source)}}``."""
+    """``print_stats()``'s output as ``(qualname, file:line) -> {total, self, calls, hits, lines:
+    {lineno: (hits, time, self, per hit, % func, source)}}`` (``hits``: the lines' summed)."""
     out = io.StringIO()
     print_stats(file=out)
     tables: dict[tuple[str, str], dict] = {}
@@ -94,10 +96,12 @@ def text_tables(print_stats) -> dict[tuple[str, str], dict]:
         if match := HEAD.match(line):
             current = tables[(match.group(1), f"{match.group(2)}:{match.group(3)}")] = {"lines": {}}
         elif (match := TOTAL.match(line)) and current is not None:
-            current["total"], current["hits"] = match.group(1), match.group(2)
+            current["total"], current["self"], current["calls"] = match.groups()
         elif (match := ROW.match(line)) and current is not None:
             lineno, *numbers, source = match.groups()
             current["lines"][int(lineno)] = (*numbers, source)
+    for table in tables.values():
+        table["hits"] = f"{sum(int(row[0].replace(',', '')) for row in table['lines'].values()):,}"
     return tables
 
 
@@ -153,16 +157,17 @@ def compare_with_text(page: PageRows, tables: dict[tuple[str, str], dict]) -> se
     for attrs, cells in page.tables["functions"]:
         if attrs.get("data-f"):
             table = tables[(cells[0], cells[1])]
-            assert (cells[3], cells[4]) == (table["hits"], table["total"])
+            assert (cells[2], cells[4], cells[5]) == (table["calls"], table["total"], table["self"])
+            if len(table["lines"]) == int(cells[6]):  # every line of it is in the text table
+                assert cells[3] == table["hits"]
     seen = set()
     for attrs, cells in page.source_rows():
         name, lineno = names[attrs["data-f"]], int(attrs["data-l"] or 0)
         hits, time, own, per_hit, share = cells[1:6]
         expected = tables[name]["lines"][lineno]
-        assert (hits, time, per_hit, share) == expected[:4], (name, lineno)
-        assert own == "-"  # self time is not measured yet: never shown as 0
+        assert (hits, time, own, per_hit, share) == expected[:5], (name, lineno)
         if "also" not in (attrs.get("class") or ""):
-            assert cells[6] == expected[4], (name, lineno)
+            assert cells[6] == expected[5], (name, lineno)
         seen.add((name[0], lineno))
     return seen
 

@@ -37,7 +37,7 @@ Options:
   -f FUNC   the table of FUNC instead (an expression: f, obj.method, module.func; repeatable),
             recorded wherever its file lies
   -m US     only lines and functions of at least US microseconds
-  -s KEY    sort by time, hits or line (default time)
+  -s KEY    sort by time, self, hits or line (default time)
   -o PATH   also save the result as a line-stats file (a file, or a directory)
   -r        return the profiler (its get_stats(), print_stats(), dump() ...)
 """

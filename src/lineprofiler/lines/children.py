@@ -86,6 +86,8 @@ class Recording(EndingProfiler, Protocol):
     def stop_recording(self) -> None: ...
     def collect_stats(self, errors: list[str]) -> dict[StatsKey, FunctionStats]: ...
     def profile_info(self, *, children: bool | None = None) -> dict[str, Any]: ...
+    def collect_region_stats(self) -> dict[str, dict[StatsKey, FunctionStats]]: ...
+    def region_entries(self) -> dict[str, int]: ...
     def clear(self) -> None: ...
 
 
@@ -334,6 +336,7 @@ class Session:
     def document(self, status: str, signal_name: str | None = None) -> dict[str, Any]:
         profiler = self.profiler
         stats = {} if status == "started" else profiler.collect_stats(self.errors)
+        regions = {} if status == "started" else profiler.collect_region_stats()
         process = process_info(
             status,
             start_unix_ns=self.start_unix_ns,
@@ -344,5 +347,10 @@ class Session:
             parent_pid=self.parent_pid,
         )
         return document_from_stats(
-            stats, process=process, profile=profiler.profile_info(children=True), errors=self.errors
+            stats,
+            process=process,
+            profile=profiler.profile_info(children=True),
+            errors=self.errors,
+            regions=regions,
+            region_entries=profiler.region_entries() if regions else None,
         )

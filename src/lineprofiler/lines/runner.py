@@ -591,7 +591,15 @@ def _write_one(
         exit_code=exit_code,
         signal=signal_name,
     )
-    document = document_from_stats(stats, process=process, profile=profiler.profile_info(), errors=errors)
+    regions = profiler.collect_region_stats() if stats else {}
+    document = document_from_stats(
+        stats,
+        process=process,
+        profile=profiler.profile_info(),
+        errors=errors,
+        regions=regions,
+        region_entries=profiler.region_entries() if regions else None,
+    )
     if status == "started":
         linesfile.write_lines_file(path, document)  # OSError: the caller's to report
         return path
