@@ -59,6 +59,10 @@ read as the new scheme, see :mod:`.histogram`), ``n_buckets`` int.
 
 ``errors`` list of str: failures inside the profiler that were recorded instead of raised.
 
+``trace``: absent (or null) unless the profiler was made with ``trace=True``; else its exact
+spans, the entries still open, the links of ``signal``/``wait_on``, the threads and the clock
+pairs, each ring with its ``capacity``, ``recorded`` and ``dropped`` counts.
+
 ``layout``: ``"samples-last"`` when :func:`write_worker_file` wrote the document (it puts
 ``samples`` last), so that a reader that does not want the samples can stop before them
 (:func:`read_worker_file` with ``skip_samples=True``) instead of parsing a 12-hour history.
@@ -194,6 +198,7 @@ def build_document(
     config: Mapping[str, Any],
     tree: Mapping[str, Any],
     own_io_excluded: Mapping[str, Any] | None,
+    trace: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A worker document of this schema, as the profiler writes it at each snapshot.
 
@@ -201,10 +206,11 @@ def build_document(
     is only ever read if it succeeds); ``tree`` is the recorder's snapshot (``phases``,
     ``counters``, ``caps``, ``repairs``, ``own_io_subtracted``). ``samples`` and ``gpu`` start
     null and ``errors`` holds what had to be bounded: the profiler's attachments and the
-    profiler fill them in.
+    profiler fill them in. ``trace`` is the recorder's spans and links (``trace=True``), or None:
+    the key is left out, as in files from before tracing.
     """
     bounded, notes = _bounded_identity(identity)
-    return {
+    document: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": KIND,
         "identity": bounded,
@@ -235,6 +241,9 @@ def build_document(
         "own_io_subtracted": tree.get("own_io_subtracted"),
         "errors": notes,
     }
+    if trace is not None:
+        document["trace"] = dict(trace)
+    return document
 
 
 def write_worker_file(
