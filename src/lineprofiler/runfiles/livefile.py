@@ -321,10 +321,31 @@ def read_live(path: str | os.PathLike[str], *, data: bytes | None = None) -> Liv
     block = livetrace.find_block(data, lay.header_bytes, lay.seg_bytes)
     if block is not None:
         live.trace = livetrace.read_block(data, block[0], block[1], live.problems)
+        if live.trace is not None:
+            _add_open_phases(live, live.trace["open"], paths)
     if live.frozen:
         paths_held = max(0, n_nodes - 1)  # every node but the root
         live.problems.append(f"stopped growing at {paths_held:,} paths; later paths come from the last snapshot")
     return live
+
+
+def _add_open_phases(live: LiveFile, opened: list[list[int]], paths: dict[int, str]) -> None:
+    """A phase, with no entry closed yet, for each path the trace shows open: so every phase id
+    of the trace names a path (a killed worker's last phases are often open ones)."""
+    known = {p["id"] for p in live.phases}
+    counts: dict[int, int] = {}
+    for _, phase_id, _ in opened:
+        counts[phase_id] = counts.get(phase_id, 0) + 1
+    for phase_id, n in sorted(counts.items()):
+        if phase_id in known or phase_id not in paths:
+            continue
+        live.phases.append(
+            {
+                "id": phase_id, "path": paths[phase_id], "entries": 0, "wall_ns": 0, "self_ns": 0, "cpu_ns": None,
+                "cpu_missing": 0, "min_ns": None, "max_ns": None, "hist": [], "io": False, "sync": False,
+                "io_bytes": None, "overflow": phase_id == 1, "open_entries": n, "open_ns": 0, "open_self_ns": 0,
+            }
+        )  # fmt: skip
 
 
 def _unusable(live: LiveFile, problem: str) -> LiveFile:

@@ -43,10 +43,10 @@ def find_block(data: bytes, header_bytes: int, segment_bytes: int) -> tuple[int,
     offset = header_bytes
     while offset + max(segment_bytes, _SEGMENT.size) <= len(data):
         magic, kind, _, size = _SEGMENT.unpack_from(data, offset)
-        if magic != _SEGMENT_MAGIC or size < segment_bytes or offset + size > len(data):
+        if magic != _SEGMENT_MAGIC or size < segment_bytes:
             return None
         if kind == SEG_TRACE:
-            return offset + segment_bytes, size - segment_bytes
+            return offset + segment_bytes, size - segment_bytes  # read_block says when it is cut
         offset += size
     return None
 
@@ -54,6 +54,9 @@ def find_block(data: bytes, header_bytes: int, segment_bytes: int) -> tuple[int,
 def read_block(data: bytes, start: int, size: int, problems: list[str]) -> dict[str, Any] | None:
     """The ``trace`` section from the block at ``data[start:start + size]``, or None (why is
     appended to ``problems``)."""
+    if start + size > len(data):
+        problems.append("its trace block is cut short (the file was truncated): the trace is not read")
+        return None
     if size < _HEADER.size:
         problems.append("its trace block is shorter than its header: the trace is not read")
         return None

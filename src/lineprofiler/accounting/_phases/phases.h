@@ -413,7 +413,7 @@ typedef struct lp_state {
     _Atomic int64_t threads_unpublished;
     uint64_t pub_key;
     int32_t pub_slot;
-    struct lp_RecorderObject *tracer; /* borrowed: the one recorder tracing, or NULL */
+    struct lp_RecorderObject *tracer; /* borrowed: the recorder whose tracing started last, or NULL */
     uint64_t trace_epochs;            /* the last epoch given to a trace (spans.c) */
     PyObject *overflow_name; /* "(overflow)": the node and counter past the caps */
     PyObject *slash;

@@ -329,6 +329,9 @@ static PyObject *lp_recorder_start(lp_RecorderObject *self, PyObject *Py_UNUSED(
         self->gen++;
         self->active = 1;
         lp_trace_forget_stacks(self); /* the frames left open are stale now */
+        if (self->trace != NULL) {
+            self->st->tracer = self;
+        }
     }
     Py_RETURN_NONE;
 }
@@ -340,6 +343,9 @@ static PyObject *lp_recorder_stop(lp_RecorderObject *self, PyObject *Py_UNUSED(i
         self->gen++;
         self->active = 0;
         lp_trace_forget_stacks(self);
+        if (self->st->tracer == self) {
+            self->st->tracer = NULL;
+        }
         if (self->st->primary == self) {
             lp_set_main_phase(self->st, -1, lp_monotonic_ns());
             lp_threads_clear(self->st);

@@ -10,8 +10,10 @@
  * block needs no open tables (a snapshot walks the stacks), but has the same layout, so attaching
  * is one copy.
  *
- * Only one recorder of a process traces (the module state's tracer): the stacks are shared by
- * all recorders, and each keeps one open table of the tracer's. */
+ * The stacks are shared by all recorders and each keeps one open table: that of the recorder
+ * that traced on it last. Several recorders may trace at once (their spans are exact); the live
+ * files' open tables are exact for one at a time (a profiler is closed before the next starts).
+ * The module state's tracer is the one recording that started last: it frees a dead stack's table. */
 #include "phases.h"
 
 #include <stdlib.h>
@@ -481,10 +483,6 @@ PyObject *lp_recorder_trace_enable(lp_RecorderObject *self, PyObject *const *arg
     }
     if (self->trace != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "tracing is already on");
-        return NULL;
-    }
-    if (self->st->tracer != NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "another recorder of this process is tracing");
         return NULL;
     }
     if (lp_live_mine(self)) {
