@@ -457,7 +457,14 @@ PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args,
         lp_link_store((lp_link *)(tr->file + off), &l);
     }
     tr->h.links_recorded = n;
-    lp_trace_publish(tr);
+    /* the two counts a link changes, not the whole header */
+    lp_trace_header *blocks[2] = {(lp_trace_header *)tr->mem, (lp_trace_header *)tr->file};
+    for (int b = 0; b < 2; b++) {
+        if (blocks[b] != NULL) {
+            blocks[b]->links_truncated = tr->h.links_truncated;
+            __atomic_store_n(&blocks[b]->links_recorded, n, __ATOMIC_RELEASE);
+        }
+    }
     Py_RETURN_NONE;
 }
 
