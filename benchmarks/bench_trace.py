@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             ratios["two nested"].append(got[5] / got[4])
         gc.enable()
         print(f"(median of {args.repeat} interleaved rounds of {args.number:,}, net of the bare loop)")
-        for (label, _), samples in zip(rows, per_row):
+        for (label, _), samples in zip(rows, per_row, strict=True):
             print(f"  {label:<44} {statistics.median(samples):8.1f} ns")
         for label, values in ratios.items():
             print(f"  traced / untraced, {label:<25} {statistics.median(values):8.2f}x")

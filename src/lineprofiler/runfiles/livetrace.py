@@ -88,9 +88,10 @@ def read_block(data: bytes, start: int, size: int, problems: list[str]) -> dict[
         (off_spans, span_cap * span_bytes),
         (off_links, link_cap * link_bytes),
     )
-    if any(off < header_bytes or off + length > size for off, length in regions) or min(
-        recorded, links_recorded, links_truncated, unthreaded, unshown, n_threads, n_pairs
-    ) < 0:
+    if (
+        any(off < header_bytes or off + length > size for off, length in regions)
+        or min(recorded, links_recorded, links_truncated, unthreaded, unshown, n_threads, n_pairs) < 0
+    ):
         problems.append("its trace block holds offsets or counts outside itself: the trace is not read")
         return None
     n_threads = min(n_threads, thread_cap)

@@ -415,7 +415,7 @@ typedef struct lp_state {
     int32_t pub_slot;
     struct lp_RecorderObject *tracer; /* borrowed: the recorder whose tracing started last, or NULL */
     uint64_t trace_epochs;            /* the last epoch given to a trace (spans.c) */
-    PyObject *overflow_name; /* "(overflow)": the node and counter past the caps */
+    PyObject *overflow_name;          /* "(overflow)": the node and counter past the caps */
     PyObject *slash;
     PyObject *underscore;
 } lp_state;

@@ -72,7 +72,8 @@ static void lp_trace_publish(lp_trace *tr)
     memcpy(tr->mem, &tr->h, sizeof tr->h);
     if (tr->file != NULL) {
         lp_trace_header *f = (lp_trace_header *)tr->file;
-        memcpy((char *)f + sizeof(uint32_t), (char *)&tr->h + sizeof(uint32_t), sizeof tr->h - sizeof(uint32_t));
+        memcpy((char *)f + sizeof(uint32_t), (char *)&tr->h + sizeof(uint32_t),
+               sizeof tr->h - sizeof(uint32_t));
         __atomic_store_n(&f->magic, LP_TRACE_MAGIC, __ATOMIC_RELEASE);
     }
 }
@@ -174,8 +175,8 @@ static void lp_thread_name(lp_trace_thread *t, unsigned long ident)
     PyObject *threading = PyDict_GetItemString(PyImport_GetModuleDict(), "threading");
     PyObject *active = threading != NULL ? PyObject_GetAttrString(threading, "_active") : NULL;
     PyObject *key = PyLong_FromUnsignedLong(ident);
-    PyObject *thread = active != NULL && key != NULL && PyDict_Check(active) ? PyDict_GetItemWithError(active, key)
-                                                                             : NULL;
+    PyObject *thread =
+        active != NULL && key != NULL && PyDict_Check(active) ? PyDict_GetItemWithError(active, key) : NULL;
     PyObject *name = thread != NULL ? PyObject_GetAttrString(thread, "_name") : NULL;
     Py_ssize_t n = 0;
     const char *utf8 = name != NULL && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &n) : NULL;
@@ -301,7 +302,8 @@ void lp_trace_stack_sync(lp_RecorderObject *rec, lp_StackObject *ts, int may_cla
         ts->trace_epoch = tr->epoch;
         ts->trace_slot = tr->file != NULL ? lp_claim_table(tr) : -1;
     }
-    lp_open_stack *os = ts->trace_slot >= 0 ? (lp_open_stack *)(tr->file + tr->h.off_stacks) + ts->trace_slot : NULL;
+    lp_open_stack *os =
+        ts->trace_slot >= 0 ? (lp_open_stack *)(tr->file + tr->h.off_stacks) + ts->trace_slot : NULL;
     int32_t level = 0;
     for (int32_t i = 0; i < ts->depth; i++) {
         lp_frame *f = &ts->frames[i];
@@ -412,7 +414,8 @@ static void lp_link_store(lp_link *dst, const lp_link *l)
 {
     __atomic_store_n(&dst->seq, 0u, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    memcpy((char *)dst + sizeof(int64_t) + sizeof(uint32_t), (const char *)l + sizeof(int64_t) + sizeof(uint32_t),
+    memcpy((char *)dst + sizeof(int64_t) + sizeof(uint32_t),
+           (const char *)l + sizeof(int64_t) + sizeof(uint32_t),
            sizeof *l - sizeof(int64_t) - sizeof(uint32_t));
     dst->t_ns = l->t_ns;
     __atomic_store_n(&dst->seq, l->seq, __ATOMIC_RELEASE);
@@ -444,7 +447,8 @@ PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args,
     int32_t top = ts != NULL && ts->depth > 0 ? lp_find_live(ts, self, ts->depth - 1) : -1;
     l.phase_id = top >= 0 ? ts->frames[top].node_id : -1;
     l.kind = (uint8_t)kind;
-    l.cut = (uint8_t)(lp_link_text(l.channel, &l.channel_len, args[1]) | (lp_link_text(l.key, &l.key_len, args[2]) << 1));
+    l.cut = (uint8_t)(lp_link_text(l.channel, &l.channel_len, args[1]) |
+                      (lp_link_text(l.key, &l.key_len, args[2]) << 1));
     if (l.cut) {
         tr->h.links_truncated++;
     }
@@ -599,9 +603,10 @@ static PyObject *lp_threads_list(lp_trace *tr)
     lp_trace_thread *table = (lp_trace_thread *)(tr->mem + tr->h.off_threads);
     for (int32_t i = 0; out != NULL && i < tr->h.n_threads; i++) {
         PyObject *name = PyUnicode_DecodeUTF8(table[i].name, (Py_ssize_t)table[i].name_len, "replace");
-        PyObject *item = name == NULL ? NULL
-                                      : Py_BuildValue("{s:L,s:L,s:O}", "ident", (long long)table[i].ident,
-                                                      "native_id", (long long)table[i].native_id, "name", name);
+        PyObject *item = name == NULL
+                             ? NULL
+                             : Py_BuildValue("{s:L,s:L,s:O}", "ident", (long long)table[i].ident, "native_id",
+                                             (long long)table[i].native_id, "name", name);
         Py_XDECREF(name);
         if (item == NULL || PyList_Append(out, item) < 0) {
             Py_XDECREF(item);
@@ -645,9 +650,11 @@ static PyObject *lp_pairs_list(lp_trace *tr)
     PyObject *out = PyList_New(0);
     for (int32_t k = 0; out != NULL && k < kept; k++) {
         /* oldest first: the first pair, then the ring from its oldest slot */
-        int32_t slot = k == 0 || n <= LP_TRACE_PAIRS ? k : 1 + ((n - 1) % (LP_TRACE_PAIRS - 1) + k - 1) % (LP_TRACE_PAIRS - 1);
-        PyObject *item = Py_BuildValue("[LLL]", (long long)tr->h.pairs[slot][0], (long long)tr->h.pairs[slot][1],
-                                       (long long)tr->h.pairs[slot][2]);
+        int32_t slot = k == 0 || n <= LP_TRACE_PAIRS
+                           ? k
+                           : 1 + ((n - 1) % (LP_TRACE_PAIRS - 1) + k - 1) % (LP_TRACE_PAIRS - 1);
+        PyObject *item = Py_BuildValue("[LLL]", (long long)tr->h.pairs[slot][0],
+                                       (long long)tr->h.pairs[slot][1], (long long)tr->h.pairs[slot][2]);
         if (item == NULL || PyList_Append(out, item) < 0) {
             Py_XDECREF(item);
             Py_CLEAR(out);
@@ -675,13 +682,13 @@ PyObject *lp_recorder_trace_snapshot(lp_RecorderObject *self, PyObject *Py_UNUSE
     PyObject *out = NULL;
     if (pairs && threads && spans && open && links) {
         out = Py_BuildValue(
-            "{s:s,s:O,s:L,s:L,s:L,s:O,s:O,s:O,s:L,s:L,s:L,s:O,s:L,s:L,s:L}", "clock", "monotonic", "clock_pairs", pairs,
-            "capacity", (long long)tr->capacity, "recorded", (long long)tr->h.recorded, "dropped",
-            (long long)(tr->h.recorded - n_spans), "threads", threads, "spans", spans, "open", open, "links_capacity",
-            (long long)tr->link_capacity, "links_recorded", (long long)tr->h.links_recorded, "links_dropped",
-            (long long)(tr->h.links_recorded - n_links), "links", links, "links_truncated",
-            (long long)tr->h.links_truncated, "spans_unthreaded", (long long)tr->h.spans_unthreaded,
-            "open_unshown", (long long)tr->h.stacks_unshown);
+            "{s:s,s:O,s:L,s:L,s:L,s:O,s:O,s:O,s:L,s:L,s:L,s:O,s:L,s:L,s:L}", "clock", "monotonic",
+            "clock_pairs", pairs, "capacity", (long long)tr->capacity, "recorded", (long long)tr->h.recorded,
+            "dropped", (long long)(tr->h.recorded - n_spans), "threads", threads, "spans", spans, "open",
+            open, "links_capacity", (long long)tr->link_capacity, "links_recorded",
+            (long long)tr->h.links_recorded, "links_dropped", (long long)(tr->h.links_recorded - n_links),
+            "links", links, "links_truncated", (long long)tr->h.links_truncated, "spans_unthreaded",
+            (long long)tr->h.spans_unthreaded, "open_unshown", (long long)tr->h.stacks_unshown);
     }
     Py_XDECREF(pairs);
     Py_XDECREF(threads);
