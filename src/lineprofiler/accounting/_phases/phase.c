@@ -96,6 +96,15 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
     }
     lp_state *st = rec->st;
     PyThreadState *tstate = PyThreadState_Get();
+    /* A thread's first traced entry asks threading for its name: Python code, so before the
+     * stack is looked up and the frame pushed. */
+    int32_t tthread = -1;
+    if (LP_UNLIKELY(rec->trace != NULL)) {
+        tthread = lp_trace_thread_of(rec, tstate);
+        if (!rec->active) {
+            return Py_NewRef(self);
+        }
+    }
     lp_StackObject *inherited = NULL;
     lp_StackObject *ts = lp_stack_own(st, tstate, &inherited);
     if (LP_UNLIKELY(ts == NULL)) {
@@ -163,7 +172,7 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
     f->cpu0 = rec->measure_cpu ? lp_cpu_at(rec, ts, tstate, &f->t0) : 0;
     f->tthread = -1;
     if (LP_UNLIKELY(rec->trace != NULL)) {
-        lp_trace_enter(rec, ts, tstate, ts->depth - 1, parent_idx);
+        lp_trace_enter(rec, ts, ts->depth - 1, parent_idx, tthread);
     }
     lp_publish_main(rec, tstate, ts, node->id, f->t0);
     return Py_NewRef(self);

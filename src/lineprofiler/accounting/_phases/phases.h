@@ -640,8 +640,8 @@ size_t lp_trace_block_bytes(lp_RecorderObject *rec);
 void lp_trace_to_file(lp_RecorderObject *rec, char *block);
 void lp_trace_from_file(lp_RecorderObject *rec);
 int32_t lp_trace_thread_slow(lp_RecorderObject *rec, PyThreadState *tstate);
-void lp_trace_enter(lp_RecorderObject *rec, lp_StackObject *ts, PyThreadState *tstate, int32_t idx,
-                    int32_t parent_idx);
+void lp_trace_enter(lp_RecorderObject *rec, lp_StackObject *ts, int32_t idx, int32_t parent_idx,
+                    int32_t thread);
 void lp_trace_stack_sync(lp_RecorderObject *rec, lp_StackObject *ts, int may_claim);
 void lp_trace_stack_gone(lp_state *st, lp_StackObject *ts);
 PyObject *lp_recorder_trace_enable(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs);

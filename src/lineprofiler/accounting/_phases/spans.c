@@ -172,7 +172,8 @@ void lp_trace_from_file(lp_RecorderObject *rec)
 static void lp_thread_name(lp_trace_thread *t, unsigned long ident)
 {
     PyObject *saved = lp_err_take();
-    PyObject *threading = PyDict_GetItemString(PyImport_GetModuleDict(), "threading");
+    PyObject *modules = PyImport_GetModuleDict();
+    PyObject *threading = modules != NULL ? PyDict_GetItemString(modules, "threading") : NULL;
     PyObject *active = threading != NULL ? PyObject_GetAttrString(threading, "_active") : NULL;
     PyObject *key = PyLong_FromUnsignedLong(ident);
     PyObject *thread =
@@ -322,13 +323,14 @@ void lp_trace_stack_sync(lp_RecorderObject *rec, lp_StackObject *ts, int may_cla
     }
 }
 
-/* A traced entry opened in frame `idx` (its t0 read): its thread, its level, its open entry. */
-void lp_trace_enter(lp_RecorderObject *rec, lp_StackObject *ts, PyThreadState *tstate, int32_t idx,
-                    int32_t parent_idx)
+/* A traced entry opened in frame `idx` (its t0 read) on `thread` (its index, looked up before the
+ * frame was pushed): its level and its open entry. Runs no Python code. */
+void lp_trace_enter(lp_RecorderObject *rec, lp_StackObject *ts, int32_t idx, int32_t parent_idx,
+                    int32_t thread)
 {
     lp_trace *tr = rec->trace;
     lp_frame *f = &ts->frames[idx];
-    f->tthread = lp_trace_thread_of(rec, tstate);
+    f->tthread = thread;
     if (LP_UNLIKELY(f->tthread < 0)) {
         tr->h.spans_unthreaded++; /* a thread past the table: its entry is counted, not kept */
     }
@@ -579,7 +581,8 @@ static PyObject *lp_links_list(lp_trace *tr, Py_ssize_t *kept)
     lp_link *ring = (lp_link *)(tr->mem + tr->h.off_links);
     PyObject *out = PyList_New(0);
     for (int64_t i = first; out != NULL && i < recorded; i++) {
-        lp_link *l = &ring[i % tr->link_capacity];
+        lp_link copy = ring[i % tr->link_capacity]; /* building objects may run a finalizer's link */
+        lp_link *l = &copy;
         if (l->seq != (uint32_t)(i + 1)) {
             continue;
         }
@@ -602,11 +605,11 @@ static PyObject *lp_threads_list(lp_trace *tr)
     PyObject *out = PyList_New(0);
     lp_trace_thread *table = (lp_trace_thread *)(tr->mem + tr->h.off_threads);
     for (int32_t i = 0; out != NULL && i < tr->h.n_threads; i++) {
-        PyObject *name = PyUnicode_DecodeUTF8(table[i].name, (Py_ssize_t)table[i].name_len, "replace");
-        PyObject *item = name == NULL
-                             ? NULL
-                             : Py_BuildValue("{s:L,s:L,s:O}", "ident", (long long)table[i].ident, "native_id",
-                                             (long long)table[i].native_id, "name", name);
+        lp_trace_thread t = table[i];
+        PyObject *name = PyUnicode_DecodeUTF8(t.name, (Py_ssize_t)t.name_len, "replace");
+        PyObject *item = name == NULL ? NULL
+                                      : Py_BuildValue("{s:L,s:L,s:O}", "ident", (long long)t.ident,
+                                                      "native_id", (long long)t.native_id, "name", name);
         Py_XDECREF(name);
         if (item == NULL || PyList_Append(out, item) < 0) {
             Py_XDECREF(item);
@@ -621,22 +624,42 @@ static PyObject *lp_threads_list(lp_trace *tr)
 /* The entries still open on every stack (their own frames, not the copies a flow inherited). */
 static PyObject *lp_open_list(lp_RecorderObject *rec)
 {
-    PyObject *out = PyList_New(0);
-    for (lp_StackObject *ts = rec->st->stacks; out != NULL && ts != NULL; ts = ts->next) {
+    /* Gathered first: building objects can run a finalizer that enters a phase (and moves frames). */
+    size_t n = 0, cap = 0;
+    int64_t(*open)[3] = NULL;
+    for (lp_StackObject *ts = rec->st->stacks; ts != NULL; ts = ts->next) {
         for (int32_t i = ts->n_base; i < ts->depth; i++) {
             lp_frame *f = &ts->frames[i];
             if (f->phase->rec != rec || f->gen != rec->gen || f->tthread < 0 || f->t0 == LP_T0_PENDING) {
                 continue;
             }
-            PyObject *item = Py_BuildValue("[Lii]", (long long)f->t0, f->node_id, f->tthread);
-            if (item == NULL || PyList_Append(out, item) < 0) {
-                Py_XDECREF(item);
-                Py_CLEAR(out);
-                break;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 64;
+                int64_t(*more)[3] = realloc(open, cap * sizeof *open);
+                if (more == NULL) {
+                    free(open);
+                    return PyErr_NoMemory();
+                }
+                open = more;
             }
-            Py_DECREF(item);
+            open[n][0] = f->t0;
+            open[n][1] = f->node_id;
+            open[n][2] = f->tthread;
+            n++;
         }
     }
+    PyObject *out = PyList_New(0);
+    for (size_t k = 0; out != NULL && k < n; k++) {
+        PyObject *item =
+            Py_BuildValue("[LLL]", (long long)open[k][0], (long long)open[k][1], (long long)open[k][2]);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(item);
+    }
+    free(open);
     if (out != NULL && PyList_Sort(out) < 0) {
         Py_CLEAR(out);
     }
