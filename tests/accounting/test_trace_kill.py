@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,15 @@ def _worker(run_dir: str, conn: Any) -> None:
         with prof.phase("loop"):
             with prof.phase("inner"):
                 pass
+    entered = threading.Event()
+
+    def background() -> None:
+        with prof.phase("background"):
+            entered.set()
+            threading.Event().wait()  # until killed
+
+    threading.Thread(target=background, name="bg", daemon=True).start()
+    entered.wait(30)
     outer = prof.phase("outer")
     outer.__enter__()
     stuck = prof.phase("stuck")
@@ -54,12 +64,15 @@ def test_a_killed_traced_workers_last_spans_and_open_entries_are_in_its_live_fil
         mine = [s for s in trace["spans"] if s[2] == ids[path]]
         assert len(mine) == entries[ids[path]]["entries"] == N_LOOPS
         assert sum(e - s for s, e, *_ in mine) == entries[ids[path]]["wall_ns"]
+    names = [t["name"] for t in trace["threads"]]
+    assert names == ["MainThread", "bg"]
     opened = trace["open"]
-    assert [(o[1], o[2]) for o in opened] == [(ids["outer"], 0), (ids["outer/stuck"], 0)]
+    assert [(o[1], names[o[2]]) for o in opened] == [
+        (ids["background"], "bg"), (ids["outer"], "MainThread"), (ids["outer/stuck"], "MainThread")
+    ]  # fmt: skip
     assert entries[ids["outer/stuck"]]["entries"] == 0 and entries[ids["outer/stuck"]]["open_entries"] == 1
-    assert opened[0][0] <= opened[1][0]
+    assert opened == sorted(opened)
     last_end = max(s[1] for s in trace["spans"])
     assert all(o[0] >= last_end for o in opened)
     assert [link[:3] for link in trace["links"]] == [["signal", "ready", "now"]]
-    assert trace["links"][0][5] == opened[1][1]  # made under the innermost open entry
-    assert trace["threads"][0]["name"] == "MainThread"
+    assert trace["links"][0][5] == ids["outer/stuck"]  # made under the innermost open entry
