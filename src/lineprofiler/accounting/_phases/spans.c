@@ -558,7 +558,9 @@ static PyObject *lp_spans_list(lp_trace *tr, Py_ssize_t *kept)
             copy[k++] = *s;
         }
     }
-    qsort(copy, k, sizeof *copy, lp_span_cmp);
+    if (k > 1) {
+        qsort(copy, k, sizeof *copy, lp_span_cmp);
+    }
     PyObject *out = PyList_New((Py_ssize_t)k);
     for (size_t i = 0; out != NULL && i < k; i++) {
         PyObject *item = Py_BuildValue("[LLiiL]", (long long)copy[i].start_ns, (long long)copy[i].end_ns,
