@@ -89,3 +89,20 @@ def test_asyncio_tasks_show_their_own_open_entries_once(tmp_path: Path) -> None:
     for trace in (seen["live"], seen["snapshot"]):
         opened = sorted(paths[o[1]] for o in trace["open"])  # type: ignore[index]
         assert opened == ["outer", "outer/t0", "outer/t1"], opened
+
+
+def test_entries_open_when_tracing_starts_close_without_a_span() -> None:
+    from lineprofiler.accounting import _phases
+
+    recorder = _phases.Recorder(measure_cpu=False)
+    outer = recorder.phase("outer")
+    outer.__enter__()
+    recorder.trace_enable(10, 0)
+    with recorder.phase("inner"):
+        opened = recorder.trace_snapshot()["open"]  # type: ignore[index]
+    outer.__exit__(None, None, None)
+    trace = recorder.trace_snapshot()
+    assert trace is not None
+    assert [recorder.path_of(s[2]) for s in trace["spans"]] == ["outer/inner"]
+    assert [recorder.path_of(o[1]) for o in opened] == ["outer/inner"]  # outer was never traced
+    assert trace["recorded"] == 1 and trace["links_capacity"] == 0

@@ -170,7 +170,8 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
      * wait = wall - cpu never goes negative from the clock reads themselves. */
     f->t0 = lp_wall(rec);
     f->cpu0 = rec->measure_cpu ? lp_cpu_at(rec, ts, tstate, &f->t0) : 0;
-    f->tthread = -1;
+    /* Untraced, the frame's tthread is left as it is: nothing reads it, and trace_enable() sets
+     * it for every frame open then. */
     if (LP_UNLIKELY(rec->trace != NULL)) {
         lp_trace_enter(rec, ts, ts->depth - 1, parent_idx, tthread);
     }

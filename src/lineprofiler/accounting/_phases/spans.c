@@ -515,6 +515,14 @@ PyObject *lp_recorder_trace_enable(lp_RecorderObject *self, PyObject *const *arg
     }
     tr->capacity = capacity;
     tr->link_capacity = links;
+    /* Entries open now were pushed untraced (their tthread never set): they close without a span. */
+    for (lp_StackObject *ts = self->st->stacks; ts != NULL; ts = ts->next) {
+        for (int32_t i = 0; i < ts->depth; i++) {
+            if (ts->frames[i].phase->rec == self) {
+                ts->frames[i].tthread = -1;
+            }
+        }
+    }
     tr->tidx = -1;
     tr->epoch = ++self->st->trace_epochs;
     self->trace = tr;
