@@ -100,8 +100,8 @@ def _trace_mode(trace: object) -> str:
     for mode, spellings in (("phases", _TRACE_ON), ("auto", _TRACE_AUTO), ("off", _TRACE_OFF)):
         if text in spellings:
             return mode
-    spellings = ", ".join(_TRACE_ON + _TRACE_OFF[:-1])
-    raise ValueError(f"trace must be True, False, 'auto' or one of {spellings}; got {trace!r}")
+    known = ", ".join(_TRACE_ON + _TRACE_OFF[:-1])
+    raise ValueError(f"trace must be True, False, 'auto' or one of {known}; got {trace!r}")
 
 
 def _env_says_on(value: str | None) -> bool:
