@@ -571,8 +571,17 @@ static PyObject *lp_spans_list(lp_trace *tr, Py_ssize_t *kept)
     }
     PyObject *out = PyList_New((Py_ssize_t)k);
     for (size_t i = 0; out != NULL && i < k; i++) {
-        PyObject *item = Py_BuildValue("[LLiiL]", (long long)copy[i].start_ns, (long long)copy[i].end_ns,
-                                       copy[i].phase_id, copy[i].thread, (long long)copy[i].cpu_ns);
+        /* built directly, not with Py_BuildValue: a full ring is a million numbers */
+        PyObject *item = PyList_New(5);
+        int64_t v[5] = {copy[i].start_ns, copy[i].end_ns, copy[i].phase_id, copy[i].thread, copy[i].cpu_ns};
+        for (Py_ssize_t f = 0; item != NULL && f < 5; f++) {
+            PyObject *n = PyLong_FromLongLong((long long)v[f]);
+            if (n == NULL) {
+                Py_CLEAR(item);
+                break;
+            }
+            PyList_SET_ITEM(item, f, n);
+        }
         if (item == NULL) {
             Py_CLEAR(out);
             break;
