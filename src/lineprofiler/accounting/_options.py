@@ -21,6 +21,13 @@ MAX_CAP = 1_000_000
 SAMPLE_INTERVAL_RANGE_S = (0.001, 86400.0)
 
 
+#: Spans a traced worker keeps (0.10.0's default), and the most it may ask for (40 bytes each,
+#: twice: the private ring and its copy in the live file).
+DEFAULT_TRACE_CAPACITY = 200_000
+MAX_TRACE_CAPACITY = 10_000_000
+#: Links (signal/wait_on) kept.
+TRACE_LINKS_CAPACITY = 50_000
+
 #: Phase-occupancy samples per second at most (the sampler thread reads every thread each time).
 MAX_TIMELINE_HZ = 1000.0
 
@@ -100,6 +107,7 @@ class Options(Record):
     __slots__ = (
         "run_dir", "role", "enabled", "measure_cpu", "backend", "backend_window", "window_phase", "lines_project",
         "annotate", "snapshot_interval_s", "sample_interval_s", "timeline_hz", "max_paths", "max_counters",
+        "trace", "trace_capacity",
     )
 
     def __init__(
@@ -119,6 +127,8 @@ class Options(Record):
         timeline_hz: float,
         max_paths: int,
         max_counters: int,
+        trace: bool = False,
+        trace_capacity: int = DEFAULT_TRACE_CAPACITY,
     ) -> None:
         self.run_dir = run_dir
         self.role = role
@@ -136,6 +146,9 @@ class Options(Record):
         self.timeline_hz = timeline_hz
         self.max_paths = max_paths
         self.max_counters = max_counters
+        #: Every closed phase entry kept as a span, in a ring of ``trace_capacity``.
+        self.trace = trace
+        self.trace_capacity = trace_capacity
 
     def config(self) -> dict[str, Any]:
         """The worker file's ``config`` keys that come from the arguments."""
@@ -167,6 +180,8 @@ def check_options(
     max_counters: Any,
     lines_project: Any = None,
     timeline_hz: Any = 10.0,
+    trace: Any = False,
+    trace_capacity: Any = None,
 ) -> Options:
     """Every ``Profiler`` argument at once; raises TypeError/ValueError for the first wrong one.
 
@@ -218,6 +233,12 @@ def check_options(
             raise TypeError(f"{label} must be an int")
         if not 1 <= cap <= MAX_CAP:
             raise ValueError(f"{label} must be within 1..{MAX_CAP}, got {cap}")
+    check_bool("trace", trace)
+    capacity = DEFAULT_TRACE_CAPACITY if trace_capacity is None else trace_capacity
+    if not _is_int(capacity):
+        raise TypeError("trace_capacity must be an int")
+    if not 1 <= capacity <= MAX_TRACE_CAPACITY:
+        raise ValueError(f"trace_capacity must be within 1..{MAX_TRACE_CAPACITY}, got {capacity}")
     return Options(
         run_dir=run_dir,
         role=role,
@@ -233,4 +254,6 @@ def check_options(
         timeline_hz=float(timeline_hz),
         max_paths=max_paths,
         max_counters=max_counters,
+        trace=trace,
+        trace_capacity=capacity,
     )

@@ -57,14 +57,21 @@ _ENV_RUN_ID = "LINEPROFILER_RUN_ID"
 _ENV_TRACE = "LINEPROFILER_TRACE"
 _REPORT_FORMATS = ("text", "json", "html")
 
-_NOT_TRACED = (
-    "0.11.0 does not record a timeline of phase entries yet; the report's TIMELINE samples "
-    "each thread's phase timeline_hz times a second (lineprofiler export RUN_DIR --perfetto PATH)"
+_NO_AUTO_TRACE = (
+    "0.11.0 traces the phases you name, not function calls: trace='auto' records the spans of "
+    "phase() entries only (trace_functions= is not used)"
 )
 _NO_LIFECYCLES = (
-    "0.11.0 does not record request lifecycles yet (signal/wait_on/trace_begin/trace_mark/"
-    "trace_end record nothing); time the waiting side with `with phase('wait/<channel>'):`"
+    "0.11.0 does not record request lifecycles yet (trace_begin/trace_mark/trace_end record nothing; "
+    "signal/wait_on do, with trace=True); time the waiting side with `with phase('wait/<channel>'):`"
 )
+_TRACE_SECTION = (
+    "Profiler(trace=True) keeps every phase entry as a span in the worker file's 'trace' section "
+    "(lineprofiler export RUN_DIR --perfetto PATH writes a timeline)"
+)
+_TRACE_ON = ("1", "true", "phases", "on", "yes")
+_TRACE_AUTO = ("auto", "functions")
+_TRACE_OFF = ("0", "false", "off", "no", "")
 
 # Printed once per process and kind: a warning per call would flood a training loop.
 _warned: set[str] = set()
@@ -80,6 +87,21 @@ def _warn_once(key: str, message: str, *, stacklevel: int = 3) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
     except Exception:  # noqa: BLE001 - under -W error a warning raises; a guest never raises into its host
         pass
+
+
+def _trace_mode(trace: object) -> str:
+    """0.10.0's ``trace=`` (or ``LINEPROFILER_TRACE`` when None) as ``"off"``, ``"phases"`` or
+    ``"auto"``; a value it would refuse is refused, naming the ones it takes."""
+    if trace is None:
+        trace = os.environ.get(_ENV_TRACE, "")
+    if trace is True or trace is False:
+        return "phases" if trace else "off"
+    text = str(trace).strip().lower()
+    for mode, spellings in (("phases", _TRACE_ON), ("auto", _TRACE_AUTO), ("off", _TRACE_OFF)):
+        if text in spellings:
+            return mode
+    known = ", ".join(_TRACE_ON + _TRACE_OFF[:-1])
+    raise ValueError(f"trace must be True, False, 'auto' or one of {known}; got {trace!r}")
 
 
 def _env_says_on(value: str | None) -> bool:
@@ -99,8 +121,10 @@ class Profiler(_base.Profiler):
     - ``run_id=``: the run id, as ``LINEPROFILER_RUN_ID`` would give it (exported to children);
     - ``cuda_sync=False`` turns off the CUDA synchronisation of ``phase(sync=True)``;
       ``None`` and ``True`` keep 0.11.0's (it synchronises when torch with CUDA is in use);
-    - ``trace=``, ``trace_capacity=``, ``trace_functions=``, ``strict_names=``, ``source=``:
-      accepted, with a one-time warning when they ask for something 0.11.0 does not do;
+    - ``trace=True`` (or ``LINEPROFILER_TRACE=1``) and ``trace_capacity=``: exact spans of every
+      phase entry, as 0.11.0's ``trace=True``; ``trace="auto"`` traces the named phases only (a
+      one-time warning says so, and that ``trace_functions=`` is not used);
+    - ``strict_names=``, ``source=``: accepted, with a one-time warning saying what is not done;
     - ``thread_names=True``: refused (``NotImplementedError``), it would change the tree's shape.
     """
 
@@ -134,13 +158,16 @@ class Profiler(_base.Profiler):
             )
         if run_id is not None and (not isinstance(run_id, str) or not run_id):
             raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
+        mode = _trace_mode(trace)
         will_record = enabled if enabled is not None else _base._env_enabled(os.environ.get(_ENV_PROFILE))
         sets_run_id = run_id is not None and will_record
         inherited_run_id = os.environ.get(_ENV_RUN_ID)
         if sets_run_id:
             os.environ[_ENV_RUN_ID] = run_id  # type: ignore[assignment]  # read below, and inherited by children
         try:
-            super().__init__(run_dir, role, enabled, measure_cpu, **options)
+            super().__init__(
+                run_dir, role, enabled, measure_cpu, trace=mode != "off", trace_capacity=trace_capacity, **options
+            )
         except BaseException:
             if sets_run_id:  # a wrong argument leaves the environment as it found it
                 if inherited_run_id is None:
@@ -150,10 +177,8 @@ class Profiler(_base.Profiler):
             raise
         self.strict_names = strict_names
         self.thread_names = False
-        if trace is None:
-            trace = os.environ.get(_ENV_TRACE) or None  # 0.10.0's default for trace=
-        if trace not in (None, False, "0", "off"):
-            _warn_once("trace", f"Profiler(trace={trace!r}) is accepted but records no trace: {_NOT_TRACED}")
+        if mode == "auto" or (trace_functions is not None and mode != "off"):
+            _warn_once("trace", _NO_AUTO_TRACE)
         if strict_names:
             _warn_once(
                 "strict_names",
@@ -202,14 +227,6 @@ class Profiler(_base.Profiler):
             return timed
 
         return decorate if func is None else decorate(func)
-
-    def signal(self, channel: str, key: object) -> None:
-        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
-        _warn_once("lifecycle", _NO_LIFECYCLES)
-
-    def wait_on(self, channel: str, key: object) -> None:
-        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
-        _warn_once("lifecycle", _NO_LIFECYCLES)
 
     def trace_begin(self, channel: str, key: object) -> None:
         """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
@@ -354,13 +371,17 @@ def _lifecycle_call() -> None:
 
 
 def signal_ready(channel: str, key: object) -> None:
-    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
-    _lifecycle_call()
+    """:meth:`Profiler.signal` on the installed profiler; a no-op with none installed."""
+    profiler = _installed
+    if profiler is not None:
+        profiler.signal(channel, key)
 
 
 def wait_on(channel: str, key: object) -> None:
-    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
-    _lifecycle_call()
+    """:meth:`Profiler.wait_on` on the installed profiler; a no-op with none installed."""
+    profiler = _installed
+    if profiler is not None:
+        profiler.wait_on(channel, key)
 
 
 def trace_begin(channel: str, key: object) -> None:
@@ -523,9 +544,9 @@ REMOVED: dict[str, str] = {
     "ResourceSampler": "Profiler(sample_interval_s=...) runs the sampler",
     "Sample": _USE_REPORT + " (samples are in the report's RESOURCES)",
     "SampleAnalysis": _USE_REPORT + " (samples are in the report's RESOURCES)",
-    "Span": "nothing yet: " + _NOT_TRACED,
-    "TraceBuffer": "nothing yet: " + _NOT_TRACED,
-    "WorkerTrace": "nothing yet: " + _NOT_TRACED,
+    "Span": _TRACE_SECTION,
+    "TraceBuffer": _TRACE_SECTION,
+    "WorkerTrace": _TRACE_SECTION,
 }
 
 

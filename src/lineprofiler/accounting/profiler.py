@@ -107,6 +107,8 @@ class Profiler:
         max_counters: int = _phases.DEFAULT_MAX_COUNTERS,
         lines_project: str | os.PathLike[str] | None = None,
         timeline_hz: float = 10.0,
+        trace: bool = False,
+        trace_capacity: int | None = None,
     ) -> None:
         from ._options import check_options
         from .identity import ENV_PROFILE, ENV_RUN_DIR, adopt_ray_job_env, clean_role
@@ -117,7 +119,7 @@ class Profiler:
             backend_window=backend_window, window_phase=window_phase, annotate=annotate,
             snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
             max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
-            timeline_hz=timeline_hz,
+            timeline_hz=timeline_hz, trace=trace, trace_capacity=trace_capacity,
         )
         self._options: Options = options
         adopt_ray_job_env()  # a Ray worker of a job joined after ray.init(): before the environment is read
@@ -134,6 +136,8 @@ class Profiler:
         self.timeline_hz = options.timeline_hz
         self.max_paths = max_paths
         self.max_counters = max_counters
+        self.trace = options.trace
+        self._tracing = False  # signal() and wait_on() record: tracing on, in a recorder that records
         # Paths are kept as text and made Paths when asked for: pathlib costs a process
         # milliseconds to import, more than the rest of a profiler's start.
         self._run_dir: str = os.path.abspath(os.fspath(run_dir or os.environ.get(ENV_RUN_DIR) or DEFAULT_RUN_DIR))
@@ -185,6 +189,11 @@ class Profiler:
         os.environ[ENV_ATTEMPT] = str(self._run.attempt)
         self.recorder = _phases.Recorder(measure_cpu=measure_cpu, max_paths=max_paths, max_counters=max_counters)
         self.recorder.make_primary()
+        if options.trace:
+            from ._options import TRACE_LINKS_CAPACITY
+
+            self.recorder.trace_enable(options.trace_capacity, TRACE_LINKS_CAPACITY)
+            self._tracing = True
         self.phase = self.recorder.phase  # type: ignore[method-assign]
         self.count = self.recorder.count  # type: ignore[method-assign]
         # Hooks and attachments before the start file, so that it already carries them.
@@ -260,6 +269,7 @@ class Profiler:
     def _stop_recording(self) -> None:
         """Stop the snapshot thread and the attachments; phase and count become no-ops."""
         self._closed = True
+        self._tracing = False
         self._snapshots.stop_thread()
         self._call_attachments("close")
         if self.recorder is not None:
@@ -413,6 +423,7 @@ class Profiler:
             config=config,
             tree=tree,
             own_io_excluded=_phases.own_io(),
+            trace=self._trace_section(),
         )
         self._call_attachments("contribute", document)
         errors = list(self._errors) + list(tree["errors"])
@@ -422,6 +433,38 @@ class Profiler:
         document["errors"] = errors + document["errors"]
         document["live_file"] = os.path.basename(self._live_path) if self._live_path is not None else None
         return document
+
+    def _trace_section(self) -> dict[str, Any] | None:
+        """The document's ``trace``: a clock pair taken first (one at each flush), then the spans."""
+        if not self.trace or self.recorder is None:
+            return None
+        # A full ring is megabytes of JSON: the worker file's encoder takes json's C encoder once
+        # json is loaded (about 4x faster here than the pure-Python one it uses before that).
+        import json  # noqa: F401
+
+        self.recorder.trace_clock_pair()
+        return self.recorder.trace_snapshot()
+
+    # ------------------------------------------------------------------ links (trace=True)
+
+    def signal(self, channel: str, key: object) -> None:
+        """Mark that item ``key`` on ``channel`` is now available (right after the put or send
+        that publishes it). Pairs with :meth:`wait_on` in the consumer; ``key`` is compared as
+        ``str(key)``. A no-op, at the cost of one check, when tracing is off."""
+        if self._tracing:
+            self._link(0, channel, key)
+
+    def wait_on(self, channel: str, key: object) -> None:
+        """Mark that this worker waited for item ``key`` on ``channel``: call it right after the
+        blocking get returns, so its time is when the wait ended. A no-op when tracing is off."""
+        if self._tracing:
+            self._link(1, channel, key)
+
+    def _link(self, kind: int, channel: object, key: object) -> None:
+        try:
+            self.recorder.trace_link(kind, str(channel), str(key))  # type: ignore[union-attr]
+        except Exception as error:  # noqa: BLE001 - a guest never raises into its host (a key whose str() fails)
+            self._record_error(f"trace link: {type(error).__name__}: {error}")
 
     def _write_metadata_if_due(self) -> None:
         """The first metadata files, once: from the first snapshot after construction (the

@@ -10,7 +10,8 @@ Layout (every offset and size is read from the header, never assumed):
   area) and, from version 2, a ``flags`` word right after it (:data:`FLAG_FROZEN`: the file
   could not grow any more; what it holds is exact, later paths are in the snapshots only);
 * segments appended as the tree grows: a segment header (``magic`` ``LPSG``, ``kind``: 1 nodes,
-  2 counters, the chunk's index, the segment's size) and a chunk of nodes or counters.
+  2 counters, the chunk's index, the segment's size) and a chunk of nodes or counters; a traced
+  worker's first segment is its trace block (kind 3, read by :mod:`.livetrace`).
 
 A node carries a sequence number, odd while an entry is being added: a reader that finds it odd
 retries, and after a few tries reports the node as in flight (its writer died mid-update, or is
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import histogram
+from . import histogram, livetrace
 
 # Where a worker's live file lies is the layout's to say; still importable from here.
 from .layout import live_path as live_path
@@ -132,6 +133,8 @@ class LiveFile:
     #: The published counts the header holds (what the writer had made when read).
     n_nodes: int = 0
     n_counters: int = 0
+    #: A traced worker's ``trace`` section (its spans, open entries, links), else None.
+    trace: dict[str, Any] | None = None
 
     @property
     def frozen(self) -> bool:
@@ -315,10 +318,34 @@ def read_live(path: str | os.PathLike[str], *, data: bytes | None = None) -> Liv
     node_chunks, counter_chunks = _segments(live, data, lay)
     paths = _read_nodes(live, data, lay, node_chunks, bool(measure_cpu))
     _read_counters(live, data, lay, counter_chunks, paths)
+    block = livetrace.find_block(data, lay.header_bytes, lay.seg_bytes)
+    if block is not None:
+        live.trace = livetrace.read_block(data, block[0], block[1], live.problems)
+        if live.trace is not None:
+            _add_open_phases(live, live.trace["open"], paths)
     if live.frozen:
         paths_held = max(0, n_nodes - 1)  # every node but the root
         live.problems.append(f"stopped growing at {paths_held:,} paths; later paths come from the last snapshot")
     return live
+
+
+def _add_open_phases(live: LiveFile, opened: list[list[int]], paths: dict[int, str]) -> None:
+    """A phase, with no entry closed yet, for each path the trace shows open: so every phase id
+    of the trace names a path (a killed worker's last phases are often open ones)."""
+    known = {p["id"] for p in live.phases}
+    counts: dict[int, int] = {}
+    for _, phase_id, _ in opened:
+        counts[phase_id] = counts.get(phase_id, 0) + 1
+    for phase_id, n in sorted(counts.items()):
+        if phase_id in known or phase_id not in paths:
+            continue
+        live.phases.append(
+            {
+                "id": phase_id, "path": paths[phase_id], "entries": 0, "wall_ns": 0, "self_ns": 0, "cpu_ns": None,
+                "cpu_missing": 0, "min_ns": None, "max_ns": None, "hist": [], "io": False, "sync": False,
+                "io_bytes": None, "overflow": phase_id == 1, "open_entries": n, "open_ns": 0, "open_self_ns": 0,
+            }
+        )  # fmt: skip
 
 
 def _unusable(live: LiveFile, problem: str) -> LiveFile:

@@ -47,22 +47,18 @@ read as the new scheme, see :mod:`.histogram`), ``n_buckets`` int.
     none was), ``name``\\* str, ``total``\\* int.
 
 ``caps`` object: ``max_paths`` int, ``paths_overflowed`` int (entries sent to the overflow
-    node), ``max_counters`` int, ``counters_overflowed`` int.
+    node), ``max_counters`` int, ``counters_overflowed`` int. ``repairs`` object:
+    ``mismatched_exits`` int (phase exits out of order or from another thread, repaired).
 
-``repairs`` object: ``mismatched_exits`` int (phase exits out of order or from another thread,
-    repaired).
-
-``samples``: null or an object describing the resource samples (the sampler work defines
-    it; it may name a sidecar file in the same folder).
-
-``gpu``: null or an object (the GPU work defines it).
+``samples``: null or an object describing the resource samples (it may name a sidecar file in
+    the same folder). ``gpu``: null or an object (the GPU work defines it).
 
 ``errors`` list of str: failures inside the profiler that were recorded instead of raised.
 
-``trace``: null or the exact spans and links of ``Profiler(trace=True)`` (docs/report.md, "The story
-of a run"): checked only when read, by :func:`.tracesection.read_trace`, so a malformed one costs the story, not
-the worker. Written just before ``samples`` (layout ``"trace-samples-last"``), so a reader that
-skips samples skips the trace too: ``document["trace"]`` is then :data:`TRACE_SKIPPED`.
+``trace``: absent or null unless ``trace=True``; else the spans, open entries, links, threads and
+clock pairs (docs/report.md, "The story of a traced run"), checked only when read
+(:func:`.tracesection.read_trace`). Written before ``samples`` (layout ``"trace-samples-last"``): a
+reader that skips samples skips it, and ``document["trace"]`` is then :data:`TRACE_SKIPPED`.
 
 ``layout``: ``"samples-last"`` when :func:`write_worker_file` wrote the document (it puts
 ``samples`` last), so that a reader that does not want the samples can stop before them
@@ -205,6 +201,7 @@ def build_document(
     config: Mapping[str, Any],
     tree: Mapping[str, Any],
     own_io_excluded: Mapping[str, Any] | None,
+    trace: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A worker document of this schema, as the profiler writes it at each snapshot.
 
@@ -212,10 +209,11 @@ def build_document(
     is only ever read if it succeeds); ``tree`` is the recorder's snapshot (``phases``,
     ``counters``, ``caps``, ``repairs``, ``own_io_subtracted``). ``samples`` and ``gpu`` start
     null and ``errors`` holds what had to be bounded: the profiler's attachments and the
-    profiler fill them in.
+    profiler fill them in. ``trace`` is the recorder's spans and links (``trace=True``), or None:
+    the key is left out, as in files from before tracing.
     """
     bounded, notes = _bounded_identity(identity)
-    return {
+    document: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": KIND,
         "identity": bounded,
@@ -246,6 +244,9 @@ def build_document(
         "own_io_subtracted": tree.get("own_io_subtracted"),
         "errors": notes,
     }
+    if trace is not None:
+        document["trace"] = dict(trace)
+    return document
 
 
 def write_worker_file(

@@ -233,7 +233,8 @@ static size_t lp_live_reserve_bytes(lp_RecorderObject *rec)
 {
     size_t node_chunks = ((size_t)rec->max_paths + 2 + LP_NODE_CHUNK - 1) / LP_NODE_CHUNK;
     size_t counter_chunks = ((size_t)rec->max_counters + 1 + LP_COUNTER_CHUNK - 1) / LP_COUNTER_CHUNK;
-    return LP_LIVE_HEADER + node_chunks * LP_NODE_SEG + counter_chunks * LP_COUNTER_SEG;
+    size_t trace = rec->trace != NULL ? lp_seg_bytes(lp_trace_block_bytes(rec)) : 0;
+    return LP_LIVE_HEADER + trace + node_chunks * LP_NODE_SEG + counter_chunks * LP_COUNTER_SEG;
 }
 
 /* Blocks reserved on disk, so a later store into the mapping cannot fault on a full disk where
@@ -406,7 +407,9 @@ static int lp_records_grow(lp_live *lv, int32_t need)
 static char *lp_live_add_segment(lp_RecorderObject *rec, int kind, int32_t index)
 {
     lp_live *lv = &rec->live;
-    size_t bytes = kind == LP_SEG_NODES ? LP_NODE_SEG : LP_COUNTER_SEG;
+    size_t bytes = kind == LP_SEG_NODES      ? LP_NODE_SEG
+                   : kind == LP_SEG_COUNTERS ? LP_COUNTER_SEG
+                                             : lp_seg_bytes(lp_trace_block_bytes(rec));
     off_t off = (off_t)lv->size;
     if ((size_t)off + bytes > lv->reserved) {
         lp_live_freeze(rec, "the live file is at its reserved size", ENOSPC);
@@ -496,9 +499,22 @@ void lp_live_counter_added(lp_RecorderObject *rec, lp_counter *counter)
 
 /* ===================================================================== attach and detach */
 
+/* The trace block's segment, first after the header (a frozen file keeps the trace private). */
+static void lp_live_add_trace(lp_RecorderObject *rec)
+{
+    if (rec->trace == NULL) {
+        return;
+    }
+    char *block = lp_live_add_segment(rec, LP_SEG_TRACE, 0);
+    if (block != NULL) {
+        lp_trace_to_file(rec, block);
+    }
+}
+
 void lp_live_detach(lp_RecorderObject *rec)
 {
     lp_live *lv = &rec->live;
+    lp_trace_from_file(rec);
     lp_live_forget_records(rec);
     if (lv->base != NULL) {
         lp_range_release(lv->slot);
@@ -552,6 +568,7 @@ void lp_live_before_reset(lp_RecorderObject *rec)
     lv->epoch++;
     __atomic_store_n(&lv->hdr->epoch, lv->epoch, __ATOMIC_RELEASE);
     lp_live_forget_records(rec);
+    lp_trace_from_file(rec);
     /* the segments' range back to a reservation before the file shrinks under it */
     (void)mmap(lv->base + LP_LIVE_HEADER, lv->reserved - LP_LIVE_HEADER, PROT_NONE,
                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
@@ -563,6 +580,7 @@ void lp_live_before_reset(lp_RecorderObject *rec)
     lv->size = LP_LIVE_HEADER;
     lv->frozen = 0;
     lv->hdr->flags = 0;
+    lp_live_add_trace(rec);
 }
 
 static void lp_live_fill_header(lp_RecorderObject *rec, lp_live_header *h, const char *ident, Py_ssize_t n)
@@ -702,6 +720,7 @@ PyObject *lp_recorder_live_attach(lp_RecorderObject *self, PyObject *const *args
     lv->size = LP_LIVE_HEADER;
     lv->hdr = (lp_live_header *)base;
     lp_live_fill_header(self, lv->hdr, PyBytes_AS_STRING(args[1]), n);
+    lp_live_add_trace(self);
     lp_live_copy_tree(self);
     if (!lp_live_check(self)) {
         PyErr_SetString(PyExc_OSError, "the live file was lost while it was being written");

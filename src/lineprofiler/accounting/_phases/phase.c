@@ -96,6 +96,15 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
     }
     lp_state *st = rec->st;
     PyThreadState *tstate = PyThreadState_Get();
+    /* A thread's first traced entry asks threading for its name: Python code, so before the
+     * stack is looked up and the frame pushed. */
+    int32_t tthread = -1;
+    if (LP_UNLIKELY(rec->trace != NULL)) {
+        tthread = lp_trace_thread_of(rec, tstate);
+        if (!rec->active) {
+            return Py_NewRef(self);
+        }
+    }
     lp_StackObject *inherited = NULL;
     lp_StackObject *ts = lp_stack_own(st, tstate, &inherited);
     if (LP_UNLIKELY(ts == NULL)) {
@@ -161,6 +170,11 @@ static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignore
      * wait = wall - cpu never goes negative from the clock reads themselves. */
     f->t0 = lp_wall(rec);
     f->cpu0 = rec->measure_cpu ? lp_cpu_at(rec, ts, tstate, &f->t0) : 0;
+    /* Untraced, the frame's tthread is left as it is: nothing reads it, and trace_enable() sets
+     * it for every frame open then. */
+    if (LP_UNLIKELY(rec->trace != NULL)) {
+        lp_trace_enter(rec, ts, ts->depth - 1, parent_idx, tthread);
+    }
     lp_publish_main(rec, tstate, ts, node->id, f->t0);
     return Py_NewRef(self);
 }
@@ -190,14 +204,20 @@ LP_INLINE void lp_close_frame_inline(lp_RecorderObject *rec, lp_StackObject *ts,
     }
     int bucket = lp_bucket(rec->st, d);
     node->hist[bucket]++;
+    int64_t span_cpu = -1;
     if (rec->measure_cpu) {
         if (f->cpu0 >= 0 && cpu1 >= 0) {
             int64_t c = cpu1 - f->cpu0;
             /* a thread cannot run longer than the wall time; clamp clock-granularity noise */
-            node->cpu_ns += c < 0 ? 0 : (c > d ? d : c);
+            span_cpu = c < 0 ? 0 : (c > d ? d : c);
+            node->cpu_ns += span_cpu;
         } else {
             node->cpu_missing++;
         }
+    }
+    if (LP_UNLIKELY(rec->trace != NULL) && f->tthread >= 0) {
+        /* the span's ends are the very reads the totals add: its duration is d exactly */
+        lp_trace_span(rec->trace, f->t0, f->t0 + d, span_cpu, f->node_id, f->tthread);
     }
     if (LP_UNLIKELY(f->phase->io)) {
         node->io = 1;
@@ -332,6 +352,9 @@ static int lp_exit_elsewhere(lp_PhaseObject *self, lp_RecorderObject *rec, lp_St
     }
     Py_INCREF(o); /* letting go of its owner below may free the context that holds it */
     lp_remove_frame(rec, o, idx, t1, rec->measure_cpu ? -1 : 0);
+    if (rec->trace != NULL) {
+        lp_trace_stack_sync(rec, o, 0);
+    }
     rec->cross_stack_exits++;
     lp_publish_stack(rec, o);
     lp_stack_settle(o);
@@ -428,6 +451,9 @@ static int lp_exit_slow(lp_PhaseObject *self, lp_RecorderObject *rec, lp_StackOb
         }
     }
     ts->depth = w;
+    if (rec->trace != NULL) {
+        lp_trace_stack_sync(rec, ts, 0);
+    }
     lp_stack_settle(ts); /* this flow's own context is current: letting it go frees nothing */
     int32_t live = lp_find_live(ts, rec, ts->depth - 1);
     lp_publish_main(rec, tstate, ts, live >= 0 ? ts->frames[live].node_id : -1, t1);
@@ -464,6 +490,9 @@ static PyObject *lp_phase_exit(lp_PhaseObject *self, PyObject *const *Py_UNUSED(
         if (LP_LIKELY(f->phase == self && f->gen == rec->gen && !self->io)) {
             lp_close_frame_inline(rec, ts, top, t1, cpu1, 0, NULL, NULL);
             ts->depth = top;
+            if (LP_UNLIKELY(rec->trace != NULL)) {
+                lp_trace_popped(rec, ts, f->tlevel);
+            }
             if (LP_UNLIKELY(top == ts->n_base)) {
                 lp_stack_settle(ts); /* the owner is the current context: never freed here */
             }

@@ -67,8 +67,24 @@
 #define LP_LIVE_SLOTS           1024     /* live files mapped at once per process */
 #define LP_SEG_NODES            1
 #define LP_SEG_COUNTERS         2
+#define LP_SEG_TRACE            3 /* the trace block (spans.c): one segment, right after the header */
 #define LP_ROOT                 0
 #define LP_OVERFLOW             1
+
+/* The trace (spans.c). Capacities are the caller's; these are the fixed parts of the block. */
+#define LP_TRACE_DEFAULT_SPANS 200000
+#define LP_TRACE_DEFAULT_LINKS 50000
+#define LP_TRACE_MAX_SPANS     50000000
+#define LP_TRACE_MAX_LINKS     5000000
+#define LP_TRACE_THREADS       256 /* threads named in the block; spans of later ones are counted only */
+#define LP_TRACE_STACKS        256 /* flows whose open entries the live file shows */
+#define LP_TRACE_OPEN_DEPTH    32  /* open entries per flow the live file shows */
+#define LP_TRACE_TEXT          56  /* UTF-8 bytes of a link's channel and of its key */
+#define LP_TRACE_THREAD_NAME   64
+#define LP_TRACE_PAIRS         64 /* clock pairs kept: the first, then the newest */
+#define LP_TRACE_HEADER        2048
+#define LP_LINK_SIGNAL         0
+#define LP_LINK_WAIT           1
 
 /* A frame's t0 until its entry clock has been read: a snapshot that runs in between (possible
  * only while a test clock runs Python code) must not take the slot's old value for a start. */
@@ -267,6 +283,89 @@ typedef struct {
     PyObject *phase; /* strong */
 } lp_phase_slot;
 
+/* The trace's records (spans.c). Each is written twice: into the recorder's private block,
+ * which the snapshots read, and into the live file's copy, which this process only ever writes.
+ * `seq` is the record's number + 1 (its low 32 bits), stored last: a reader takes a record only
+ * when its seq is the one its slot must hold, so a record being overwritten is never half read. */
+typedef struct {
+    int64_t start_ns;
+    int64_t end_ns;
+    int64_t cpu_ns; /* -1: not measured */
+    int32_t phase_id;
+    int32_t thread;
+    uint32_t seq;
+    uint32_t pad;
+} lp_span;
+
+typedef struct {
+    int64_t t_ns;
+    uint32_t seq;
+    int32_t thread;
+    int32_t phase_id; /* -1: none open */
+    uint8_t kind;     /* LP_LINK_SIGNAL, LP_LINK_WAIT */
+    uint8_t channel_len;
+    uint8_t key_len;
+    uint8_t cut; /* 1: the channel was cut, 2: the key */
+    char channel[LP_TRACE_TEXT];
+    char key[LP_TRACE_TEXT];
+} lp_link;
+
+typedef struct {
+    int64_t ident;
+    int64_t native_id;
+    uint32_t name_len;
+    uint32_t seq; /* odd while the name is rewritten */
+    char name[LP_TRACE_THREAD_NAME];
+} lp_trace_thread;
+
+typedef struct {
+    int64_t start_ns;
+    int32_t phase_id;
+    int16_t thread;
+    int16_t inherited; /* 1: a copy of another flow's entry, shown in that flow's table */
+} lp_open_entry;
+
+typedef struct {
+    int32_t depth; /* entries open; those past LP_TRACE_OPEN_DEPTH are counted only */
+    int32_t in_use;
+    lp_open_entry entries[LP_TRACE_OPEN_DEPTH];
+} lp_open_stack;
+
+/* The block's first bytes: its layout (every offset from the block's start) and the counts. */
+typedef struct {
+    uint32_t magic; /* "LPTR" */
+    uint32_t header_bytes;
+    uint32_t span_bytes, link_bytes, thread_bytes, stack_bytes;
+    uint32_t span_capacity, link_capacity, thread_capacity, stack_capacity, open_depth, text_bytes;
+    uint32_t thread_name_bytes, pair_capacity;
+    uint64_t off_threads, off_stacks, off_spans, off_links;
+    int64_t recorded;       /* spans closed, ever: the newest is recorded - 1 */
+    int64_t links_recorded; /* links made, ever */
+    int64_t links_truncated;
+    int64_t spans_unthreaded; /* spans of threads past LP_TRACE_THREADS: counted, not kept */
+    int64_t stacks_unshown;   /* flows past LP_TRACE_STACKS: their open entries are not in the file */
+    int32_t n_threads;
+    int32_t n_pairs; /* clock pairs taken, ever */
+    int64_t pairs[LP_TRACE_PAIRS][3];
+} lp_trace_header;
+
+typedef struct lp_trace {
+    uint64_t epoch; /* unique per process; a stack's open table is valid while it holds this */
+    size_t bytes;   /* the block's size, header included */
+    char *mem;      /* the private block (anonymous memory) */
+    char *file;     /* its copy in the live file, or NULL */
+    int64_t capacity;
+    int64_t link_capacity;
+    int64_t next;      /* the slot of the next span */
+    int64_t next_link; /* the slot of the next link */
+    lp_trace_header h; /* the private counts; the blocks' headers are copies, written only */
+    uint64_t tkey;     /* the last thread's state id + 1 (0 none) */
+    int32_t tidx;
+    uint64_t thread_keys[LP_TRACE_THREADS];
+    uint8_t stack_used[LP_TRACE_STACKS];
+    int32_t stack_hint;
+} lp_trace;
+
 struct lp_RecorderObject;
 struct lp_StackObject;
 
@@ -314,7 +413,9 @@ typedef struct lp_state {
     _Atomic int64_t threads_unpublished;
     uint64_t pub_key;
     int32_t pub_slot;
-    PyObject *overflow_name; /* "(overflow)": the node and counter past the caps */
+    struct lp_RecorderObject *tracer; /* borrowed: the recorder whose tracing started last, or NULL */
+    uint64_t trace_epochs;            /* the last epoch given to a trace (spans.c) */
+    PyObject *overflow_name;          /* "(overflow)": the node and counter past the caps */
     PyObject *slash;
     PyObject *underscore;
 } lp_state;
@@ -390,6 +491,7 @@ typedef struct lp_RecorderObject {
     int64_t cpu_clock_reads; /* real reads of the thread CPU clock at boundaries (lp_cpu_at) */
     PyObject *errors;        /* list of str, at most LP_MAX_ERRORS */
     int64_t own_subtracted[LP_IO_FIELDS];
+    struct lp_trace *trace; /* the spans and links, while tracing (spans.c); NULL: off */
 } lp_RecorderObject;
 
 typedef struct {
@@ -411,6 +513,11 @@ typedef struct {
      * when copied; child time is added to it while it is still open (see lp_credit_origin). */
     struct lp_StackObject *origin;
     int32_t origin_idx;
+    /* The trace: the thread that opened the entry (its index in the trace's thread table, -1:
+     * the entry is not traced) and the entry's level among this recorder's open entries of the
+     * stack (its place in the stack's open table in the live file). */
+    int32_t tthread;
+    int32_t tlevel;
 } lp_frame;
 
 typedef struct lp_StackObject {
@@ -432,6 +539,10 @@ typedef struct lp_StackObject {
     int64_t cpu_read;
     int64_t cpu_read_wall;
     const PyThreadState *cpu_read_tstate;
+    /* Its open table in the tracer's live file (-1 none), valid while trace_epoch is the
+     * trace's epoch (see spans.c). */
+    int32_t trace_slot;
+    uint64_t trace_epoch;
     struct lp_StackObject *prev; /* the module state's list of live stacks */
     struct lp_StackObject *next;
 } lp_StackObject;
@@ -520,6 +631,24 @@ void lp_thread_publish_slow(lp_state *st, PyThreadState *tstate, struct lp_Stack
 void lp_threads_stack_changed(lp_state *st, struct lp_StackObject *ts, int32_t node_id, int64_t now_ns);
 void lp_threads_stack_gone(lp_state *st, struct lp_StackObject *ts);
 void lp_threads_clear(lp_state *st);
+
+/* spans.c */
+void lp_trace_free(lp_RecorderObject *rec);
+void lp_trace_reset(lp_RecorderObject *rec);
+void lp_trace_forget_stacks(lp_RecorderObject *rec);
+size_t lp_trace_block_bytes(lp_RecorderObject *rec);
+void lp_trace_to_file(lp_RecorderObject *rec, char *block);
+void lp_trace_from_file(lp_RecorderObject *rec);
+int32_t lp_trace_thread_slow(lp_RecorderObject *rec, PyThreadState *tstate);
+void lp_trace_enter(lp_RecorderObject *rec, lp_StackObject *ts, int32_t idx, int32_t parent_idx,
+                    int32_t thread);
+void lp_trace_stack_sync(lp_RecorderObject *rec, lp_StackObject *ts, int may_claim);
+void lp_trace_stack_gone(lp_state *st, lp_StackObject *ts);
+PyObject *lp_recorder_trace_enable(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *lp_recorder_trace_clock_pair(lp_RecorderObject *self, PyObject *ignored);
+PyObject *lp_recorder_trace_snapshot(lp_RecorderObject *self, PyObject *ignored);
+PyObject *lp_recorder_get_tracing(lp_RecorderObject *self, void *c);
 
 /* noop.c */
 int lp_noop_init(PyObject *module, lp_state *st);
@@ -755,6 +884,58 @@ static inline int32_t lp_find_live(lp_StackObject *ts, lp_RecorderObject *rec, i
         }
     }
     return -1;
+}
+
+/* ===================================================================== the trace's hot path */
+
+/* The calling thread's index in the trace's thread table (-1: the table is full). */
+LP_INLINE int32_t lp_trace_thread_of(lp_RecorderObject *rec, PyThreadState *tstate)
+{
+    lp_trace *tr = rec->trace;
+    if (LP_LIKELY(tr->tkey == (uint64_t)tstate->id + 1)) {
+        return tr->tidx;
+    }
+    return lp_trace_thread_slow(rec, tstate);
+}
+
+static inline void lp_span_store(lp_span *s, int64_t start, int64_t end, int64_t cpu, int32_t phase_id,
+                                 int32_t thread, uint32_t seq)
+{
+    __atomic_store_n(&s->seq, 0u, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    s->start_ns = start;
+    s->end_ns = end;
+    s->cpu_ns = cpu;
+    s->phase_id = phase_id;
+    s->thread = thread;
+    __atomic_store_n(&s->seq, seq, __ATOMIC_RELEASE);
+}
+
+/* One closed entry into the ring (and its copy in the live file): a few stores, no call. */
+LP_INLINE void lp_trace_span(lp_trace *tr, int64_t start, int64_t end, int64_t cpu, int32_t phase_id,
+                             int32_t thread)
+{
+    int64_t n = tr->h.recorded + 1;
+    int64_t slot = tr->next;
+    tr->next = slot + 1 == tr->capacity ? 0 : slot + 1;
+    size_t off = (size_t)tr->h.off_spans + (size_t)slot * sizeof(lp_span);
+    lp_span_store((lp_span *)(tr->mem + off), start, end, cpu, phase_id, thread, (uint32_t)n);
+    tr->h.recorded = n;
+    ((lp_trace_header *)tr->mem)->recorded = n;
+    if (tr->file != NULL) {
+        lp_span_store((lp_span *)(tr->file + off), start, end, cpu, phase_id, thread, (uint32_t)n);
+        __atomic_store_n(&((lp_trace_header *)tr->file)->recorded, n, __ATOMIC_RELEASE);
+    }
+}
+
+/* The stack's open table after its entry at `level` closed (the fast exit). */
+LP_INLINE void lp_trace_popped(lp_RecorderObject *rec, lp_StackObject *ts, int32_t level)
+{
+    lp_trace *tr = rec->trace;
+    if (tr->file != NULL && ts->trace_epoch == tr->epoch && ts->trace_slot >= 0 && level >= 0) {
+        lp_open_stack *os = (lp_open_stack *)(tr->file + tr->h.off_stacks) + ts->trace_slot;
+        __atomic_store_n(&os->depth, level, __ATOMIC_RELEASE);
+    }
 }
 
 #endif /* LP_PHASES_H */

@@ -307,6 +307,7 @@ static PyObject *lp_recorder_reset(lp_RecorderObject *self, PyObject *Py_UNUSED(
 {
     self->gen++;
     lp_live_before_reset(self);
+    lp_trace_reset(self);
     lp_tree_free(self);
     lp_clear_health(self);
     if (self->errors != NULL && PyList_SetSlice(self->errors, 0, PY_SSIZE_T_MAX, NULL) < 0) {
@@ -327,6 +328,10 @@ static PyObject *lp_recorder_start(lp_RecorderObject *self, PyObject *Py_UNUSED(
     if (!self->active) {
         self->gen++;
         self->active = 1;
+        lp_trace_forget_stacks(self); /* the frames left open are stale now */
+        if (self->trace != NULL) {
+            self->st->tracer = self;
+        }
     }
     Py_RETURN_NONE;
 }
@@ -337,6 +342,10 @@ static PyObject *lp_recorder_stop(lp_RecorderObject *self, PyObject *Py_UNUSED(i
         /* frames still open are now stale: their exits pop them without recording */
         self->gen++;
         self->active = 0;
+        lp_trace_forget_stacks(self);
+        if (self->st->tracer == self) {
+            self->st->tracer = NULL;
+        }
         if (self->st->primary == self) {
             lp_set_main_phase(self->st, -1, lp_monotonic_ns());
             lp_threads_clear(self->st);
@@ -588,6 +597,7 @@ static void lp_recorder_dealloc(lp_RecorderObject *self)
     (void)lp_recorder_clear(self);
     lp_tree_free(self);
     lp_live_detach(self);
+    lp_trace_free(self);
     Py_CLEAR(self->names);
     Py_CLEAR(self->module);
     tp->tp_free(self);
@@ -614,6 +624,14 @@ static PyMethodDef lp_recorder_methods[] = {
     {"live_attach", (PyCFunction)(void (*)(void))lp_recorder_live_attach, METH_FASTCALL,
      "live_attach(fd, identity: bytes): keep the tree and counters in this file, a shared mapping "
      "(the descriptor is duplicated; raises OSError where the file cannot be mapped)."},
+    {"trace_enable", (PyCFunction)(void (*)(void))lp_recorder_trace_enable, METH_FASTCALL,
+     "trace_enable(capacity, links_capacity): record every closed entry as a span (before live_attach)."},
+    {"trace_link", (PyCFunction)(void (*)(void))lp_recorder_trace_link, METH_FASTCALL,
+     "trace_link(kind, channel, key): a signal (0) or the end of a wait (1), while tracing."},
+    {"trace_clock_pair", (PyCFunction)lp_recorder_trace_clock_pair, METH_NOARGS,
+     "Read CLOCK_MONOTONIC and CLOCK_REALTIME back to back into the trace."},
+    {"trace_snapshot", (PyCFunction)lp_recorder_trace_snapshot, METH_NOARGS,
+     "The trace section of a worker document, or None when tracing is off."},
     {"live_detach", (PyCFunction)lp_recorder_live_detach, METH_NOARGS,
      "Stop writing to the live file (what was written stays); the numbers move to memory."},
     {"set_sync", (PyCFunction)lp_recorder_set_sync, METH_O,
@@ -635,6 +653,7 @@ static PyGetSetDef lp_recorder_getset[] = {
     {"n_nodes", (getter)lp_recorder_get_n_nodes, NULL, "Nodes in the tree, root and overflow included.",
      NULL},
     {"generation", (getter)lp_recorder_get_generation, NULL, "Changes at start, stop and reset.", NULL},
+    {"tracing", (getter)lp_recorder_get_tracing, NULL, "Whether closed entries are recorded as spans.", NULL},
     {"live", (getter)lp_recorder_get_live, NULL, "Whether a live file is attached (in this process).", NULL},
     {"empty", (getter)lp_recorder_get_empty, NULL,
      "True while nothing has been recorded (since the last reset).", NULL},

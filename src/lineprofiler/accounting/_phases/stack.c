@@ -125,6 +125,8 @@ lp_StackObject *lp_stack_create(lp_state *st, PyThreadState *tstate, lp_StackObj
     ts->dropped = 0;
     ts->cpu_read = ts->cpu_read_wall = 0;
     ts->cpu_read_tstate = NULL; /* no read to share yet */
+    ts->trace_slot = -1;
+    ts->trace_epoch = 0; /* no trace has epoch 0 */
     /* Linked before anything can fail: the dealloc unlinks in every case. */
     ts->prev = NULL;
     ts->next = st->stacks;
@@ -233,6 +235,7 @@ static void lp_stack_dealloc(lp_StackObject *ts)
         st->main_stack = NULL;
     }
     lp_threads_stack_gone(st, ts);
+    lp_trace_stack_gone(st, ts);
     if (ts->prev != NULL) {
         ts->prev->next = ts->next;
     } else if (st->stacks == ts) {
