@@ -43,9 +43,9 @@ def __getattr__(name: str) -> Any:
 
         return getattr(lines, name)
     if name == "config":  # 0.10.0's module of the [tool.lineprofiler] table
-        from . import config
+        import importlib
 
-        return config
+        return importlib.import_module(".config", __name__)  # `from . import` would ask here again
     if name in _AMBIENT:
         from .accounting import legacy
 

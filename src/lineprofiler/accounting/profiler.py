@@ -423,7 +423,7 @@ class Profiler:
             config=config,
             tree=tree,
             own_io_excluded=_phases.own_io(),
-            trace=self._trace_section(),
+            trace=self._trace_section(final),
         )
         self._call_attachments("contribute", document)
         errors = list(self._errors) + list(tree["errors"])
@@ -434,10 +434,18 @@ class Profiler:
         document["live_file"] = os.path.basename(self._live_path) if self._live_path is not None else None
         return document
 
-    def _trace_section(self) -> dict[str, Any] | None:
-        """The document's ``trace``: a clock pair taken first (one at each flush), then the spans."""
+    def _trace_section(self, final: bool) -> dict[str, Any] | None:
+        """The document's ``trace``: a clock pair taken first (one at each flush), then the spans.
+
+        A full ring is megabytes of JSON and a few hundred milliseconds with the GIL held, too
+        much for every periodic snapshot of the user's process: where the live file holds the
+        rings (the report reads a running or killed worker's trace from there), a periodic
+        snapshot says so instead, and only the final one (exit, signal) writes them out."""
         if not self.trace or self.recorder is None:
             return None
+        if not final and self._live_path is not None:
+            self.recorder.trace_clock_pair()
+            return {"clock": "monotonic", "in_live_file": True}
         # A full ring is megabytes of JSON: the worker file's encoder takes json's C encoder once
         # json is loaded (about 4x faster here than the pure-Python one it uses before that).
         import json  # noqa: F401
@@ -448,8 +456,9 @@ class Profiler:
     # ------------------------------------------------------------------ links (trace=True)
 
     def signal(self, channel: str, key: object) -> None:
-        """Mark that item ``key`` on ``channel`` is now available (right after the put or send
-        that publishes it). Pairs with :meth:`wait_on` in the consumer; ``key`` is compared as
+        """Mark that item ``key`` on ``channel`` is available from now on: call it just before the
+        put or send that publishes it (a consumer may return from its get before the line after
+        the put runs). Pairs with :meth:`wait_on` in the consumer; ``key`` is compared as
         ``str(key)``. A no-op, at the cost of one check, when tracing is off."""
         if self._tracing:
             self._link(0, channel, key)

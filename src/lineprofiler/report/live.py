@@ -85,6 +85,8 @@ def prefer_live_numbers(path: Path, document: dict[str, Any]) -> Numbers:
     if not live.usable:
         return Numbers(document, f"json: live file {name}: " + "; ".join(fmt.printable(p) for p in live.problems))
     merged = _frozen_merge(document, live) if live.frozen else _replace(document, live)
+    if not isinstance(merged, str) and live.trace is not None:
+        merged = dict(merged, trace=live.trace)  # a running or killed worker's newest spans
     if isinstance(merged, str):
         if notes:  # the snapshot's numbers stand, but the damage is still said
             why = merged.removeprefix("json").removeprefix(": ")

@@ -97,6 +97,10 @@ def check_trace(trace: Any, path: object, error: type[Exception]) -> TraceColumn
 
     if not isinstance(trace, dict):
         raise error(f"{path}: 'trace' is neither an object nor null")
+    if trace.get("in_live_file") is True:
+        # A periodic snapshot's: the rings are in the live file beside it (read instead where
+        # it can be), and this file holds none of them.
+        raise error(f"{path}: its spans are kept in its live file, which could not be read")
     clock = trace.get("clock")
     if clock != "monotonic":
         fail(f"clock' is {ascii(clock)[:40]}, not 'monotonic'")

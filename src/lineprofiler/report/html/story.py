@@ -141,7 +141,12 @@ def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, int, int]:
         if ends[0] is None or ends[1] is None:
             continue
         cls = "arrow" + (" on-path" if arrow.on_path else "") + (" backwards" if arrow.backwards else "")
-        said = "\nclocks disagree: this wait ends before its signal on the run's timeline" if arrow.backwards else ""
+        said = (
+            "\nthis wait ends before its signal on the run's timeline: the clocks disagree, or signal() came "
+            "after the put"
+            if arrow.backwards
+            else ""
+        )
         tip = (
             f"{fmt.printable(arrow.channel)} {fmt.printable(arrow.key)}: "
             f"signal at +{fmt.duration(arrow.from_ns - start)}, wait ended at +{fmt.duration(arrow.to_ns - start)} "

@@ -111,11 +111,14 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
     if path is not None:
         attribute(path, traces, clocks, run_ns)
     arrows = []
-    backwards = 0
+    backwards = late_signals = 0
     for signaller, signal, waiter, wait in matches:
         sent = signal.t_ns + clocks[signaller.host].offset_ns
         ended = wait.t_ns + clocks[waiter.host].offset_ns
-        backwards += ended < sent
+        if ended < sent and signaller.host == waiter.host:
+            late_signals += 1  # one clock: the item was taken before signal() was called
+        elif ended < sent:
+            backwards += 1
         arrows.append(
             Arrow(
                 signal.channel,
@@ -144,6 +147,12 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
             f"{fmt.count(backwards)} link(s) end before their signal on the run's timeline: the clocks disagree "
             "there (or a key was signalled twice); those arrows are marked 'clocks disagree', and the critical "
             "path does not follow them"
+        )
+    if late_signals:
+        notes.append(
+            f"{fmt.count(late_signals)} link(s) end before their signal on one host's clock: the consumer had the "
+            "item before the producer called signal() (call it just before the put or send); those arrows are "
+            "drawn backwards, and the critical path does not follow them"
         )
     if unmatched:
         notes.append(f"{fmt.count(unmatched)} wait(s) have no signal of their channel and key in the traced files")
