@@ -195,6 +195,7 @@ def test_the_resource_and_gpu_blocks_follow_iterations_in_order():
         ("resources", "render_memory"),
         ("gpu", "render"),
         ("timeline", "render_timeline"),
+        ("story", "story_lines"),  # a traced run only
     ]
 
 
