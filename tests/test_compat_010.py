@@ -307,7 +307,7 @@ def test_what_0_11_cannot_provide_fails_with_one_line_naming_the_replacement(tmp
     error("from accounting import merge_run", "ImportError", "merge_run", "write_report(")
     error("accounting.Backend", "AttributeError", "backend='torch'")
     error("accounting.TraceBuffer", "AttributeError", "--perfetto")
-    error("write_trace", "NotImplementedError", "lineprofiler export RUN_DIR --perfetto PATH")
+    error("write_trace", "ReportError")
     error("thread_names", "NotImplementedError", "threading.current_thread().name")
     error("run_id third", "TypeError", "run_id=")
     error("format pdf", "ValueError", "'text', 'json' or 'html'")
@@ -473,3 +473,31 @@ def test_lineprofiler_config_is_0_10_0s_module():
     assert not table.allows_path("t.py")
     assert table.allows_function("Model.step") and not table.allows_function("helper")
     assert config.ProfilerConfig().allows_path("anything.py") and config.ProfilerConfig().allows_function("f")
+
+
+TRACED = """
+    import json, sys
+    from lineprofiler import accounting
+
+    profiler = accounting.Profiler(sys.argv[1], role="actor", trace=True, install=True)
+    for step in range(3):
+        with profiler.phase("step"):
+            accounting.signal_ready("items", step)
+        accounting.wait_on("items", step)
+    profiler.close()
+    html = accounting.write_trace(sys.argv[1], sys.argv[1] + "/out/trace.html")
+    doc = accounting.write_trace(sys.argv[1], sys.argv[1] + "/out/trace.json", format="json")
+    print(json.dumps([html, doc]))
+"""
+
+
+def test_write_trace_writes_the_story_of_a_traced_run(tmp_path):
+    run_dir = tmp_path / "run"
+    done = run_program(tmp_path, TRACED, run_dir, python_options=("-W", "error"))
+    html, doc = json.loads(done.stdout)
+    page = (run_dir / "out" / "trace.html").read_text()
+    assert html.endswith("trace.html") and doc.endswith("trace.json")
+    assert "lineprofiler trace" in page and "3 of 3 spans kept" in page
+    story = json.loads((run_dir / "out" / "trace.json").read_text())["story"]
+    assert story["spans_kept"] == story["spans_recorded"] == 3
+    assert story["processes"][0]["links"] == 6  # three signals, three waits

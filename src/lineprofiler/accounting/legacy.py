@@ -450,11 +450,37 @@ def _write_whole(path: str, text: str) -> str:
     return path
 
 
-def write_trace(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], format: str = "html") -> None:  # noqa: A002
-    raise NotImplementedError(
-        "write_trace() is not built in 0.11.0: `lineprofiler export RUN_DIR --perfetto PATH` writes the sampled "
-        "timeline as a Chrome trace-event file (open it in ui.perfetto.dev)"
-    )
+def write_trace(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], format: str = "html") -> str:  # noqa: A002
+    """Write the story of a traced run (``Profiler(trace=True)``) to ``path`` as ``"html"`` (the
+    lanes), ``"json"`` or ``"text"``; returns the path. The same as ``lineprofiler trace RUN_DIR``
+    (``--html``, ``--json``). Raises ``ValueError`` for another format and
+    :class:`lineprofiler.report.merge.ReportError` (one line) when no worker recorded a trace."""
+    if format not in _REPORT_FORMATS:
+        raise ValueError(f"format must be 'text', 'json' or 'html', got {format!r}")
+    from ..report.merge import ReportError, load_run
+    from ..report.story.assemble import story
+
+    run = load_run(os.fspath(run_dir), no_samples=True)
+    result, notes = story(run)
+    if result is None:
+        reason = f": {notes[0]}" if notes else ""
+        raise ReportError(f"no worker of this run recorded a usable trace (Profiler(trace=True)){reason}")
+    caveats = list(run.caveats) + [n for n in notes if n not in run.caveats]
+    if format == "json":
+        from ..report import json as report_json
+
+        document = {"kind": "lineprofiler-story", "version": 1, "story": report_json.plain(result), "caveats": caveats}
+        text = report_json.dumps(document) + "\n"
+    elif format == "html":
+        from ..report.html.story import render_story_html
+
+        text = render_story_html(result, caveats, title=f"lineprofiler trace: {run.name}")
+    else:
+        from ..report.blocks.story import story_lines
+        from ..report.text import caveats_lines
+
+        text = "\n\n".join("\n".join(chunk) for chunk in (story_lines(result), caveats_lines(caveats)) if chunk) + "\n"
+    return _write_whole(os.fspath(path), text)
 
 
 # ------------------------------------------------------------------ 0.10.0's top level: ambient line profiling
