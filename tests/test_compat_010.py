@@ -501,3 +501,28 @@ def test_write_trace_writes_the_story_of_a_traced_run(tmp_path):
     story = json.loads((run_dir / "out" / "trace.json").read_text())["story"]
     assert story["spans_kept"] == story["spans_recorded"] == 3
     assert story["processes"][0]["links"] == 6  # three signals, three waits
+
+
+def test_line_profiler_takes_0_10_0s_backend_and_engine(tmp_path):
+    import warnings
+
+    from lineprofiler import LineProfiler
+
+    ours = "monitoring" if sys.version_info >= (3, 12) else "settrace"
+    other = "settrace" if ours == "monitoring" else "monitoring"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        profiler = LineProfiler(tmp_path, backend=ours, engine="builtin")  # 0.11.0's own choice: silent
+    assert (profiler.backend, profiler.engine) == (ours, "builtin")
+    with pytest.warns(RuntimeWarning, match="own C engine"):
+        LineProfiler(tmp_path, engine="line_profiler")
+    if other == "settrace":
+        with pytest.warns(RuntimeWarning, match="sys.monitoring on Python 3.12"):
+            assert LineProfiler(tmp_path, backend="settrace").backend == "monitoring"
+    else:
+        with pytest.raises(ValueError, match="needs Python 3.12"):
+            LineProfiler(tmp_path, backend="monitoring")
+    with pytest.raises(ValueError, match="backend must be"):
+        LineProfiler(tmp_path, backend="ptrace")
+    with pytest.raises(ValueError, match="engine must be"):
+        LineProfiler(tmp_path, engine="cython")

@@ -31,6 +31,7 @@ from ..config import ProfilerConfig
 from ..runfiles import linesfile
 from . import _tracer
 from .decorate import CallSwitch, wrap
+from .engine_names import BACKEND, ENGINE, check_choices
 from .monitoring import TOOL_NAME, MonitoringHold
 from .notebook import cell_globs
 from .project import ProjectFilter, find_project_root
@@ -92,7 +93,10 @@ class LineProfiler:
         children: bool = False,
         output_dir: str | os.PathLike[str] | None = None,
         config: ProfilerConfig | None = None,
+        backend: str | None = None,
+        engine: str | None = None,
     ) -> None:
+        check_choices(backend, engine)  # 0.10.0's; 0.11.0 has one engine and takes no choice
         folder = find_project_root() if project_folder is None else project_folder
         self._filter = ProjectFilter(folder, include=include, exclude=exclude, config=config)
         self._filter.include += tuple(cell_globs())
@@ -135,6 +139,16 @@ class LineProfiler:
     @property
     def enabled(self) -> bool:
         return self._depth > 0
+
+    @property
+    def backend(self) -> str:
+        """0.10.0's name for the event source: ``'monitoring'`` (3.12+) or ``'settrace'`` (3.11)."""
+        return BACKEND
+
+    @property
+    def engine(self) -> str:
+        """0.10.0's name for the engine: ``'builtin'`` (0.11.0's own, in C)."""
+        return ENGINE
 
     @property
     def clock(self) -> str:
