@@ -1,6 +1,7 @@
 """What `make demo` runs: the actor/learner pipeline under the accounting profiler, with each
-actor's games 100 to 109 line-profiled (backend="lines"), its report, then the lines of the
-actors' MCTS from that same run (`lineprofiler report --lines`).
+actor's games 100 to 109 line-profiled (backend="lines") and every process traced, its report,
+the lines of the actors' MCTS from that same run (`lineprofiler report --lines`), then its story
+(`lineprofiler trace`: the critical path through the queue, and the findings).
 
     python examples/demo.py [--actors 4] [--run-dir profile] [--lines-window 100 110]
                             [--pipeline-args "--games 50"]
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     banner(f"1. the RL pipeline: {args.actors} actors and a learner, profiled into {args.run_dir}/")
     command = [sys.executable, str(PIPELINE / "pipeline.py"), "--actors", str(args.actors), "--run-dir", args.run_dir]
-    command += ["--lines-window", *map(str, args.lines_window), *shlex.split(args.pipeline_args)]
+    command += ["--lines-window", *map(str, args.lines_window), "--trace", *shlex.split(args.pipeline_args)]
     pipeline = subprocess.run(command, env=env)
     if pipeline.returncode != 0:
         print(f"demo: the pipeline failed (exit status {pipeline.returncode})", file=sys.stderr)
@@ -85,6 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     sys.stdout.write(block)
     sys.stdout.flush()
+
+    banner(f"4. lineprofiler trace {args.run_dir}/: what set the run's length (exact spans, queue links)")
+    story = subprocess.run([sys.executable, "-m", "lineprofiler", "trace", args.run_dir], env=env)
+    if story.returncode != 0:
+        print(f"demo: the trace failed (exit status {story.returncode})", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -68,14 +68,15 @@ def play_game(profiler, rng: random.Random, simulations: int) -> list:
 
 
 def actor_main(
-    actor_id: int, games: int, simulations: int, queue, seed: int, crash: bool = False, lines_window=None
+    actor_id: int, games: int, simulations: int, queue, seed: int, crash: bool = False, lines_window=None,
+    trace: bool = False,
 ) -> None:
     from lineprofiler.accounting import Profiler
 
     # Joins the learner's run through the environment. With a lines window, games start..stop-1
     # of this actor are line-profiled as well: its MCTS lines land in run_dir/lines/.
     window = dict(backend="lines", backend_window=lines_window, window_phase="iteration") if lines_window else {}
-    profiler = Profiler(role="actor", **window)
+    profiler = Profiler(role="actor", trace=trace, **window)
     rng = random.Random(seed)
     with profiler:
         for game in range(games):
@@ -83,6 +84,8 @@ def actor_main(
                 with profiler.phase("self_play"):
                     trajectory = play_game(profiler, rng, simulations)
                 with profiler.phase("send_trajectory"):
+                    # --trace: the learner's wait for this game links back here (signal before the put)
+                    profiler.signal("trajectories", f"{actor_id}:{game}")
                     queue.put((actor_id, trajectory))
                 profiler.count("games")
             if crash and game == 0:
@@ -128,7 +131,7 @@ def learner_main(args: argparse.Namespace) -> int:
     from lineprofiler.accounting import Profiler
 
     started = time.monotonic()
-    profiler = Profiler(run_dir=args.run_dir, role="learner")
+    profiler = Profiler(run_dir=args.run_dir, role="learner", trace=args.trace)
     from model import BackendUnavailable, make_model
 
     with profiler.phase("setup"):  # importing torch takes seconds: let the report show it
@@ -153,7 +156,10 @@ def learner_main(args: argparse.Namespace) -> int:
         # daemon: if the learner dies, its actors do not outlive it blocked on a full queue
         context.Process(
             target=actor_main,
-            args=(i, args.games, args.simulations, queue, args.seed + 1 + i, i == args.crash_actor, args.lines_window),
+            args=(
+                i, args.games, args.simulations, queue, args.seed + 1 + i, i == args.crash_actor, args.lines_window,
+                args.trace,
+            ),
             name=f"actor-{i}",
             daemon=True,
         )
@@ -165,6 +171,7 @@ def learner_main(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
     data_dir = Path(tempfile.mkdtemp(prefix="rl_pipeline_", dir=args.data_dir))
     done: set[int] = set()
+    received = [0] * args.actors  # per actor: the game the next trajectory is (the queue keeps its order)
     failed: dict[int, int | None] = {}
     pending: list = []
     shards: list[Path] = []
@@ -190,6 +197,8 @@ def learner_main(args: argparse.Namespace) -> int:
                 if trajectory is None:
                     done.add(actor_id)
                     continue
+                profiler.wait_on("trajectories", f"{actor_id}:{received[actor_id]}")
+                received[actor_id] += 1
                 totals["trajectories"] += 1
                 totals["samples"] += len(trajectory)
                 pending.extend(trajectory)
@@ -280,6 +289,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--lines-window", type=positive_int, nargs=2, default=None, metavar=("START", "STOP"),
         help="line-profile each actor's games START..STOP-1 (backend=\"lines\"; lineprofiler report --lines)",
+    )
+    parser.add_argument(
+        "--trace", action="store_true",
+        help="exact spans and queue links in every process (Profiler(trace=True)): lineprofiler trace RUN_DIR",
     )
     parser.add_argument(
         "--crash-actor", type=int, default=None, metavar="ID",

@@ -115,6 +115,8 @@ def test_the_slow_actor_sets_the_runs_length(tmp_path):
     fast_share = sum(s["duration_ns"] for s in path["shares"] if pid_of[s["process"]] in pids["fast_pids"])
     assert slow_share > fast_share
 
+    # The learner's wait_on came right after its get's own phase: that phase's wait is known.
+    assert not any(f["kind"] == "blocked_unknown" and "wait_item" in f["text"] for f in story["findings"])
     first = story["findings"][0]
     assert pid_of[first["process"]] == pids["slow_pid"], first
     assert str(pids["slow_pid"]) in first["text"]

@@ -115,7 +115,10 @@ def _deepest(candidates: list[Finding]) -> list[Finding]:
 
 def _blocked_phases(trace: WorkerTrace, path: CriticalPath | None, run_ns: int) -> list[Finding]:
     found: list[Finding] = []
+    # A wait tells about the phase it was made in, and about the one that had just closed before
+    # it (the get had a phase of its own, and wait_on came right after it returned).
     linked = {trace.phase_name(link.phase_id) for link in trace.links if link.kind == "wait"}
+    linked |= {trace.phase_name(link.after_phase_id) for link in trace.links if link.after_phase_id >= 0}
     for phase in trace.worker.document["phases"]:
         wall, cpu = phase["wall_ns"], phase.get("cpu_ns")
         if cpu is None or wall <= 0 or run_ns <= 0 or wall / run_ns < BLOCKED_RUN_SHARE:

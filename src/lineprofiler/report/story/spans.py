@@ -41,6 +41,9 @@ class Link:
     #: For a wait: when the phase it was called in began (None: not found); its blocking part
     #: lies between then and ``t_ns``.
     began_ns: int | None = None
+    #: For a wait: the phase that had just closed on its thread when it was called (``with
+    #: phase("wait"): q.get()`` then ``wait_on(...)``), inside the phase it was called in; -1: none.
+    after_phase_id: int = -1
 
 
 @dataclass
@@ -141,6 +144,8 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
     for link in links:
         if link.kind == "wait" and link.phase_id >= 0:
             link.began_ns = _began(trace, link)
+        if link.kind == "wait":
+            link.after_phase_id = _just_closed(trace, link)
     sync_ids = {p["id"]: p["path"] for p in phases if p.get("sync") and type(p.get("id")) is int}
     arrivals: dict[str, array[int]] = {}
     if sync_ids:
@@ -190,6 +195,22 @@ def _began(trace: tracesection.TraceColumns, link: Link) -> int | None:
         if o_phase == link.phase_id and o_thread == link.thread and o_start <= link.t_ns:
             return o_start
     return None
+
+
+def _just_closed(trace: tracesection.TraceColumns, link: Link) -> int:
+    """The phase of the span that ended last, at or before ``link.t_ns``, on ``link``'s thread and
+    inside the entry the link was made in: the wait it tells about, when the blocking get had
+    its own phase. -1 when there is none."""
+    start, end, phase, thread, _ = trace.spans
+    floor = link.began_ns if link.began_ns is not None else -1
+    best, best_end = -1, -1
+    k = bisect_right(start, link.t_ns) - 1
+    low = max(-1, k - _WAIT_LOOKBACK)
+    while k > low and start[k] >= floor:
+        if thread[k] == link.thread and best_end < end[k] <= link.t_ns and phase[k] != link.phase_id:
+            best, best_end = phase[k], end[k]
+        k -= 1
+    return best
 
 
 #: What a pool's process is given per worker: its path, its trace when merge parsed it (a small
