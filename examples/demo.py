@@ -1,7 +1,7 @@
 """What `make demo` runs: the actor/learner pipeline under the accounting profiler, with each
-actor's games 100 to 109 line-profiled (backend="lines") and every process traced, its report,
-the lines of the actors' MCTS from that same run (`lineprofiler report --lines`), then its story
-(`lineprofiler trace`: the critical path through the queue, and the findings).
+actor's games 100 to 109 line-profiled (backend="lines") and every process traced, its report
+(with STORY: the critical path through the queue, and the findings), then the lines of the
+actors' MCTS from that same run (`lineprofiler report --lines`).
 
     python examples/demo.py [--actors 4] [--run-dir profile] [--lines-window 100 110]
                             [--pipeline-args "--games 50"]
@@ -86,12 +86,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     sys.stdout.write(block)
     sys.stdout.flush()
-
-    banner(f"4. lineprofiler trace {args.run_dir}/: what set the run's length (exact spans, queue links)")
-    story = subprocess.run([sys.executable, "-m", "lineprofiler", "trace", args.run_dir], env=env)
-    if story.returncode != 0:
-        print(f"demo: the trace failed (exit status {story.returncode})", file=sys.stderr)
-        return 1
     return 0
 
 

@@ -175,17 +175,17 @@ def test_demo_runs_the_pipeline_the_report_and_the_actors_lines_from_that_run(tm
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     banners = [line for line in out.splitlines() if line.startswith("=== ")]
-    assert [b.split()[1] for b in banners] == ["1.", "2.", "3.", "4."], banners
+    assert [b.split()[1] for b in banners] == ["1.", "2.", "3."], banners
     assert "Processes 5   Roles " in out and "ACTOR  (4 processes" in out
     assert (tmp_path / "profile" / "workers").is_dir()  # the demo's run directory is ./profile
-    step3, step4 = out.split(banners[2], 1)[1].split(banners[3], 1)
+    step2, step3 = out.split(banners[1], 1)[1].split(banners[2], 1)
     assert "report profile/ --lines" in banners[2]
     # The LINES block of the pipeline's own run: the four actors' windows, their MCTS lines.
     assert step3.lstrip().startswith("LINES  (") and "CAVEATS" not in step3 and "I/O" not in step3, step3
     assert "ACTOR  (4 of 4 processes left line stats; entries 2..2 of iteration" in step3, step3
     assert "mcts.py" in step3, step3
     assert len(list((tmp_path / "profile" / "lines").rglob("l_*.json"))) == 4
-    # The story of the same run: every process traced, the learner's waits linked to the actors.
-    assert "trace profile/" in banners[3]
-    assert step4.lstrip().startswith("STORY") and "5 traced process(es)" in step4, step4
-    assert "Critical path" in step4 and "link(s) followed" in step4 and "Findings" in step4, step4
+    # The report's STORY: every process traced, the learner's waits linked to the actors.
+    story = step2[step2.index("STORY (exact spans and links)") :]
+    assert "5 traced process(es)" in story, story
+    assert "Critical path" in story and "link(s) followed" in story and "Findings" in story, story
