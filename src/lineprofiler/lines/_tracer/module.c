@@ -83,6 +83,10 @@ static double lp_ns_per_tick(lp_TracerObject *tr)
         return 1.0;
     }
     lp_state *st = tr->st;
+    int idle = st->active != (PyObject *)tr;
+    if (idle && tr->idle_scale > 0.0) {
+        return tr->idle_scale;
+    }
     int64_t tsc, ns;
     lp_clock_pair(&tsc, &ns);
     if (ns - st->cal_ns0 < 20000000) {
@@ -99,7 +103,11 @@ static double lp_ns_per_tick(lp_TracerObject *tr)
     if (tsc <= st->cal_tsc0) {
         return 1.0;
     }
-    return (double)(ns - st->cal_ns0) / (double)(tsc - st->cal_tsc0);
+    double scale = (double)(ns - st->cal_ns0) / (double)(tsc - st->cal_tsc0);
+    if (idle) {
+        tr->idle_scale = scale;
+    }
+    return scale;
 }
 
 static const char *lp_clock_name(int clock)
@@ -301,6 +309,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
         self->has_data = 1;
     }
     st->active = Py_NewRef((PyObject *)self);
+    self->idle_scale = 0.0; /* new ticks: the scale is measured again at the next collect */
     self->started = 1;
     self->broken = 0;
     self->on = 1;

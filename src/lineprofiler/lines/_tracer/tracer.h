@@ -227,6 +227,9 @@ typedef struct {
     int broken;
     int clock; /* LP_CLOCK_*, fixed for the life of the recorded data */
     int has_data;
+    /* ns per tick fixed at the first collect after recording stopped (0: none yet), so every
+     * read of the same data gives the same numbers; recording again drops it. */
+    double idle_scale;
     /* code object -> lp_code* (project, val) or LP_FOREIGN (aux holds a
      * strong ref to the co_filename it was decided for: a freed and reused
      * address with a different filename object is decided again, and since
