@@ -188,4 +188,4 @@ def test_demo_runs_the_pipeline_the_report_and_the_actors_lines_from_that_run(tm
     # The report's STORY: every process traced, the learner's waits linked to the actors.
     story = step2[step2.index("STORY (exact spans and links)") :]
     assert "5 traced process(es)" in story, story
-    assert "Critical path" in story and "link(s) followed" in story and "Findings" in story, story
+    assert "Critical path" in story and "link(s) followed" in story, story  # findings: none in 3 games
