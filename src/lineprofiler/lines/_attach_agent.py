@@ -30,7 +30,7 @@ from typing import Any
 from .. import _lifecycle
 from ..runfiles import linesfile
 from .profiler import LineProfiler
-from .saved import document_from_stats, host_name, process_info
+from .saved import host_name, process_info
 
 __all__ = ["LABEL", "REQUEST_TAKEN", "RESULT_NAME", "STATUS_NAME", "THREAD_NAME", "run"]
 
@@ -123,9 +123,8 @@ class _Window:
     def _save(self, status: str) -> None:
         errors: list[str] = []
         try:
-            stats = self.profiler.collect_stats(errors)
             process = process_info(status, start_unix_ns=self.profiler.created_unix_ns, label=LABEL)
-            document = document_from_stats(stats, process=process, profile=self.profiler.profile_info(), errors=errors)
+            document = self.profiler.lines_document(process, errors)
             path = os.path.join(self.folder, RESULT_NAME)
             linesfile.write_lines_file(path, document)
         except Exception as error:  # the command says what went wrong; the target goes on

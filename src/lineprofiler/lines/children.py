@@ -47,8 +47,7 @@ from typing import Any, Protocol
 from .._terminal import printable
 from ..runfiles import linesfile
 from .endings import ENDINGS, Ending, EndingProfiler
-from .saved import document_from_stats, host_name, process_info
-from .stats import FunctionStats, StatsKey
+from .saved import host_name, process_info
 
 __all__ = ["BOOT_DIR", "ENV_CONFIG", "Config", "Recording", "Session", "set_role"]
 
@@ -84,10 +83,9 @@ class Recording(EndingProfiler, Protocol):
     collect what it recorded without raising, describe it, forget the parent's in a fork child."""
 
     def stop_recording(self) -> None: ...
-    def collect_stats(self, errors: list[str]) -> dict[StatsKey, FunctionStats]: ...
-    def profile_info(self, *, children: bool | None = None) -> dict[str, Any]: ...
-    def collect_region_stats(self) -> dict[str, dict[StatsKey, FunctionStats]]: ...
-    def region_entries(self) -> dict[str, int]: ...
+    def lines_document(
+        self, process: dict[str, Any], errors: list[str], *, empty: bool = False, children: bool | None = None
+    ) -> dict[str, Any]: ...
     def clear(self) -> None: ...
 
 
@@ -334,9 +332,6 @@ class Session:
                 self._writing = False
 
     def document(self, status: str, signal_name: str | None = None) -> dict[str, Any]:
-        profiler = self.profiler
-        stats = {} if status == "started" else profiler.collect_stats(self.errors)
-        regions = {} if status == "started" else profiler.collect_region_stats()
         process = process_info(
             status,
             start_unix_ns=self.start_unix_ns,
@@ -346,11 +341,4 @@ class Session:
             pid=self.pid,
             parent_pid=self.parent_pid,
         )
-        return document_from_stats(
-            stats,
-            process=process,
-            profile=profiler.profile_info(children=True),
-            errors=self.errors,
-            regions=regions,
-            region_entries=profiler.region_entries() if regions else None,
-        )
+        return self.profiler.lines_document(process, self.errors, empty=status == "started", children=True)

@@ -483,19 +483,8 @@ class LineProfiler:
         if target.is_dir() or os.fspath(path).endswith(("/", os.sep)):
             target.mkdir(parents=True, exist_ok=True)
             target = target / linesfile.lines_file_name(host_name(), os.getpid(), self._file_id)
-        errors: list[str] = []
-        stats = self.collect_stats(errors)
-        regions = self.collect_region_stats()
         process = process_info("dumped", start_unix_ns=self._created_unix_ns, label="main")
-        document = document_from_stats(
-            stats,
-            process=process,
-            profile=self.profile_info(),
-            errors=errors,
-            regions=regions,
-            region_entries=self.region_entries(),
-        )
-        linesfile.write_lines_file(target, document)
+        linesfile.write_lines_file(target, self.lines_document(process, []))
         return target
 
     #: The name line_profiler's users reach for.
@@ -566,6 +555,23 @@ class LineProfiler:
         if err is not None:
             errors.append(f"the tracer stopped recording after an internal error: {err!r}")
         return self._build_stats()
+
+    def lines_document(
+        self, process: dict[str, Any], errors: list[str], *, empty: bool = False, children: bool | None = None
+    ) -> dict[str, Any]:
+        """The line-stats document of what was recorded (``empty``: none of it, for a file
+        written at start), with its regions and ``process`` (see ``saved.process_info``); never
+        raises for the tracer's internal error, which goes into ``errors`` and the file."""
+        stats = {} if empty else self.collect_stats(errors)
+        regions = {} if empty else self.collect_region_stats()
+        return document_from_stats(
+            stats,
+            process=process,
+            profile=self.profile_info(children=children),
+            errors=errors,
+            regions=regions,
+            region_entries=self.region_entries(),
+        )
 
     def collect_region_stats(self) -> dict[str, dict[StatsKey, FunctionStats]]:
         """region_stats() that never raises (an internal error stays for collect_stats()): what a

@@ -367,7 +367,7 @@ class _Run:
             if self.session is not None:
                 self.session.begin()
             elif self.out_path is not None:
-                _write_one(self.profiler, self.out_path, "started", self.output, stats={})
+                _write_one(self.profiler, self.out_path, "started", self.output, empty=True)
         except OSError as error:
             raise RunError(f"-o {self.opts.output}: cannot write there: {error.strerror or error}") from None
         ENDINGS.add_closer(self)
@@ -575,15 +575,12 @@ def _write_one(
     *,
     exit_code: int | None = None,
     signal_name: str | None = None,
-    stats: dict[Any, Any] | None = None,
+    empty: bool = False,
 ) -> Path | None:
     """The run's file at ``path`` (``-o FILE``); None, with one line on stderr, when it cannot
-    be written. ``stats={}`` for the start file."""
-    from .saved import document_from_stats, process_info
+    be written. ``empty=True`` for the start file."""
+    from .saved import process_info
 
-    errors: list[str] = []
-    if stats is None:
-        stats = profiler.collect_stats(errors)
     process = process_info(
         status,
         start_unix_ns=profiler.created_unix_ns,
@@ -591,15 +588,7 @@ def _write_one(
         exit_code=exit_code,
         signal=signal_name,
     )
-    regions = profiler.collect_region_stats() if stats else {}
-    document = document_from_stats(
-        stats,
-        process=process,
-        profile=profiler.profile_info(),
-        errors=errors,
-        regions=regions,
-        region_entries=profiler.region_entries() if regions else None,
-    )
+    document = profiler.lines_document(process, [], empty=empty)
     if status == "started":
         linesfile.write_lines_file(path, document)  # OSError: the caller's to report
         return path
