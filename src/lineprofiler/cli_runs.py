@@ -68,38 +68,18 @@ def _gate(story: Any, fail_over: float | None) -> int:
 
 
 def trace_command(args: argparse.Namespace) -> int:
-    from .report.blocks.story import story_lines
-    from .report.merge import ReportError, load_run
-    from .report.story.assemble import story
+    from .report.merge import load_run
+    from .report.story.output import render_story, run_story
 
     fmt, path = output_format(args, os.path.join(args.run_dir, "trace.html"))
-
     progress = progress_for(args)
     try:
         run = load_run(args.run_dir, no_samples=True, attempt=args.attempt, progress=progress)
         progress.update(f"reading the traces of {len(run.workers)} workers")
-        result, notes = story(run)
+        result, caveats = run_story(run)
     finally:
         progress.close()
-    if result is None:
-        # One line: the first reason, and how many more (a thousand workers could each give one).
-        reason = f": {notes[0]}" + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else "") if notes else ""
-        raise ReportError(f"no worker of this run recorded a usable trace (Profiler(trace=True)){reason}")
-    caveats = list(run.caveats) + [n for n in notes if n not in run.caveats]
-    if fmt == "json":
-        from .report import json as report_json
-
-        text = report_json.dumps(
-            {"kind": "lineprofiler-story", "version": 1, "story": report_json.plain(result), "caveats": caveats}
-        )
-    elif fmt == "html":
-        from .report.html.story import render_story_html
-
-        text = render_story_html(result, caveats, title=f"lineprofiler trace: {run.name}", max_spans=args.max_spans)
-    else:
-        from .report.text import caveats_lines
-
-        text = "\n\n".join("\n".join(chunk) for chunk in (story_lines(result), caveats_lines(caveats)) if chunk)
+    text = render_story(result, caveats, fmt, title=f"lineprofiler trace: {run.name}", max_spans=args.max_spans)
     emit(fmt, path, text)
     return _gate(result, args.fail_over)
 

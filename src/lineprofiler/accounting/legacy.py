@@ -433,20 +433,13 @@ def write_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], 
 
 
 def _write_whole(path: str, text: str) -> str:
+    """``text`` into ``path`` whole (a temporary file renamed over it), its folders made; the
+    file mode is what ``open(path, "w")`` gives, as these are the user's files."""
+    from ..runfiles.layout import write_atomic
+
     target = os.path.abspath(path)
-    folder = os.path.dirname(target)
-    os.makedirs(folder, exist_ok=True)
-    temporary = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    write_atomic(target, text.encode("utf-8"), mode=0o666)
     return path
 
 
@@ -457,30 +450,13 @@ def write_trace(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], f
     :class:`lineprofiler.report.merge.ReportError` (one line) when no worker recorded a trace."""
     if format not in _REPORT_FORMATS:
         raise ValueError(f"format must be 'text', 'json' or 'html', got {format!r}")
-    from ..report.merge import ReportError, load_run
-    from ..report.story.assemble import story
+    from ..report.merge import load_run
+    from ..report.story.output import render_story, run_story
 
     run = load_run(os.fspath(run_dir), no_samples=True)
-    result, notes = story(run)
-    if result is None:
-        reason = f": {notes[0]}" if notes else ""
-        raise ReportError(f"no worker of this run recorded a usable trace (Profiler(trace=True)){reason}")
-    caveats = list(run.caveats) + [n for n in notes if n not in run.caveats]
-    if format == "json":
-        from ..report import json as report_json
-
-        document = {"kind": "lineprofiler-story", "version": 1, "story": report_json.plain(result), "caveats": caveats}
-        text = report_json.dumps(document) + "\n"
-    elif format == "html":
-        from ..report.html.story import render_story_html
-
-        text = render_story_html(result, caveats, title=f"lineprofiler trace: {run.name}")
-    else:
-        from ..report.blocks.story import story_lines
-        from ..report.text import caveats_lines
-
-        text = "\n\n".join("\n".join(chunk) for chunk in (story_lines(result), caveats_lines(caveats)) if chunk) + "\n"
-    return _write_whole(os.fspath(path), text)
+    result, caveats = run_story(run)
+    text = render_story(result, caveats, format, title=f"lineprofiler trace: {run.name}")
+    return _write_whole(os.fspath(path), text if format == "html" else text + "\n")
 
 
 # ------------------------------------------------------------------ 0.10.0's top level: ambient line profiling
