@@ -34,16 +34,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-
-
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description=(
-            "Report on runs recorded by lineprofiler.accounting (report, compare); run a script line-profiled "
-            "and read saved line profiles (run, view)."
+            "Report on runs recorded by lineprofiler.accounting (report, compare, trace, export, top); run a "
+            "script line-profiled, attach to a running one and read saved line profiles (run, attach, view)."
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -211,8 +207,6 @@ def _add_quiet_option(sub: argparse.ArgumentParser) -> None:
     )
 
 
-
-
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -374,38 +368,12 @@ def _add_attach_parser(commands: Any) -> None:
     _add_table_options(attach)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def _add_format_options(parser: argparse.ArgumentParser, what: str) -> None:
     """``--format`` and ``-o``: the spelling of 0.10.0 (and of most tools) beside ours."""
     parser.add_argument(
         "--format", choices=("text", "json", "html"), help=f"{what}'s format (the same as --json or --html)"
     )
     parser.add_argument("-o", "--output", metavar="PATH", help=f"write {what} to PATH (any format) and print its path")
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _dispatch(args: argparse.Namespace) -> int:
