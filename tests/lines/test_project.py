@@ -200,3 +200,25 @@ def test_an_exception_a_signal_handler_raises_inside_the_filter_is_the_users(tmp
 
     flt.is_project_file = always_fails  # type: ignore[method-assign]
     assert flt(code) is False
+
+
+def test_an_added_code_object_is_that_one_not_its_equal_twin(tmp_path):
+    # Code objects compare equal when their text is, whatever file they came from: adding one
+    # (kernprof's @profile outside the project) must not bring in its twin from another file.
+    from types import CodeType
+
+    (tmp_path / "proj").mkdir()
+    text = "def work(n):\n    def inner():\n        return n\n    return inner()\n"
+
+    def work_code(name):
+        module = compile(text, str(tmp_path / name), "exec")
+        return next(c for c in module.co_consts if isinstance(c, CodeType))
+
+    first, second = work_code("a.py"), work_code("b.py")
+    assert first == second and first.co_filename != second.co_filename
+    project = ProjectFilter(tmp_path / "proj")
+    assert not project(first) and not project(second)
+    project.add_code(first)
+    (inner,) = [c for c in first.co_consts if isinstance(c, CodeType)]
+    assert project(first) and project(inner)  # the code nested in it comes with it
+    assert not project(second)

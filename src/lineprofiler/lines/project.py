@@ -127,8 +127,10 @@ class ProjectFilter:
         self.config = config if config is not None and config.narrows else None
         self._prefix = str(resolved).rstrip(os.sep) + os.sep
         self._by_filename: dict[str, bool] = {}
-        #: Code objects profiled wherever their file is (``add_code``: kernprof's ``@profile``).
-        self._codes: set[CodeType] = set()
+        #: Code objects profiled wherever their file is (``add_code``: kernprof's ``@profile``), by
+        #: identity: equal code objects compile from the same text in any file. Kept alive, so
+        #: an id is not reused.
+        self._codes: dict[int, CodeType] = {}
         self._venv_dirs: dict[str, bool] = {}
 
     @property
@@ -144,7 +146,7 @@ class ProjectFilter:
         """Called by the C tracer once per code object. Raises only an exception that is not
         the filter's: one a signal handler raised while the filter ran (the tracer hands it to
         the user's code); an odd filename that makes the filter itself fail is just not ours."""
-        if code in self._codes:
+        if self._codes.get(id(code)) is code:
             return True
         try:
             if self.config is not None and not self.config.allows_function(code.co_qualname):
@@ -164,8 +166,8 @@ class ProjectFilter:
         pending = [code]
         while pending:
             current = pending.pop()
-            if current not in self._codes:
-                self._codes.add(current)
+            if id(current) not in self._codes:
+                self._codes[id(current)] = current
                 pending.extend(c for c in current.co_consts if isinstance(c, CodeType))
 
     def is_project_file(self, filename: str) -> bool:
