@@ -59,15 +59,21 @@ class ProfilerConfig:
         return bool(self.include or self.exclude or self.functions)
 
 
+def git_root(folder: Path) -> Path | None:
+    """The nearest folder at or above ``folder`` that holds ``.git`` (a directory, or the file of
+    a worktree or submodule), or None; no ``git`` process is run."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
 def find_project_root(start_path: str | os.PathLike[str] | None = None) -> Path:
     """The nearest folder at or above ``start_path`` (a file or a folder; default: the working
     directory) that holds ``.git``, else the folder of ``start_path`` itself."""
     here = Path(start_path if start_path is not None else os.getcwd()).resolve()
     start = here.parent if here.is_file() else here
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            return folder
-    return start
+    return git_root(start) or start
 
 
 def read_tool_table(root: str | os.PathLike[str]) -> ProfilerConfig:

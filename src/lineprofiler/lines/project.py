@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import CodeType
 
-from ..config import ProfilerConfig
+from ..config import ProfilerConfig, git_root
 
 __all__ = ["DEFAULT_EXCLUDES", "ProjectFilter", "find_project_root"]
 
@@ -54,10 +54,7 @@ def find_project_root(start: str | os.PathLike[str] | None = None) -> Path:
     ``git`` process is run.
     """
     here = Path(start if start is not None else os.getcwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder
-    return here
+    return git_root(here) or here
 
 
 def _as_patterns(value: str | Iterable[str] | None, name: str) -> tuple[str, ...]:
