@@ -207,21 +207,16 @@ LEARNER = textwrap.dedent(
 )
 
 
+#: A process whose CLOCK_MONOTONIC is 5,000 s ahead of ours, as another host's would be.
+ANOTHER_CLOCK = ["unshare", "--time", "--fork", "--monotonic", "5000"]
+
+
 def _time_namespaces() -> str | None:
     """Why another clock cannot be had here, or None."""
     if shutil.which("unshare") is None:
         return "unshare (util-linux) is not installed"
     probe = subprocess.run(
-        [
-            "unshare",
-            "--time",
-            "--fork",
-            "--monotonic",
-            "5000",
-            sys.executable,
-            "-c",
-            "import time; print(time.monotonic())",
-        ],
+        [*ANOTHER_CLOCK, sys.executable, "-c", "import time; print(time.monotonic())"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -253,11 +248,7 @@ def test_another_hosts_clock_is_offset_within_its_stated_uncertainty(tmp_path):
         assert learner.stdout is not None and learner.stdout.readline().strip() == "listening"
         actor = subprocess.run(
             [
-                "unshare",
-                "--time",
-                "--fork",
-                "--monotonic",
-                "5000",
+                *ANOTHER_CLOCK,
                 sys.executable,
                 str(tmp_path / "actor.py"),
                 str(run_dir),
