@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from ._terminal import printable
+
+if TYPE_CHECKING:
+    from .report.progress import Progress
 
 PROG = "lineprofiler"
 EXIT_OK = 0
@@ -32,7 +35,8 @@ def print_line(text: str, *, file: IO[str] | None = None) -> None:
     print(printable(text), file=file)
 
 
-def progress_for(args: argparse.Namespace) -> Any:
+def progress_for(args: argparse.Namespace) -> Progress:
+    """The command's progress line (``-q`` turns it off; see :mod:`.report.progress`)."""
     from .report.progress import for_terminal
 
     return for_terminal(quiet=args.quiet)

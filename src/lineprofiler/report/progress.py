@@ -39,10 +39,6 @@ class Progress:
         self._shown = False
         self._what: str | None = None
 
-    @property
-    def enabled(self) -> bool:
-        return self._enabled
-
     def update(self, what: str, done: int | None = None, total: int | None = None) -> None:
         """Say what is being done now (``what``), with ``done`` of ``total`` where counted."""
         if not self._enabled:
