@@ -28,6 +28,8 @@ import tempfile
 import time
 import timeit
 
+from _process import rss_bytes
+
 from lineprofiler.accounting import Profiler, _phases
 
 
@@ -44,11 +46,6 @@ def _gap(ns: int = 2000, clock=time.perf_counter_ns) -> None:
     end = clock() + ns
     while clock() < end:
         pass
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,11 +133,11 @@ def main(argv: list[str] | None = None) -> int:
                 with phase("rss"):
                     pass
             gc.collect()
-            before = _rss_bytes()
+            before = rss_bytes()
             for _ in range(args.entries):
                 with phase("rss"):
                     pass
-            after = _rss_bytes()
+            after = rss_bytes()
             print(f"RSS growth over {args.entries:,} phase entries: {(after - before) / 1024:.0f} KiB")
         nocpu.close()
         cpu.close()

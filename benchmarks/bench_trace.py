@@ -18,12 +18,9 @@ import statistics
 import tempfile
 import timeit
 
+from _process import rss_bytes
+
 from lineprofiler.accounting import Profiler
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,14 +76,14 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.capacity):  # the ring's pages touched once before the first reading
                 with phase:
                     pass
-            before = _rss_bytes()
+            before = rss_bytes()
             marks = []
             step = max(args.spans // 5, 1)
             for done in range(0, args.spans, step):
                 for _ in range(min(step, args.spans - done)):
                     with phase:
                         pass
-                marks.append(_rss_bytes() - before)
+                marks.append(rss_bytes() - before)
             recorded = traced.recorder.trace_snapshot()["recorded"]  # type: ignore[union-attr]
             shown = ", ".join(f"{m / 1024:+.0f}" for m in marks)
             print(f"  RSS growth over {args.spans:,} more traced entries (KiB, every {step:,}): {shown}; "
