@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import _lifecycle
 from ..runfiles import linesfile
+from ..runfiles.layout import write_atomic
 from .profiler import LineProfiler
 from .saved import host_name, process_info
 
@@ -52,10 +53,7 @@ _opening = threading.Lock()
 
 def write_json(path: str, document: dict[str, Any]) -> None:
     """``document`` at ``path``, whole or not at all: a new file renamed over it."""
-    partial = f"{path}.{os.getpid()}.part"
-    with open(partial, "w", encoding="utf-8") as stream:
-        json.dump(document, stream)
-    os.replace(partial, path)
+    write_atomic(path, json.dumps(document).encode("utf-8"))
 
 
 def _say(folder: str, state: str, **fields: Any) -> None:
