@@ -115,6 +115,20 @@ def test_the_slow_actor_sets_the_runs_length(tmp_path):
     fast_share = sum(s["duration_ns"] for s in path["shares"] if pid_of[s["process"]] in pids["fast_pids"])
     assert slow_share > fast_share
 
+    # A blocked phase's time on the path is what the path's own lines give that phase.
+    shares: dict[tuple[int, str], int] = {}
+    for share in path["shares"]:
+        if share["phase"] is not None:
+            shares[share["process"], share["phase"]] = share["duration_ns"]
+    for finding in story["findings"]:
+        if finding["kind"] == "blocked_unknown":
+            phase, process = finding["figures"]["phase"], finding["process"]
+            expected = sum(
+                ns
+                for (p, name), ns in shares.items()
+                if p == process and (name == phase or name.startswith(phase + "/"))
+            )
+            assert finding["figures"]["on_path_ns"] == expected, finding
     # The learner's wait_on came right after its get's own phase: that phase's wait is known.
     assert not any(f["kind"] == "blocked_unknown" and "wait_item" in f["text"] for f in story["findings"])
     first = story["findings"][0]

@@ -293,3 +293,24 @@ def test_a_run_merged_in_a_pool_still_has_its_story(tmp_path, monkeypatch):
     result, notes = story(load_run(tmp_path))
     assert notes == [] and result is not None
     assert result.processes[result.path.shares[0].process].pid == slow.pid
+
+
+def test_a_blocked_phase_on_the_path_costs_the_time_the_path_spent_in_it(tmp_path):
+    # One trainer: each step waits for its batch (off-CPU, no link), then computes. The path's
+    # segment is named after one phase only; the blocked finding must take the phase's own
+    # share of the path, as the path's lines give it, not "not on the critical path".
+    trainer = TracedWorker("trainer", NODE, pid=6101)
+    for _ in range(10):
+        with trainer.phase("step"):
+            with trainer.phase("wait_for_batch"):
+                trainer.wait(30 * MS)
+            with trainer.phase("compute"):
+                trainer.work(10 * MS)
+    write_all(tmp_path, [trainer])
+    result, _ = story(load_run(tmp_path))
+    assert result is not None and result.path is not None
+    (blocked,) = [f for f in result.findings if f.kind == "blocked_unknown"]
+    assert blocked.figures["phase"] == "step/wait_for_batch"
+    share = sum(s.duration_ns for s in result.path.shares if s.phase == "step/wait_for_batch")
+    assert share == 10 * 30 * MS
+    assert blocked.cost_ns == share and "it was on the critical path for 300.0ms" in blocked.text

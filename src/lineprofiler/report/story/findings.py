@@ -90,11 +90,14 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
 
 
 def _on_path_ns(path: CriticalPath | None, process: int, phase: str) -> int:
+    """The time ``process`` spent in ``phase`` (or below it) on the critical path: from the path's
+    shares, which split each running segment by the spans in it, as the path's own lines show it
+    (a segment is named after one phase only)."""
     if path is None:
         return 0
     return sum(
         s.duration_ns
-        for s in path.segments
+        for s in path.shares
         if s.process == process and s.phase is not None and (s.phase == phase or s.phase.startswith(phase + "/"))
     )
 
