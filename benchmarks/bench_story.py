@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.runfiles import histogram, workerfile
+from lineprofiler.runfiles import histogram, spanfile, workerfile
 
 S = 1_000_000_000
 T0 = 1_786_660_860 * S
@@ -102,7 +102,7 @@ def _document(
         "recorded": len(spans),
         "dropped": 0,
         "threads": [{"ident": 1, "native_id": PID, "name": "MainThread"}],
-        "spans": spans,
+        "spans": spanfile.columns_bytes(spans),
         "open": [],
         "links_capacity": 50_000,
         "links_recorded": len(links),
@@ -112,8 +112,8 @@ def _document(
     return document
 
 
-def actor_template(n_spans: int) -> tuple[bytes, int, list[int]]:
-    """One actor's file: iterations of act (40 us) and send (10 us); a batch every 100."""
+def actor_template(n_spans: int) -> tuple[bytes, bytes, int, list[int]]:
+    """One actor's worker file and spans file: iterations of act (40 us) and send (10 us); a batch every 100."""
     spans: list[list[int]] = []
     links: list[list[Any]] = []
     t, k, signals = MONO0, 0, []
@@ -134,20 +134,16 @@ def actor_template(n_spans: int) -> tuple[bytes, int, list[int]]:
             counts[path][1] += wall
         k += 1
     doc = _document("actor", spans, links, {p: (n, w) for p, (n, w) in counts.items()}, t - MONO0)
-    return workerfile.encode_json(_ordered(doc)), t - MONO0, signals
-
-
-def _ordered(document: dict[str, Any]) -> dict[str, Any]:
-    # What write_worker_file writes: the same key order and layout.
-    ordered = {k: v for k, v in document.items() if k not in ("samples", "trace")}
-    ordered["layout"] = workerfile.LAYOUT_TRACE_SAMPLES_LAST
-    ordered["trace"] = document["trace"]
-    ordered["samples"] = None
-    return ordered
+    with tempfile.TemporaryDirectory() as folder:  # the real writer: the worker file and its spans file
+        path = Path(folder) / workerfile.worker_file_name("20260813T2241-b1e5c0", PID, UUID)
+        workerfile.write_worker_file(path, doc)
+        (spans_file,) = Path(folder).glob("*" + spanfile.SUFFIX)
+        return path.read_bytes(), spans_file.read_bytes(), t - MONO0, signals
 
 
 def generate(run_dir: Path, workers: int, n_spans: int) -> None:
-    template, elapsed, signals = actor_template(n_spans)
+    template, spans_template, elapsed, signals = actor_template(n_spans)
+    template_stem = workerfile.worker_file_name("20260813T2241-b1e5c0", PID, UUID).removesuffix(".json")
     folder = workerfile.worker_dir(run_dir, "node00")
     folder.mkdir(parents=True, exist_ok=True)
     actors = workers - 1
@@ -156,7 +152,10 @@ def generate(run_dir: Path, workers: int, n_spans: int) -> None:
         data = template.replace(f'"pid":{PID}'.encode(), f'"pid":{pid}'.encode())
         data = data.replace(f'"uuid":"{UUID}"'.encode(), f'"uuid":"{uuid}"'.encode())
         data = data.replace(KEY.encode(), f"W{i:05d}".encode())
-        (folder / workerfile.worker_file_name("20260813T2241-b1e5c0", pid, uuid)).write_bytes(data)
+        name = workerfile.worker_file_name("20260813T2241-b1e5c0", pid, uuid)
+        data = data.replace(template_stem.encode(), name.removesuffix(".json").encode())
+        (folder / name).write_bytes(data)
+        (folder / spanfile.file_name(name, 1)).write_bytes(spans_template)
     # The learner: waits on each actor's first batches, then trains 1 ms.
     per_actor = max(1, min(len(signals), 40_000 // max(1, actors)))
     spans, links = [], []
@@ -209,8 +208,10 @@ def main() -> None:
         if len(existing) != args.workers:  # --dir of a run this made before is reused as it is
             generate(root, args.workers, args.spans)
         size = sum(p.stat().st_size for p in (root / "workers").rglob("w_*.json"))
+        spans_size = sum(p.stat().st_size for p in (root / "workers").rglob("w_*" + spanfile.SUFFIX))
         print(
-            f"{args.workers} workers x {args.spans:,} spans: {size / 1e6:,.0f} MB of worker files, "
+            f"{args.workers} workers x {args.spans:,} spans: {size / 1e6:,.0f} MB of worker files and "
+            f"{spans_size / 1e6:,.0f} MB of spans files, "
             f"generated in {time.perf_counter() - start:.1f} s"
         )
         out = root / "out"

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from lineprofiler.runfiles import workerfile
+from lineprofiler.runfiles import tracesection, workerfile
 
 PROGRAM = textwrap.dedent(
     """
@@ -34,7 +34,10 @@ PROGRAM = textwrap.dedent(
 
 def _only_document(run_dir: Path) -> dict:  # type: ignore[type-arg]
     (path,) = workerfile.find_worker_files(run_dir)
-    return workerfile.read_worker_file(path)
+    doc = workerfile.read_worker_file(path)
+    if doc.get("trace") is not None:
+        doc["trace"]["spans"] = tracesection.span_rows(doc["trace"], path)
+    return doc
 
 
 def test_0_10_tracing_code_runs_without_warnings_and_records(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import multiprocessing as mp
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.runfiles import workerfile
+from lineprofiler.runfiles import tracesection, workerfile
 
 N_ITEMS = 6
 
@@ -45,7 +45,8 @@ def test_links_of_a_producer_and_a_consumer_match(tmp_path: Path) -> None:
     for proc in procs:
         proc.join(60)
         assert proc.exitcode == 0
-    docs = {d["identity"]["role"]: d for d in map(workerfile.read_worker_file, workerfile.find_worker_files(tmp_path))}
+    paths = {workerfile.read_worker_file(p)["identity"]["role"]: p for p in workerfile.find_worker_files(tmp_path)}
+    docs = {role: workerfile.read_worker_file(p) for role, p in paths.items()}
     keys = [str(i) for i in range(N_ITEMS)]
     for role, kind, path in (("producer", "signal", "produce"), ("consumer", "wait", "consume")):
         doc = docs[role]
@@ -60,7 +61,7 @@ def test_links_of_a_producer_and_a_consumer_match(tmp_path: Path) -> None:
         assert [link[4] for link in links] == [0] * N_ITEMS and trace["threads"][0]["name"] == "MainThread"
         times = [link[3] for link in links]
         assert times == sorted(times)
-        spans = [s for s in trace["spans"] if s[2] == phase_id]
+        spans = [s for s in tracesection.span_rows(trace, paths[role]) if s[2] == phase_id]
         assert all(spans[0][0] <= t <= spans[-1][1] for t in times)
 
 

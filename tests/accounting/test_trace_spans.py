@@ -12,11 +12,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from lineprofiler.runfiles import livefile, workerfile
+from lineprofiler.runfiles import livefile, tracesection, workerfile
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """A worker document with its spans as rows (the final snapshot keeps them in a spans file)."""
+    doc = workerfile.read_worker_file(path)
+    if doc.get("trace") is not None:
+        doc["trace"]["spans"] = tracesection.span_rows(doc["trace"], path)
+    return doc
 
 
 def _document(run_dir: Path, pid: int) -> dict[str, Any]:
-    docs = [workerfile.read_worker_file(p) for p in workerfile.find_worker_files(run_dir)]
+    docs = [_read(p) for p in workerfile.find_worker_files(run_dir)]
     mine = [d for d in docs if d["identity"]["pid"] == pid]
     assert len(mine) == 1, [d["identity"]["pid"] for d in docs]
     return mine[0]
@@ -137,7 +145,7 @@ def test_a_fork_child_traces_its_own_entries_only(tmp_path: Path) -> None:
     proc.start()
     proc.join(60)
     assert proc.exitcode == 0
-    docs = [workerfile.read_worker_file(p) for p in workerfile.find_worker_files(tmp_path)]
+    docs = [_read(p) for p in workerfile.find_worker_files(tmp_path)]
     child = next(d for d in docs if d["identity"]["pid"] != proc.pid)
     parent = _document(tmp_path, proc.pid)
     child_paths = {p["id"]: p["path"] for p in child["phases"]}

@@ -11,7 +11,7 @@ import pytest
 from lineprofiler.cli import main
 from lineprofiler.report.merge import load_run
 from lineprofiler.report.perfetto import trace_json
-from lineprofiler.runfiles import workerfile
+from lineprofiler.runfiles import tracesection, workerfile
 
 from . import chromium
 from .test_story_path import slow_actor_run, two_host_run
@@ -25,7 +25,7 @@ def _events(text):
 def test_perfetto_has_a_slice_per_span_and_a_flow_per_matched_link(tmp_path):
     slow_actor_run(tmp_path)
     files = workerfile.find_worker_files(tmp_path)
-    spans = sum(len(workerfile.read_worker_file(p)["trace"]["spans"]) for p in files)
+    spans = sum(len(tracesection.span_rows(workerfile.read_worker_file(p)["trace"], p)) for p in files)
     waits = sum(sum(1 for link in workerfile.read_worker_file(p)["trace"]["links"] if link[0] == "wait") for p in files)
     document, counts = _events(trace_json(load_run(tmp_path)))
     assert counts[("X", "span")] == spans == 100

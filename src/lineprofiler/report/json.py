@@ -24,20 +24,28 @@ from .story import model as story_model
 _PROPERTIES: dict[type, tuple[str, ...]] = {
     DeviceUse: ("idle",),
     Role: ("straggler",),
-    story_model.Story: ("duration_ns", "kept_line"),
+    story_model.Story: ("duration_ns", "kept_line", "lanes"),
     story_model.CriticalPath: ("duration_ns",),
     story_model.Segment: ("duration_ns",),
     story_model.HostClock: ("uncertainty_ns",),
 }
 
 
+#: Per dataclass, the names :func:`plain` writes (its fields, then its properties).
+_NAMES: dict[type, tuple[str, ...]] = {}
+_SCALARS = (int, str, bool, type(None))
+
+
 def plain(value: Any) -> Any:
     """A model value as JSON-ready data: dataclasses as objects, non-finite floats as null."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        for name in _PROPERTIES.get(type(value), ()):
-            out[name] = plain(getattr(value, name))
-        return out
+    kind = type(value)
+    if kind in _SCALARS:
+        return value  # most values: checked first, as a story's lanes hold thousands
+    names = _NAMES.get(kind)
+    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _NAMES[kind] = tuple(f.name for f in dataclasses.fields(value)) + _PROPERTIES.get(kind, ())
+    if names is not None:
+        return {name: plain(getattr(value, name)) for name in names}
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator, Sequence
+import operator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..runfiles.samplefile import IO_FIELDS, SampleFileError, SampleTable, classify, read_samples
@@ -51,6 +52,8 @@ MAX_POINTS = 2000
 #: opens): about 110 MB.
 MAX_SPANS = 1_000_000
 _NS_PER_US = 1000
+#: What :func:`iter_trace_json` gathers before it yields (a piece, not the whole file, in memory).
+_PIECE_CHARS = 1 << 20
 
 
 def process_name(worker: Worker) -> str:
@@ -246,6 +249,35 @@ def _phase_names(worker: Worker) -> Any:
     return phase_name
 
 
+def _span_events(
+    spans: Sequence[Sequence[int]], first: int, pid: int, offset: int, phase_name: Callable[[int], str]
+) -> Iterator[str]:
+    """One process's spans from ``first`` on as X events, in pieces of lines joined by ``,\n``:
+    formatted by ``str.format`` over ``map``s of the columns (no Python code per span, a million
+    of them being allowed)."""
+    start, end, phase, thread_of, cpu = (column[first:] for column in spans)
+    if not start:
+        return
+    names = {p: phase_name(p) for p in set(phase)}
+    head = '{{"name":{},"cat":"span","ph":"X","pid":%d,"tid":{},"ts":{},"dur":{}' % pid
+    columns: list[Iterator[Any]] = [
+        map(names.__getitem__, phase),
+        map((10).__add__, thread_of),
+        map(operator.truediv, map(offset.__add__, start), itertools.repeat(_NS_PER_US)),
+        map(operator.truediv, map(operator.sub, end, start), itertools.repeat(_NS_PER_US)),
+    ]
+    if min(cpu) >= 0:  # measured for every span: each carries it
+        columns.append(map(operator.truediv, cpu, itertools.repeat(1e6)))
+        yield ",\n".join(map((head + ',"args":{{"cpu_ms":{}}}}}').format, *columns))
+    elif max(cpu) < 0:  # measured for none (measure_cpu=False)
+        yield ",\n".join(map((head + "}}").format, *columns))
+    else:
+        yield ",\n".join(
+            head.format(name, tid, ts, dur) + ("" if cpu_ns < 0 else f',"args":{{"cpu_ms":{cpu_ns / 1e6}}}') + "}"
+            for name, tid, ts, dur, cpu_ns in zip(*columns, cpu, strict=True)
+        )
+
+
 def _story_events(run: Run, story: Story, quota: int) -> Iterator[str]:
     """The story's spans (each process's newest ``quota``) and flows, as JSON event lines."""
     shift = story.timeline_unix_ns if story.timeline_unix_ns is not None else run.start_ns - story.run_start_ns
@@ -264,14 +296,7 @@ def _story_events(run: Run, story: Story, quota: int) -> Iterator[str]:
             name = json.dumps({"name": f"trace {thread.get('name') or t}"})
             yield f'{{"name":"thread_name","ph":"M","pid":{pid},"tid":{10 + t},"args":{name}}}'
         phase_name = _phase_names(worker)
-        start, end, phase, thread_of, cpu = trace.spans
-        for k in range(max(0, len(start) - quota), len(start)):
-            ts = (start[k] + offset) / _NS_PER_US
-            args = "" if cpu[k] < 0 else f',"args":{{"cpu_ms":{cpu[k] / 1e6}}}'
-            yield (
-                f'{{"name":{phase_name(phase[k])},"cat":"span","ph":"X","pid":{pid},"tid":{10 + thread_of[k]},'
-                f'"ts":{ts},"dur":{(end[k] - start[k]) / _NS_PER_US}{args}}}'
-            )
+        yield from _span_events(trace.spans, max(0, len(trace.spans[0]) - quota), pid, offset, phase_name)
         stop = story.processes[process.index].end_ns - process.offset_ns
         for o_start, o_phase, o_thread in zip(*trace.open, strict=True):
             yield (
@@ -333,12 +358,17 @@ def iter_trace_json(run: Run, *, max_points: int = MAX_POINTS, max_spans: int = 
         lines = itertools.chain(lines, _story_events(run, story, quota))
     first = True
     batch: list[str] = []
-    for line in lines:
-        batch.append(line if first else ",\n" + line)
+    size = 0
+    for line in lines:  # a line, or a process's spans: many lines in one piece
+        if not first:
+            batch.append(",\n")
+        batch.append(line)
         first = False
-        if len(batch) >= 4096:
+        size += len(line)
+        if size >= _PIECE_CHARS:
             yield "".join(batch)
             batch.clear()
+            size = 0
     yield "".join(batch) + "\n]}\n"
 
 

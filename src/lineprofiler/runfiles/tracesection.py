@@ -13,11 +13,12 @@ from __future__ import annotations
 import operator
 import os
 from array import array
+from collections.abc import Callable
 from itertools import chain
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import reading, workerfile
+from . import reading, spanfile, workerfile
 from .validation import is_count, is_text
 
 #: The columns of one ``trace.spans`` row, and of one ``trace.open`` row.
@@ -124,22 +125,16 @@ def check_trace(trace: Any, path: object, error: type[Exception]) -> TraceColumn
             or not is_text(thread.get("name", ""))
         ):
             fail(f"threads[{i}]' is not an object of ident, native_id and name")
-    spans = _int_columns(trace.get("spans"), len(SPAN_COLUMNS))
-    if spans is None:
-        fail("spans' is not a list of [start_ns, end_ns, phase_id, thread, cpu_ns] integers")
-    start, end, phase, thread, cpu = spans
     n_threads = len(threads)
-    if spans[0] and (
-        min(start) < 0
-        or min(phase) < 0
-        or min(thread) < 0
-        or max(thread) >= n_threads
-        or min(cpu) < -1
-        or not all(map(operator.le, start, end))
-    ):
-        fail("spans' holds a span that ends before it starts, a negative phase_id or an unknown thread")
-    if not all(map(operator.le, start, start[1:])):
-        fail("spans' is not sorted by start_ns")
+    if spanfile.is_reference(trace.get("spans")):
+        # The final snapshot's spans file: its size and CRC-32 say it is what the writer wrote,
+        # sorted and in range (checking each value again would cost more than reading it).
+        try:
+            spans = spanfile.read(path, trace["spans"])  # type: ignore[arg-type]
+        except spanfile.SpanFileError as problem:
+            raise error(f"{path}: {problem}") from None
+    else:
+        spans = _checked_rows(trace.get("spans"), n_threads, fail)
     opened = _int_columns(trace.get("open", []), len(OPEN_COLUMNS))
     if opened is None or (opened[0] and (min(opened[0]) < 0 or min(opened[2]) < 0 or max(opened[2]) >= n_threads)):
         fail("open' is not a list of [start_ns, phase_id, thread] of known threads")
@@ -172,6 +167,26 @@ def check_trace(trace: Any, path: object, error: type[Exception]) -> TraceColumn
     )
 
 
+def _checked_rows(rows: object, n_threads: int, fail: Callable[[str], NoReturn]) -> list[array[int]]:
+    """JSON span rows as columns, each value checked (a file with no spans file beside it)."""
+    spans = _int_columns(rows, len(SPAN_COLUMNS))
+    if spans is None:
+        fail("spans' is not a list of [start_ns, end_ns, phase_id, thread, cpu_ns] integers")
+    start, end, phase, thread, cpu = spans
+    if spans[0] and (
+        min(start) < 0
+        or min(phase) < 0
+        or min(thread) < 0
+        or max(thread) >= n_threads
+        or min(cpu) < -1
+        or not all(map(operator.le, start, end))
+    ):
+        fail("spans' holds a span that ends before it starts, a negative phase_id or an unknown thread")
+    if not all(map(operator.le, start, start[1:])):
+        fail("spans' is not sorted by start_ns")
+    return spans
+
+
 def read_trace(path: str | os.PathLike[str]) -> TraceColumns | None:
     """The ``trace`` of one worker file, checked, as columns; None when tracing was off.
 
@@ -197,3 +212,12 @@ def read_trace(path: str | os.PathLike[str]) -> TraceColumns | None:
     if trace is None:
         return None
     return check_trace(trace, path, workerfile.WorkerFileError)
+
+
+def span_rows(trace: dict[str, Any], worker_file: str | os.PathLike[str]) -> list[list[int]]:
+    """The ``[start_ns, end_ns, phase_id, thread, cpu_ns]`` rows of a worker document's ``trace``,
+    held in it or in the spans file it names (beside ``worker_file``). Raises SpanFileError."""
+    spans = trace.get("spans")
+    if spanfile.is_reference(spans):
+        return [list(row) for row in zip(*spanfile.read(worker_file, spans), strict=True)]
+    return list(spans) if isinstance(spans, list) else []

@@ -647,7 +647,7 @@ void lp_trace_stack_gone(lp_state *st, lp_StackObject *ts);
 PyObject *lp_recorder_trace_enable(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *lp_recorder_trace_clock_pair(lp_RecorderObject *self, PyObject *ignored);
-PyObject *lp_recorder_trace_snapshot(lp_RecorderObject *self, PyObject *ignored);
+PyObject *lp_recorder_trace_snapshot(lp_RecorderObject *self, PyObject *args, PyObject *kwargs);
 PyObject *lp_recorder_get_tracing(lp_RecorderObject *self, void *c);
 
 /* noop.c */

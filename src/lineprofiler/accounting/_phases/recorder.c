@@ -630,8 +630,9 @@ static PyMethodDef lp_recorder_methods[] = {
      "trace_link(kind, channel, key): a signal (0) or the end of a wait (1), while tracing."},
     {"trace_clock_pair", (PyCFunction)lp_recorder_trace_clock_pair, METH_NOARGS,
      "Read CLOCK_MONOTONIC and CLOCK_REALTIME back to back into the trace."},
-    {"trace_snapshot", (PyCFunction)lp_recorder_trace_snapshot, METH_NOARGS,
-     "The trace section of a worker document, or None when tracing is off."},
+    {"trace_snapshot", (PyCFunction)(void (*)(void))lp_recorder_trace_snapshot, METH_VARARGS | METH_KEYWORDS,
+     "trace_snapshot(columns=False): the trace section of a worker document, or None when tracing is "
+     "off; columns=True gives its spans as one bytes object of little-endian columns."},
     {"live_detach", (PyCFunction)lp_recorder_live_detach, METH_NOARGS,
      "Stop writing to the live file (what was written stays); the numbers move to memory."},
     {"set_sync", (PyCFunction)lp_recorder_set_sync, METH_O,

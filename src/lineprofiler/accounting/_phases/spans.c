@@ -21,6 +21,27 @@
 #include <sys/mman.h>
 
 #define LP_TRACE_MAGIC 0x5254504Cu /* "LPTR" */
+/* trace_snapshot(columns=True): start_ns, end_ns, cpu_ns (8 bytes each), phase_id, thread (4) */
+#define LP_SPAN_COLUMN_BYTES 32
+
+/* The columns are little-endian whatever the host, as the live file's reader expects. */
+static int64_t lp_le64(int64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return (int64_t)__builtin_bswap64((uint64_t)v);
+#else
+    return v;
+#endif
+}
+
+static int32_t lp_le32(int32_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return (int32_t)__builtin_bswap32((uint32_t)v);
+#else
+    return v;
+#endif
+}
 
 /* ===================================================================== the block */
 
@@ -548,16 +569,22 @@ static int lp_span_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* The ring's records whose seq is their number's, oldest first: [first, recorded). */
-static PyObject *lp_spans_list(lp_trace *tr, Py_ssize_t *kept)
+/* The ring's records whose seq is their number's, sorted by start: a malloc'd copy (NULL with
+ * *kept 0 when there are none; NULL with an exception set when out of memory). */
+static lp_span *lp_spans_sorted(lp_trace *tr, size_t *kept)
 {
     int64_t recorded = tr->h.recorded;
     int64_t first = recorded > tr->capacity ? recorded - tr->capacity : 0;
     lp_span *ring = (lp_span *)(tr->mem + tr->h.off_spans);
     size_t n = (size_t)(recorded - first);
-    lp_span *copy = n ? malloc(n * sizeof *copy) : NULL;
-    if (n && copy == NULL) {
-        return PyErr_NoMemory();
+    *kept = 0;
+    if (n == 0) {
+        return NULL;
+    }
+    lp_span *copy = malloc(n * sizeof *copy);
+    if (copy == NULL) {
+        PyErr_NoMemory();
+        return NULL;
     }
     size_t k = 0;
     for (int64_t i = first; i < recorded; i++) {
@@ -569,6 +596,13 @@ static PyObject *lp_spans_list(lp_trace *tr, Py_ssize_t *kept)
     if (k > 1) {
         qsort(copy, k, sizeof *copy, lp_span_cmp);
     }
+    *kept = k;
+    return copy;
+}
+
+/* The spans as a list of [start_ns, end_ns, phase_id, thread, cpu_ns] lists. */
+static PyObject *lp_spans_list(const lp_span *copy, size_t k)
+{
     PyObject *out = PyList_New((Py_ssize_t)k);
     for (size_t i = 0; out != NULL && i < k; i++) {
         /* built directly, not with Py_BuildValue: a full ring is a million numbers */
@@ -588,8 +622,30 @@ static PyObject *lp_spans_list(lp_trace *tr, Py_ssize_t *kept)
         }
         PyList_SET_ITEM(out, (Py_ssize_t)i, item);
     }
-    free(copy);
-    *kept = (Py_ssize_t)k;
+    return out;
+}
+
+/* The spans as one bytes object of five little-endian columns, one after the other: start_ns,
+ * end_ns and cpu_ns (int64), phase_id and thread (int32): 32 bytes a span, one copy, no object
+ * per span (the report reads it with array.frombytes). */
+static PyObject *lp_spans_columns(const lp_span *copy, size_t k)
+{
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(k * LP_SPAN_COLUMN_BYTES));
+    if (out == NULL) {
+        return NULL;
+    }
+    /* memcpy, not stores through int64_t pointers: a bytes object's data need not be aligned */
+    char *start = PyBytes_AS_STRING(out), *end = start + 8 * k, *cpu = end + 8 * k;
+    char *phase = cpu + 8 * k, *thread = phase + 4 * k;
+    for (size_t i = 0; i < k; i++) {
+        int64_t wide[3] = {lp_le64(copy[i].start_ns), lp_le64(copy[i].end_ns), lp_le64(copy[i].cpu_ns)};
+        int32_t narrow[2] = {lp_le32(copy[i].phase_id), lp_le32(copy[i].thread)};
+        memcpy(start + 8 * i, &wide[0], 8);
+        memcpy(end + 8 * i, &wide[1], 8);
+        memcpy(cpu + 8 * i, &wide[2], 8);
+        memcpy(phase + 4 * i, &narrow[0], 4);
+        memcpy(thread + 4 * i, &narrow[1], 4);
+    }
     return out;
 }
 
@@ -707,9 +763,15 @@ static PyObject *lp_pairs_list(lp_trace *tr)
     return out;
 }
 
-/* trace_snapshot() -> the worker document's "trace" section, or None when tracing is off. */
-PyObject *lp_recorder_trace_snapshot(lp_RecorderObject *self, PyObject *Py_UNUSED(ignored))
+/* trace_snapshot(columns=False) -> the worker document's "trace" section, or None when tracing is
+ * off. Its "spans" are a list of rows, or with columns=True one bytes object (lp_spans_columns). */
+PyObject *lp_recorder_trace_snapshot(lp_RecorderObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *keywords[] = {"columns", NULL};
+    int columns = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p:trace_snapshot", keywords, &columns)) {
+        return NULL;
+    }
     lp_trace *tr = self->trace;
     if (tr == NULL) {
         Py_RETURN_NONE;
@@ -718,7 +780,14 @@ PyObject *lp_recorder_trace_snapshot(lp_RecorderObject *self, PyObject *Py_UNUSE
     Py_ssize_t n_spans = 0, n_links = 0;
     PyObject *pairs = lp_pairs_list(tr);
     PyObject *threads = lp_threads_list(tr);
-    PyObject *spans = lp_spans_list(tr, &n_spans);
+    size_t kept = 0;
+    lp_span *sorted = lp_spans_sorted(tr, &kept);
+    PyObject *spans = NULL;
+    if (sorted != NULL || !PyErr_Occurred()) {
+        spans = columns ? lp_spans_columns(sorted, kept) : lp_spans_list(sorted, kept);
+        n_spans = (Py_ssize_t)kept;
+    }
+    free(sorted);
     PyObject *open = lp_open_list(self);
     PyObject *links = lp_links_list(tr, &n_links);
     PyObject *out = NULL;

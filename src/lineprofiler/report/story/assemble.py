@@ -14,7 +14,7 @@ from .critical_path import critical_path
 from .findings import findings
 from .model import Arrow, HostClock, LaneSpan, Story, StoryLane, TracedProcess
 from .skew import skew
-from .spans import Link, WorkerTrace, gather, has_trace
+from .spans import Link, WorkerTrace, gather, has_trace, lane_spans
 
 #: Matched links the outputs draw (the critical path's first); the rest are counted.
 MAX_ARROWS = 5000
@@ -73,16 +73,24 @@ def _process(trace: WorkerTrace, clocks: dict[str, HostClock]) -> TracedProcess:
     )
 
 
-def _lane(trace: WorkerTrace, offset: int) -> StoryLane:
+def _lane(trace: WorkerTrace, offset: int, longest: list[tuple[int, int, int, int, int]] | None) -> StoryLane:
+    drawn = longest or []
     spans = [
         LaneSpan(s + offset, e + offset, trace.phase_name(p) or "", th, None if c < 0 else c)
-        for s, e, p, th, c in trace.lane
+        for s, e, p, th, c in drawn
     ]
     spans.extend(
         LaneSpan(s + offset, trace.stop_ns + offset, trace.phase_name(p) or "", th, None, open=True)
         for s, p, th in trace.open
     )
-    return StoryLane(trace.index, list(trace.threads), spans, trace.kept - len(trace.lane))
+    return StoryLane(trace.index, list(trace.threads), spans, trace.kept - len(drawn))
+
+
+def _lanes(chosen: Sequence[WorkerTrace], clocks: dict[str, HostClock]) -> list[StoryLane]:
+    ordered = sorted(chosen, key=lambda t: t.index)
+    return [
+        _lane(t, clocks[t.host].offset_ns, longest) for t, longest in zip(ordered, lane_spans(ordered), strict=True)
+    ]
 
 
 def _timeline_unix(traces: Sequence[WorkerTrace], clocks: dict[str, HostClock]) -> int | None:
@@ -167,23 +175,20 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
         notes.append(f"{untraced} process(es) recorded no trace: the story leaves them out")
     on_path = {s.process for s in path.segments} if path is not None else set()
     chosen = sorted(traces, key=lambda t: (t.index not in on_path, -(t.stop_ns - t.first_start_ns)))[:MAX_LANES]
-    lanes = [_lane(t, clocks[t.host].offset_ns) for t in sorted(chosen, key=lambda t: t.index)]
-    return (
-        Story(
-            run_start_ns=start,
-            run_end_ns=end,
-            processes=[_process(t, clocks) for t in traces],
-            hosts=list(clocks.values()),
-            spans_kept=kept,
-            spans_recorded=recorded,
-            path=path,
-            findings=findings(traces, path, skews, run_ns),
-            skew=skews,
-            arrows=arrows,
-            arrows_left_out=left_out,
-            lanes=lanes,
-            notes=notes,
-            timeline_unix_ns=_timeline_unix(traces, clocks),
-        ),
-        notes,
+    result = Story(
+        run_start_ns=start,
+        run_end_ns=end,
+        processes=[_process(t, clocks) for t in traces],
+        hosts=list(clocks.values()),
+        spans_kept=kept,
+        spans_recorded=recorded,
+        path=path,
+        findings=findings(traces, path, skews, run_ns),
+        skew=skews,
+        arrows=arrows,
+        arrows_left_out=left_out,
+        notes=notes,
+        timeline_unix_ns=_timeline_unix(traces, clocks),
     )
+    result.lanes_from(lambda: _lanes(chosen, clocks))
+    return result, notes

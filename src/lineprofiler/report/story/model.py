@@ -6,6 +6,7 @@ Times are nanoseconds on the run's one timeline (the reference host's monotonic 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -187,11 +188,26 @@ class Story:
     arrows: list[Arrow]
     #: Matched links left out of ``arrows`` (beyond what the outputs draw).
     arrows_left_out: int
-    lanes: list[StoryLane]
     notes: list[str]
     #: The wall-clock time (unix ns) of the timeline's 0, from the reference host's clock pairs;
     #: None when it has none.
     timeline_unix_ns: int | None = None
+
+    def __post_init__(self) -> None:
+        self._lanes: list[StoryLane] | None = None
+        self._read_lanes: Callable[[], list[StoryLane]] | None = None
+
+    def lanes_from(self, read: Callable[[], list[StoryLane]]) -> None:
+        """Where :attr:`lanes` come from: read on first use (their spans are read again from the
+        files), so a text report, which draws none, never reads them."""
+        self._lanes, self._read_lanes = None, read
+
+    @property
+    def lanes(self) -> list[StoryLane]:
+        """What the HTML draws of each process drawn (the critical path's first)."""
+        if self._lanes is None:
+            self._lanes = self._read_lanes() if self._read_lanes is not None else []
+        return self._lanes
 
     @property
     def duration_ns(self) -> int:

@@ -3,16 +3,19 @@
 A run of a thousand processes of 200,000 spans each cannot be held as Python objects: this
 reads one file's trace (:func:`~lineprofiler.runfiles.tracesection.read_trace`, as arrays),
 keeps what the story needs of it (its links, the start of the wait each ``wait`` link ended, the
-arrivals at its collective phases, its longest spans for the lanes, its first and last moments)
-and lets the arrays go before the next file is read.
+arrivals at its collective phases, its first and last moments) and lets the arrays go before the
+next file is read. The longest spans, which the lanes draw, are read again only for the processes
+drawn (:func:`lane_spans`). Each pass over a ring is a builtin over an array (``max``,
+``array.index``, ``compress``): no Python code runs per span.
 """
 
 from __future__ import annotations
 
+import heapq
 import operator
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from pathlib import Path
@@ -67,8 +70,6 @@ class WorkerTrace:
     links: list[Link]
     #: Per collective (``sync``) phase path, the start of each of its entries, in order.
     arrivals: dict[str, array[int]] = field(default_factory=dict)
-    #: ``(start, end, phase_id, thread, cpu)`` of the longest spans, for drawing.
-    lane: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     #: Per thread index, the first span start: the earliest a critical path can reach there.
     thread_start_ns: dict[int, int] = field(default_factory=dict)
     #: Its worker, attached where the run is (a summary is made in a pool's process without it).
@@ -134,10 +135,11 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
         first_start = min(first_start, min(o[0] for o in opened)) if n else min(o[0] for o in opened)
         last_end = max(last_end, max(o[0] for o in opened))
     thread_start: dict[int, int] = {}
-    for k in range(n):
-        if len(thread_start) == len(threads):
-            break
-        thread_start.setdefault(thread[k], start[k])
+    for t in range(len(threads)) if n else ():
+        try:
+            thread_start[t] = start[thread.index(t)]  # sorted by start: its first span (at C speed)
+        except ValueError:
+            pass
     for o_start, _, o_thread in opened:
         thread_start[o_thread] = min(thread_start.get(o_thread, o_start), o_start)
     links = [Link(*link) for link in trace.links]
@@ -148,18 +150,9 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
             link.after_phase_id = _just_closed(trace, link)
     sync_ids = {p["id"]: p["path"] for p in phases if p.get("sync") and type(p.get("id")) is int}
     arrivals: dict[str, array[int]] = {}
-    if sync_ids:
-        for k in range(n):
-            path = sync_ids.get(phase[k])
-            if path is not None:
-                arrivals.setdefault(path, array("q")).append(start[k])
-    if n > LANE_SPANS:
-        durations = array("q", map(operator.sub, end, start))
-        floor = sorted(durations)[-LANE_SPANS]
-        chosen = list(compress(range(n), map(floor.__le__, durations)))[-LANE_SPANS * 2 :]
-    else:
-        chosen = list(range(n))
-    lane = [(start[k], end[k], phase[k], thread[k], cpu[k]) for k in chosen]
+    for phase_id, path in sync_ids.items():
+        if n and phase_id in phase:
+            arrivals[path] = array("q", compress(start, map(phase_id.__eq__, phase)))
     return WorkerTrace(
         index=-1,
         threads=threads,
@@ -176,7 +169,6 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
         open=opened,
         links=links,
         arrivals=arrivals,
-        lane=lane,
         thread_start_ns=thread_start,
     )
 
@@ -250,6 +242,46 @@ def gather(run: Run, notes: list[str]) -> list[WorkerTrace]:
             result.index, result.worker, result.worker_index = len(traced), worker, positions[id(worker)]
             traced.append(result)
     return traced
+
+
+def longest(trace: tracesection.TraceColumns, count: int = LANE_SPANS) -> list[tuple[int, int, int, int, int]]:
+    """``(start, end, phase_id, thread, cpu)`` of the ``count`` longest spans (of equal ones, the
+    latest), in start order: what a lane draws of a process."""
+    start, end, phase, thread, cpu = trace.spans
+    n = len(start)
+    chosen: Iterable[int] = range(n)
+    if n > count:
+        # At C speed: the count-th longest duration, then the spans of at least that long (the
+        # latest of them where ties make more).
+        durations = list(map(operator.sub, end, start))
+        floor = heapq.nlargest(count, durations)[-1]
+        chosen = list(compress(range(n), map(floor.__le__, durations)))[-count:]
+    return [(start[k], end[k], phase[k], thread[k], cpu[k]) for k in chosen]
+
+
+def _longest_of_file(task: tuple[Path, Any]) -> list[tuple[int, int, int, int, int]] | None:
+    """One worker's longest spans; None when its trace cannot be read (the story said why)."""
+    path, inline = task
+    try:
+        trace = (
+            tracesection.read_trace(path)
+            if inline is None
+            else tracesection.check_trace(inline, path, workerfile.WorkerFileError)
+        )
+    except workerfile.WorkerFileError:
+        return None
+    return None if trace is None else longest(trace)
+
+
+def lane_spans(traces: Sequence[WorkerTrace]) -> list[list[tuple[int, int, int, int, int]] | None]:
+    """The longest spans of each of ``traces``, their files read again (in a pool where there
+    are enough): only the outputs that draw lanes ask, and only for the processes they draw."""
+    tasks = []
+    for trace in traces:
+        inline = trace.worker.document.get("trace")
+        tasks.append((trace.worker.path, None if tracesection.skipped(inline) else inline))
+    jobs = parallel.jobs_for(len(tasks), len(tasks), FILES_PER_JOB)
+    return list(parallel.ordered_map(_longest_of_file, tasks, jobs))
 
 
 def has_trace(run: Run) -> bool:
