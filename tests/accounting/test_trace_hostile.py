@@ -106,3 +106,31 @@ def test_entries_open_when_tracing_starts_close_without_a_span() -> None:
     assert [recorder.path_of(s[2]) for s in trace["spans"]] == ["outer/inner"]
     assert [recorder.path_of(o[1]) for o in opened] == ["outer/inner"]  # outer was never traced
     assert trace["recorded"] == 1 and trace["links_capacity"] == 0
+
+
+def test_a_wrapped_ring_of_nested_spans_reads_back_as_the_recorders_own_rows(tmp_path: Path) -> None:
+    import threading
+
+    from lineprofiler.accounting import Profiler
+
+    prof = Profiler(tmp_path, role="w", enabled=True, trace=True, trace_capacity=1000, snapshot_interval_s=None)
+
+    def nested(n: int) -> None:
+        for i in range(n):
+            with prof.phase("outer"):
+                with prof.phase("mid"):
+                    with prof.phase("inner" if i % 3 else "other"):
+                        pass
+
+    thread = threading.Thread(target=nested, args=(400,))
+    thread.start()
+    nested(700)
+    thread.join()
+    assert prof.live_path is not None and prof.recorder is not None
+    data = prof.live_path.read_bytes()
+    rows = prof.recorder.trace_snapshot()["spans"]  # type: ignore[index]
+    prof.close()
+    read = livefile.read_live(prof.live_path, data=data)
+    assert read.trace is not None and not read.problems
+    assert (read.trace["recorded"], len(read.trace["spans"])) == (3300, 1000)
+    assert list(read.trace["spans"]) == rows  # the ring's order, wrapped, then sorted by start as the C does

@@ -26,6 +26,7 @@ import re
 import sys
 import zlib
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import reading
@@ -89,6 +90,30 @@ def remove_older(worker_file: str | os.PathLike[str], keep: str, *, root: str | 
                 remove(worker_file.with_name(name), root=root)
             except OSError:
                 pass
+
+
+class SpanColumns:
+    """Spans already read and checked as columns (a live file's ring): ``start_ns, end_ns,
+    phase_id, thread, cpu_ns``. In a ``trace`` section it stands for the rows: its length is
+    theirs, and it iterates them as lists."""
+
+    __slots__ = ("arrays",)
+
+    def __init__(self, arrays: list[array[int]]) -> None:
+        self.arrays = arrays
+
+    def __len__(self) -> int:
+        return len(self.arrays[0])
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return (list(row) for row in zip(*self.arrays, strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SpanColumns):
+            return self.arrays == other.arrays
+        return isinstance(other, list) and list(self) == other
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def is_reference(value: object) -> bool:

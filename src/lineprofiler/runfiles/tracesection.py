@@ -133,6 +133,10 @@ def check_trace(trace: Any, path: object, error: type[Exception]) -> TraceColumn
             spans = spanfile.read(path, trace["spans"])  # type: ignore[arg-type]
         except spanfile.SpanFileError as problem:
             raise error(f"{path}: {problem}") from None
+    elif isinstance(trace.get("spans"), spanfile.SpanColumns):
+        spans = trace["spans"].arrays  # a live file's ring, checked record by record as it was read
+        if spans[0] and max(spans[3]) >= n_threads:
+            fail("spans' names an unknown thread")
     else:
         spans = _checked_rows(trace.get("spans"), n_threads, fail)
     opened = _int_columns(trace.get("open", []), len(OPEN_COLUMNS))
@@ -220,4 +224,4 @@ def span_rows(trace: dict[str, Any], worker_file: str | os.PathLike[str]) -> lis
     spans = trace.get("spans")
     if spanfile.is_reference(spans):
         return [list(row) for row in zip(*spanfile.read(worker_file, spans), strict=True)]
-    return list(spans) if isinstance(spans, list) else []
+    return list(spans) if isinstance(spans, (list, spanfile.SpanColumns)) else []
