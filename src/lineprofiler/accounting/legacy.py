@@ -10,7 +10,7 @@ without holding a profiler: they resolve to the one profiler installed in the pr
 in code that is often run unprofiled, so they are no-ops that never raise: a guest in the
 user's process must not break it.
 
-What 0.11.0 has not built (tracing, cross-process lifecycles, ``thread_names``) is either
+What 0.11.0 has not built (function spans of ``trace="auto"``, ``thread_names``) is either
 accepted with a one-time warning saying what is lost, or refused with one line naming what to
 use instead; never a quietly different result. 0.10.0 names with no counterpart at all raise
 :class:`AttributeError` from the module ``__getattr__`` with the same kind of line.
@@ -61,13 +61,9 @@ _NO_AUTO_TRACE = (
     "0.11.0 traces the phases you name, not function calls: trace='auto' records the spans of "
     "phase() entries only (trace_functions= is not used)"
 )
-_NO_LIFECYCLES = (
-    "0.11.0 does not record request lifecycles yet (trace_begin/trace_mark/trace_end record nothing; "
-    "signal/wait_on do, with trace=True); time the waiting side with `with phase('wait/<channel>'):`"
-)
 _TRACE_SECTION = (
-    "Profiler(trace=True) keeps every phase entry as a span in the worker file's 'trace' section "
-    "(lineprofiler export RUN_DIR --perfetto PATH writes a timeline)"
+    "Profiler(trace=True) keeps every phase entry as a span (the worker file's 'trace' section names "
+    "its spans file; lineprofiler export RUN_DIR --perfetto PATH writes a timeline)"
 )
 _TRACE_ON = ("1", "true", "phases", "on", "yes")
 _TRACE_AUTO = ("auto", "functions")
@@ -228,18 +224,6 @@ class Profiler(_base.Profiler):
 
         return decorate if func is None else decorate(func)
 
-    def trace_begin(self, channel: str, key: object) -> None:
-        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
-        _warn_once("lifecycle", _NO_LIFECYCLES)
-
-    def trace_mark(self, channel: str, key: object, name: str, sample: float = 1.0) -> None:
-        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
-        _warn_once("lifecycle", _NO_LIFECYCLES)
-
-    def trace_end(self, channel: str, key: object) -> None:
-        """Accepted, records nothing (with a one-time warning): lifecycles are not built."""
-        _warn_once("lifecycle", _NO_LIFECYCLES)
-
     def io_counters(self) -> None:
         raise NotImplementedError(
             "Profiler.io_counters() is not in 0.11.0: open the phase with `phase(name, io=True)` and read "
@@ -364,12 +348,6 @@ def current() -> str:
         return ""
 
 
-def _lifecycle_call() -> None:
-    # No-ops, as 0.10.0's were with nothing installed; said once when a profiler would have recorded.
-    if _installed is not None:
-        _warn_once("lifecycle", _NO_LIFECYCLES, stacklevel=4)
-
-
 def signal_ready(channel: str, key: object) -> None:
     """:meth:`Profiler.signal` on the installed profiler; a no-op with none installed."""
     profiler = _installed
@@ -385,18 +363,24 @@ def wait_on(channel: str, key: object) -> None:
 
 
 def trace_begin(channel: str, key: object) -> None:
-    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
-    _lifecycle_call()
+    """:meth:`Profiler.trace_begin` on the installed profiler; a no-op with none installed."""
+    profiler = _installed
+    if profiler is not None:
+        profiler.trace_begin(channel, key)
 
 
 def trace_mark(channel: str, key: object, name: str, sample: float = 1.0) -> None:
-    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
-    _lifecycle_call()
+    """:meth:`Profiler.trace_mark` on the installed profiler; a no-op with none installed."""
+    profiler = _installed
+    if profiler is not None:
+        profiler.trace_mark(channel, key, name, sample)
 
 
 def trace_end(channel: str, key: object) -> None:
-    """Accepted, records nothing: see :data:`_NO_LIFECYCLES`."""
-    _lifecycle_call()
+    """:meth:`Profiler.trace_end` on the installed profiler; a no-op with none installed."""
+    profiler = _installed
+    if profiler is not None:
+        profiler.trace_end(channel, key)
 
 
 # ------------------------------------------------------------------ reports
@@ -534,8 +518,8 @@ REMOVED: dict[str, str] = {
     "render_comparison": "`lineprofiler compare RUN_A RUN_B`",
     "analyse": "the report's RESOURCES section (`lineprofiler report RUN_DIR`) analyses the samples",
     "merge_trees": _USE_REPORT + " (the report merges every worker's tree)",
-    "lifecycle_segments": "nothing yet: request lifecycles are not recorded in 0.11.0",
-    "overlap_ns": "nothing yet: request lifecycles are not recorded in 0.11.0",
+    "lifecycle_segments": "`lineprofiler trace RUN_DIR --json` (story.lifecycles: each channel's intervals)",
+    "overlap_ns": "`lineprofiler trace RUN_DIR --json` (the story's spans and lifecycles)",
     "Backend": "pass backend='torch', 'viztracer' or 'lines' as a str",
     "DurationHistogram": "the fixed buckets of lineprofiler.runfiles.histogram (EDGES, bucket_index)",
     "PhaseStats": _USE_REPORT,

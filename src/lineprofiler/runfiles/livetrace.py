@@ -42,6 +42,8 @@ _OPEN_ENTRY = struct.Struct("<qihh")
 #: Capacities a writer may have used (the profiler allows 10,000,000 spans): anything larger is damage.
 MAX_CAPACITY = 50_000_000
 _MASK = 0xFFFFFFFF
+#: A link record's kind byte: the engine's LP_LINK_* numbers.
+_LINK_KINDS = ("signal", "wait", "begin", "mark", "end")
 
 
 def find_block(data: bytes, header_bytes: int, segment_bytes: int) -> tuple[int, int] | None:
@@ -211,12 +213,16 @@ def _links(data: bytes, base: int, capacity: int, recorded: int, text_bytes: int
     for i in range(first, first + count):
         at = base + (i % capacity) * size
         t_ns, seq, thread, phase_id, kind, channel_len, key_len, _ = _LINK.unpack_from(data, at)
-        if seq != (i + 1) & _MASK or kind not in (0, 1):
+        if seq != (i + 1) & _MASK or kind >= len(_LINK_KINDS):
             continue
         text = at + _LINK.size
         channel = data[text : text + min(channel_len, text_bytes)].decode("utf-8", "replace")
         key = data[text + text_bytes : text + text_bytes + min(key_len, text_bytes)].decode("utf-8", "replace")
-        out.append(["wait" if kind else "signal", channel, key, t_ns, thread, phase_id])
+        name = _LINK_KINDS[kind]
+        if name == "mark":  # its channel text is "channel\x1fNAME"
+            channel, _, mark = channel.partition("\x1f")
+            name = f"mark:{mark}"
+        out.append([name, channel, key, t_ns, thread, phase_id])
     return out
 
 

@@ -24,7 +24,8 @@ from .validation import is_count, is_text
 #: The columns of one ``trace.spans`` row, and of one ``trace.open`` row.
 SPAN_COLUMNS = ("start_ns", "end_ns", "phase_id", "thread", "cpu_ns")
 OPEN_COLUMNS = ("start_ns", "phase_id", "thread")
-LINK_KINDS = ("signal", "wait")
+#: A link's kind: a signal or a wait, or a request lifecycle's checkpoint ("mark:NAME" too).
+LINK_KINDS = ("signal", "wait", "begin", "end")
 
 
 class TraceColumns:
@@ -150,7 +151,7 @@ def check_trace(trace: Any, path: object, error: type[Exception]) -> TraceColumn
         if (
             type(link) is not list
             or len(link) != 6
-            or link[0] not in LINK_KINDS
+            or not (link[0] in LINK_KINDS or (isinstance(link[0], str) and link[0].startswith("mark:")))
             or not is_text(link[1])
             or not is_text(link[2])
             or not is_count(link[3])
@@ -158,7 +159,10 @@ def check_trace(trace: Any, path: object, error: type[Exception]) -> TraceColumn
             or link[4] >= n_threads
             or not is_count(link[5], -1)
         ):
-            fail(f'links[{i}]\' is not ["signal" or "wait", channel, key, t_ns, thread, phase_id]')
+            fail(
+                f"links[{i}]' is not [kind (\"signal\", \"wait\", \"begin\", \"mark:NAME\", \"end\"), "
+                "channel, key, t_ns, thread, phase_id]"
+            )
         checked.append(tuple(link))
     return TraceColumns(
         clock=clock,

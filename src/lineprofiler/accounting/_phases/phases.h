@@ -85,6 +85,11 @@
 #define LP_TRACE_HEADER        2048
 #define LP_LINK_SIGNAL         0
 #define LP_LINK_WAIT           1
+#define LP_LINK_BEGIN          2  /* a request lifecycle's first checkpoint (trace_begin) */
+#define LP_LINK_MARK           3  /* a named checkpoint: the channel text is "channel\x1fname" */
+#define LP_LINK_END            4
+#define LP_LINK_KINDS          5
+#define LP_MARK_SEPARATOR      0x1F
 
 /* A frame's t0 until its entry clock has been read: a snapshot that runs in between (possible
  * only while a test clock runs Python code) must not take the slot's old value for a start. */
@@ -302,7 +307,7 @@ typedef struct {
     uint32_t seq;
     int32_t thread;
     int32_t phase_id; /* -1: none open */
-    uint8_t kind;     /* LP_LINK_SIGNAL, LP_LINK_WAIT */
+    uint8_t kind;     /* LP_LINK_SIGNAL ... LP_LINK_END */
     uint8_t channel_len;
     uint8_t key_len;
     uint8_t cut; /* 1: the channel was cut, 2: the key */

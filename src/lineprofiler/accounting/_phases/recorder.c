@@ -627,7 +627,8 @@ static PyMethodDef lp_recorder_methods[] = {
     {"trace_enable", (PyCFunction)(void (*)(void))lp_recorder_trace_enable, METH_FASTCALL,
      "trace_enable(capacity, links_capacity): record every closed entry as a span (before live_attach)."},
     {"trace_link", (PyCFunction)(void (*)(void))lp_recorder_trace_link, METH_FASTCALL,
-     "trace_link(kind, channel, key): a signal (0) or the end of a wait (1), while tracing."},
+     "trace_link(kind, channel, key): a signal (0), the end of a wait (1), or a request lifecycle's "
+     "begin (2), mark (3: channel is \"channel\\x1fname\") or end (4), while tracing."},
     {"trace_clock_pair", (PyCFunction)lp_recorder_trace_clock_pair, METH_NOARGS,
      "Read CLOCK_MONOTONIC and CLOCK_REALTIME back to back into the trace."},
     {"trace_snapshot", (PyCFunction)(void (*)(void))lp_recorder_trace_snapshot, METH_VARARGS | METH_KEYWORDS,

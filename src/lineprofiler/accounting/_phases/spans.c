@@ -444,8 +444,8 @@ static void lp_link_store(lp_link *dst, const lp_link *l)
     __atomic_store_n(&dst->seq, l->seq, __ATOMIC_RELEASE);
 }
 
-/* trace_link(kind, channel, key): a signal (0) or the end of a wait (1), now, on this thread,
- * under its innermost open phase. Never raises for the user's values: the caller made them str. */
+/* trace_link(kind, channel, key): a signal (0), the end of a wait (1), or a lifecycle's begin (2),
+ * mark (3) or end (4), now, on this thread, under its innermost open phase. Never raises for the user's values: the caller made them str. */
 PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3 || !PyLong_Check(args[0]) || !PyUnicode_Check(args[1]) || !PyUnicode_Check(args[2])) {
@@ -457,8 +457,10 @@ PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args,
         Py_RETURN_NONE;
     }
     long kind = PyLong_AsLong(args[0]);
-    if (kind != LP_LINK_SIGNAL && kind != LP_LINK_WAIT) {
-        PyErr_SetString(PyExc_ValueError, "trace_link kind is 0 (signal) or 1 (wait)");
+    if (kind < 0 || kind >= LP_LINK_KINDS) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "trace_link kind is 0 (signal), 1 (wait), 2 (begin), 3 (mark) or 4 (end)");
+        }
         return NULL;
     }
     PyThreadState *tstate = PyThreadState_Get();
@@ -649,6 +651,28 @@ static PyObject *lp_spans_columns(const lp_span *copy, size_t k)
     return out;
 }
 
+/* A link's kind as the worker file spells it: "signal", "wait", "begin", "end", or "mark:NAME"
+ * for a mark, whose channel text holds "channel\x1fNAME" (*channel_len is cut to the channel). */
+static PyObject *lp_link_kind(const lp_link *l, Py_ssize_t *channel_len)
+{
+    static const char *const names[LP_LINK_KINDS] = {"signal", "wait", "begin", "mark", "end"};
+    if (l->kind != LP_LINK_MARK) {
+        return PyUnicode_FromString(l->kind < LP_LINK_KINDS ? names[l->kind] : "signal");
+    }
+    const char *sep = memchr(l->channel, LP_MARK_SEPARATOR, l->channel_len);
+    Py_ssize_t at = sep != NULL ? sep - l->channel : l->channel_len;
+    *channel_len = at;
+    const char *name = sep != NULL ? sep + 1 : "";
+    Py_ssize_t name_len = sep != NULL ? (Py_ssize_t)l->channel_len - at - 1 : 0;
+    PyObject *text = PyUnicode_DecodeUTF8(name, name_len, "replace");
+    if (text == NULL) {
+        return NULL;
+    }
+    PyObject *kind = PyUnicode_FromFormat("mark:%U", text);
+    Py_DECREF(text);
+    return kind;
+}
+
 static PyObject *lp_links_list(lp_trace *tr, Py_ssize_t *kept)
 {
     int64_t recorded = tr->h.links_recorded;
@@ -661,9 +685,12 @@ static PyObject *lp_links_list(lp_trace *tr, Py_ssize_t *kept)
         if (l->seq != (uint32_t)(i + 1)) {
             continue;
         }
-        PyObject *item = Py_BuildValue("[ss#s#Lii]", l->kind == LP_LINK_WAIT ? "wait" : "signal", l->channel,
-                                       (Py_ssize_t)l->channel_len, l->key, (Py_ssize_t)l->key_len,
-                                       (long long)l->t_ns, l->thread, l->phase_id);
+        Py_ssize_t channel_len = l->channel_len;
+        PyObject *kind = lp_link_kind(l, &channel_len);
+        PyObject *item = kind == NULL ? NULL
+                                      : Py_BuildValue("[Ns#s#Lii]", kind, l->channel, channel_len, l->key,
+                                                      (Py_ssize_t)l->key_len, (long long)l->t_ns, l->thread,
+                                                      l->phase_id);
         if (item == NULL || PyList_Append(out, item) < 0) {
             Py_XDECREF(item);
             Py_CLEAR(out);

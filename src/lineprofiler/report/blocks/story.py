@@ -17,6 +17,7 @@ from . import RenderOptions
 #: Critical-path shares, findings and skew rows the text prints (``--json`` has them all).
 PATH_ROWS = 8
 FINDING_ROWS = 10
+LIFECYCLE_ROWS = 8
 
 
 def story_block(run: Run, options: RenderOptions) -> Story | None:
@@ -42,7 +43,11 @@ def story_lines(story: Story | None) -> list[str]:
         "STORY (exact spans and links)",
         fmt.RULE,
         f"{len(story.processes)} traced process(es), {story.kept_line}; "
-        f"traced length {fmt.duration(story.duration_ns)}",
+        + (
+            f"traced length {fmt.duration(story.duration_ns)}"
+            if story.spans_kept
+            else "no phase entry was traced (links and lifecycles only)"
+        ),
     ]
     for clock in story.hosts:
         if clock.source == "reference":
@@ -94,4 +99,41 @@ def story_lines(story: Story | None) -> list[str]:
                 f"  {fmt.printable(row.phase)}: {row.ranks} ranks, {row.steps} steps, first-to-last "
                 f"{fmt.duration(row.mean_spread_ns)} a step, last most often: {rank} ({row.straggler_steps} steps)"
             )
+    lines.extend(_lifecycle_lines(story))
+    return lines
+
+
+def _lifecycle_lines(story: Story) -> list[str]:
+    """REQUEST LIFECYCLES: per channel, its requests' time split between their checkpoints."""
+    if not story.lifecycles:
+        return []
+    lines = ["", "Request lifecycles (trace_begin -> trace_mark -> trace_end, on the run's timeline)"]
+    for channel in story.lifecycles[:LIFECYCLE_ROWS]:
+        left = [
+            f"{count} {what}"
+            for count, what in ((channel.incomplete, "incomplete"), (channel.out_of_order, "out of order"))
+            if count
+        ]
+        spread = ""
+        if channel.p50_ns is not None and channel.p95_ns is not None and channel.max_ns is not None:
+            spread = (
+                f", median {fmt.duration(channel.p50_ns)}, p95 {fmt.duration(channel.p95_ns)}, "
+                f"max {fmt.duration(channel.max_ns)}"
+            )
+        lines.append(
+            f"  {fmt.printable(channel.channel)}: {fmt.count(channel.requests)} request(s){spread}"
+            + (f" ({', '.join(left)} left out)" if left else "")
+        )
+        for segment in channel.segments:
+            share = segment.total_ns / channel.total_ns if channel.total_ns > 0 else 0.0
+            lines.append(
+                f"    {fmt.printable(segment.name):<34} {fmt.percent(share):>6}  "
+                f"mean {fmt.duration(segment.mean_ns):>8}  p95 {fmt.duration(segment.p95_ns):>8}  "
+                f"({fmt.count(segment.count)})"
+            )
+        for key, ns, begun, ended in channel.slowest[:1]:
+            where = _who(story, begun) if begun == ended else f"{_who(story, begun)} -> {_who(story, ended)}"
+            lines.append(f"    slowest: key {fmt.printable(key)}, {fmt.duration(ns)} ({where})")
+    if len(story.lifecycles) > LIFECYCLE_ROWS:
+        lines.append(f"  ... {len(story.lifecycles) - LIFECYCLE_ROWS} more channel(s) (--json lists them)")
     return lines

@@ -229,8 +229,31 @@ def story_html(story: Story, max_spans: int = MAX_SPANS) -> str:
         + (f'<h3>Findings</h3><ol class="findings">{findings}</ol>' if findings else "")
         + path
         + f'<div class="wide">{svg}</div><script>{_SCRIPT}</script>'
+        + _lifecycles_html(story)
     )
     return section("story", "Story: what set the run's length", body)
+
+
+def _lifecycles_html(story: Story) -> str:
+    """A table per channel of request lifecycles: each interval's share, mean, p95 and count."""
+    out = []
+    for channel in story.lifecycles:
+        whole = channel.total_ns or 1
+        rows = "".join(
+            f"<tr><td>{name(s.name)}</td>"
+            f'<td data-v="{s.total_ns}">{escape(fmt.percent(s.total_ns / whole))}</td>'
+            f'<td data-v="{s.mean_ns}">{escape(fmt.duration(s.mean_ns))}</td>'
+            f'<td data-v="{s.p95_ns}">{escape(fmt.duration(s.p95_ns))}</td><td>{s.count}</td></tr>'
+            for s in channel.segments
+        )
+        left = f", {channel.incomplete} incomplete, {channel.out_of_order} out of order (left out)"
+        out.append(
+            f"<h3>Requests on {name(channel.channel)}: {fmt.count(channel.requests)}"
+            f"{escape(left) if channel.incomplete or channel.out_of_order else ''}</h3>"
+            '<table data-block="lifecycle"><thead><tr><th>interval</th><th>share</th><th>mean</th><th>p95</th>'
+            f"<th>requests</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    return "".join(out)
 
 
 def render_story_html(story: Story, caveats: Sequence[str], *, title: str, max_spans: int | None = None) -> str:

@@ -12,6 +12,7 @@ from .attribution import attribute
 from .clocks import Match, estimate
 from .critical_path import critical_path
 from .findings import findings
+from .lifecycles import lifecycles
 from .model import Arrow, HostClock, LaneSpan, Story, StoryLane, TracedProcess
 from .skew import skew
 from .spans import Link, WorkerTrace, gather, has_trace, lane_spans
@@ -115,7 +116,9 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
     start = min(t.first_start_ns + clocks[t.host].offset_ns for t in traces)
     end = max(t.stop_ns + clocks[t.host].offset_ns for t in traces)
     run_ns = max(0, end - start)
-    path, used = critical_path(traces, matches, clocks, run_ns)
+    kept = sum(t.kept for t in traces)
+    # No span, no path: a run that only stamped links and lifecycles has nothing it ran.
+    path, used = critical_path(traces, matches, clocks, run_ns) if kept else (None, set())
     if path is not None:
         attribute(path, traces, clocks, run_ns)
     arrows = []
@@ -145,7 +148,6 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
     left_out = max(0, len(arrows) - MAX_ARROWS)
     del arrows[MAX_ARROWS:]
     skews = skew(traces, clocks)
-    kept = sum(t.kept for t in traces)
     recorded = sum(t.recorded for t in traces)
     for clock in clocks.values():
         if clock.disagreement:
@@ -189,6 +191,7 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
         arrows_left_out=left_out,
         notes=notes,
         timeline_unix_ns=_timeline_unix(traces, clocks),
+        lifecycles=lifecycles(traces, clocks),
     )
     result.lanes_from(lambda: _lanes(chosen, clocks))
     return result, notes

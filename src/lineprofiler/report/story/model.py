@@ -141,6 +141,40 @@ class SkewPhase:
 
 
 @dataclass
+class LifecycleSegment:
+    """One interval of a channel's request lifecycles (``begin -> admitted``), over the
+    complete requests that had it."""
+
+    name: str
+    total_ns: int
+    count: int
+    mean_ns: float
+    p50_ns: int
+    p95_ns: int
+    max_ns: int
+
+
+@dataclass
+class LifecycleChannel:
+    """A channel's request lifecycles (``trace_begin`` ... ``trace_end``, keyed by request)."""
+
+    channel: str
+    #: Complete lifecycles: a ``begin``, then the marks, then an ``end``, in order on the timeline.
+    requests: int
+    #: Keys with no ``begin`` or no ``end`` (in flight when the files were written).
+    incomplete: int
+    #: Keys whose checkpoints are out of order on the timeline (or doubled): left out.
+    out_of_order: int
+    total_ns: int
+    p50_ns: int | None
+    p95_ns: int | None
+    max_ns: int | None
+    segments: list[LifecycleSegment]
+    #: The longest requests: ``(key, ns, process of its begin, process of its end)``.
+    slowest: list[tuple[str, int, int, int]]
+
+
+@dataclass
 class Finding:
     """One sentence with the figures it came from, ranked by ``cost_ns`` (None: unknown)."""
 
@@ -192,6 +226,8 @@ class Story:
     #: The wall-clock time (unix ns) of the timeline's 0, from the reference host's clock pairs;
     #: None when it has none.
     timeline_unix_ns: int | None = None
+    #: Request lifecycles, per channel (empty where no process called ``trace_begin``).
+    lifecycles: list[LifecycleChannel] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lanes: list[StoryLane] | None = None
