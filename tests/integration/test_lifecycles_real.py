@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.accounting.profiler import lifecycle_admits
+from lineprofiler.accounting._links import lifecycle_admits
 from lineprofiler.cli import main
 
 pytestmark = pytest.mark.slow

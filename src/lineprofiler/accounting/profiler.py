@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 from . import _phases
+from ._links import TraceLinks
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
@@ -52,23 +53,8 @@ def _env_enabled(value: str | None) -> bool:
     return value.strip().lower() not in ("0", "false", "no", "off")
 
 
-#: Between a mark's channel and its name in the link ring's channel text.
-_MARK_SEPARATOR = "\x1f"
 
-
-def lifecycle_admits(key: object, sample: float) -> bool:
-    """Whether request ``key`` is among the ``sample`` share whose marks are kept: decided by a
-    hash of the key (0.10.0's: BLAKE2b of its text), so every process agrees without sharing
-    any state."""
-    if sample <= 0.0:
-        return False
-    import hashlib
-
-    digest = hashlib.blake2b(str(key).encode("utf-8", "replace"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % 10_000 < sample * 10_000
-
-
-class Profiler:
+class Profiler(TraceLinks):
     """The accounting profiler of one process.
 
     ``Profiler(run_dir=None, role=None, enabled=None, measure_cpu=True, *, backend=None,
@@ -466,51 +452,6 @@ class Profiler:
         # a spans file beside it (runfiles.spanfile): no Python object per span, no JSON.
         self.recorder.trace_clock_pair()
         return self.recorder.trace_snapshot(columns=True)
-
-    # ------------------------------------------------------------------ links (trace=True)
-
-    def signal(self, channel: str, key: object) -> None:
-        """Mark that item ``key`` on ``channel`` is available from now on: call it just before the
-        put or send that publishes it (a consumer may return from its get before the line after
-        the put runs). Pairs with :meth:`wait_on` in the consumer; ``key`` is compared as
-        ``str(key)``. A no-op, at the cost of one check, when tracing is off."""
-        if self._tracing:
-            self._link(0, channel, key)
-
-    def wait_on(self, channel: str, key: object) -> None:
-        """Mark that this worker waited for item ``key`` on ``channel``: call it right after the
-        blocking get returns, so its time is when the wait ended. A no-op when tracing is off."""
-        if self._tracing:
-            self._link(1, channel, key)
-
-    def trace_begin(self, channel: str, key: object) -> None:
-        """Mark that request ``key`` on ``channel`` was submitted: the first checkpoint of its
-        lifecycle. :meth:`trace_mark` adds named ones and :meth:`trace_end` closes it, each in
-        the process that owns that step (the report splits each complete lifecycle into the
-        intervals between its checkpoints, ``begin -> admitted -> ... -> end``). A no-op when
-        tracing is off."""
-        if self._tracing:
-            self._link(2, channel, key)
-
-    def trace_mark(self, channel: str, key: object, name: str, sample: float = 1.0) -> None:
-        """Mark checkpoint ``name`` of request ``key`` on ``channel``. With ``sample`` below 1,
-        only that share of the keys is marked, chosen by a hash of the key: every process keeps
-        or drops the same requests, so no kept lifecycle lacks a checkpoint. The channel and
-        the name share the 56 bytes a channel is kept to."""
-        if self._tracing and (sample >= 1.0 or lifecycle_admits(key, sample)):
-            self._link(3, f"{str(channel).replace(_MARK_SEPARATOR, ' ')}{_MARK_SEPARATOR}{name}", key)
-
-    def trace_end(self, channel: str, key: object) -> None:
-        """Mark that the response for request ``key`` on ``channel`` arrived: its lifecycle's
-        last checkpoint. A no-op when tracing is off."""
-        if self._tracing:
-            self._link(4, channel, key)
-
-    def _link(self, kind: int, channel: object, key: object) -> None:
-        try:
-            self.recorder.trace_link(kind, str(channel), str(key))  # type: ignore[union-attr]
-        except Exception as error:  # noqa: BLE001 - a guest never raises into its host (a key whose str() fails)
-            self._record_error(f"trace link: {type(error).__name__}: {error}")
 
     def _write_metadata_if_due(self) -> None:
         """The first metadata files, once: from the first snapshot after construction (the

@@ -22,15 +22,16 @@ This module imports nothing of the profilers: the report reads it where only the
 from __future__ import annotations
 
 import os
-import re
 import sys
-import zlib
-from array import array
-from collections.abc import Iterator
-from pathlib import Path
 
 from . import reading
 from .layout import JSON_SUFFIX, remove, write_atomic
+
+TYPE_CHECKING = False  # typing, pathlib, re, zlib, array: not imported by the profiler's start
+if TYPE_CHECKING:
+    from array import array
+    from collections.abc import Iterator
+    from typing import Any
 
 LAYOUT = "columns-le-1"
 SUFFIX = ".spans"
@@ -39,7 +40,6 @@ BYTES_PER_SPAN = 32
 COLUMNS = (("start_ns", "q"), ("end_ns", "q"), ("cpu_ns", "q"), ("phase_id", "i"), ("thread", "i"))
 #: Far above a full ring (the profiler allows 10,000,000 spans: 320 MB).
 MAX_FILE_BYTES = 400 << 20
-_NAME = re.compile(r"w_[^/\\]+\.[0-9]+\.spans")
 
 
 class SpanFileError(ValueError):
@@ -62,34 +62,68 @@ def write(
 ) -> dict[str, object]:
     """Write ``columns`` (as ``trace_snapshot(columns=True)`` gives them) beside ``worker_file``;
     return what the worker document's ``trace.spans`` holds. Raises OSError."""
+    import zlib
+
     if len(columns) % BYTES_PER_SPAN:
         raise ValueError(f"span columns of {len(columns)} bytes are not whole spans")
-    worker_file = Path(worker_file)
-    name = file_name(worker_file.name, writes)
-    write_atomic(worker_file.with_name(name), columns, root=root, fsync=fsync, notes=notes)
+    name = file_name(os.path.basename(worker_file), writes)
+    write_atomic(os.path.join(os.path.dirname(worker_file), name), columns, root=root, fsync=fsync, notes=notes)
     return {"file": name, "layout": LAYOUT, "count": len(columns) // BYTES_PER_SPAN, "crc32": zlib.crc32(columns)}
 
 
-def remove_older(worker_file: str | os.PathLike[str], keep: str, *, root: str | os.PathLike[str] | None) -> None:
-    """Remove the spans files an earlier snapshot of ``worker_file`` wrote, all but ``keep``
-    (best effort: a file left behind is named by no worker file, and the report ignores it)."""
-    worker_file = Path(worker_file)
-    stem = worker_file.name.removesuffix(JSON_SUFFIX) + "."
+def split_off(
+    worker_file: str | os.PathLike[str],
+    document: dict[str, Any],
+    *,
+    root: str | os.PathLike[str] | None,
+    fsync: bool,
+    notes: list[str] | None,
+) -> tuple[dict[str, Any], str | None]:
+    """``document`` with its trace's span columns (bytes) written to a spans file and named
+    instead, and that file's name; a document without them as it is, and None. Where the file
+    cannot be written, the spans stay as rows and the document's ``errors`` says why (a final
+    snapshot has no next one to say it)."""
+    trace = document.get("trace")
+    if not isinstance(trace, dict) or not isinstance(trace.get("spans"), bytes):
+        return document, None
+    columns = trace["spans"]
     try:
-        names = os.listdir(worker_file.parent)
+        writes = document.get("snapshot", {}).get("writes", 0)
+        reference = write(worker_file, columns, writes, root=root, fsync=fsync, notes=notes)
+    except OSError as error:
+        why = f"snapshot: spans file not written ({error.strerror or error}): the spans are in the worker file"
+        errors = [*document.get("errors", []), why]
+        return dict(document, trace=dict(trace, spans=rows(columns)), errors=errors), None
+    return dict(document, trace=dict(trace, spans=reference)), str(reference["file"])
+
+
+def remove_older(worker_file: str | os.PathLike[str], keep: str | None, *, root: str | os.PathLike[str] | None) -> None:
+    """Remove the spans files an earlier snapshot of ``worker_file`` wrote, all but ``keep``
+    (nothing when ``keep`` is None: no spans file was written; best effort: a file left behind
+    is named by no worker file, and the report ignores it)."""
+    if keep is None:
+        return
+    folder, own = os.path.split(os.fspath(worker_file))
+    stem = own.removesuffix(JSON_SUFFIX) + "."
+    try:
+        names = os.listdir(folder or ".")
     except OSError:
         return
     for name in names:
-        if (
-            name != keep
-            and name.startswith(stem)
-            and name.endswith(SUFFIX)
-            and name[len(stem) : -len(SUFFIX)].isdigit()
-        ):
+        ours = name.startswith(stem) and name.endswith(SUFFIX) and name[len(stem) : -len(SUFFIX)].isdigit()
+        if ours and name != keep:
             try:
-                remove(worker_file.with_name(name), root=root)
+                remove(os.path.join(folder, name), root=root)
             except OSError:
                 pass
+
+
+def _is_spans_name(name: object) -> bool:
+    """``w_<...>.<digits>.spans``, a plain name: nothing outside the worker file's folder."""
+    if not isinstance(name, str) or not name.startswith("w_") or not name.endswith(SUFFIX):
+        return False
+    stem, dot, number = name.removesuffix(SUFFIX).rpartition(".")
+    return bool(dot and stem and number.isdigit()) and "/" not in name and "\\" not in name and "\0" not in name
 
 
 class SpanColumns:
@@ -129,11 +163,11 @@ def read(worker_file: str | os.PathLike[str], reference: object) -> list[array[i
     name, layout, count, crc = (reference.get(k) for k in ("file", "layout", "count", "crc32"))
     if layout != LAYOUT:
         raise SpanFileError(f"'trace.spans' has layout {ascii(layout)[:40]}, which this reader does not know")
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
+    if not _is_spans_name(name):
         raise SpanFileError("'trace.spans.file' is not the name of a spans file beside the worker file")
     if type(count) is not int or count < 0 or type(crc) is not int:
         raise SpanFileError("'trace.spans' has no count or crc32")
-    path = Path(worker_file).with_name(name)
+    path = os.path.join(os.path.dirname(worker_file), str(name))
     try:
         data = reading.read_limited(path, MAX_FILE_BYTES)
     except FileNotFoundError:
@@ -144,6 +178,8 @@ def read(worker_file: str | os.PathLike[str], reference: object) -> list[array[i
         raise SpanFileError(
             f"its spans file {name} holds {len(data):,} bytes, not {count * BYTES_PER_SPAN:,} (cut short?)"
         )
+    import zlib
+
     if zlib.crc32(data) != crc:
         raise SpanFileError(f"its spans file {name} is damaged (its CRC-32 is not the one its worker file names)")
     return columns_of(data)
@@ -151,6 +187,8 @@ def read(worker_file: str | os.PathLike[str], reference: object) -> list[array[i
 
 def columns_of(data: bytes) -> list[array[int]]:
     """The columns ``start_ns, end_ns, phase_id, thread, cpu_ns`` of span column bytes (whole spans)."""
+    from array import array
+
     count = len(data) // BYTES_PER_SPAN
     view = memoryview(data)
     columns: dict[str, array[int]] = {}
@@ -174,6 +212,8 @@ def rows(data: bytes) -> list[list[int]]:
 def columns_bytes(rows: list[list[int]]) -> bytes:
     """Rows ``[start_ns, end_ns, phase_id, thread, cpu_ns]`` (sorted by start) as the column bytes
     ``trace_snapshot(columns=True)`` gives: for writers other than the profiler's C recorder."""
+    from array import array
+
     start, end, phase, thread, cpu = (list(column) for column in zip(*rows, strict=True)) if rows else ([],) * 5
     parts = [array("q", start), array("q", end), array("q", cpu), array("i", phase), array("i", thread)]
     if sys.byteorder != "little":

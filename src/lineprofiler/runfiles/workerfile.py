@@ -56,11 +56,9 @@ read as the new scheme, see :mod:`.histogram`), ``n_buckets`` int.
 ``errors`` list of str: failures inside the profiler that were recorded instead of raised.
 
 ``trace``: absent or null unless ``trace=True``; else the spans, open entries, links, threads and
-clock pairs (docs/report.md, "The story of a traced run"), checked only when read
-(:func:`.tracesection.read_trace`). The final snapshot's spans are in a spans file beside this
-one, which ``trace.spans`` names (:mod:`.spanfile`; :func:`write_worker_file` writes it when the
-spans come as column bytes). Written before ``samples`` (layout ``"trace-samples-last"``): a
-reader that skips samples skips it, and ``document["trace"]`` is then :data:`TRACE_SKIPPED`.
+clock pairs (docs/report.md, "The story of a traced run"; the spans in a file beside, :mod:`.spanfile`),
+checked only when read (:func:`.tracesection.read_trace`). Written before ``samples`` (layout
+``"trace-samples-last"``): a reader that skips samples skips it (``document["trace"]``: :data:`TRACE_SKIPPED`).
 
 ``layout``: ``"samples-last"`` when :func:`write_worker_file` wrote the document (it puts
 ``samples`` last), so that a reader that does not want the samples can stop before them
@@ -266,45 +264,17 @@ def write_worker_file(
     Raises OSError on failure; the caller (the profiler) counts it and never lets it reach
     user code.
     """
-    # ``samples`` last, announced by ``layout`` before it: a reader can skip the bulk. A trace
-    # goes right before the samples (its own layout name), to be skipped with them.
-    trace = document.get("trace")
-    spans_file = failure = None
-    if isinstance(trace, dict) and isinstance(trace.get("spans"), bytes):
-        trace, spans_file, failure = _spans_beside(path, trace, document, root=root, fsync=fsync, notes=notes)
+    document, spans_file = spanfile.split_off(path, document, root=root, fsync=fsync, notes=notes)
+    # ``samples`` last, after ``layout`` (a reader skips the bulk); a trace right before them.
     ordered = {k: v for k, v in document.items() if k not in ("samples", "layout", "trace")}
-    if failure is not None:  # said in this file: a final snapshot has no next one to say it
-        ordered["errors"] = [*document.get("errors", []), failure]
-    ordered["layout"] = LAYOUT_SAMPLES_LAST if trace is None else LAYOUT_TRACE_SAMPLES_LAST
+    ordered["layout"] = LAYOUT_SAMPLES_LAST if document.get("trace") is None else LAYOUT_TRACE_SAMPLES_LAST
     if "trace" in document:
-        ordered["trace"] = trace
+        ordered["trace"] = document["trace"]
     ordered["samples"] = document.get("samples")
     data = encode_json(ordered)
     write_atomic(path, data, root=root, fsync=fsync, notes=notes)
-    if spans_file is not None:
-        spanfile.remove_older(path, spans_file, root=root)
+    spanfile.remove_older(path, spans_file, root=root)
     return len(data)
-
-
-def _spans_beside(
-    path: str | os.PathLike[str],
-    trace: dict[str, Any],
-    document: Mapping[str, Any],
-    *,
-    root: str | os.PathLike[str] | None,
-    fsync: bool,
-    notes: list[str] | None,
-) -> tuple[dict[str, Any], str | None, str | None]:
-    """``trace`` with its span columns (bytes) written to a spans file and named instead, that
-    file's name and None; where it cannot be written, the spans as rows inline, None and why."""
-    columns = trace["spans"]
-    writes = document.get("snapshot", {}).get("writes", 0)
-    try:
-        reference = spanfile.write(path, columns, writes, root=root, fsync=fsync, notes=notes)
-    except OSError as error:
-        why = f"snapshot: spans file not written ({error.strerror or error}): the spans are in the worker file"
-        return dict(trace, spans=spanfile.rows(columns)), None, why
-    return dict(trace, spans=reference), str(reference["file"]), None
 
 
 def scan_worker_files(run_dir: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:

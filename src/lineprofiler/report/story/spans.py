@@ -33,7 +33,7 @@ LANE_SPANS = 400
 _WAIT_LOOKBACK = 256
 
 
-@dataclass
+@dataclass(slots=True)  # a run of a thousand processes holds hundreds of thousands
 class Link:
     kind: str
     channel: str
