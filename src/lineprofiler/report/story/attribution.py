@@ -10,9 +10,11 @@ most of it, and the path's shares are summed from these splits.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import operator
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from .spans import FILES_PER_JOB, WorkerTrace
 
 #: Processes whose segments are split by phase (the rest keep the phase their link names).
 MAX_PROCESSES = 32
+_FAR = 1 << 62
 
 #: One file's work: its path, its trace when held inline, its phase paths by id, and its running
 #: segments as ``(thread index, start, end)`` on its own clock, sorted and disjoint per thread.
@@ -41,28 +44,8 @@ def _split_file(task: _Task) -> list[dict[str | None, int]] | None:
         return None
     if trace is None:
         return None
-    by_thread: dict[int, list[int]] = defaultdict(list)
-    for n, (thread, _, _) in enumerate(segments):
-        by_thread[thread].append(n)
-    starts = {t: [segments[n][1] for n in ns] for t, ns in by_thread.items()}
-    overlap: list[dict[int, int]] = [defaultdict(int) for _ in segments]
-    start, end, phase, thread_of, _ = trace.spans
     opened = list(zip(*trace.open, strict=True))
-    last = max([e for _, _, e in segments], default=0)
-    rows = list(zip(start, end, phase, thread_of, strict=True))
-    rows.extend((s, last, p, t) for s, p, t in opened)
-    for s, e, p, t in rows:
-        mine = by_thread.get(t)
-        if mine is None:
-            continue
-        k = max(0, bisect_right(starts[t], s) - 1)
-        while k < len(mine):
-            _, a, b = segments[mine[k]]
-            if a >= e:
-                break
-            if b > s:
-                overlap[mine[k]][p] += min(b, e) - max(a, s)
-            k += 1
+    overlap = overlaps(trace.spans[:4], opened, segments)
     out: list[dict[str | None, int]] = []
     for n, (_, a, b) in enumerate(segments):
         by_path = {names.get(p, f"phase #{p}"): ns for p, ns in overlap[n].items()}
@@ -76,6 +59,61 @@ def _split_file(task: _Task) -> list[dict[str | None, int]] | None:
             own[None] = b - a - covered
         out.append(own)
     return out
+
+
+def overlaps(
+    spans: list[Any], opened: list[tuple[int, int, int]], segments: list[tuple[int, int, int]]
+) -> list[dict[int, int]]:
+    """Per segment ``(thread, start, end)``, the nanoseconds of it each phase id's spans cover.
+
+    ``spans`` are the columns ``start, end, phase_id, thread`` sorted by start; ``opened`` the
+    entries still open, ``(start, phase_id, thread)``, which run to the last segment's end. Per
+    thread the segments are sorted and disjoint. Each span's first segment is found by a
+    ``bisect`` mapped over the column; the spans that lie inside it (nearly all) are summed per
+    phase with ``compress`` over each segment's run of them, and only those that cross a
+    segment's edge, and the open entries, take the walk: no Python code per span."""
+    start, end, phase, thread = spans
+    overlap: list[dict[int, int]] = [defaultdict(int) for _ in segments]
+    last = max([b for _, _, b in segments], default=0)
+    by_thread: dict[int, list[int]] = defaultdict(list)
+    for n, (t, _, _) in enumerate(segments):
+        by_thread[t].append(n)
+    threads = set(thread) if start else set()
+    for t, mine in by_thread.items():
+        seg_a, seg_b = [segments[n][1] for n in mine], [segments[n][2] for n in mine]
+        if threads == {t}:
+            s_t, e_t, p_t = start, end, phase
+        elif t in threads:
+            take = list(compress(range(len(thread)), map(t.__eq__, thread)))
+            s_t, e_t, p_t = ([c[k] for k in take] for c in (start, end, phase))
+        else:
+            s_t = e_t = p_t = ()
+        s_t, e_t, p_t = list(s_t), list(e_t), list(p_t)
+        # i: the first segment that ends after the span starts (never decreasing: the spans are
+        # sorted by start); inside: the span lies within it.
+        first = list(map(bisect_right, repeat(seg_b), s_t))
+        a_of = list(map((seg_a + [_FAR]).__getitem__, first))
+        b_of = map((seg_b + [-_FAR]).__getitem__, first)
+        inside = list(map(operator.and_, map(operator.le, a_of, s_t), map(operator.ge, b_of, e_t)))
+        within = list(map(operator.mul, map(operator.sub, e_t, s_t), inside))  # 0 where not inside
+        for i, n in enumerate(mine):  # each segment's spans are one run: summed per phase
+            lo, hi = bisect_left(first, i), bisect_left(first, i + 1)
+            phases, lengths = p_t[lo:hi], within[lo:hi]
+            for p in set(phases):
+                overlap[n][p] += sum(compress(lengths, map(p.__eq__, phases)))
+        reaching = map(operator.lt, a_of, e_t)  # a segment starts before the span ends
+        crossing = compress(range(len(s_t)), map(operator.and_, map(operator.not_, inside), reaching))
+        rows = [(first[k], s_t[k], e_t[k], p_t[k]) for k in crossing]
+        rows.extend(
+            (bisect_right(seg_b, o_start), o_start, max(o_start, last), o_phase)
+            for o_start, o_phase, o_thread in opened
+            if o_thread == t
+        )
+        for i, s, e, p in rows:  # across a segment's edge (or still open): the general walk
+            while i < len(mine) and seg_a[i] < e:
+                overlap[mine[i]][p] += min(seg_b[i], e) - max(seg_a[i], s)
+                i += 1
+    return overlap
 
 
 def attribute(path: CriticalPath, traces: Sequence[WorkerTrace], clocks: dict[str, HostClock], run_ns: int) -> None:
