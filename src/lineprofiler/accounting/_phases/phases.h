@@ -85,8 +85,8 @@
 #define LP_TRACE_HEADER        2048
 #define LP_LINK_SIGNAL         0
 #define LP_LINK_WAIT           1
-#define LP_LINK_BEGIN          2  /* a request lifecycle's first checkpoint (trace_begin) */
-#define LP_LINK_MARK           3  /* a named checkpoint: the channel text is "channel\x1fname" */
+#define LP_LINK_BEGIN          2 /* a request lifecycle's first checkpoint (trace_begin) */
+#define LP_LINK_MARK           3 /* a named checkpoint: the channel text is "channel\x1fname" */
 #define LP_LINK_END            4
 #define LP_LINK_KINDS          5
 #define LP_MARK_SEPARATOR      0x1F

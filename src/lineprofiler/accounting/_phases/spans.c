@@ -459,7 +459,8 @@ PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args,
     long kind = PyLong_AsLong(args[0]);
     if (kind < 0 || kind >= LP_LINK_KINDS) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "trace_link kind is 0 (signal), 1 (wait), 2 (begin), 3 (mark) or 4 (end)");
+            PyErr_SetString(PyExc_ValueError,
+                            "trace_link kind is 0 (signal), 1 (wait), 2 (begin), 3 (mark) or 4 (end)");
         }
         return NULL;
     }
@@ -687,10 +688,10 @@ static PyObject *lp_links_list(lp_trace *tr, Py_ssize_t *kept)
         }
         Py_ssize_t channel_len = l->channel_len;
         PyObject *kind = lp_link_kind(l, &channel_len);
-        PyObject *item = kind == NULL ? NULL
-                                      : Py_BuildValue("[Ns#s#Lii]", kind, l->channel, channel_len, l->key,
-                                                      (Py_ssize_t)l->key_len, (long long)l->t_ns, l->thread,
-                                                      l->phase_id);
+        PyObject *item =
+            kind == NULL ? NULL
+                         : Py_BuildValue("[Ns#s#Lii]", kind, l->channel, channel_len, l->key,
+                                         (Py_ssize_t)l->key_len, (long long)l->t_ns, l->thread, l->phase_id);
         if (item == NULL || PyList_Append(out, item) < 0) {
             Py_XDECREF(item);
             Py_CLEAR(out);
