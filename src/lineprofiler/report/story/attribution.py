@@ -81,14 +81,16 @@ def overlaps(
     threads = set(thread) if start else set()
     for t, mine in by_thread.items():
         seg_a, seg_b = [segments[n][1] for n in mine], [segments[n][2] for n in mine]
-        if threads == {t}:
+        s_t: Sequence[int]
+        e_t: Sequence[int]
+        p_t: Sequence[int]
+        if threads == {t}:  # the columns as they are: every span is this thread's
             s_t, e_t, p_t = start, end, phase
         elif t in threads:
             take = list(compress(range(len(thread)), map(t.__eq__, thread)))
             s_t, e_t, p_t = ([c[k] for k in take] for c in (start, end, phase))
         else:
             s_t = e_t = p_t = ()
-        s_t, e_t, p_t = list(s_t), list(e_t), list(p_t)
         # i: the first segment that ends after the span starts (never decreasing: the spans are
         # sorted by start); inside: the span lies within it.
         first = list(map(bisect_right, repeat(seg_b), s_t))

@@ -15,6 +15,7 @@ order them); a segment that cannot have happened is worse than one missing.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -31,8 +32,8 @@ def _label(kind: str) -> str:
 
 def _percentile(sorted_values: Sequence[int], fraction: float) -> int:
     """The nearest-rank percentile of an ascending, non-empty list."""
-    rank = max(1, -(-len(sorted_values) * fraction // 1))
-    return sorted_values[min(len(sorted_values), int(rank)) - 1]
+    rank = max(1, math.ceil(len(sorted_values) * fraction))
+    return sorted_values[min(len(sorted_values), rank) - 1]
 
 
 def lifecycles(traces: Sequence[WorkerTrace], clocks: dict[str, HostClock]) -> list[LifecycleChannel]:
