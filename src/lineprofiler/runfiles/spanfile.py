@@ -38,6 +38,8 @@ SUFFIX = ".spans"
 BYTES_PER_SPAN = 32
 #: ``(name, typecode)`` of the columns, in file order; ``q``: int64, ``i``: int32.
 COLUMNS = (("start_ns", "q"), ("end_ns", "q"), ("cpu_ns", "q"), ("phase_id", "i"), ("thread", "i"))
+#: The order of a span's values in a JSON row, and of the columns this module returns.
+ROW_ORDER = ("start_ns", "end_ns", "phase_id", "thread", "cpu_ns")
 #: Far above a full ring (the profiler allows 10,000,000 spans: 320 MB).
 MAX_FILE_BYTES = 400 << 20
 
@@ -201,7 +203,7 @@ def columns_of(data: bytes) -> list[array[int]]:
             values.byteswap()
         columns[column] = values
         at += width
-    return [columns[k] for k in ("start_ns", "end_ns", "phase_id", "thread", "cpu_ns")]
+    return [columns[k] for k in ROW_ORDER]
 
 
 def rows(data: bytes) -> list[list[int]]:
@@ -214,8 +216,8 @@ def columns_bytes(rows: list[list[int]]) -> bytes:
     ``trace_snapshot(columns=True)`` gives: for writers other than the profiler's C recorder."""
     from array import array
 
-    start, end, phase, thread, cpu = (list(column) for column in zip(*rows, strict=True)) if rows else ([],) * 5
-    parts = [array("q", start), array("q", end), array("q", cpu), array("i", phase), array("i", thread)]
+    values = dict(zip(ROW_ORDER, zip(*rows, strict=True) if rows else ((),) * len(ROW_ORDER), strict=True))
+    parts = [array(code, values[name]) for name, code in COLUMNS]
     if sys.byteorder != "little":
         for part in parts:
             part.byteswap()

@@ -22,7 +22,7 @@ from . import reading, spanfile, workerfile
 from .validation import is_count, is_text
 
 #: The columns of one ``trace.spans`` row, and of one ``trace.open`` row.
-SPAN_COLUMNS = ("start_ns", "end_ns", "phase_id", "thread", "cpu_ns")
+SPAN_COLUMNS = spanfile.ROW_ORDER
 OPEN_COLUMNS = ("start_ns", "phase_id", "thread")
 #: A link's kind: a signal or a wait, or a request lifecycle's checkpoint ("mark:NAME" too).
 LINK_KINDS = ("signal", "wait", "begin", "end")
