@@ -445,7 +445,8 @@ static void lp_link_store(lp_link *dst, const lp_link *l)
 }
 
 /* trace_link(kind, channel, key): a signal (0), the end of a wait (1), or a lifecycle's begin (2),
- * mark (3) or end (4), now, on this thread, under its innermost open phase. Never raises for the user's values: the caller made them str. */
+ * mark (3) or end (4), now, on this thread, under its innermost open phase. Never raises for the
+ * user's values: the caller made them str. */
 PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3 || !PyLong_Check(args[0]) || !PyUnicode_Check(args[1]) || !PyUnicode_Check(args[2])) {
