@@ -18,10 +18,10 @@ from itertools import compress, repeat
 from pathlib import Path
 from typing import Any
 
-from ...runfiles import tracesection, workerfile
+from ...runfiles import workerfile
 from .. import parallel
 from .model import CriticalPath, HostClock, PathShare, Segment
-from .spans import FILES_PER_JOB, WorkerTrace
+from .spans import FILES_PER_JOB, WorkerTrace, columns_at, inline_trace
 
 #: Processes whose segments are split by phase (the rest keep the phase their link names).
 MAX_PROCESSES = 32
@@ -36,10 +36,7 @@ def _split_file(task: _Task) -> list[dict[str | None, int]] | None:
     """Per segment, its nanoseconds per innermost phase (None: in no span); None when unreadable."""
     path, inline, names, segments = task
     try:
-        if inline is None:
-            trace = tracesection.read_trace(path)
-        else:
-            trace = tracesection.check_trace(inline, path, workerfile.WorkerFileError)
+        trace = columns_at(path, inline)
     except workerfile.WorkerFileError:
         return None
     if trace is None:
@@ -129,13 +126,12 @@ def attribute(path: CriticalPath, traces: Sequence[WorkerTrace], clocks: dict[st
     for process in chosen:
         trace = traces[process]
         offset = clocks[trace.host].offset_ns
-        inline = trace.worker.document.get("trace")
         segments = sorted(running[process], key=lambda s: (s.thread, s.start_ns))
         running[process] = segments
         tasks.append(
             (
                 trace.worker.path,
-                None if tracesection.skipped(inline) else inline,
+                inline_trace(trace.worker),
                 trace.phase_names,
                 [(_thread_index(trace, s.thread), s.start_ns - offset, s.end_ns - offset) for s in segments],
             )

@@ -94,15 +94,26 @@ class WorkerTrace:
         return self.threads[thread] if 0 <= thread < len(self.threads) else f"thread {thread}"
 
 
-def trace_columns(worker: Worker) -> tracesection.TraceColumns | None:
-    """One worker's trace as columns, read from its file when merge left it there; None when
-    tracing was off. Raises WorkerFileError for a trace that cannot be used."""
+def inline_trace(worker: Worker) -> Any:
+    """The ``trace`` merge parsed into ``worker``'s document, or None where it left it in the file
+    (what a pool's process is given, with the path, to read it by :func:`columns_at`)."""
     trace = worker.document.get("trace")
-    if trace is None:
+    return None if tracesection.skipped(trace) else trace
+
+
+def columns_at(path: Path, inline: Any) -> tracesection.TraceColumns | None:
+    """A worker's trace as columns: ``inline`` checked, or (None) read from its file at ``path``;
+    None when tracing was off. Raises WorkerFileError for a trace that cannot be used."""
+    if inline is None:
+        return tracesection.read_trace(path)
+    return tracesection.check_trace(inline, path, workerfile.WorkerFileError)
+
+
+def trace_columns(worker: Worker) -> tracesection.TraceColumns | None:
+    """One worker's trace as columns (:func:`columns_at`); None when tracing was off."""
+    if worker.document.get("trace") is None:
         return None
-    if tracesection.skipped(trace):
-        return tracesection.read_trace(worker.path)
-    return tracesection.check_trace(trace, worker.path, workerfile.WorkerFileError)
+    return columns_at(worker.path, inline_trace(worker))
 
 
 def _stop_on_own_clock(stop_unix_ns: int, pairs: list[tuple[int, int, int]], fallback: int) -> int:
@@ -214,10 +225,7 @@ def _summarise_file(task: _Task) -> WorkerTrace | str | None:
     """One worker's summary, the one line saying why its trace cannot be used, or None (no trace)."""
     path, inline, phases, stop_unix_ns = task
     try:
-        if inline is None:
-            trace = tracesection.read_trace(path)
-        else:
-            trace = tracesection.check_trace(inline, path, workerfile.WorkerFileError)
+        trace = columns_at(path, inline)
     except workerfile.WorkerFileError as error:
         return str(error)
     return None if trace is None else summarise(phases, stop_unix_ns, trace)
@@ -230,9 +238,7 @@ def gather(run: Run, notes: list[str]) -> list[WorkerTrace]:
     workers = [w for w in run.workers if w.document.get("trace") is not None]
     tasks: list[_Task] = []
     for worker in workers:
-        trace = worker.document["trace"]
-        inline = None if tracesection.skipped(trace) else trace
-        tasks.append((worker.path, inline, worker.document["phases"], worker.stop_ns))
+        tasks.append((worker.path, inline_trace(worker), worker.document["phases"], worker.stop_ns))
     jobs = parallel.jobs_for(len(tasks), len(tasks), FILES_PER_JOB)
     traced: list[WorkerTrace] = []
     for worker, result in zip(workers, parallel.ordered_map(_summarise_file, tasks, jobs), strict=True):
@@ -261,13 +267,8 @@ def longest(trace: tracesection.TraceColumns, count: int = LANE_SPANS) -> list[t
 
 def _longest_of_file(task: tuple[Path, Any]) -> list[tuple[int, int, int, int, int]] | None:
     """One worker's longest spans; None when its trace cannot be read (the story said why)."""
-    path, inline = task
     try:
-        trace = (
-            tracesection.read_trace(path)
-            if inline is None
-            else tracesection.check_trace(inline, path, workerfile.WorkerFileError)
-        )
+        trace = columns_at(*task)
     except workerfile.WorkerFileError:
         return None
     return None if trace is None else longest(trace)
@@ -276,10 +277,7 @@ def _longest_of_file(task: tuple[Path, Any]) -> list[tuple[int, int, int, int, i
 def lane_spans(traces: Sequence[WorkerTrace]) -> list[list[tuple[int, int, int, int, int]] | None]:
     """The longest spans of each of ``traces``, their files read again (in a pool where there
     are enough): only the outputs that draw lanes ask, and only for the processes they draw."""
-    tasks = []
-    for trace in traces:
-        inline = trace.worker.document.get("trace")
-        tasks.append((trace.worker.path, None if tracesection.skipped(inline) else inline))
+    tasks = [(trace.worker.path, inline_trace(trace.worker)) for trace in traces]
     jobs = parallel.jobs_for(len(tasks), len(tasks), FILES_PER_JOB)
     return list(parallel.ordered_map(_longest_of_file, tasks, jobs))
 
