@@ -82,3 +82,23 @@ def test_long_channels_and_keys_are_cut_and_counted_and_a_bad_key_never_raises(t
     assert (kind, channel, key, phase_id) == ("signal", "é" * 28, "k" * 56, -1)
     doc = workerfile.read_worker_file(next(iter(workerfile.find_worker_files(tmp_path))))
     assert any("trace link: RuntimeError: no text" in e for e in doc["errors"])
+
+
+def test_a_lifecycle_mark_of_unprintable_values_never_raises_and_records_nothing(tmp_path: Path) -> None:
+    from lineprofiler.accounting import Profiler
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    prof = Profiler(tmp_path, role="marks", enabled=True, trace=True, snapshot_interval_s=None)
+    prof.trace_mark(Unprintable(), "k", "admitted")  # the channel
+    prof.trace_mark("c", Unprintable(), "admitted", sample=0.5)  # the key, hashed for the sample
+    prof.trace_mark("c", "k", Unprintable())  # the name
+    prof.trace_mark("c", "k", "admitted", sample="half")  # type: ignore[arg-type]
+    prof.trace_mark("c", "k", "kept")
+    trace = prof.recorder.trace_snapshot()  # type: ignore[union-attr]
+    prof.close()
+    assert [link[:3] for link in trace["links"]] == [["mark:kept", "c", "k"]]
+    doc = workerfile.read_worker_file(next(iter(workerfile.find_worker_files(tmp_path))))
+    assert sum("trace link:" in e for e in doc["errors"]) == 4, doc["errors"]

@@ -65,8 +65,8 @@ class TraceLinks:
         only that share of the keys is marked, chosen by a hash of the key: every process keeps
         or drops the same requests, so no kept lifecycle lacks a checkpoint. The channel and
         the name share the 56 bytes a channel is kept to."""
-        if self._tracing and (sample >= 1.0 or lifecycle_admits(key, sample)):
-            self._link(3, f"{str(channel).replace(_MARK_SEPARATOR, ' ')}{_MARK_SEPARATOR}{name}", key)
+        if self._tracing:
+            self._link(3, channel, key, name, sample)
 
     def trace_end(self, channel: str, key: object) -> None:
         """Mark that the response for request ``key`` on ``channel`` arrived: its lifecycle's
@@ -74,8 +74,14 @@ class TraceLinks:
         if self._tracing:
             self._link(4, channel, key)
 
-    def _link(self, kind: int, channel: object, key: object) -> None:
+    def _link(self, kind: int, channel: object, key: object, name: object = None, sample: float = 1.0) -> None:
+        # Everything that runs the user's values (str(), a comparison) is inside the try.
         try:
-            self.recorder.trace_link(kind, str(channel), str(key))  # type: ignore[union-attr]
+            text = str(channel)
+            if name is not None:  # a mark: kept for the sampled keys, its name after the channel's
+                if sample < 1.0 and not lifecycle_admits(key, sample):
+                    return
+                text = f"{text.replace(_MARK_SEPARATOR, ' ')}{_MARK_SEPARATOR}{name}"
+            self.recorder.trace_link(kind, text, str(key))  # type: ignore[union-attr]
         except Exception as error:  # noqa: BLE001 - a guest never raises into its host (a key whose str() fails)
             self._record_error(f"trace link: {type(error).__name__}: {error}")
