@@ -1,9 +1,9 @@
 """What the machine running the tests has installed (loaded by tests/conftest.py as ``lp_installed``).
 
-CI installs the CPU build of torch (Python 3.11 only), viztracer and nvtx, and has no GPU. The
-GPU machine has a CUDA build of torch and a device, and may lack the others. Each test that
-depends on one of these says so with the reasons below, so the suite runs on either machine and
-the tests of a CUDA build run where one exists.
+CI installs the CPU build of torch (Python 3.11 only), viztracer and nvtx (both to 3.14: neither
+publishes a 3.15 wheel), and has no GPU. The GPU machine has a CUDA build of torch and a device,
+and may lack the others. Each test that depends on one of these says so with the reasons below,
+so the suite runs on either machine and the tests of a CUDA build run where one exists.
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ CUDA_DEVICE = TORCH_HAS_CUDA and _loads("libcuda.so.1")
 
 NO_TORCH = "torch is not installed here (CI installs its CPU wheel, for Python 3.11 only)"
 NO_VIZTRACER = f"viztracer is not installed here (Python {sys.version_info[0]}.{sys.version_info[1]})"
-NO_NVTX = "the nvtx package (test extra) is not installed here"
+NO_NVTX = (
+    "the nvtx package (test extra) is not installed here"
+    + (" (it publishes no wheel for Python 3.15)" if sys.version_info >= (3, 15) else "")
+)
 NEEDS_CPU_TORCH = "needs the CPU build of torch: this torch is built with CUDA"
 NEEDS_CUDA = "needs a CUDA build of torch and an NVIDIA driver (the GPU machine)"
 ON_A_GPU_HOST = "this machine has an NVIDIA driver (libnvidia-ml.so.1 loads): NVML is not absent here"
