@@ -1,7 +1,8 @@
 """How long the story of a traced run takes to report, and how much memory, at scale.
 
 Generates a run of ``--workers`` traced processes (one learner, the rest actors) of ``--spans``
-exact spans each (default 200,000: a full ring), written with the real writer
+exact spans each (default 200,000: a full ring), each actor's iterations dealt round-robin over
+``--threads`` threads (default 1), written with the real writer
 (``workerfile.write_worker_file``): each actor signals a batch every 100 iterations, the learner
 waits on some of each actor's batches (its links stay under the 50,000 a ring holds). One
 actor's file is encoded once and copied with its identity and keys changed, so generating a
@@ -13,6 +14,7 @@ report RUN`` (text: the story block is computed with the rest), ``report --json`
 Targets: 64 workers x 200,000 spans <= 10 s and <= 300 MB; 1,024 workers <= 60 s and <= 1 GB.
 
     python benchmarks/bench_story.py                       # 64 workers x 200,000 spans
+    python benchmarks/bench_story.py --threads 8           # the same over 8 threads per worker
     python benchmarks/bench_story.py --workers 1024 --dir /tmp/story1024
 """
 
@@ -64,7 +66,12 @@ def _phase_entries(counts: dict[str, tuple[int, int]], ids: dict[str, int]) -> l
 
 
 def _document(
-    role: str, spans: list[list[int]], links: list[list[Any]], counts: dict[str, tuple[int, int]], elapsed: int
+    role: str,
+    spans: list[list[int]],
+    links: list[list[Any]],
+    counts: dict[str, tuple[int, int]],
+    elapsed: int,
+    threads: int = 1,
 ) -> dict[str, Any]:
     ids = {path: n + 2 for n, path in enumerate(PHASES)}
     identity = {
@@ -101,7 +108,10 @@ def _document(
         "capacity": 200_000,
         "recorded": len(spans),
         "dropped": 0,
-        "threads": [{"ident": 1, "native_id": PID, "name": "MainThread"}],
+        "threads": [
+            {"ident": 1 + i, "native_id": PID + i, "name": "MainThread" if i == 0 else f"worker-{i}"}
+            for i in range(threads)
+        ],
         "spans": spanfile.columns_bytes(spans),
         "open": [],
         "links_capacity": 50_000,
@@ -112,20 +122,21 @@ def _document(
     return document
 
 
-def actor_template(n_spans: int) -> tuple[bytes, bytes, int, list[int]]:
-    """One actor's worker file and spans file: iterations of act (40 us) and send (10 us); a batch every 100."""
+def actor_template(n_spans: int, threads: int = 1) -> tuple[bytes, bytes, int, list[int]]:
+    """One actor's worker file and spans file: iterations of act (40 us) and send (10 us); a batch every 100.
+    Iteration k runs on thread k % threads."""
     spans: list[list[int]] = []
     links: list[list[Any]] = []
     t, k, signals = MONO0, 0, []
     counts = {p: [0, 0] for p in PHASES}
     while len(spans) + 3 <= n_spans:
-        start = t
-        spans.append([start, 0, 2, 0, 25_000])
-        spans.append([t, t + 40_000, 3, 0, 39_000])
+        start, thread = t, k % threads
+        spans.append([start, 0, 2, thread, 25_000])
+        spans.append([t, t + 40_000, 3, thread, 39_000])
         t += 40_000
-        spans.append([t, t + 10_000, 4, 0, 9_000])
+        spans.append([t, t + 10_000, 4, thread, 9_000])
         if k % 100 == 0:
-            links.append(["signal", "batches", f"{KEY}-{k // 100}", t + 9_000, 0, 4])
+            links.append(["signal", "batches", f"{KEY}-{k // 100}", t + 9_000, thread, 4])
             signals.append(t + 9_000)
         t += 10_000
         spans[-3][1] = t
@@ -133,7 +144,7 @@ def actor_template(n_spans: int) -> tuple[bytes, bytes, int, list[int]]:
             counts[path][0] += 1
             counts[path][1] += wall
         k += 1
-    doc = _document("actor", spans, links, {p: (n, w) for p, (n, w) in counts.items()}, t - MONO0)
+    doc = _document("actor", spans, links, {p: (n, w) for p, (n, w) in counts.items()}, t - MONO0, threads)
     with tempfile.TemporaryDirectory() as folder:  # the real writer: the worker file and its spans file
         path = Path(folder) / workerfile.worker_file_name("20260813T2241-b1e5c0", PID, UUID)
         workerfile.write_worker_file(path, doc)
@@ -141,8 +152,8 @@ def actor_template(n_spans: int) -> tuple[bytes, bytes, int, list[int]]:
         return path.read_bytes(), spans_file.read_bytes(), t - MONO0, signals
 
 
-def generate(run_dir: Path, workers: int, n_spans: int) -> None:
-    template, spans_template, elapsed, signals = actor_template(n_spans)
+def generate(run_dir: Path, workers: int, n_spans: int, threads: int = 1) -> None:
+    template, spans_template, elapsed, signals = actor_template(n_spans, threads)
     template_stem = workerfile.worker_file_name("20260813T2241-b1e5c0", PID, UUID).removesuffix(".json")
     folder = workerfile.worker_dir(run_dir, "node00")
     folder.mkdir(parents=True, exist_ok=True)
@@ -193,6 +204,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=64)
     parser.add_argument("--spans", type=int, default=200_000)
+    parser.add_argument("--threads", type=int, default=1, help="threads per actor (its iterations round-robin)")
     parser.add_argument("--dir", help="where to write the run (default: a temporary folder, removed)")
     parser.add_argument(
         "--only",
@@ -206,11 +218,11 @@ def main() -> None:
         start = time.perf_counter()
         existing = list((root / "workers").glob("*/w_*.json"))
         if len(existing) != args.workers:  # --dir of a run this made before is reused as it is
-            generate(root, args.workers, args.spans)
+            generate(root, args.workers, args.spans, args.threads)
         size = sum(p.stat().st_size for p in (root / "workers").rglob("w_*.json"))
         spans_size = sum(p.stat().st_size for p in (root / "workers").rglob("w_*" + spanfile.SUFFIX))
         print(
-            f"{args.workers} workers x {args.spans:,} spans: {size / 1e6:,.0f} MB of worker files and "
+            f"{args.workers} workers x {args.spans:,} spans over {args.threads} thread(s): {size / 1e6:,.0f} MB of worker files and "
             f"{spans_size / 1e6:,.0f} MB of spans files, "
             f"generated in {time.perf_counter() - start:.1f} s"
         )
