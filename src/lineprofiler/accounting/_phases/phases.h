@@ -51,6 +51,7 @@
 #define LP_DEFAULT_MAX_DEPTH    256 /* path components; deeper entries go to the overflow node */
 #define LP_MAX_MAX_DEPTH        100000
 #define LP_MAX_ERRORS           32       /* error strings kept; the rest are only counted */
+#define LP_MAX_ERROR_TEXT       500      /* characters of an exception's text an error keeps */
 #define LP_MAX_FRAMES           100000   /* frames per stack before entries are dropped */
 #define LP_MAX_INHERITED        8        /* recorders whose open frame a new stack inherits */
 #define LP_NODE_CHUNK           64       /* nodes per allocation: node pointers never move */
