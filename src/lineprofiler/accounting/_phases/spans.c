@@ -24,6 +24,12 @@
 /* trace_snapshot(columns=True): start_ns, end_ns, cpu_ns (8 bytes each), phase_id, thread (4) */
 #define LP_SPAN_COLUMN_BYTES 32
 
+_Static_assert(sizeof(lp_trace_header) <= LP_TRACE_HEADER, "the trace header outgrew its bytes");
+_Static_assert(LP_TRACE_THREADS < 32768, "an open entry keeps its thread in an int16");
+_Static_assert((LP_TRACE_THREAD_HASH & (LP_TRACE_THREAD_HASH - 1)) == 0 &&
+                   LP_TRACE_THREAD_HASH > LP_TRACE_THREADS,
+               "the thread lookup is a power of two with room to spare");
+
 /* The columns are little-endian whatever the host, as the live file's reader expects. */
 static int64_t lp_le64(int64_t v)
 {
@@ -157,6 +163,7 @@ void lp_trace_reset(lp_RecorderObject *rec)
     tr->tkey = 0;
     tr->tidx = -1;
     memset(tr->thread_keys, 0, sizeof tr->thread_keys);
+    memset(tr->thread_hash, 0, sizeof tr->thread_hash);
     lp_trace_pair_into(tr);
     lp_trace_publish(tr);
 }
@@ -236,30 +243,39 @@ static void lp_thread_store(lp_trace *tr, int32_t i, const lp_trace_thread *t)
     }
 }
 
-/* A thread not seen last: found in the table, or added to it. */
+/* A thread not seen last: found in the table (a hash of its key: thousands of threads switch in
+ * turn), or added to it. */
 int32_t lp_trace_thread_slow(lp_RecorderObject *rec, PyThreadState *tstate)
 {
     lp_trace *tr = rec->trace;
     uint64_t key = (uint64_t)tstate->id + 1;
-    int32_t i;
-    for (i = 0; i < tr->h.n_threads; i++) {
-        if (tr->thread_keys[i] == key) {
+    uint32_t mask = LP_TRACE_THREAD_HASH - 1;
+    uint32_t h = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+    int32_t i = -1;
+    while (tr->thread_hash[h] != 0) {
+        if (tr->thread_keys[tr->thread_hash[h] - 1] == key) {
+            i = tr->thread_hash[h] - 1;
             break;
         }
+        h = (h + 1) & mask;
     }
-    if (i == tr->h.n_threads) {
-        if (i == LP_TRACE_THREADS) {
-            return -1;
+    if (i < 0) {
+        if (tr->h.n_threads == LP_TRACE_THREADS) {
+            return -1; /* the table never fills the lookup, so the probe above ended */
         }
+        /* the row is the thread's before its name is read: reading it may run code that enters
+         * a phase on this thread, which must find this row, not add another */
+        i = tr->h.n_threads;
+        tr->thread_hash[h] = i + 1;
+        tr->thread_keys[i] = key;
+        tr->h.n_threads = i + 1;
         lp_trace_thread t;
         memset(&t, 0, sizeof t);
         unsigned long ident = PyThread_get_thread_ident();
         t.ident = (int64_t)ident;
         t.native_id = (int64_t)PyThread_get_thread_native_id();
         lp_thread_name(&t, ident);
-        tr->thread_keys[i] = key;
         lp_thread_store(tr, i, &t);
-        tr->h.n_threads = i + 1;
         lp_trace_publish(tr);
     }
     tr->tkey = key;
@@ -479,6 +495,9 @@ PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args,
     if (l.cut) {
         tr->h.links_truncated++;
     }
+    if (l.thread < 0) {
+        tr->h.links_unthreaded++; /* kept, with no thread to place it on: a reader counts it */
+    }
     int64_t n = tr->h.links_recorded + 1;
     l.seq = (uint32_t)n;
     size_t off = (size_t)tr->h.off_links + (size_t)tr->next_link * sizeof(lp_link);
@@ -493,6 +512,7 @@ PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args,
     for (int b = 0; b < 2; b++) {
         if (blocks[b] != NULL) {
             blocks[b]->links_truncated = tr->h.links_truncated;
+            blocks[b]->links_unthreaded = tr->h.links_unthreaded;
             __atomic_store_n(&blocks[b]->links_recorded, n, __ATOMIC_RELEASE);
         }
     }
@@ -822,13 +842,14 @@ PyObject *lp_recorder_trace_snapshot(lp_RecorderObject *self, PyObject *args, Py
     PyObject *out = NULL;
     if (pairs && threads && spans && open && links) {
         out = Py_BuildValue(
-            "{s:s,s:O,s:L,s:L,s:L,s:O,s:O,s:O,s:L,s:L,s:L,s:O,s:L,s:L,s:L}", "clock", "monotonic",
+            "{s:s,s:O,s:L,s:L,s:L,s:O,s:O,s:O,s:L,s:L,s:L,s:O,s:L,s:L,s:L,s:L}", "clock", "monotonic",
             "clock_pairs", pairs, "capacity", (long long)tr->capacity, "recorded", (long long)tr->h.recorded,
             "dropped", (long long)(tr->h.recorded - n_spans), "threads", threads, "spans", spans, "open",
             open, "links_capacity", (long long)tr->link_capacity, "links_recorded",
             (long long)tr->h.links_recorded, "links_dropped", (long long)(tr->h.links_recorded - n_links),
             "links", links, "links_truncated", (long long)tr->h.links_truncated, "spans_unthreaded",
-            (long long)tr->h.spans_unthreaded, "open_unshown", (long long)tr->h.stacks_unshown);
+            (long long)tr->h.spans_unthreaded, "open_unshown", (long long)tr->h.stacks_unshown,
+            "links_unthreaded", (long long)tr->h.links_unthreaded);
     }
     Py_XDECREF(pairs);
     Py_XDECREF(threads);
