@@ -133,13 +133,41 @@ void lp_trace_forget_stacks(lp_RecorderObject *rec)
         return;
     }
     tr->epoch = ++rec->st->trace_epochs;
-    memset(tr->stack_used, 0, sizeof tr->stack_used);
-    tr->stack_hint = 0;
     if (tr->file != NULL) {
+        /* only the tables claimed: the others are zero already (a stack's table is cleared when
+         * it dies), and an untouched page of the file stays a hole */
         lp_open_stack *tables = (lp_open_stack *)(tr->file + tr->h.off_stacks);
         for (int i = 0; i < LP_TRACE_STACKS; i++) {
-            __atomic_store_n(&tables[i].depth, 0, __ATOMIC_RELEASE);
-            tables[i].in_use = 0;
+            if (tr->stack_used[i]) {
+                __atomic_store_n(&tables[i].depth, 0, __ATOMIC_RELEASE);
+                tables[i].in_use = 0;
+            }
+        }
+    }
+    memset(tr->stack_used, 0, sizeof tr->stack_used);
+    tr->stack_hint = 0;
+}
+
+/* The parts of a block that hold records (the header, the thread rows in use, the ring slots
+ * written), copied from `src`, or zeroed where `src` is NULL: a block's other pages were never
+ * written, and touching them would give a sparse live file disk blocks it does not need. The
+ * open tables are the stacks' to write (lp_trace_stack_sync, lp_trace_forget_stacks). */
+static void lp_trace_used_parts(const lp_trace *tr, char *dst, const char *src)
+{
+    const lp_trace_header *h = &tr->h;
+    int64_t spans = h->recorded < tr->capacity ? h->recorded : tr->capacity;
+    int64_t links = h->links_recorded < tr->link_capacity ? h->links_recorded : tr->link_capacity;
+    size_t parts[4][2] = {
+        {0, LP_TRACE_HEADER},
+        {(size_t)h->off_threads, (size_t)h->n_threads * sizeof(lp_trace_thread)},
+        {(size_t)h->off_spans, (size_t)spans * sizeof(lp_span)},
+        {(size_t)h->off_links, (size_t)links * sizeof(lp_link)},
+    };
+    for (int p = 0; p < 4; p++) {
+        if (src != NULL) {
+            memcpy(dst + parts[p][0], src + parts[p][0], parts[p][1]);
+        } else {
+            memset(dst + parts[p][0], 0, parts[p][1]);
         }
     }
 }
@@ -154,11 +182,14 @@ void lp_trace_reset(lp_RecorderObject *rec)
         return;
     }
     lp_trace_forget_stacks(rec);
-    lp_trace_layout(&tr->h, tr->capacity, tr->link_capacity);
-    memset(tr->mem, 0, tr->bytes);
     if (tr->file != NULL) {
-        memset(tr->file, 0, tr->bytes);
+        lp_trace_used_parts(tr, tr->file, NULL);
     }
+    /* the private pages back to the kernel: they read as zero, and cost nothing until written */
+    if (madvise(tr->mem, tr->bytes, MADV_DONTNEED) != 0) {
+        memset(tr->mem, 0, tr->bytes);
+    }
+    lp_trace_layout(&tr->h, tr->capacity, tr->link_capacity);
     tr->next = tr->next_link = 0;
     tr->tkey = 0;
     tr->tidx = -1;
@@ -176,7 +207,11 @@ void lp_trace_to_file(lp_RecorderObject *rec, char *block)
     if (tr == NULL) {
         return;
     }
-    memcpy(block + sizeof(uint32_t), tr->mem + sizeof(uint32_t), tr->bytes - sizeof(uint32_t));
+    /* the magic stays zero until lp_trace_publish: a reader never takes a block half copied */
+    uint32_t magic = ((lp_trace_header *)tr->mem)->magic;
+    ((lp_trace_header *)tr->mem)->magic = 0;
+    lp_trace_used_parts(tr, block, tr->mem);
+    ((lp_trace_header *)tr->mem)->magic = magic;
     tr->file = block;
     lp_trace_forget_stacks(rec);
     for (lp_StackObject *ts = rec->st->stacks; ts != NULL; ts = ts->next) {
