@@ -34,6 +34,9 @@ _SEGMENT_MAGIC = 0x4753504C
 # links_truncated, spans_unthreaded, stacks_unshown; n_threads, n_pairs
 _HEADER = struct.Struct("<14I4Q5q2i")
 _PAIR = struct.Struct("<3q")
+#: After the pairs (the header's bytes permitting: a block written before it holds zero there):
+#: links_unthreaded, the links of threads past the thread table, kept with thread -1.
+_AFTER_PAIRS = struct.Struct("<q")
 _SPAN = struct.Struct("<3q2i2I")
 _LINK = struct.Struct("<qIiiBBBB")
 _THREAD = struct.Struct("<qqII")
@@ -103,6 +106,10 @@ def read_block(data: bytes, start: int, size: int, problems: list[str]) -> dict[
     ):
         problems.append("its trace block holds offsets or counts outside itself: the trace is not read")
         return None
+    after_pairs = _HEADER.size + pair_cap * _PAIR.size
+    links_unthreaded = (
+        _AFTER_PAIRS.unpack_from(data, start + after_pairs)[0] if header_bytes >= after_pairs + _AFTER_PAIRS.size else 0
+    )
     n_threads = min(n_threads, thread_cap)
     threads = _threads(data, start + off_threads, n_threads, thread_bytes, name_bytes)
     spans = _spans(data, start + off_spans, span_cap, recorded, n_threads)
@@ -123,6 +130,7 @@ def read_block(data: bytes, start: int, size: int, problems: list[str]) -> dict[
         "links_truncated": links_truncated,
         "spans_unthreaded": unthreaded,
         "open_unshown": unshown,
+        "links_unthreaded": max(links_unthreaded, 0),
     }
 
 

@@ -252,6 +252,20 @@ static int lp_file_reserve(int fd, off_t off, size_t len)
     return -1;
 }
 
+/* The trace segment's blocks: the segment and trace headers reserved as above, the rest (the
+ * thread rows, the open tables, the rings: 15 MB at the default capacities) a hole that gets
+ * disk blocks page by page as records are written, so the file costs what it holds. A store into
+ * a new page that finds the disk full faults; the SIGBUS handler lets the file go, as it does
+ * for a shrunk file, and the snapshots keep everything. */
+static int lp_file_reserve_sparse(int fd, off_t off, size_t len)
+{
+    size_t head = lp_seg_bytes(LP_TRACE_HEADER);
+    if (lp_file_reserve(fd, off, head < len ? head : len) < 0) {
+        return -1;
+    }
+    return head < len ? ftruncate(fd, off + (off_t)len) : 0;
+}
+
 /* ===================================================================== records */
 
 /* A name's UTF-8 bytes, cut at a character boundary to LP_LIVE_NAME. */
@@ -419,7 +433,9 @@ static char *lp_live_add_segment(lp_RecorderObject *rec, int kind, int32_t index
         lp_live_freeze(rec, "no memory for the live file's index", ENOMEM);
         return NULL;
     }
-    if (lp_file_reserve(lv->fd, off, bytes) < 0) {
+    int grown = kind == LP_SEG_TRACE ? lp_file_reserve_sparse(lv->fd, off, bytes)
+                                     : lp_file_reserve(lv->fd, off, bytes);
+    if (grown < 0) {
         lp_live_freeze(rec, "the live file could not grow", errno);
         return NULL;
     }
@@ -541,8 +557,9 @@ int lp_live_check(lp_RecorderObject *rec)
     int state = lv->slot >= 0 ? atomic_load(&lp_ranges[lv->slot].state) : LP_RANGE_OK;
     if (state == LP_RANGE_LOST) {
         PyErr_Format(PyExc_OSError,
-                     "another process shrank or replaced it while it was mapped (a store at offset %zd "
-                     "faulted); it was let go, and the numbers are in the snapshots only from now on",
+                     "another process shrank or replaced it while it was mapped, or the disk was full "
+                     "(a store at offset %zd faulted); it was let go, and the numbers are in the snapshots "
+                     "only from now on",
                      (Py_ssize_t)(atomic_load(&lp_ranges[lv->slot].fault) - (uintptr_t)lv->base));
         lp_record_error(rec, "live file lost");
         lp_live_detach(rec);

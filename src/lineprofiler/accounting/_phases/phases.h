@@ -51,6 +51,7 @@
 #define LP_DEFAULT_MAX_DEPTH    256 /* path components; deeper entries go to the overflow node */
 #define LP_MAX_MAX_DEPTH        100000
 #define LP_MAX_ERRORS           32       /* error strings kept; the rest are only counted */
+#define LP_MAX_ERROR_TEXT       500      /* characters of an exception's text an error keeps */
 #define LP_MAX_FRAMES           100000   /* frames per stack before entries are dropped */
 #define LP_MAX_INHERITED        8        /* recorders whose open frame a new stack inherits */
 #define LP_NODE_CHUNK           64       /* nodes per allocation: node pointers never move */
@@ -71,15 +72,21 @@
 #define LP_ROOT                 0
 #define LP_OVERFLOW             1
 
-/* The trace (spans.c). Capacities are the caller's; these are the fixed parts of the block. */
+/* The trace (spans.c). Capacities are the caller's; these are the fixed parts of the block.
+ * Threads: a thread-per-request server's thousands. A thread keeps its row for the trace's life
+ * (the ring's spans name it), so the rows are a bound, not a cache: spans and links of threads
+ * past it are counted only (spans_unthreaded, links_unthreaded). 88 bytes a row, 704 KiB of
+ * address space in each copy of the block, of which only the rows used are touched; below 32768,
+ * as an open entry keeps the thread in an int16. */
 #define LP_TRACE_DEFAULT_SPANS 200000
 #define LP_TRACE_DEFAULT_LINKS 50000
 #define LP_TRACE_MAX_SPANS     50000000
 #define LP_TRACE_MAX_LINKS     5000000
-#define LP_TRACE_THREADS       256 /* threads named in the block; spans of later ones are counted only */
-#define LP_TRACE_STACKS        256 /* flows whose open entries the live file shows */
-#define LP_TRACE_OPEN_DEPTH    32  /* open entries per flow the live file shows */
-#define LP_TRACE_TEXT          56  /* UTF-8 bytes of a link's channel and of its key */
+#define LP_TRACE_THREADS       8192  /* threads named in the block; later ones are counted only */
+#define LP_TRACE_THREAD_HASH   16384 /* the thread lookup's slots: a power of two, twice the rows */
+#define LP_TRACE_STACKS        256   /* flows whose open entries the live file shows */
+#define LP_TRACE_OPEN_DEPTH    32    /* open entries per flow the live file shows */
+#define LP_TRACE_TEXT          56    /* UTF-8 bytes of a link's channel and of its key */
 #define LP_TRACE_THREAD_NAME   64
 #define LP_TRACE_PAIRS         64 /* clock pairs kept: the first, then the newest */
 #define LP_TRACE_HEADER        2048
@@ -352,6 +359,8 @@ typedef struct {
     int32_t n_threads;
     int32_t n_pairs; /* clock pairs taken, ever */
     int64_t pairs[LP_TRACE_PAIRS][3];
+    /* after the pairs, so a reader of the fields above finds them where they were */
+    int64_t links_unthreaded; /* links of threads past LP_TRACE_THREADS: kept with thread -1 */
 } lp_trace_header;
 
 typedef struct lp_trace {
@@ -366,7 +375,8 @@ typedef struct lp_trace {
     lp_trace_header h; /* the private counts; the blocks' headers are copies, written only */
     uint64_t tkey;     /* the last thread's state id + 1 (0 none) */
     int32_t tidx;
-    uint64_t thread_keys[LP_TRACE_THREADS];
+    uint64_t thread_keys[LP_TRACE_THREADS];    /* per row: its thread state's id + 1 */
+    int32_t thread_hash[LP_TRACE_THREAD_HASH]; /* open addressing on the key: a row + 1, 0 empty */
     uint8_t stack_used[LP_TRACE_STACKS];
     int32_t stack_hint;
 } lp_trace;

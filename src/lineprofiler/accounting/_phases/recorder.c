@@ -23,6 +23,21 @@ void lp_record_error(lp_RecorderObject *rec, const char *where)
         if (s == NULL) {
             PyErr_Clear();
         }
+        /* the text may be the user's, of any length (a hook raising with megabytes): cut, and
+         * the cut said, as the profiler's own errors are */
+        Py_ssize_t more = s != NULL ? PyUnicode_GET_LENGTH(s) - LP_MAX_ERROR_TEXT : 0;
+        if (more > 0) {
+            PyObject *head = PyUnicode_Substring(s, 0, LP_MAX_ERROR_TEXT);
+            PyObject *cut = head != NULL
+                                ? PyUnicode_FromFormat("%U... (%zd more characters not kept)", head, more)
+                                : NULL;
+            Py_XDECREF(head);
+            Py_DECREF(s);
+            s = cut;
+            if (s == NULL) {
+                PyErr_Clear();
+            }
+        }
         text = PyUnicode_FromFormat("%s: %s: %U", where, Py_TYPE(exc)->tp_name, s ? s : Py_None);
         Py_XDECREF(s);
     } else {

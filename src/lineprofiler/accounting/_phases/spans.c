@@ -24,6 +24,12 @@
 /* trace_snapshot(columns=True): start_ns, end_ns, cpu_ns (8 bytes each), phase_id, thread (4) */
 #define LP_SPAN_COLUMN_BYTES 32
 
+_Static_assert(sizeof(lp_trace_header) <= LP_TRACE_HEADER, "the trace header outgrew its bytes");
+_Static_assert(LP_TRACE_THREADS < 32768, "an open entry keeps its thread in an int16");
+_Static_assert((LP_TRACE_THREAD_HASH & (LP_TRACE_THREAD_HASH - 1)) == 0 &&
+                   LP_TRACE_THREAD_HASH > LP_TRACE_THREADS,
+               "the thread lookup is a power of two with room to spare");
+
 /* The columns are little-endian whatever the host, as the live file's reader expects. */
 static int64_t lp_le64(int64_t v)
 {
@@ -127,13 +133,41 @@ void lp_trace_forget_stacks(lp_RecorderObject *rec)
         return;
     }
     tr->epoch = ++rec->st->trace_epochs;
-    memset(tr->stack_used, 0, sizeof tr->stack_used);
-    tr->stack_hint = 0;
     if (tr->file != NULL) {
+        /* only the tables claimed: the others are zero already (a stack's table is cleared when
+         * it dies), and an untouched page of the file stays a hole */
         lp_open_stack *tables = (lp_open_stack *)(tr->file + tr->h.off_stacks);
         for (int i = 0; i < LP_TRACE_STACKS; i++) {
-            __atomic_store_n(&tables[i].depth, 0, __ATOMIC_RELEASE);
-            tables[i].in_use = 0;
+            if (tr->stack_used[i]) {
+                __atomic_store_n(&tables[i].depth, 0, __ATOMIC_RELEASE);
+                tables[i].in_use = 0;
+            }
+        }
+    }
+    memset(tr->stack_used, 0, sizeof tr->stack_used);
+    tr->stack_hint = 0;
+}
+
+/* The parts of a block that hold records (the header, the thread rows in use, the ring slots
+ * written), copied from `src`, or zeroed where `src` is NULL: a block's other pages were never
+ * written, and touching them would give a sparse live file disk blocks it does not need. The
+ * open tables are the stacks' to write (lp_trace_stack_sync, lp_trace_forget_stacks). */
+static void lp_trace_used_parts(const lp_trace *tr, char *dst, const char *src)
+{
+    const lp_trace_header *h = &tr->h;
+    int64_t spans = h->recorded < tr->capacity ? h->recorded : tr->capacity;
+    int64_t links = h->links_recorded < tr->link_capacity ? h->links_recorded : tr->link_capacity;
+    size_t parts[4][2] = {
+        {0, LP_TRACE_HEADER},
+        {(size_t)h->off_threads, (size_t)h->n_threads * sizeof(lp_trace_thread)},
+        {(size_t)h->off_spans, (size_t)spans * sizeof(lp_span)},
+        {(size_t)h->off_links, (size_t)links * sizeof(lp_link)},
+    };
+    for (int p = 0; p < 4; p++) {
+        if (src != NULL) {
+            memcpy(dst + parts[p][0], src + parts[p][0], parts[p][1]);
+        } else {
+            memset(dst + parts[p][0], 0, parts[p][1]);
         }
     }
 }
@@ -148,15 +182,19 @@ void lp_trace_reset(lp_RecorderObject *rec)
         return;
     }
     lp_trace_forget_stacks(rec);
-    lp_trace_layout(&tr->h, tr->capacity, tr->link_capacity);
-    memset(tr->mem, 0, tr->bytes);
     if (tr->file != NULL) {
-        memset(tr->file, 0, tr->bytes);
+        lp_trace_used_parts(tr, tr->file, NULL);
     }
+    /* the private pages back to the kernel: they read as zero, and cost nothing until written */
+    if (madvise(tr->mem, tr->bytes, MADV_DONTNEED) != 0) {
+        memset(tr->mem, 0, tr->bytes);
+    }
+    lp_trace_layout(&tr->h, tr->capacity, tr->link_capacity);
     tr->next = tr->next_link = 0;
     tr->tkey = 0;
     tr->tidx = -1;
     memset(tr->thread_keys, 0, sizeof tr->thread_keys);
+    memset(tr->thread_hash, 0, sizeof tr->thread_hash);
     lp_trace_pair_into(tr);
     lp_trace_publish(tr);
 }
@@ -169,7 +207,11 @@ void lp_trace_to_file(lp_RecorderObject *rec, char *block)
     if (tr == NULL) {
         return;
     }
-    memcpy(block + sizeof(uint32_t), tr->mem + sizeof(uint32_t), tr->bytes - sizeof(uint32_t));
+    /* the magic stays zero until lp_trace_publish: a reader never takes a block half copied */
+    uint32_t magic = ((lp_trace_header *)tr->mem)->magic;
+    ((lp_trace_header *)tr->mem)->magic = 0;
+    lp_trace_used_parts(tr, block, tr->mem);
+    ((lp_trace_header *)tr->mem)->magic = magic;
     tr->file = block;
     lp_trace_forget_stacks(rec);
     for (lp_StackObject *ts = rec->st->stacks; ts != NULL; ts = ts->next) {
@@ -236,30 +278,39 @@ static void lp_thread_store(lp_trace *tr, int32_t i, const lp_trace_thread *t)
     }
 }
 
-/* A thread not seen last: found in the table, or added to it. */
+/* A thread not seen last: found in the table (a hash of its key: thousands of threads switch in
+ * turn), or added to it. */
 int32_t lp_trace_thread_slow(lp_RecorderObject *rec, PyThreadState *tstate)
 {
     lp_trace *tr = rec->trace;
     uint64_t key = (uint64_t)tstate->id + 1;
-    int32_t i;
-    for (i = 0; i < tr->h.n_threads; i++) {
-        if (tr->thread_keys[i] == key) {
+    uint32_t mask = LP_TRACE_THREAD_HASH - 1;
+    uint32_t h = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+    int32_t i = -1;
+    while (tr->thread_hash[h] != 0) {
+        if (tr->thread_keys[tr->thread_hash[h] - 1] == key) {
+            i = tr->thread_hash[h] - 1;
             break;
         }
+        h = (h + 1) & mask;
     }
-    if (i == tr->h.n_threads) {
-        if (i == LP_TRACE_THREADS) {
-            return -1;
+    if (i < 0) {
+        if (tr->h.n_threads == LP_TRACE_THREADS) {
+            return -1; /* the table never fills the lookup, so the probe above ended */
         }
+        /* the row is the thread's before its name is read: reading it may run code that enters
+         * a phase on this thread, which must find this row, not add another */
+        i = tr->h.n_threads;
+        tr->thread_hash[h] = i + 1;
+        tr->thread_keys[i] = key;
+        tr->h.n_threads = i + 1;
         lp_trace_thread t;
         memset(&t, 0, sizeof t);
         unsigned long ident = PyThread_get_thread_ident();
         t.ident = (int64_t)ident;
         t.native_id = (int64_t)PyThread_get_thread_native_id();
         lp_thread_name(&t, ident);
-        tr->thread_keys[i] = key;
         lp_thread_store(tr, i, &t);
-        tr->h.n_threads = i + 1;
         lp_trace_publish(tr);
     }
     tr->tkey = key;
@@ -479,6 +530,9 @@ PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args,
     if (l.cut) {
         tr->h.links_truncated++;
     }
+    if (l.thread < 0) {
+        tr->h.links_unthreaded++; /* kept, with no thread to place it on: a reader counts it */
+    }
     int64_t n = tr->h.links_recorded + 1;
     l.seq = (uint32_t)n;
     size_t off = (size_t)tr->h.off_links + (size_t)tr->next_link * sizeof(lp_link);
@@ -493,6 +547,7 @@ PyObject *lp_recorder_trace_link(lp_RecorderObject *self, PyObject *const *args,
     for (int b = 0; b < 2; b++) {
         if (blocks[b] != NULL) {
             blocks[b]->links_truncated = tr->h.links_truncated;
+            blocks[b]->links_unthreaded = tr->h.links_unthreaded;
             __atomic_store_n(&blocks[b]->links_recorded, n, __ATOMIC_RELEASE);
         }
     }
@@ -822,13 +877,14 @@ PyObject *lp_recorder_trace_snapshot(lp_RecorderObject *self, PyObject *args, Py
     PyObject *out = NULL;
     if (pairs && threads && spans && open && links) {
         out = Py_BuildValue(
-            "{s:s,s:O,s:L,s:L,s:L,s:O,s:O,s:O,s:L,s:L,s:L,s:O,s:L,s:L,s:L}", "clock", "monotonic",
+            "{s:s,s:O,s:L,s:L,s:L,s:O,s:O,s:O,s:L,s:L,s:L,s:O,s:L,s:L,s:L,s:L}", "clock", "monotonic",
             "clock_pairs", pairs, "capacity", (long long)tr->capacity, "recorded", (long long)tr->h.recorded,
             "dropped", (long long)(tr->h.recorded - n_spans), "threads", threads, "spans", spans, "open",
             open, "links_capacity", (long long)tr->link_capacity, "links_recorded",
             (long long)tr->h.links_recorded, "links_dropped", (long long)(tr->h.links_recorded - n_links),
             "links", links, "links_truncated", (long long)tr->h.links_truncated, "spans_unthreaded",
-            (long long)tr->h.spans_unthreaded, "open_unshown", (long long)tr->h.stacks_unshown);
+            (long long)tr->h.spans_unthreaded, "open_unshown", (long long)tr->h.stacks_unshown,
+            "links_unthreaded", (long long)tr->h.links_unthreaded);
     }
     Py_XDECREF(pairs);
     Py_XDECREF(threads);
