@@ -47,7 +47,7 @@ REPORT_FILE_MODE = 0o666
 
 def write(path: str, text: str) -> str:
     """Write ``text`` to ``path`` whole (a temporary file renamed over it), or into it when it is
-    a FIFO or a device (:func:`~.runfiles.layout.write_output`); returns the path. An unwritable
+    a FIFO or a device (:func:`~.runfiles.output.write_output`); returns the path. An unwritable
     path is the user's to fix: one line, exit status 2."""
     from .report.merge import ReportError
     from .runfiles.output import write_output

@@ -244,7 +244,7 @@ def write_lines_file(
     the bytes written. ``root``: the run directory, below which no link is followed and the
     folders are made (see :func:`~.layout.write_atomic`). ``named``: a path the user named
     (``run -o``, :meth:`~lineprofiler.LineProfiler.dump`), which may be a FIFO or a device to
-    write into (:func:`~.layout.write_output`). Raises OSError when it cannot be written."""
+    write into (:func:`~.output.write_output`). Raises OSError when it cannot be written."""
     data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
     if named:
         write_output(path, data)
