@@ -5,7 +5,6 @@ rendered report in the format asked for."""
 from __future__ import annotations
 
 import argparse
-import os
 from typing import IO, TYPE_CHECKING
 
 from ._terminal import printable
@@ -47,16 +46,14 @@ REPORT_FILE_MODE = 0o666
 
 
 def write(path: str, text: str) -> str:
-    """Write ``text`` to ``path`` whole (a temporary file renamed over it); returns the path.
-    An unwritable path is the user's to fix: one line, exit status 2."""
+    """Write ``text`` to ``path`` whole (a temporary file renamed over it), or into it when it is
+    a FIFO or a device (:func:`~.runfiles.output.write_output`); returns the path. An unwritable
+    path is the user's to fix: one line, exit status 2."""
     from .report.merge import ReportError
-    from .runfiles.layout import write_atomic
+    from .runfiles.output import write_output
 
-    target = os.path.abspath(path)
     try:
-        if os.path.isdir(target):
-            raise IsADirectoryError(21, "Is a directory")
-        write_atomic(target, text.encode("utf-8"), mode=REPORT_FILE_MODE)
+        write_output(path, text.encode("utf-8"), mode=REPORT_FILE_MODE)
     except OSError as error:
         raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
     return path

@@ -116,30 +116,17 @@ def compare_command(args: argparse.Namespace) -> int:
 def export_command(args: argparse.Namespace) -> int:
     from .report.merge import ReportError, load_run
     from .report.perfetto import iter_trace_json
-    from .runfiles.layout import Replacement
+    from .runfiles.output import write_output
 
     progress = progress_for(args)
     try:
         run = load_run(args.run_dir, attempt=args.attempt, progress=progress)
         progress.update(f"writing the trace of {len(run.workers)} workers")
-        # Written as it is made (a temporary file renamed over the name): a traced run's spans
-        # are never held all at once.
-        target = os.path.abspath(args.perfetto)
+        # Written as it is made (into a temporary file renamed over the name, or into a FIFO or
+        # a device): a traced run's spans are never held all at once.
         try:
-            if os.path.isdir(target):
-                raise IsADirectoryError(21, "Is a directory")
-            dir_fd = os.open(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                replacement = Replacement(dir_fd, os.path.basename(target), mode=REPORT_FILE_MODE)
-                try:
-                    for chunk in iter_trace_json(run):
-                        replacement.write(chunk.encode("utf-8"))
-                    replacement.commit()
-                except BaseException:
-                    replacement.discard()
-                    raise
-            finally:
-                os.close(dir_fd)
+            chunks = (chunk.encode("utf-8") for chunk in iter_trace_json(run))
+            write_output(args.perfetto, chunks, mode=REPORT_FILE_MODE)
         except OSError as error:
             raise ReportError(f"cannot write {args.perfetto}: {error.strerror or error}") from None
     finally:

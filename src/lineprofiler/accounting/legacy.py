@@ -391,7 +391,7 @@ def write_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], 
 
     The same report as ``lineprofiler report RUN_DIR`` (``--json``, ``--html``), built in this
     process. Parent folders of ``path`` are created; the file is written whole (a temporary file
-    renamed over it). Raises ``ValueError`` for another format and
+    renamed over it; a FIFO or a device is written into). Raises ``ValueError`` for another format and
     :class:`lineprofiler.report.merge.ReportError` (one line) when nothing can be reported.
     """
     if format not in _REPORT_FORMATS:
@@ -417,13 +417,14 @@ def write_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], 
 
 
 def _write_whole(path: str, text: str) -> str:
-    """``text`` into ``path`` whole (a temporary file renamed over it), its folders made; the
-    file mode is what ``open(path, "w")`` gives, as these are the user's files."""
-    from ..runfiles.layout import write_atomic
+    """``text`` into ``path`` whole (a temporary file renamed over it, or into it when it is a
+    FIFO or a device), its folders made; the file mode is what ``open(path, "w")`` gives, as
+    these are the user's files."""
+    from ..runfiles.output import write_output
 
     target = os.path.abspath(path)
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    write_atomic(target, text.encode("utf-8"), mode=0o666)
+    write_output(target, text.encode("utf-8"), mode=0o666)
     return path
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from .._terminal import printable
 from ..errors import InputError
 from ..runfiles import linesfile
-from ..runfiles.layout import write_atomic
+from ..runfiles.output import is_stream, write_output
 from ._attach_agent import REQUEST_TAKEN, RESULT_NAME, STATUS_NAME, THREAD_NAME, write_json
 
 __all__ = ["AttachError", "AttachOptions", "attach", "target_python"]
@@ -242,6 +242,8 @@ def _output_target(opts: AttachOptions) -> tuple[Path, bool]:
     raw = opts.output if opts.output is not None else DEFAULT_OUTPUT_DIR + os.sep
     path = Path(os.path.abspath(raw))
     is_dir = opts.output is None or path.is_dir() or raw.endswith(("/", os.sep))
+    if not is_dir and is_stream(path):  # a FIFO or a device: written into, nothing made beside it
+        return path, False
     if path.exists() and not is_dir and not path.is_file():
         raise AttachError(f"cannot write {raw}: it is not a file")
     existing = path if is_dir else path.parent
@@ -461,7 +463,7 @@ def attach(opts: AttachOptions) -> int:
                 out_path.mkdir(parents=True, exist_ok=True)
                 host = str(started.get("host") or "localhost")
                 destination = out_path / linesfile.lines_file_name(host, target.pid, secrets.token_hex(4))
-            write_atomic(destination, Path(result).read_bytes())
+            write_output(destination, Path(result).read_bytes())
         except OSError as error:
             raise AttachError(f"cannot write {destination}: {error.strerror or error}") from None
         if done.get("status") == "exited":

@@ -477,14 +477,14 @@ class LineProfiler:
         """Save what was recorded as a line-stats file (a documented, versioned JSON; see
         :mod:`lineprofiler.runfiles.linesfile`) and return its path. ``path`` is a file, or an
         existing directory (or one ending in ``/``), into which ``l_<host>_<pid>_<id>.json`` is
-        written. Written atomically; OSError when it cannot be. An internal error of the tracer
-        is recorded in the file rather than raised."""
+        written. Written atomically (or into it, when it is a FIFO or a device); OSError when it
+        cannot be. An internal error of the tracer is recorded in the file rather than raised."""
         target = Path(os.fspath(path))
         if target.is_dir() or os.fspath(path).endswith(("/", os.sep)):
             target.mkdir(parents=True, exist_ok=True)
             target = target / linesfile.lines_file_name(host_name(), os.getpid(), self._file_id)
         process = process_info("dumped", start_unix_ns=self._created_unix_ns, label="main")
-        linesfile.write_lines_file(target, self.lines_document(process, []))
+        linesfile.write_lines_file(target, self.lines_document(process, []), named=True)
         return target
 
     #: The name line_profiler's users reach for.

@@ -34,6 +34,7 @@ from .. import _lifecycle, _signals
 from .._terminal import printable
 from ..errors import InputError
 from ..runfiles import linesfile
+from ..runfiles.output import is_stream
 from .decorate import ENV_PROFILE_BUILTIN, ProfileBuiltin
 from .endings import ENDINGS, Ending
 from .project import find_project_root
@@ -184,6 +185,8 @@ def _check_output(opts: RunOptions) -> tuple[Path | None, bool]:
             raise RunError(f"-o {opts.output}: the folder {str(probe_dir)!r} does not exist")
         if path.is_dir():
             raise RunError(f"-o {opts.output}: is a directory")
+        if is_stream(path):  # a FIFO or a device: written into at the end, nothing made beside it
+            return path, False
     try:
         fd, probe = tempfile.mkstemp(prefix=".tmp_probe_", dir=probe_dir)
         os.close(fd)
@@ -362,11 +365,12 @@ class _Run:
         self.interrupted_pid: int | None = None
 
     def start(self) -> None:
-        """The start file (with ``-o``): a run killed outright leaves it, saying what it was."""
+        """The start file (with ``-o``): a run killed outright leaves it, saying what it was.
+        None into a FIFO or a device: what its reader gets is the one whole file at the end."""
         try:
             if self.session is not None:
                 self.session.begin()
-            elif self.out_path is not None:
+            elif self.out_path is not None and not is_stream(self.out_path):
                 _write_one(self.profiler, self.out_path, "started", self.output, empty=True)
         except OSError as error:
             raise RunError(f"-o {self.opts.output}: cannot write there: {error.strerror or error}") from None
@@ -590,10 +594,10 @@ def _write_one(
     )
     document = profiler.lines_document(process, [], empty=empty)
     if status == "started":
-        linesfile.write_lines_file(path, document)  # OSError: the caller's to report
+        linesfile.write_lines_file(path, document, named=True)  # OSError: the caller's to report
         return path
     try:
-        linesfile.write_lines_file(path, document)
+        linesfile.write_lines_file(path, document, named=True)
         return path
     except OSError as error:
         output.say(f"lineprofiler: could not save to {path}: {error.strerror or error}")

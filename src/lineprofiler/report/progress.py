@@ -1,6 +1,7 @@
 """What a long command is reading, for the person watching it: one line on stderr, rewritten in
 place, shown only when stderr is a terminal, only once the command has run for a while, and
-erased before the command prints its result.
+erased before the command prints its result. The line is cut to the terminal's width, read at
+each redraw (a line that wrapped would leave its first rows behind on the screen).
 
 A report over a thousand workers takes tens of seconds; a silent terminal for that long reads as
 a hang. Progress never goes to a pipe or a file (``2>log`` stays clean), so scripts see the same
@@ -15,7 +16,7 @@ import sys
 import time
 from typing import IO
 
-from .._terminal import printable
+from .._terminal import ELLIPSIS, fit, printable
 
 __all__ = ["Progress", "for_terminal"]
 
@@ -62,8 +63,24 @@ class Progress:
             self._shown = False
 
     def _draw(self, text: str) -> None:
-        self._write(_ERASE + printable(text))
+        self._write(_ERASE + self._fitted(printable(text)))
         self._shown = True
+
+    def _fitted(self, line: str) -> str:
+        """``line`` as the terminal will show it (what its encoding lacks as the escape that
+        stderr writes), cut to leave the last column free: some terminals wrap on reaching it."""
+        assert self._stream is not None
+        columns = _columns(self._stream)
+        if columns < 1:
+            return line
+        encoding = getattr(self._stream, "encoding", None) or "utf-8"
+        try:
+            line = line.encode(encoding, "backslashreplace").decode(encoding)
+            ELLIPSIS.encode(encoding)
+            ellipsis = ELLIPSIS
+        except (UnicodeError, LookupError):  # no ellipsis in this encoding, or one Python lacks
+            ellipsis = "..."
+        return fit(line, max(columns - 1, 1), ellipsis=ellipsis)
 
     def _write(self, text: str) -> None:
         assert self._stream is not None
@@ -72,6 +89,14 @@ class Progress:
             self._stream.flush()
         except (OSError, ValueError):  # a terminal that went away costs the display, not the command
             self._enabled = False
+
+
+def _columns(stream: IO[str]) -> int:
+    """The terminal's width in cells; 0 when it does not say."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def _after_s() -> float:

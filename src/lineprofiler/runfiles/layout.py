@@ -30,7 +30,7 @@ import stat
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
     from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import NoReturn
@@ -420,7 +420,7 @@ class Replacement:
 
 def write_atomic(
     path: str | os.PathLike[str],
-    data: bytes,
+    data: bytes | Iterable[bytes],
     *,
     root: str | os.PathLike[str] | None = None,
     fsync: bool = False,
@@ -429,6 +429,7 @@ def write_atomic(
 ) -> None:
     """Write ``data`` to ``path`` through a new temporary file in the same folder and a rename
     (a :class:`Replacement`), so a reader sees the old file or the new one, never half of one.
+    ``data`` may come in parts (an iterable of bytes), each written as it comes.
 
     ``root``: the folder nothing below which is followed (the run directory; made if missing,
     and the folders between too). Without it, ``path``'s own folder, which must exist. A link
@@ -442,7 +443,8 @@ def write_atomic(
         _note_link(dir_fd, root_path, parts, notes)
         replacement = Replacement(dir_fd, parts[-1], mode=mode)
         try:
-            replacement.write(data)
+            for part in (data,) if isinstance(data, bytes) else data:
+                replacement.write(part)
             replacement.close(fsync=fsync)
             replacement.commit()
         except BaseException:

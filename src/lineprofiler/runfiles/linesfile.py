@@ -87,6 +87,7 @@ from . import tree, validation
 from .layout import sanitize_component, write_atomic
 from .linesmerge import MergedFunction, MergedLine, MergedLines, SourceConflict, merge_lines
 from .linesrecords import FunctionRecord, LineRecord, LinesFile, RegionRecord
+from .output import write_output
 from .validation import INT_LIMIT, NONE, Field, is_count, is_text, is_text_list
 
 __all__ = [
@@ -237,13 +238,18 @@ def write_lines_file(
     *,
     root: str | os.PathLike[str] | None = None,
     fsync: bool = False,
+    named: bool = False,
 ) -> int:
     """Write ``document`` to ``path`` atomically (temp file + rename in the same folder); returns
     the bytes written. ``root``: the run directory, below which no link is followed and the
-    folders are made (see :func:`~.layout.write_atomic`). Raises OSError when it cannot be
-    written."""
+    folders are made (see :func:`~.layout.write_atomic`). ``named``: a path the user named
+    (``run -o``, :meth:`~lineprofiler.LineProfiler.dump`), which may be a FIFO or a device to
+    write into (:func:`~.output.write_output`). Raises OSError when it cannot be written."""
     data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    write_atomic(Path(path), data, root=root, fsync=fsync)
+    if named:
+        write_output(path, data)
+    else:
+        write_atomic(Path(path), data, root=root, fsync=fsync)
     return len(data)
 
 

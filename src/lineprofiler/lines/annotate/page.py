@@ -22,7 +22,7 @@ from typing import Any
 
 from ... import __version__
 from ..._terminal import printable
-from ...runfiles.layout import write_atomic
+from ...runfiles.output import write_output
 from ..render import _display_path, format_ns
 from ..stats import FunctionStats, LineStats, StatsKey
 from .assets import CSS, JS
@@ -416,12 +416,13 @@ def write_annotated(
     **options: Any,
 ) -> Path:
     """Write :func:`render_annotated`'s page to ``path`` whole (a temporary file renamed over
-    it) and return the path; with ``parents``, missing folders above it are made. OSError when
-    it cannot be written (a folder that does not exist, a directory at ``path``)."""
+    it, or into it when it is a FIFO or a device) and return the path; with ``parents``,
+    missing folders above it are made. OSError when it cannot be written (a folder that does
+    not exist, a directory at ``path``)."""
     target = Path(os.path.abspath(os.fspath(path)))
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "Is a directory", os.fspath(path))
     if parents:
         target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, render_annotated(stats, **options).encode("utf-8"), mode=PAGE_FILE_MODE)
+    write_output(target, render_annotated(stats, **options).encode("utf-8"), mode=PAGE_FILE_MODE)
     return Path(os.fspath(path))

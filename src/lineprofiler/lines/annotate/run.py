@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...runfiles.linesfile import LinesFileError
+from ...runfiles.output import is_stream
 
 if TYPE_CHECKING:
     from ..profiler import LineProfiler
@@ -21,6 +22,8 @@ def html_target_problem(path: str) -> str | None:
     target = Path(os.path.abspath(path))
     if target.is_dir():
         return f"--html {path}: is a directory"
+    if is_stream(target):  # a FIFO or a device, written into
+        return None if os.access(target, os.W_OK) else f"--html {path}: cannot write it"
     if not target.parent.is_dir():
         return f"--html {path}: the folder {str(target.parent)!r} does not exist"
     if not os.access(target.parent, os.W_OK | os.X_OK):
