@@ -7,9 +7,12 @@ a bootstrap script into a fresh attach folder, and asks the target to run the sc
 runs it at its main thread's next check between bytecodes: a main thread blocked in C (a
 ``time.sleep``, a lock, a read) runs it only when that call returns, so the command waits
 ``--start-timeout`` seconds and then cancels the request, which the target then ignores whenever
-it gets to it. Once started (:mod:`lineprofiler.lines._attach_agent`), the window closes itself
-after ``--duration`` seconds and the target writes its line-stats file into the attach folder;
-the command copies it to ``-o`` and prints the tables, as ``lineprofiler view`` would.
+it gets to it; a target that ran it but is still importing lineprofiler (slow where other threads
+keep the GIL busy) is told the same, and turns nothing on when the import ends. Either way the
+command says it did not start within the timeout, never that a process that lives has ended.
+Once started (:mod:`lineprofiler.lines._attach_agent`), the window closes itself after
+``--duration`` seconds and the target writes its line-stats file into the attach folder; the
+command copies it to ``-o`` and prints the tables, as ``lineprofiler view`` would.
 """
 
 from __future__ import annotations
@@ -30,7 +33,17 @@ from .._terminal import printable
 from ..errors import InputError
 from ..runfiles import linesfile
 from ..runfiles.output import is_stream, write_output
-from ._attach_agent import REQUEST_TAKEN, RESULT_NAME, STATUS_NAME, THREAD_NAME, write_json
+from ._attach_agent import (
+    CANCELLED_NAME,
+    CLAIMED_NAME,
+    REQUEST_NAME,
+    REQUEST_TAKEN,
+    RESULT_NAME,
+    SCRIPT_NAME,
+    STATUS_NAME,
+    THREAD_NAME,
+    write_json,
+)
 
 __all__ = ["AttachError", "AttachOptions", "attach", "target_python"]
 
@@ -40,9 +53,11 @@ DEFAULT_OUTPUT_DIR = os.path.join("profile", "lines")
 REMOTE_EXEC_SINCE = (3, 14)
 #: How long after the window's end the command waits for the target's file.
 SAVE_GRACE_S = 30.0
-_REQUEST = "request.json"
-_CANCELLED = "request.cancelled"
-_SCRIPT = "attach.py"
+#: How long a fork waits for the thread that starts the window (see _bootstrap): a bound, for a
+#: fork made while the program holds an import lock that thread needs.
+_FORK_WAITS_FOR_START_S = 5.0
+#: How long the command waits for the started status once the target claimed the request.
+CLAIMED_GRACE_S = 30.0
 _POLL_S = 0.02
 # A window short enough, or a target ending soon enough, may be saved before the command looks.
 _STARTED_OR_AFTER = ("started", "failed", "saved")
@@ -259,18 +274,18 @@ def _output_target(opts: AttachOptions) -> tuple[Path, bool]:
 def _bootstrap(folder: str) -> str:
     """The script the target runs in its main thread: takes the request (unless it was
     cancelled) and starts the thread that does the rest, importing lineprofiler there (says why
-    when it cannot). It defines no name that outlives it and lets no exception out (the target
-    would print it)."""
+    when it cannot); a fork while that thread starts waits for it (see
+    :mod:`lineprofiler.lines._attach_agent`). It defines no name that outlives it, but for that
+    fork hook, and lets no exception out (the target would print it)."""
     return f"""\
 # lineprofiler attach: run by sys.remote_exec in this process's main thread.
 def _lineprofiler_attach(folder):
     import os
+    import sys
     import threading
 
-    try:
-        os.rename(os.path.join(folder, {_REQUEST!r}), os.path.join(folder, {REQUEST_TAKEN!r}))
-    except OSError:  # cancelled by the command, which has gone: leave nothing behind
-        for name in ({_CANCELLED!r}, {_SCRIPT!r}):
+    def leave_nothing():  # cancelled by the command, which has gone
+        for name in ({CANCELLED_NAME!r}, {SCRIPT_NAME!r}):
             try:
                 os.unlink(os.path.join(folder, name))
             except OSError:
@@ -279,15 +294,24 @@ def _lineprofiler_attach(folder):
             os.rmdir(folder)
         except OSError:
             pass
+
+    try:
+        os.rename(os.path.join(folder, {REQUEST_NAME!r}), os.path.join(folder, {REQUEST_TAKEN!r}))
+    except OSError:
+        leave_nothing()
         return
 
-    def window():
+    def start():
         try:
             from lineprofiler.lines._attach_agent import run
         except BaseException as error:
             import json
-            import sys
 
+            try:  # said only while the command waits, as a start is
+                os.rename(os.path.join(folder, {REQUEST_TAKEN!r}), os.path.join(folder, {CLAIMED_NAME!r}))
+            except OSError:
+                leave_nothing()
+                return
             said = {{
                 "state": "failed", "reason": "import", "error": type(error).__name__ + ": " + str(error),
                 "executable": sys.executable, "pid": os.getpid(),
@@ -302,7 +326,33 @@ def _lineprofiler_attach(folder):
             return
         run(folder)
 
-    threading.Thread(target=window, name={THREAD_NAME!r}, daemon=True).start()
+    starting = threading.Thread(target=start, name={THREAD_NAME!r}, daemon=True)
+
+    def before_fork():
+        # os.fork() warns when the process has other threads than the one forking. Where ours
+        # would be the only other, the fork waits for it to start the window and end (the
+        # window's own timer steps aside then); where the program has others, it need not.
+        if not starting.is_alive() or starting is threading.current_thread():
+            return
+        ours = sum(1 for thread in threading.enumerate() if thread.name.startswith({THREAD_NAME!r}))
+        try:
+            threads = len(os.listdir("/proc/self/task"))
+        except OSError:
+            threads = threading.active_count()
+        if threads - ours > 1:
+            return
+        starting.join({_FORK_WAITS_FOR_START_S!r})
+        task = "/proc/self/task/" + str(starting.native_id)
+        for _ in range(1000):  # joined: gone a moment later from the threads the kernel counts
+            if not os.path.exists(task):
+                break
+            os.sched_yield()
+        agent = sys.modules.get("lineprofiler.lines._attach_agent")
+        if agent is not None:
+            agent.before_fork()
+
+    os.register_at_fork(before=before_fork)
+    starting.start()
 
 
 try:
@@ -366,10 +416,10 @@ def _hand_over(remote_exec: Any, target: _Target, opts: AttachOptions, folder: s
         "include": list(opts.include),
         "exclude": list(opts.exclude),
     }
-    write_json(os.path.join(folder, _REQUEST), request)
-    script = os.path.join(folder, _SCRIPT)
+    write_json(os.path.join(folder, REQUEST_NAME), request)
+    script = os.path.join(folder, SCRIPT_NAME)
     Path(script).write_text(_bootstrap(folder), encoding="utf-8")
-    for path in (folder, script, os.path.join(folder, _REQUEST)):
+    for path in (folder, script, os.path.join(folder, REQUEST_NAME)):
         os.chmod(path, os.stat(path).st_mode | 0o044 | (0o011 if os.path.isdir(path) else 0))
     try:
         remote_exec(target.pid, script)
@@ -378,19 +428,32 @@ def _hand_over(remote_exec: Any, target: _Target, opts: AttachOptions, folder: s
 
 
 def _wait_started(target: _Target, opts: AttachOptions, folder: str) -> dict[str, Any]:
-    """The target's ``started`` status; AttachError when it failed, ended or did not get to it
-    (the request is cancelled then)."""
+    """The target's ``started`` status; AttachError when it failed, ended or did not start within
+    the timeout (the request is cancelled then, and the target, which lives on, turns nothing on)."""
     status = _wait_for(folder, target.pid, _STARTED_OR_AFTER, opts.start_timeout)
-    if status is None and _alive(target.pid) and _cancel(folder):
-        raise AttachError(
-            f"{target.who} did not start the line profiler within {opts.start_timeout:g} s: sys.remote_exec "
-            "runs only when its main thread executes Python code, and it is blocked in a call into C "
-            "(time.sleep, a lock, a read) or busy in one (or remote debugging is off in it); the request is "
-            "cancelled (the process ignores it when it gets to it): try again when it runs Python code, or with a "
-            "longer --start-timeout"
-        )
-    if status is None:
-        status = _wait_for(folder, target.pid, _STARTED_OR_AFTER, 5.0)  # it took the request just now
+    if status is None and _alive(target.pid):
+        cancelled = _cancel(folder)
+        if cancelled == REQUEST_NAME:
+            raise AttachError(
+                f"{target.who} did not start the line profiler within {opts.start_timeout:g} s: sys.remote_exec "
+                "runs only when its main thread executes Python code, and it is blocked in a call into C "
+                "(time.sleep, a lock, a read) or busy in one (or remote debugging is off in it); the request is "
+                "cancelled (the process ignores it when it gets to it): try again when it runs Python code, or with "
+                "a longer --start-timeout"
+            )
+        if cancelled == REQUEST_TAKEN:
+            raise AttachError(
+                f"{target.who} did not start the line profiler within {opts.start_timeout:g} s: it took the request "
+                "but was still importing lineprofiler, slowly where its other threads keep the GIL busy; the request "
+                "is cancelled (the process turns nothing on and goes on): try again with a longer --start-timeout"
+            )
+        # It claimed the request first: turning the profiler on now.
+        status = _wait_for(folder, target.pid, _STARTED_OR_AFTER, CLAIMED_GRACE_S)
+        if status is None and _alive(target.pid):
+            raise AttachError(
+                f"{target.who} took the request but did not say within {opts.start_timeout + CLAIMED_GRACE_S:g} s "
+                "that the line profiler started; if it did, it turns it off at the window's end"
+            )
     if status is None:
         raise AttachError(f"pid {target.pid} ended before it started the line profiler")
     if status.get("state") == "failed":
@@ -406,13 +469,16 @@ def _wait_started(target: _Target, opts: AttachOptions, folder: str) -> dict[str
     return status
 
 
-def _cancel(folder: str) -> bool:
-    """Take the request back before the target takes it; False when it took it first."""
-    try:
-        os.rename(os.path.join(folder, _REQUEST), os.path.join(folder, _CANCELLED))
-    except FileNotFoundError:
-        return False
-    return True
+def _cancel(folder: str) -> str | None:
+    """Take the request back before the target claims it: the name it had (``request.json``, not
+    run yet; ``request.taken``, run, lineprofiler still importing); None when it was claimed."""
+    for name in (REQUEST_NAME, REQUEST_TAKEN):
+        try:
+            os.rename(os.path.join(folder, name), os.path.join(folder, CANCELLED_NAME))
+        except FileNotFoundError:
+            continue
+        return name
+    return None
 
 
 def _say(message: str) -> None:
@@ -475,8 +541,8 @@ def attach(opts: AttachOptions) -> int:
         _say(f"lineprofiler: line stats saved to {destination} (lineprofiler view {destination})")
         return 0
     finally:
-        if handed and os.path.exists(os.path.join(folder, _REQUEST)):
-            _cancel(folder)  # interrupted before the target took the request
-        if not (handed and os.path.exists(os.path.join(folder, _CANCELLED)) and _alive(target.pid)):
+        if handed:
+            _cancel(folder)  # interrupted before the target claimed the request
+        if not (handed and os.path.exists(os.path.join(folder, CANCELLED_NAME)) and _alive(target.pid)):
             shutil.rmtree(folder, ignore_errors=True)
         # else the bootstrap, which the target still runs some day, removes the folder then
