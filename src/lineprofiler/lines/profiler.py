@@ -117,7 +117,7 @@ class LineProfiler:
         self._created_unix_ns = time.time_ns()
         self._file_id = secrets.token_hex(4)
         self._tracer = _tracer.Tracer(self._filter)
-        self._regions = RegionBook(self._tracer)
+        self._regions = RegionBook(self._tracer, self._filter.stamps)
         self._lock = threading.RLock()
         self._depth = 0
         self._monitoring = MonitoringHold()
@@ -374,7 +374,7 @@ class LineProfiler:
     def _build_stats(self) -> dict[StatsKey, FunctionStats]:
         with self._lock:
             raw = self._tracer.collect()
-        return stats_from_records(raw)
+        return stats_from_records(raw, self._filter.stamps)
 
     # -- regions -----------------------------------------------------------------------------
 

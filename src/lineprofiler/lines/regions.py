@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from types import CodeType, TracebackType
 from typing import Protocol
 
+from .sourcefile import SourceStamps
 from .stats import FunctionStats, StatsKey, stats_from_records
 
 __all__ = ["RegionBook", "RegionScope"]
@@ -38,8 +39,9 @@ class RegionBook:
     """The regions of one profiler: their numbers, how often each was entered while recording,
     and each thread's stack of open ones."""
 
-    def __init__(self, tracer: RegionTracer) -> None:
+    def __init__(self, tracer: RegionTracer, stamps: SourceStamps | None = None) -> None:
         self._tracer = tracer
+        self._stamps = stamps
         self._numbers: dict[str, int] = {}
         self._names: list[str] = [""]  # number -> name; 0 is "no region"
         self._scopes: dict[str, RegionScope] = {}
@@ -92,7 +94,7 @@ class RegionBook:
         for number, code, calls, lines in self._tracer.collect_regions():
             per_number.setdefault(number, []).append((code, calls, lines))
         return {
-            self._names[number]: stats_from_records(records)
+            self._names[number]: stats_from_records(records, self._stamps)
             for number, records in sorted(per_number.items())
             if 0 < number < len(self._names)
         }

@@ -38,6 +38,9 @@ class MergedFunction:
     lines: dict[int, MergedLine] = field(default_factory=dict)
     #: Summed over processes; None when any of them did not count them (an older file).
     calls: int | None = 0
+    #: True when its file changed since the run in a process that ran it (see
+    #: ``LinesFile.changed``): those lines carry no text.
+    source_changed: bool = False
 
     @property
     def time_ns(self) -> int:
@@ -112,9 +115,9 @@ def merge_lines(files: Sequence[LinesFile]) -> MergedLines:
     regions: dict[str, dict[MergedKey, MergedFunction]] = {}
     entries: dict[str, int] = {}
     for index, proc in enumerate(processes):
-        _add_functions(functions, proc.functions, index, variant_of)
+        _add_functions(functions, proc.functions, index, variant_of, proc.changed)
         for region in proc.regions:
-            _add_functions(regions.setdefault(region.name, {}), region.functions, index, variant_of)
+            _add_functions(regions.setdefault(region.name, {}), region.functions, index, variant_of, proc.changed)
             entries[region.name] = entries.get(region.name, 0) + (region.entries or 0)
     return MergedLines(processes, functions, conflicts, regions, entries)
 
@@ -129,6 +132,7 @@ def _add_functions(
     records: Iterable[FunctionRecord],
     index: int,
     variant_of: dict[tuple[str, int], str | None],
+    changed: frozenset[str],
 ) -> None:
     for fn in records:
         variant = variant_of.get((fn.file, index))
@@ -137,6 +141,7 @@ def _add_functions(
         if merged is None:
             merged = functions[key] = MergedFunction(fn.file, fn.first_line, fn.qualname, variant)
         merged.calls = _plus(merged.calls, fn.calls)
+        merged.source_changed = merged.source_changed or fn.file in changed
         for rec in fn.lines:
             line = merged.lines.get(rec.lineno)
             if line is None:

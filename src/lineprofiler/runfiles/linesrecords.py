@@ -57,6 +57,9 @@ class LinesFile:
     functions: tuple[FunctionRecord, ...]
     errors: tuple[str, ...] = ()
     regions: tuple[RegionRecord, ...] = ()
+    #: The files that changed after the process first ran code from them (their lines carry
+    #: no text): ``files[name]["changed"]``.
+    changed: frozenset[str] = frozenset()
 
     @property
     def pid(self) -> int:
