@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .._terminal import printable
+from ..runfiles.linesrecords import REGIONS_OVERFLOW as OVERFLOW_REGION
 from .stats import FunctionStats, LineStats, StatsKey
 
 __all__ = [
@@ -248,15 +249,20 @@ def render_regions(
     min_time_us: float = 0,
     root: Path | None = None,
     total_ns: int | None = None,
+    max_regions: int | None = None,
+    overflowed: int = 0,
 ) -> str:
     """One table per region, the region that took the most time first: its time (the self
     times of its lines: what ran while it was the innermost open region), its share of
-    ``total_ns`` (all the project's recorded time), its entries, and its top ``top_n`` lines."""
+    ``total_ns`` (all the project's recorded time), its entries, and its top ``top_n`` lines.
+    ``overflowed``: entries of region names past the cap of ``max_regions`` distinct names,
+    said first."""
     check_options("time", min_time_us, top_n, "top_n")
+    cap = _regions_cap_note(max_regions, overflowed)
     if not regions:
-        return "No regions recorded.\n"
+        return cap + "No regions recorded.\n"
     order = sorted(regions, key=lambda name: (-_known(own_time(regions[name])), name))
-    out: list[str] = []
+    out: list[str] = [cap] if cap else []
     for name in order:
         functions = regions[name]
         own = own_time(functions)
@@ -274,6 +280,16 @@ def render_regions(
         "A line belongs to the innermost region open on its thread; a region's time leaves out its inner regions'.\n"
     )
     return "\n".join(out)
+
+
+def _regions_cap_note(max_regions: int | None, overflowed: int) -> str:
+    if overflowed <= 0:
+        return ""
+    cap = f" of {max_regions:,} distinct names" if max_regions else ""
+    return (
+        f"! Region names past the cap{cap} per process were not kept: their {overflowed:,} entries "
+        f"are in the region {OVERFLOW_REGION}.\n"
+    )
 
 
 #: How to widen what is profiled, in the words of each front end.

@@ -192,6 +192,17 @@ class SavedProfile:
         """How many times each region was entered, summed over the processes."""
         return dict(self.merged.region_entries)
 
+    @property
+    def max_regions(self) -> int:
+        """The cap of distinct region names the processes kept (and this merge keeps)."""
+        return self.merged.max_regions
+
+    @property
+    def regions_overflowed(self) -> int:
+        """Entries of region names past the cap, in the region ``"(overflow)"``: the processes'
+        own and those of the names the merge folded in."""
+        return self.merged.regions_overflowed
+
     def print_regions(self, top_n: int = 10, min_time_us: float = 0.0, stream: IO[str] | None = None) -> None:
         """As :meth:`LineProfiler.print_regions <lineprofiler.LineProfiler.print_regions>`."""
         check_options("time", min_time_us, top_n, "top_n")
@@ -202,6 +213,8 @@ class SavedProfile:
             min_time_us=min_time_us,
             root=self.project_folder,
             total_ns=own_time(self.get_stats()),
+            max_regions=self.max_regions,
+            overflowed=self.regions_overflowed,
         )
         (stream if stream is not None else sys.stdout).write(text)
 

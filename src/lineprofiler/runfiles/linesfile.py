@@ -38,7 +38,9 @@ are integer nanoseconds.
     ``project_folder``\\* str, ``include`` / ``exclude``: list of str, ``clock``\\* str
     (``"tsc"`` or ``"monotonic"``), ``wall_ns``\\* int (time the profiler was enabled),
     ``codes_outside``: int or null (code objects that ran outside the project while enabled),
-    ``children``: bool (child processes were profiled too).
+    ``children``: bool (child processes were profiled too). ``max_regions``: int, the cap of
+    distinct region names the profiler kept, and ``regions_overflowed``: int, the entries of
+    names past it, which are in the region ``"(overflow)"`` (both added within version 2).
     ``window``: object, present when an accounting ``backend="lines"`` window wrote the file:
     ``phase``\\* str (the phase whose entries open and close it), ``start``\\* and ``stop``\\*
     int (``backend_window``: entries ``start`` to ``stop - 1`` are profiled),
@@ -90,11 +92,13 @@ from ..errors import InputError
 from . import tree, validation
 from .layout import sanitize_component, write_atomic
 from .linesmerge import MergedFunction, MergedLine, MergedLines, SourceConflict, merge_lines
-from .linesrecords import FunctionRecord, LineRecord, LinesFile, RegionRecord
+from .linesrecords import MAX_REGIONS, REGIONS_OVERFLOW, FunctionRecord, LineRecord, LinesFile, RegionRecord
 from .validation import INT_LIMIT, NONE, Field, is_count, is_text, is_text_list
 
 __all__ = [
     "KIND",
+    "MAX_REGIONS",
+    "REGIONS_OVERFLOW",
     "SCHEMA_VERSION",
     "STATUSES",
     "UNFINISHED_REASON",
@@ -306,6 +310,8 @@ _PROFILE = (
     Field("exclude", (list,), required=False, items=str),
     Field("codes_outside", _OPTIONAL_INT, required=False, non_negative=True),
     Field("children", _FLAG, required=False),
+    Field("max_regions", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("regions_overflowed", _OPTIONAL_INT, required=False, non_negative=True),
 )
 _WINDOW = (
     Field("phase", _TEXT),
