@@ -13,6 +13,11 @@ meanings of with-line-profiler 0.10.0, whose users' tables keep working:
 ``LineProfiler(config=get_config(folder))`` applies it to any profiler. The table only ever
 narrows: files outside the project folder, virtual environments and the other default
 exclusions stay out whatever it says.
+
+The file is read as a guest in the user's process must read it: a regular file of at most
+:data:`MAX_PYPROJECT_BYTES`, never blocking (a ``pyproject.toml`` that is a FIFO, a device or a
+link to one is not read). One that cannot be read or parsed (too large, nested too deep for
+``tomllib``) is one problem and no table: never a hang or an exception in the program.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._bounded_read import read_regular
+
 __all__ = ["ENV_ENABLED", "ProfilerConfig", "find_project_root", "get_config", "read_tool_table"]
 
 #: Turns :func:`~lineprofiler.start_profiling` on when set to anything but ``0``, ``false``,
@@ -30,6 +37,8 @@ __all__ = ["ENV_ENABLED", "ProfilerConfig", "find_project_root", "get_config", "
 ENV_ENABLED = "LINEPROFILER_ENABLED"
 _OFF = frozenset({"", "0", "false", "no", "off"})
 _KEYS = ("include", "exclude", "functions")
+#: A ``pyproject.toml`` larger than this is not read (the largest real ones are tens of KB).
+MAX_PYPROJECT_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -82,12 +91,14 @@ def read_tool_table(root: str | os.PathLike[str]) -> ProfilerConfig:
     enabled = os.environ.get(ENV_ENABLED, "").strip().lower() not in _OFF
     path = Path(root) / "pyproject.toml"
     try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
+        document = tomllib.loads(read_regular(path, MAX_PYPROJECT_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return ProfilerConfig(enabled=enabled)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        return ProfilerConfig(enabled=enabled, problems=(f"{path} could not be read: {error}",))
+        why = error.strerror if isinstance(error, OSError) and error.strerror else error
+        return ProfilerConfig(enabled=enabled, problems=(f"{path} could not be read: {why}; no table used",))
+    except (RecursionError, MemoryError):
+        return ProfilerConfig(enabled=enabled, problems=(f"{path} could not be read: nested too deep; no table used",))
     tool = document.get("tool")
     table = tool.get("lineprofiler") if isinstance(tool, dict) else None
     if not isinstance(table, dict):

@@ -265,15 +265,15 @@ def test_source_from_disk_only_when_its_hash_is_the_recorded_one(recorded, tmp_p
     source = root / "hostile.py"
     original = source.read_text()
     try:
-        source.write_text(original.replace("this line never runs", "changed since the run"))
+        source.write_text(original.replace("this line never runs", "an edit made later"))
         changed = tmp_path / "changed.html"
         assert main(["view", str(dumped), "--html", str(changed)]) == 0
         html = changed.read_text(encoding="utf-8")
     finally:
         source.write_text(original)
-    assert "changed since the run" not in html and "this line never runs" not in html
+    assert "an edit made later" not in html and "this line never runs" not in html
     page = PageRows(html)
-    assert "only the recorded lines" in "".join(page.texts)
+    assert "only the recorded lines: the file on disk changed since the run" in "".join(page.texts)
     compare_with_text(page, text_tables(LineProfiler.load(dumped).print_stats))
 
 

@@ -117,7 +117,7 @@ class LineProfiler:
         self._created_unix_ns = time.time_ns()
         self._file_id = secrets.token_hex(4)
         self._tracer = _tracer.Tracer(self._filter)
-        self._regions = RegionBook(self._tracer)
+        self._regions = RegionBook(self._tracer, self._filter.stamps)
         self._lock = threading.RLock()
         self._depth = 0
         self._monitoring = MonitoringHold()
@@ -374,7 +374,7 @@ class LineProfiler:
     def _build_stats(self) -> dict[StatsKey, FunctionStats]:
         with self._lock:
             raw = self._tracer.collect()
-        return stats_from_records(raw)
+        return stats_from_records(raw, self._filter.stamps)
 
     # -- regions -----------------------------------------------------------------------------
 
@@ -399,6 +399,18 @@ class LineProfiler:
         """How many times each region was entered while recording."""
         return dict(self._regions.entries)
 
+    @property
+    def max_regions(self) -> int:
+        """How many distinct region names this profiler keeps; a name first entered past them
+        records into the region ``"(overflow)"`` (see :attr:`regions_overflowed`)."""
+        return self._regions.max_names
+
+    @property
+    def regions_overflowed(self) -> int:
+        """Entries, while recording, of region names past :attr:`max_regions`: those the
+        region ``"(overflow)"`` holds."""
+        return self._regions.overflowed
+
     def print_regions(self, top_n: int = 10, min_time_us: float = 0.0, stream: IO[str] | None = None) -> None:
         """Per region, the region that took the most time first: its time, its share of the
         profiled time, its entries, and its ``top_n`` slowest lines."""
@@ -410,6 +422,8 @@ class LineProfiler:
             min_time_us=min_time_us,
             root=self._filter.folder,
             total_ns=own_time(self.get_stats()),
+            max_regions=self.max_regions,
+            overflowed=self.regions_overflowed,
         )
         (stream if stream is not None else sys.stdout).write(text)
 
@@ -590,6 +604,8 @@ class LineProfiler:
             "wall_ns": self.wall_time_ns,
             "codes_outside": self._tracer.n_foreign,
             "children": self.children if children is None else children,
+            "max_regions": self.max_regions,
+            "regions_overflowed": self.regions_overflowed,
         }
 
     def lock_for_fork(self) -> None:

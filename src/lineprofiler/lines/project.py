@@ -16,6 +16,7 @@ from pathlib import Path
 from types import CodeType
 
 from ..config import ProfilerConfig, git_root
+from .sourcefile import SourceStamps
 
 __all__ = ["DEFAULT_EXCLUDES", "ProjectFilter", "find_project_root"]
 
@@ -129,6 +130,8 @@ class ProjectFilter:
         #: an id is not reused.
         self._codes: dict[int, CodeType] = {}
         self._venv_dirs: dict[str, bool] = {}
+        #: What each profiled file was when its code first ran: whether it changed since.
+        self.stamps = SourceStamps()
 
     @property
     def _absolute_includes(self) -> tuple[str, ...]:
@@ -165,12 +168,15 @@ class ProjectFilter:
             current = pending.pop()
             if id(current) not in self._codes:
                 self._codes[id(current)] = current
+                self.stamps.note(current.co_filename)
                 pending.extend(c for c in current.co_consts if isinstance(c, CodeType))
 
     def is_project_file(self, filename: str) -> bool:
         hit = self._by_filename.get(filename)
         if hit is None:
             hit = self._by_filename[filename] = self._decide(filename)
+            if hit:
+                self.stamps.note(filename)
         return hit
 
     def _decide(self, filename: str) -> bool:

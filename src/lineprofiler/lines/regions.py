@@ -9,6 +9,12 @@ either. Nested regions do not add up: a line belongs to the innermost one.
 The tracer keeps the current region as a number per thread and picks the region's table when a
 line starts, so a region costs no Python code per line, and nothing at all where none is used.
 Here the names get their numbers, and each thread keeps the stack of regions it entered.
+
+Distinct names are capped, as the accounting layer caps phase paths: each region costs a table
+per code object it runs, so a name made per request (``f"request {id}"``) would grow without
+bound (200,000 names took 635 MB to collect). A profiler keeps :data:`MAX_REGIONS` names; a name
+first entered past the cap records into the one region :data:`OVERFLOW` instead, whose entries
+say how many entries the cap took, and the tables say so.
 """
 
 from __future__ import annotations
@@ -18,9 +24,15 @@ from collections.abc import Sequence
 from types import CodeType, TracebackType
 from typing import Protocol
 
+from ..runfiles.linesfile import MAX_REGIONS, REGIONS_OVERFLOW
+from .sourcefile import SourceStamps
 from .stats import FunctionStats, StatsKey, stats_from_records
 
-__all__ = ["RegionBook", "RegionScope"]
+__all__ = ["MAX_REGIONS", "OVERFLOW", "RegionBook", "RegionScope"]
+
+#: The region that names past the cap record into (the name the accounting layer's overflow
+#: node has); a region a program names so is that one.
+OVERFLOW = REGIONS_OVERFLOW
 
 
 class RegionTracer(Protocol):
@@ -38,8 +50,12 @@ class RegionBook:
     """The regions of one profiler: their numbers, how often each was entered while recording,
     and each thread's stack of open ones."""
 
-    def __init__(self, tracer: RegionTracer) -> None:
+    def __init__(self, tracer: RegionTracer, stamps: SourceStamps | None = None, max_names: int = MAX_REGIONS) -> None:
         self._tracer = tracer
+        self._stamps = stamps
+        #: How many distinct names get a region of their own; later names record into OVERFLOW.
+        self.max_names = max_names
+        self._overflow: RegionScope | None = None
         self._numbers: dict[str, int] = {}
         self._names: list[str] = [""]  # number -> name; 0 is "no region"
         self._scopes: dict[str, RegionScope] = {}
@@ -49,7 +65,9 @@ class RegionBook:
         self.entries: dict[str, int] = {}
 
     def scope(self, name: str) -> RegionScope:
-        """The one context manager of region ``name``, made on first use."""
+        """The one context manager of region ``name``, made on first use; past the cap of
+        distinct names (and for the name OVERFLOW), the overflow region's, which keeps nothing
+        of the name."""
         scope = self._scopes.get(name)
         if scope is not None:
             return scope
@@ -58,11 +76,26 @@ class RegionBook:
         with self._lock:
             scope = self._scopes.get(name)
             if scope is None:
-                number = len(self._names)
-                self._names.append(name)
-                self._numbers[name] = number
-                scope = self._scopes[name] = RegionScope(self, name, number)
+                if name == OVERFLOW or len(self._scopes) >= self.max_names:
+                    return self._overflow_scope()
+                scope = self._scopes[name] = self._new_scope(name)
         return scope
+
+    def _new_scope(self, name: str) -> RegionScope:
+        number = len(self._names)
+        self._names.append(name)
+        self._numbers[name] = number
+        return RegionScope(self, name, number)
+
+    def _overflow_scope(self) -> RegionScope:
+        if self._overflow is None:
+            self._overflow = self._new_scope(OVERFLOW)
+        return self._overflow
+
+    @property
+    def overflowed(self) -> int:
+        """Entries, while recording, of names past the cap (into the OVERFLOW region)."""
+        return self.entries.get(OVERFLOW, 0)
 
     def stack(self) -> list[int]:
         """This thread's stack of the regions it is in, innermost last (made on first use)."""
@@ -92,7 +125,7 @@ class RegionBook:
         for number, code, calls, lines in self._tracer.collect_regions():
             per_number.setdefault(number, []).append((code, calls, lines))
         return {
-            self._names[number]: stats_from_records(records)
+            self._names[number]: stats_from_records(records, self._stamps)
             for number, records in sorted(per_number.items())
             if 0 < number < len(self._names)
         }

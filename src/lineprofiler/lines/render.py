@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .._terminal import printable
+from ..runfiles.linesrecords import REGIONS_OVERFLOW as OVERFLOW_REGION
 from .stats import FunctionStats, LineStats, StatsKey
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
 
 SORT_KEYS: tuple[str, ...] = ("time", "self", "hits", "line")
 UNAVAILABLE = "<source unavailable>"
+#: A line of a file that changed after its code ran: its text now is not the code that ran.
+CHANGED = "<source changed since the run>"
 
 
 def check_options(sort_by: object, min_time_us: object, top_n: object, top_name: str) -> None:
@@ -77,9 +80,12 @@ def _display_path(filename: str, root: Path | None) -> str:
     return printable(filename)
 
 
-def _source_text(source: str | None) -> str:
-    """A source line for a table cell: tabs as spaces (indentation stays readable), the rest escaped."""
-    return UNAVAILABLE if source is None else printable(source.expandtabs())
+def _source_text(source: str | None, changed: bool = False) -> str:
+    """A source line for a table cell: tabs as spaces (indentation stays readable), the rest
+    escaped; the reason there is none when there is none."""
+    if source is None:
+        return CHANGED if changed else UNAVAILABLE
+    return printable(source.expandtabs())
 
 
 def _known(ns: int | None) -> int:
@@ -156,6 +162,8 @@ def render_stats(
         out.append(
             f"Total time: {format_ns(f.time_ns)}   Self: {_self_text(f.self_ns)}   Calls: {_calls_text(f)}{note}"
         )
+        if f.source_changed:
+            out.append("! Its file changed since the run: lines are numbered as in the code that ran; no text shown.")
         out.append("")
         header = f"{'Line':>6}  {'Hits':>12}  {'Time':>11}  {'Self':>11}  {'Per hit':>10}  {'% func':>6}  Source"
         out.append(header)
@@ -163,7 +171,7 @@ def render_stats(
         for ln in shown:
             share = 100.0 * ln.time_ns / f.time_ns if f.time_ns > 0 else 0.0
             per_hit = format_ns(ln.time_ns / ln.hits) if ln.hits else "-"
-            src = _source_text(ln.source)
+            src = _source_text(ln.source, f.source_changed)
             out.append(
                 f"{ln.lineno:>6}  {ln.hits:>12,}  {format_ns(ln.time_ns):>11}  {_self_text(ln.self_ns):>11}  "
                 f"{per_hit:>10}  {share:>6.1f}  {src}"
@@ -209,9 +217,9 @@ def render_global(
     header += f"{'Location':<{loc_w}}  {'Function':<{fn_w}}  Source"
     out.append(header)
     out.append("-" * len(header))
-    for i, ((_, ln), loc, name) in enumerate(zip(shown, locs, names, strict=True), 1):
+    for i, ((f, ln), loc, name) in enumerate(zip(shown, locs, names, strict=True), 1):
         per_hit = format_ns(ln.time_ns / ln.hits) if ln.hits else "-"
-        src = _source_text(None if ln.source is None else ln.source.strip())
+        src = _source_text(None if ln.source is None else ln.source.strip(), f.source_changed)
         row = f"{i:>4}  {format_ns(ln.time_ns):>11}  {_self_text(ln.self_ns):>11}  {ln.hits:>12,}  {per_hit:>10}  "
         if wall:
             assert total_ns is not None
@@ -241,15 +249,20 @@ def render_regions(
     min_time_us: float = 0,
     root: Path | None = None,
     total_ns: int | None = None,
+    max_regions: int | None = None,
+    overflowed: int = 0,
 ) -> str:
     """One table per region, the region that took the most time first: its time (the self
     times of its lines: what ran while it was the innermost open region), its share of
-    ``total_ns`` (all the project's recorded time), its entries, and its top ``top_n`` lines."""
+    ``total_ns`` (all the project's recorded time), its entries, and its top ``top_n`` lines.
+    ``overflowed``: entries of region names past the cap of ``max_regions`` distinct names,
+    said first."""
     check_options("time", min_time_us, top_n, "top_n")
+    cap = _regions_cap_note(max_regions, overflowed)
     if not regions:
-        return "No regions recorded.\n"
+        return cap + "No regions recorded.\n"
     order = sorted(regions, key=lambda name: (-_known(own_time(regions[name])), name))
-    out: list[str] = []
+    out: list[str] = [cap] if cap else []
     for name in order:
         functions = regions[name]
         own = own_time(functions)
@@ -267,6 +280,16 @@ def render_regions(
         "A line belongs to the innermost region open on its thread; a region's time leaves out its inner regions'.\n"
     )
     return "\n".join(out)
+
+
+def _regions_cap_note(max_regions: int | None, overflowed: int) -> str:
+    if overflowed <= 0:
+        return ""
+    cap = f" of {max_regions:,} distinct names" if max_regions else ""
+    return (
+        f"! Region names past the cap{cap} per process were not kept: their {overflowed:,} entries "
+        f"are in the region {OVERFLOW_REGION}.\n"
+    )
 
 
 #: How to widen what is profiled, in the words of each front end.

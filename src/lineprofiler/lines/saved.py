@@ -7,7 +7,6 @@ machine that only has the files. The file format itself is :mod:`lineprofiler.ru
 from __future__ import annotations
 
 import hashlib
-import linecache
 import os
 import socket
 import sys
@@ -19,6 +18,7 @@ from typing import IO, Any
 from ..runfiles import linesfile
 from ..runfiles.linesfile import LinesFile, MergedFunction, MergedLines
 from .render import check_options, own_time, render_global, render_nothing, render_regions, render_stats
+from .sourcefile import source_lines
 from .stats import FunctionStats, LineStats, StatsKey
 
 __all__ = ["SavedProfile", "document_from_stats", "host_name", "process_info", "source_sha256"]
@@ -65,9 +65,9 @@ def process_info(
 
 
 def source_sha256(filename: str) -> str | None:
-    """The sha256 of the source text linecache has for ``filename`` (what the tables print), or
-    None when there is none."""
-    lines = linecache.getlines(filename)
+    """The sha256 of the source text of ``filename`` the tables print (see
+    :func:`~.sourcefile.source_lines`), or None when there is none."""
+    lines = source_lines(filename)
     if not lines:
         return None
     return hashlib.sha256("".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
@@ -83,11 +83,15 @@ def document_from_stats(
     region_entries: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """A line-stats document from get_stats() output (and get_region_stats()'s, as ``regions``);
-    source hashes are read here."""
+    source hashes are read here, but for a file that changed since the run (no hash: the file
+    holds other code now)."""
     hashes: dict[str, str | None] = {}
-    every = [*stats, *(key for region in (regions or {}).values() for key in region)]
-    for filename, _, _ in every:
-        if filename not in hashes:
+    every = [*stats.values(), *(f for region in (regions or {}).values() for f in region.values())]
+    changed = {f.filename for f in every if f.source_changed}
+    for filename in (f.filename for f in every):
+        if filename in changed:
+            hashes[filename] = None
+        elif filename not in hashes:
             try:
                 hashes[filename] = source_sha256(filename)
             except Exception:  # an unreadable or odd file: no hash, never an error
@@ -97,6 +101,7 @@ def document_from_stats(
         profile=profile,
         functions=_function_rows(stats),
         files=hashes,
+        changed=sorted(changed),
         errors=errors,
         regions={name: _function_rows(region) for name, region in (regions or {}).items()},
         region_entries=region_entries,
@@ -126,7 +131,7 @@ def _function_stats(functions: Iterable[MergedFunction]) -> dict[StatsKey, Funct
         }
         key = (filename, fn.first_line, fn.qualname)
         total = sum(x.time_ns for x in lines.values())
-        out[key] = FunctionStats(filename, fn.first_line, fn.qualname, total, lines, fn.calls)
+        out[key] = FunctionStats(filename, fn.first_line, fn.qualname, total, lines, fn.calls, fn.source_changed)
     return out
 
 
@@ -187,6 +192,17 @@ class SavedProfile:
         """How many times each region was entered, summed over the processes."""
         return dict(self.merged.region_entries)
 
+    @property
+    def max_regions(self) -> int:
+        """The cap of distinct region names the processes kept (and this merge keeps)."""
+        return self.merged.max_regions
+
+    @property
+    def regions_overflowed(self) -> int:
+        """Entries of region names past the cap, in the region ``"(overflow)"``: the processes'
+        own and those of the names the merge folded in."""
+        return self.merged.regions_overflowed
+
     def print_regions(self, top_n: int = 10, min_time_us: float = 0.0, stream: IO[str] | None = None) -> None:
         """As :meth:`LineProfiler.print_regions <lineprofiler.LineProfiler.print_regions>`."""
         check_options("time", min_time_us, top_n, "top_n")
@@ -197,6 +213,8 @@ class SavedProfile:
             min_time_us=min_time_us,
             root=self.project_folder,
             total_ns=own_time(self.get_stats()),
+            max_regions=self.max_regions,
+            overflowed=self.regions_overflowed,
         )
         (stream if stream is not None else sys.stdout).write(text)
 

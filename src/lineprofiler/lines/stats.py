@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import linecache
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import CodeType
+
+from .sourcefile import SourceStamps, source_lines
 
 __all__ = ["FunctionStats", "LineStats", "StatsKey", "stats_from_records"]
 
@@ -18,7 +19,7 @@ class LineStats:
     """One source line: how often it started and how long it ran, callees included.
 
     ``source`` is the line's text without its newline, or None when the source cannot be read
-    (REPL, ``exec``, a file changed or gone).
+    (REPL, ``exec``, a file gone, or changed since the run: see ``FunctionStats.source_changed``).
     """
 
     lineno: int
@@ -53,6 +54,9 @@ class FunctionStats:
     lines: dict[int, LineStats] = field(default_factory=dict, hash=False)
     #: How many times the function was called; None where it was not counted.
     calls: int | None = None
+    #: True when its file changed after the profiler first ran code from it: the file no longer
+    #: holds the code that ran, so its lines carry no text (``source`` is None).
+    source_changed: bool = False
 
     @property
     def key(self) -> StatsKey:
@@ -88,9 +92,12 @@ class FunctionStats:
 TracerRecord = tuple[CodeType, int, Sequence[tuple[int, int, int, int]]]
 
 
-def stats_from_records(records: Iterable[TracerRecord]) -> dict[StatsKey, FunctionStats]:
+def stats_from_records(
+    records: Iterable[TracerRecord], stamps: SourceStamps | None = None
+) -> dict[StatsKey, FunctionStats]:
     """get_stats() from the tracer's records: code objects that share a key (a function defined
-    again, a module re-run) added together, source lines read through linecache."""
+    again, a module re-run) added together, source lines read with a bound
+    (:func:`~.sourcefile.source_lines`), except from a file ``stamps`` says changed since."""
     merged: dict[StatsKey, tuple[list[int], dict[int, list[int]]]] = {}
     for code, calls, lines in records:
         key = (code.co_filename, code.co_firstlineno, code.co_qualname)
@@ -102,20 +109,24 @@ def stats_from_records(records: Iterable[TracerRecord]) -> dict[StatsKey, Functi
             slot[1] += ns
             slot[2] += self_ns
     out: dict[StatsKey, FunctionStats] = {}
+    texts: dict[str, tuple[bool, list[str] | None]] = {}
     for key, (count, acc) in merged.items():
         filename = key[0]
-        linecache.checkcache(filename)
+        known = texts.get(filename)
+        if known is None:
+            changed = stamps is not None and stamps.changed(filename)
+            known = texts[filename] = (changed, None if changed else source_lines(filename))
+        changed, text = known
         lines_out = {
-            lineno: LineStats(lineno, hits, ns, _source_line(filename, lineno), self_ns)
+            lineno: LineStats(lineno, hits, ns, _source_line(text, lineno), self_ns)
             for lineno, (hits, ns, self_ns) in sorted(acc.items())
         }
         total = sum(ln.time_ns for ln in lines_out.values())
-        out[key] = FunctionStats(key[0], key[1], key[2], total, lines_out, count[0])
+        out[key] = FunctionStats(key[0], key[1], key[2], total, lines_out, count[0], source_changed=changed)
     return out
 
 
-def _source_line(filename: str, lineno: int) -> str | None:
-    text = linecache.getline(filename, lineno)
-    if not text:
+def _source_line(text: list[str] | None, lineno: int) -> str | None:
+    if text is None or not 0 < lineno <= len(text):
         return None
-    return text.rstrip("\r\n")
+    return text[lineno - 1].rstrip("\r\n")

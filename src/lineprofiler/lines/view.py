@@ -102,6 +102,8 @@ def _render_merged(saved: SavedProfile, opts: ViewOptions) -> str:
             min_time_us=opts.min_us,
             root=saved.project_folder,
             total_ns=own_time(stats),
+            max_regions=saved.max_regions,
+            overflowed=saved.regions_overflowed,
         )
     return text
 

@@ -38,7 +38,9 @@ are integer nanoseconds.
     ``project_folder``\\* str, ``include`` / ``exclude``: list of str, ``clock``\\* str
     (``"tsc"`` or ``"monotonic"``), ``wall_ns``\\* int (time the profiler was enabled),
     ``codes_outside``: int or null (code objects that ran outside the project while enabled),
-    ``children``: bool (child processes were profiled too).
+    ``children``: bool (child processes were profiled too). ``max_regions``: int, the cap of
+    distinct region names the profiler kept, and ``regions_overflowed``: int, the entries of
+    names past it, which are in the region ``"(overflow)"`` (both added within version 2).
     ``window``: object, present when an accounting ``backend="lines"`` window wrote the file:
     ``phase``\\* str (the phase whose entries open and close it), ``start``\\* and ``stop``\\*
     int (``backend_window``: entries ``start`` to ``stop - 1`` are profiled),
@@ -50,7 +52,10 @@ are integer nanoseconds.
 ``files``\\* object: source file name (as in ``co_filename``) -> object with ``sha256``: str or
     null (the hash of the source text the process saw; null when it had none). Two processes
     whose hashes of one file differ ran different code under the same line numbers: the merge
-    keeps them apart rather than adding them.
+    keeps them apart rather than adding them. ``changed``: true when the file changed after the
+    process first ran code from it: its lines' ``source`` is null and readers say "source
+    changed since the run" (added within version 2: absent in older files, ignored by older
+    readers).
 
 ``functions``\\* list of objects, one per function (code object key) that recorded a line:
     ``file``\\* str, ``first_line``\\* int, ``qualname``\\* str, ``lines``\\* list of
@@ -82,16 +87,19 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._bounded_read import read_regular
 from ..errors import InputError
 from . import tree, validation
 from .layout import sanitize_component, write_atomic
 from .linesmerge import MergedFunction, MergedLine, MergedLines, SourceConflict, merge_lines
-from .linesrecords import FunctionRecord, LineRecord, LinesFile, RegionRecord
+from .linesrecords import MAX_REGIONS, REGIONS_OVERFLOW, FunctionRecord, LineRecord, LinesFile, RegionRecord
 from .output import write_output
 from .validation import INT_LIMIT, NONE, Field, is_count, is_text, is_text_list
 
 __all__ = [
     "KIND",
+    "MAX_REGIONS",
+    "REGIONS_OVERFLOW",
     "SCHEMA_VERSION",
     "STATUSES",
     "UNFINISHED_REASON",
@@ -127,6 +135,9 @@ UNFINISHED_REASON = (
     "(a segfault, abort()), ended by a signal whose handler was put back to the default outside "
     "Python's signal module, or is still running"
 )
+#: A line-stats file larger than this is not read (``view``, ``load``); the report's limit is
+#: :data:`lineprofiler.report.blocks.lines.MAX_FILE_BYTES`.
+MAX_FILE_BYTES = 256 * 1024 * 1024
 _FILE_RE = re.compile(r"^l_.+_\d+_[0-9a-f]{8}\.json$")
 #: How many levels of folders below a directory find_lines_files looks in (an accounting run
 #: directory keeps them in ``lines/<host>/``).
@@ -197,13 +208,15 @@ def build_document(
     errors: Iterable[str] = (),
     regions: Mapping[str, Iterable[FunctionRows]] | None = None,
     region_entries: Mapping[str, int] | None = None,
+    changed: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The document for one process. ``functions`` yields ``(file, first_line, qualname, lines,
     calls)`` with ``lines`` as ``(line, hits, time_ns, source, self_ns)`` (``calls`` and
     ``self_ns`` may be left out or None: not measured); ``files`` maps a file name to the sha256
     of its source (a file named by a function but missing here is written with a null hash);
     ``regions`` maps a region's name to its functions, in the same shape, and ``region_entries``
-    to how often it was entered. Text is made safe for JSON; the result passes :func:`validate`."""
+    to how often it was entered; ``changed`` names the files that changed since the run. Text is
+    made safe for JSON; the result passes :func:`validate`."""
     names: dict[str, str | None] = {}
     hashes = dict(files or {})
     funcs = _function_objects(functions, hashes, names)
@@ -213,6 +226,10 @@ def build_document(
         if region_funcs:
             entries = _optional_count((region_entries or {}).get(region_name))
             region_list.append({"name": _text(region_name), "entries": entries, "functions": region_funcs})
+    changed_names = {_text(name) for name in changed}
+    file_objects: dict[str, dict[str, Any]] = {}
+    for name, digest in names.items():
+        file_objects[name] = {"sha256": digest, "changed": True} if name in changed_names else {"sha256": digest}
     proc = {k: (_text(v) if isinstance(v, str) else v) for k, v in process.items()}
     proc["argv"] = [_text(a) for a in process.get("argv", [])]
     return {
@@ -220,7 +237,7 @@ def build_document(
         "kind": KIND,
         "process": proc,
         "profile": dict(profile),
-        "files": {name: {"sha256": digest} for name, digest in names.items()},
+        "files": file_objects,
         "functions": funcs,
         "regions": region_list,
         "errors": [_text(e) for e in errors],
@@ -299,6 +316,8 @@ _PROFILE = (
     Field("exclude", (list,), required=False, items=str),
     Field("codes_outside", _OPTIONAL_INT, required=False, non_negative=True),
     Field("children", _FLAG, required=False),
+    Field("max_regions", _OPTIONAL_INT, required=False, non_negative=True),
+    Field("regions_overflowed", _OPTIONAL_INT, required=False, non_negative=True),
 )
 _WINDOW = (
     Field("phase", _TEXT),
@@ -439,6 +458,7 @@ def parse_lines_bytes(raw: bytes, path: str | os.PathLike[str] | None = None) ->
         for region in document.get("regions", [])
     )
     files = {name: entry.get("sha256") for name, entry in document["files"].items()}
+    changed = frozenset(name for name, entry in document["files"].items() if entry.get("changed") is True)
     for fn in (*functions, *(f for region in regions for f in region.functions)):
         files.setdefault(fn.file, None)
     return LinesFile(
@@ -449,14 +469,16 @@ def parse_lines_bytes(raw: bytes, path: str | os.PathLike[str] | None = None) ->
         functions=functions,
         errors=tuple(document.get("errors", ())),
         regions=regions,
+        changed=changed,
     )
 
 
 def read_lines_file(path: str | os.PathLike[str]) -> LinesFile:
-    """Read and check one file; raise LinesFileError (one line) when it is unusable."""
+    """Read and check one file; raise LinesFileError (one line) when it is unusable: also a
+    FIFO, a device or a file larger than :data:`MAX_FILE_BYTES`, which are never read."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_FILE_BYTES)
     except IsADirectoryError:
         raise LinesFileError(f"{path}: is a directory") from None
     except OSError as error:

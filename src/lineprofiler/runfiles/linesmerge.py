@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .linesrecords import FunctionRecord, LinesFile
+from .linesrecords import MAX_REGIONS, REGIONS_OVERFLOW, FunctionRecord, LinesFile
 
 #: A merged function's key: (file, first line, qualname, variant).
 MergedKey = tuple[str, int, str, str | None]
@@ -38,6 +38,9 @@ class MergedFunction:
     lines: dict[int, MergedLine] = field(default_factory=dict)
     #: Summed over processes; None when any of them did not count them (an older file).
     calls: int | None = 0
+    #: True when its file changed since the run in a process that ran it (see
+    #: ``LinesFile.changed``): those lines carry no text.
+    source_changed: bool = False
 
     @property
     def time_ns(self) -> int:
@@ -66,6 +69,23 @@ class MergedLines:
     regions: dict[str, dict[MergedKey, MergedFunction]] = field(default_factory=dict)
     #: Region name -> entries summed over processes (a process that did not say adds none).
     region_entries: dict[str, int] = field(default_factory=dict)
+    #: Distinct region names past MAX_REGIONS over the processes, and their entries: added to
+    #: the region REGIONS_OVERFLOW.
+    regions_folded: int = 0
+    regions_folded_entries: int = 0
+
+    @property
+    def regions_overflowed(self) -> int:
+        """Entries of region names past a cap: each process's own (``profile.regions_overflowed``)
+        and those of the names this merge folded into REGIONS_OVERFLOW."""
+        said = (p.profile.get("regions_overflowed") for p in self.processes)
+        return sum(n for n in said if type(n) is int and n > 0) + self.regions_folded_entries
+
+    @property
+    def max_regions(self) -> int:
+        """The cap the processes said they kept (the largest), else MAX_REGIONS."""
+        said = [p.profile.get("max_regions") for p in self.processes]
+        return max((n for n in said if type(n) is int and n > 0), default=MAX_REGIONS)
 
     @property
     def unfinished(self) -> list[LinesFile]:
@@ -111,12 +131,24 @@ def merge_lines(files: Sequence[LinesFile]) -> MergedLines:
     functions: dict[MergedKey, MergedFunction] = {}
     regions: dict[str, dict[MergedKey, MergedFunction]] = {}
     entries: dict[str, int] = {}
+    folded: set[str] = set()
+    folded_entries = 0
     for index, proc in enumerate(processes):
-        _add_functions(functions, proc.functions, index, variant_of)
+        _add_functions(functions, proc.functions, index, variant_of, proc.changed)
         for region in proc.regions:
-            _add_functions(regions.setdefault(region.name, {}), region.functions, index, variant_of)
-            entries[region.name] = entries.get(region.name, 0) + (region.entries or 0)
-    return MergedLines(processes, functions, conflicts, regions, entries)
+            name = region.name
+            if name in folded or (name != REGIONS_OVERFLOW and name not in regions and _regions_full(regions)):
+                folded.add(name)
+                folded_entries += region.entries or 0
+                name = REGIONS_OVERFLOW
+            _add_functions(regions.setdefault(name, {}), region.functions, index, variant_of, proc.changed)
+            entries[name] = entries.get(name, 0) + (region.entries or 0)
+    return MergedLines(processes, functions, conflicts, regions, entries, len(folded), folded_entries)
+
+
+def _regions_full(regions: dict[str, dict[MergedKey, MergedFunction]]) -> bool:
+    """Whether the merge holds MAX_REGIONS names besides REGIONS_OVERFLOW."""
+    return len(regions) - (REGIONS_OVERFLOW in regions) >= MAX_REGIONS
 
 
 def _plus(total: int | None, more: int | None) -> int | None:
@@ -129,6 +161,7 @@ def _add_functions(
     records: Iterable[FunctionRecord],
     index: int,
     variant_of: dict[tuple[str, int], str | None],
+    changed: frozenset[str],
 ) -> None:
     for fn in records:
         variant = variant_of.get((fn.file, index))
@@ -137,6 +170,7 @@ def _add_functions(
         if merged is None:
             merged = functions[key] = MergedFunction(fn.file, fn.first_line, fn.qualname, variant)
         merged.calls = _plus(merged.calls, fn.calls)
+        merged.source_changed = merged.source_changed or fn.file in changed
         for rec in fn.lines:
             line = merged.lines.get(rec.lineno)
             if line is None:

@@ -10,6 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+#: Distinct region names a profiler keeps per process, and a merge keeps over processes; the
+#: others record into (are added to) the region REGIONS_OVERFLOW.
+MAX_REGIONS = 1000
+REGIONS_OVERFLOW = "(overflow)"
+
 
 @dataclass(frozen=True)
 class LineRecord:
@@ -57,6 +62,9 @@ class LinesFile:
     functions: tuple[FunctionRecord, ...]
     errors: tuple[str, ...] = ()
     regions: tuple[RegionRecord, ...] = ()
+    #: The files that changed after the process first ran code from them (their lines carry
+    #: no text): ``files[name]["changed"]``.
+    changed: frozenset[str] = frozenset()
 
     @property
     def pid(self) -> int:

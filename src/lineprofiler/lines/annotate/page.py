@@ -179,7 +179,8 @@ class _Page:
                 n: next((ln.source for _, ln in lines if ln.source is not None), None)
                 for n, lines in entry.per_line.items()
             }
-            text = file_text(entry.name, self.hashes.get(entry.name), recorded)
+            changed = any(f.source_changed for _, f in entry.functions)
+            text = file_text(entry.name, self.hashes.get(entry.name), recorded, changed)
             rows = self._rows(entry, text, whole=text.last <= self.limits.whole_file_lines)
             if len(rows) > budget and text.whole and len(rows) == text.last:
                 rows = self._rows(entry, text, whole=False)
@@ -305,7 +306,7 @@ class _Page:
             if len(rows) < text.last:
                 origin += f"; {len(rows):,} of its {text.last:,} lines (its profiled functions) shown"
         else:
-            origin = "only the recorded lines: the file on disk is missing, unreadable or not the source that ran"
+            origin = f"only the recorded lines: {text.reason or 'the file on disk is not the source that ran'}"
         functions = ", ".join(
             f'<a href="#{self.anchor[i]}">{_text(f.qualname)}</a>' for i, f in entry.functions if i in self.anchor
         )

@@ -5,26 +5,30 @@ A file on disk is the source that ran when its sha256 equals the one the line-st
 (computed as :func:`lineprofiler.lines.saved.source_sha256` computes it: over the decoded text),
 or, where no hash was kept (a live profiler), when every recorded line's text equals the disk's
 (and at least one is known).
-The file is read whole only up to :data:`MAX_SOURCE_BYTES`; anything odd (not a regular file, an
-undecodable encoding, a read error) falls back to the recorded strings, never raises.
+The file is read as :func:`~lineprofiler.lines.sourcefile.source_lines` reads one: a regular file
+of at most :data:`MAX_SOURCE_BYTES`, never blocking (a FIFO, a device or a ``/proc`` file is
+not read); anything odd (an undecodable encoding, a read error) falls back to the recorded
+strings, never raises. The page says why it shows only those (:attr:`FileText.reason`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
-import tokenize
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...runfiles.linesmerge import SourceConflict
 from ...runfiles.linesrecords import LinesFile
+from ..sourcefile import MAX_SOURCE_BYTES, disk_lines
 
-__all__ = ["MAX_SOURCE_BYTES", "FileText", "file_hashes", "file_text"]
+__all__ = ["CHANGED", "MAX_SOURCE_BYTES", "UNREADABLE", "UNVERIFIED", "FileText", "file_hashes", "file_text"]
 
-#: A source file larger than this is not read: its recorded lines are shown instead.
-MAX_SOURCE_BYTES = 8 * 1024 * 1024
+#: Why only the recorded lines are shown.
+CHANGED = "the file on disk changed since the run"
+UNVERIFIED = "no recorded text or hash to check the file on disk against"
+UNREADABLE = (
+    f"the file on disk is missing, unreadable or not a regular file of at most {MAX_SOURCE_BYTES // 1024 // 1024} MiB"
+)
 
 
 @dataclass(frozen=True)
@@ -34,44 +38,40 @@ class FileText:
 
     lines: Mapping[int, str]
     whole: bool
+    #: Why the file on disk is not shown (:data:`CHANGED`, :data:`UNREADABLE`); None when it is.
+    reason: str | None = None
 
     @property
     def last(self) -> int:
         return max(self.lines, default=0)
 
 
-def _read_disk(filename: str) -> list[str] | None:
-    """The file's lines as Python decodes them (its coding cookie honoured), newlines kept."""
-    try:
-        info = os.stat(filename)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
-            return None
-        with tokenize.open(filename) as handle:
-            return handle.readlines()
-    except (OSError, SyntaxError, UnicodeError, LookupError, ValueError):
-        return None
-
-
 def _sha256(lines: Sequence[str]) -> str:
     return hashlib.sha256("".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def file_text(filename: str, expected_sha256: str | None, recorded: Mapping[int, str | None]) -> FileText:
+def file_text(
+    filename: str, expected_sha256: str | None, recorded: Mapping[int, str | None], changed: bool = False
+) -> FileText:
     """The text to show for ``filename``; ``recorded`` maps each recorded line to the text the
-    stats carry (None: unknown)."""
-    disk = _read_disk(filename)
+    stats carry (None: unknown); ``changed``: the stats say the file changed since the run."""
+    disk = None if changed else disk_lines(filename)
+    reason = CHANGED if changed else UNREADABLE
     if disk is not None:
         stripped = [line.rstrip("\r\n") for line in disk]
+        known = any(text is not None for text in recorded.values())
+        reason = CHANGED if expected_sha256 is not None or known else UNVERIFIED
         if expected_sha256 is not None:
             same = _sha256(disk) == expected_sha256
         else:  # at least one known line must agree: a name alone never shows a file's contents
-            same = any(text is not None for text in recorded.values()) and all(
+            same = known and all(
                 text is None or (0 < lineno <= len(stripped) and stripped[lineno - 1] == text)
                 for lineno, text in recorded.items()
             )
         if same:
             return FileText(dict(enumerate(stripped, 1)), whole=True)
-    return FileText({lineno: text for lineno, text in sorted(recorded.items()) if text is not None}, whole=False)
+    kept = {lineno: text for lineno, text in sorted(recorded.items()) if text is not None}
+    return FileText(kept, whole=False, reason=reason)
 
 
 def file_hashes(processes: Iterable[LinesFile], conflicts: Iterable[SourceConflict] = ()) -> dict[str, str]:
