@@ -27,16 +27,17 @@ from .spans import FILES_PER_JOB, WorkerTrace, columns_at, inline_trace
 MAX_PROCESSES = 32
 _FAR = 1 << 62
 
-#: One file's work: its path, its trace when held inline, its phase paths by id, and its running
-#: segments as ``(thread index, start, end)`` on its own clock, sorted and disjoint per thread.
-_Task = tuple[Path, Any, dict[int, str], list[tuple[int, int, int]]]
+#: One file's work: its path, its trace when held inline, its last sign of life, its phase paths by
+#: id, and its running segments as ``(thread index, start, end)`` on its own clock, sorted and
+#: disjoint per thread.
+_Task = tuple[Path, Any, int, dict[int, str], list[tuple[int, int, int]]]
 
 
 def _split_file(task: _Task) -> list[dict[str | None, int]] | None:
     """Per segment, its nanoseconds per innermost phase (None: in no span); None when unreadable."""
-    path, inline, names, segments = task
+    path, inline, stop_unix_ns, names, segments = task
     try:
-        trace = columns_at(path, inline)
+        trace = columns_at(path, inline, stop_unix_ns)
     except workerfile.WorkerFileError:
         return None
     if trace is None:
@@ -132,6 +133,7 @@ def attribute(path: CriticalPath, traces: Sequence[WorkerTrace], clocks: dict[st
             (
                 trace.worker.path,
                 inline_trace(trace.worker),
+                trace.worker.stop_ns,
                 trace.phase_names,
                 [(_thread_index(trace, s.thread), s.start_ns - offset, s.end_ns - offset) for s in segments],
             )
