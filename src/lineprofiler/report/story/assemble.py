@@ -192,6 +192,13 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
     unplaced = [t for t in traces if t.left_out]
     if unplaced:
         notes.append(_left_out_note(unplaced))
+    if path is not None and path.unknown_before is not None:
+        gone = traces[path.unknown_before]
+        notes.append(
+            f"the critical path begins {fmt.duration(path.start_ns - start)} into the traced run, where it waited on "
+            f"a signal {gone.worker.label} sent before its oldest kept span (its ring dropped the older spans): what "
+            "set the run's length before that is not in the files"
+        )
     on_path = {s.process for s in path.segments} if path is not None else set()
     chosen = sorted(traces, key=lambda t: (t.index not in on_path, -(t.stop_ns - t.first_start_ns)))[:MAX_LANES]
     result = Story(

@@ -55,8 +55,17 @@ def _split_file(task: _Task) -> list[dict[str | None, int]] | None:
         covered = sum(ns for name, ns in by_path.items() if "/" not in name)
         if b - a - covered > 0:
             own[None] = b - a - covered
-        out.append(own)
+        out.append(_within(own, b - a))
     return out
+
+
+def _within(own: dict[str | None, int], length: int) -> dict[str | None, int]:
+    """``own`` scaled down to sum to at most ``length``: spans of one thread nest, but a file's
+    spans that overlap without nesting would give a segment more phase time than it lasted."""
+    total = sum(own.values())
+    if total <= length:
+        return own
+    return {name: ns * length // total for name, ns in own.items()}
 
 
 def overlaps(
