@@ -132,3 +132,24 @@ def test_the_path_of_any_dropped_prefix_lies_within_the_run(tmp_path: Path, seed
     assert all(0 <= share.fraction <= 1 for share in path.shares), path.shares
     assert sum(share.fraction for share in path.shares) <= 1 + 1e-9
     assert all(f.cost_fraction is None or f.cost_fraction <= 1 for f in result.findings)
+
+
+def test_skew_over_rings_that_kept_different_steps_costs_at_most_the_run(tmp_path: Path) -> None:
+    """Rank 1 stopped at step 70; rank 0 ran to 100 but its ring kept only the last 50: counted
+    from the end, step n of one is step n + 30 of the other, each "30 ms late"."""
+    node = Host("node07")
+    ranks = [TracedWorker("trainer", node, rank=r, pid=9000 + r) for r in range(2)]
+    for step in range(100):
+        for rank, worker in enumerate(ranks):
+            if rank == 1 and step >= 70:
+                continue
+            worker.wait_until(step * MS)
+            with worker.phase("allreduce", sync=True):
+                worker.work(200 * US)
+    ranks[0].drop_oldest(50)
+    write_all(tmp_path, ranks)
+    result, _ = story(load_run(tmp_path))
+    assert result is not None and result.skew
+    (row,) = result.skew
+    assert row.late_ns <= result.duration_ns
+    assert all(f.cost_fraction is None or f.cost_fraction <= 1 for f in result.findings), result.findings
