@@ -254,6 +254,8 @@ def _all_placed(spans: list[array[int]], n_threads: int, window: tuple[int, int]
     if start[0] < low:
         return False
     n = len(start)
+    bound = high.to_bytes(8, "little") if high < 2**63 else b""
+    highs: dict[int, int] = {}  # the bound in every lane, per piece length (a ring has two: a full piece, its last)
     for at in range(0, n, _LANES):
         stop = min(n, at + _LANES)
         lanes = stop - at
@@ -266,10 +268,14 @@ def _all_placed(spans: list[array[int]], n_threads: int, window: tuple[int, int]
             # extra lane of ``s`` only borrows above the lanes compared)
             _lanes_le(s, s >> 64, _top_bits(lanes - (stop == n)))
             and _lanes_le(s, e, top)  # start[i] <= end[i]
-            and (high >= 2**63 or _lanes_le(e, int.from_bytes(high.to_bytes(8, "little") * lanes, "little"), top))
+            and (not bound or _lanes_le(e, highs.get(lanes) or highs.setdefault(lanes, _repeated(bound, lanes)), top))
         ):
             return False
     return True
+
+
+def _repeated(lane: bytes, lanes: int) -> int:
+    return int.from_bytes(lane * lanes, "little")
 
 
 #: Spans a step of :func:`_all_placed` takes as one big integer: its temporaries stay small.
@@ -279,7 +285,7 @@ _LANES = 1 << 14
 @functools.lru_cache(maxsize=4)  # a piece, a piece less one, and a ring's last piece
 def _top_bits(lanes: int) -> int:
     """The top bit of each of ``lanes`` 64-bit lanes."""
-    return int.from_bytes(_TOP_BIT * lanes, "little")
+    return _repeated(_TOP_BIT, lanes)
 
 
 #: An int64's top bit, little-endian.
