@@ -256,3 +256,20 @@ def test_the_column_checks_agree_with_a_span_by_span_check(seed: int) -> None:
         and max(r[1] for r in rows) <= high
     )
     assert tracesection._all_placed(columns, n_threads, (low, high)) == plain  # noqa: SLF001
+
+
+@pytest.mark.parametrize("at", [0, 16_383, 16_384, 16_385, 32_767, 39_999])
+@pytest.mark.parametrize("damage", ["unsorted", "ends early", "too late"])
+def test_the_column_checks_see_a_bad_span_in_any_piece_and_at_its_seams(at: int, damage: str) -> None:
+    n, high = 40_000, 10**12  # three pieces of big integers, the last one short
+    start = array("q", range(10**9, 10**9 + 1000 * n, 1000))
+    end = array("q", (s + 500 for s in start))
+    columns = [start, end, array("i", [2] * n), array("i", [0] * n), array("q", [-1] * n)]
+    assert tracesection._all_placed(columns, 1, (0, high))  # noqa: SLF001
+    if damage == "unsorted":
+        start[at] = start[at - 1] - 1 if at else start[1] + 1
+    elif damage == "ends early":
+        end[at] = start[at] - 1
+    else:
+        end[at] = high + 1
+    assert not tracesection._all_placed(columns, 1, (0, high))  # noqa: SLF001
