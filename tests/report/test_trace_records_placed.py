@@ -273,3 +273,17 @@ def test_the_column_checks_see_a_bad_span_in_any_piece_and_at_its_seams(at: int,
     else:
         end[at] = high + 1
     assert not tracesection._all_placed(columns, 1, (0, high))  # noqa: SLF001
+
+
+def test_only_a_spans_file_found_whole_is_read_again_unchecked(tmp_path: Path) -> None:
+    path = _traced_run(tmp_path)
+    stop = workerfile.read_worker_file(path)["times"]["end_unix_ns"]
+    first = tracesection.read_trace(path, stop_unix_ns=stop)
+    crc = json.loads(path.read_bytes())["trace"]["spans"]["crc32"]
+    assert first is not None and first.checked_crc == crc and first.left_out == {}
+    # The file replaced by one with a bad span: another CRC-32, so it is checked again.
+    _rewrite_spans(path, lambda rows: rows.append([rows[0][0], rows[0][0] - 1, rows[0][2], 0, -1]))
+    again = tracesection.read_trace(path, stop_unix_ns=stop, checked_crc=crc)
+    assert again is not None and again.checked_crc is None
+    assert again.left_out == {("span", tracesection.END_BEFORE_START): 1}
+    assert len(again.spans[0]) == len(first.spans[0])

@@ -74,6 +74,7 @@ class TraceColumns:
         "links_recorded",
         "links_dropped",
         "left_out",
+        "checked_crc",
     )
     clock: str
     clock_pairs: list[tuple[int, int, int]]
@@ -90,6 +91,10 @@ class TraceColumns:
     links_recorded: int
     links_dropped: int
     left_out: dict[tuple[str, str], int]
+    #: The CRC-32 of the spans file whose every span was found placed, in order (None: the spans
+    #: were not from a file, or not all placed): a later reading of that file, in the same
+    #: report, need not check them again (:func:`check_trace`'s ``checked_crc``).
+    checked_crc: int | None
 
     def __init__(self, **values: Any) -> None:
         for name in self.__slots__:
@@ -118,11 +123,16 @@ def _int_columns(rows: object, width: int) -> list[Any] | None:
     return [flat[i::width] for i in range(width)]
 
 
-def check_trace(trace: Any, path: object, error: type[Exception], *, stop_unix_ns: int | None = None) -> TraceColumns:
+def check_trace(
+    trace: Any, path: object, error: type[Exception], *, stop_unix_ns: int | None = None, checked_crc: int | None = None
+) -> TraceColumns:
     """A worker document's ``trace`` object as columns; raise ``error`` with one line naming the
     first problem of its shape. The records that cannot be placed are left out and counted
     (:attr:`TraceColumns.left_out`); ``stop_unix_ns``, the process's last sign of life, bounds
-    their times from above (None: only from below, by the first clock pair)."""
+    their times from above (None: only from below, by the first clock pair). ``checked_crc``: the
+    :attr:`TraceColumns.checked_crc` of an earlier reading in this report; a spans file of that
+    CRC-32 (checked again as it is read) holds the bytes then found placed, and is not checked
+    span by span again."""
 
     def fail(what: str) -> NoReturn:
         raise error(f"{path}: 'trace.{what}")
@@ -173,7 +183,10 @@ def check_trace(trace: Any, path: object, error: type[Exception], *, stop_unix_n
         if rows is None:
             fail("spans' is not a list of [start_ns, end_ns, phase_id, thread, cpu_ns] integers")
         spans = rows
-    spans = placed_spans(spans, n_threads, window, left_out)
+    crc = trace["spans"].get("crc32") if spanfile.is_reference(trace.get("spans")) else None
+    if crc is None or crc != checked_crc:  # else: these very bytes were found placed before
+        placed = placed_spans(spans, n_threads, window, left_out)
+        crc, spans = crc if placed is spans else None, placed  # the same columns: all placed
     opened = _int_columns(trace.get("open", []), len(OPEN_COLUMNS))
     if opened is None:
         fail("open' is not a list of [start_ns, phase_id, thread]")
@@ -189,6 +202,7 @@ def check_trace(trace: Any, path: object, error: type[Exception], *, stop_unix_n
         open=opened,
         links=_placed_links(links, n_threads, window, left_out),
         left_out=left_out,
+        checked_crc=crc,
         **counts,
     )
 
@@ -409,7 +423,9 @@ def _singular(why: str) -> str:
     return f"{verb} {rest}"
 
 
-def read_trace(path: str | os.PathLike[str], *, stop_unix_ns: int | None = None) -> TraceColumns | None:
+def read_trace(
+    path: str | os.PathLike[str], *, stop_unix_ns: int | None = None, checked_crc: int | None = None
+) -> TraceColumns | None:
     """The ``trace`` of one worker file, checked (:func:`check_trace`, with ``stop_unix_ns``), as
     columns; None when tracing was off.
 
@@ -434,7 +450,7 @@ def read_trace(path: str | os.PathLike[str], *, stop_unix_ns: int | None = None)
         raise workerfile.WorkerFileError(f"{path}: corrupt or truncated JSON ({error.__class__.__name__})") from None
     if trace is None:
         return None
-    return check_trace(trace, path, workerfile.WorkerFileError, stop_unix_ns=stop_unix_ns)
+    return check_trace(trace, path, workerfile.WorkerFileError, stop_unix_ns=stop_unix_ns, checked_crc=checked_crc)
 
 
 def span_rows(trace: dict[str, Any], worker_file: str | os.PathLike[str]) -> list[list[int]]:

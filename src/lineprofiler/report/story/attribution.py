@@ -27,17 +27,18 @@ from .spans import FILES_PER_JOB, WorkerTrace, columns_at, inline_trace
 MAX_PROCESSES = 32
 _FAR = 1 << 62
 
-#: One file's work: its path, its trace when held inline, its last sign of life, its phase paths by
+#: One file's work: its path, its trace when held inline, its last sign of life, the CRC-32 of its
+#: spans file when found placed (:attr:`~.spans.WorkerTrace.checked_crc`), its phase paths by
 #: id, and its running segments as ``(thread index, start, end)`` on its own clock, sorted and
 #: disjoint per thread.
-_Task = tuple[Path, Any, int, dict[int, str], list[tuple[int, int, int]]]
+_Task = tuple[Path, Any, int, int | None, dict[int, str], list[tuple[int, int, int]]]
 
 
 def _split_file(task: _Task) -> list[dict[str | None, int]] | None:
     """Per segment, its nanoseconds per innermost phase (None: in no span); None when unreadable."""
-    path, inline, stop_unix_ns, names, segments = task
+    path, inline, stop_unix_ns, checked_crc, names, segments = task
     try:
-        trace = columns_at(path, inline, stop_unix_ns)
+        trace = columns_at(path, inline, stop_unix_ns, checked_crc)
     except workerfile.WorkerFileError:
         return None
     if trace is None:
@@ -143,6 +144,7 @@ def attribute(path: CriticalPath, traces: Sequence[WorkerTrace], clocks: dict[st
                 trace.worker.path,
                 inline_trace(trace.worker),
                 trace.worker.stop_ns,
+                trace.checked_crc,
                 trace.phase_names,
                 [(_thread_index(trace, s.thread), s.start_ns - offset, s.end_ns - offset) for s in segments],
             )

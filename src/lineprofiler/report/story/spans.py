@@ -78,6 +78,9 @@ class WorkerTrace:
     #: Records of its trace that could not be placed, left out: per ``(kind, why)``, how many
     #: (:attr:`~lineprofiler.runfiles.tracesection.TraceColumns.left_out`).
     left_out: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: Its spans file's CRC-32 when every span in it was found placed: its later readings (the
+    #: lanes, the path's phases) need not check them again.
+    checked_crc: int | None = None
     #: Its worker, attached where the run is (a summary is made in a pool's process without it).
     worker: Worker = field(default=cast(Worker, None), repr=False)
     #: Its position among the run's workers.
@@ -107,14 +110,19 @@ def inline_trace(worker: Worker) -> Any:
     return None if tracesection.skipped(trace) else trace
 
 
-def columns_at(path: Path, inline: Any, stop_unix_ns: int) -> tracesection.TraceColumns | None:
+def columns_at(
+    path: Path, inline: Any, stop_unix_ns: int, checked_crc: int | None = None
+) -> tracesection.TraceColumns | None:
     """A worker's trace as columns: ``inline`` checked, or (None) read from its file at ``path``;
     None when tracing was off. ``stop_unix_ns``: the worker's last sign of life, past which no
     record can lie. Every reading of a worker's trace comes here, so each leaves out the same
-    records. Raises WorkerFileError for a trace that cannot be used."""
+    records (``checked_crc``: the summary's, see :attr:`WorkerTrace.checked_crc`). Raises
+    WorkerFileError for a trace that cannot be used."""
     if inline is None:
-        return tracesection.read_trace(path, stop_unix_ns=stop_unix_ns)
-    return tracesection.check_trace(inline, path, workerfile.WorkerFileError, stop_unix_ns=stop_unix_ns)
+        return tracesection.read_trace(path, stop_unix_ns=stop_unix_ns, checked_crc=checked_crc)
+    return tracesection.check_trace(
+        inline, path, workerfile.WorkerFileError, stop_unix_ns=stop_unix_ns, checked_crc=checked_crc
+    )
 
 
 def trace_columns(worker: Worker) -> tracesection.TraceColumns | None:
@@ -194,6 +202,7 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
         arrivals=arrivals,
         thread_start_ns=thread_start,
         left_out=trace.left_out,
+        checked_crc=trace.checked_crc,
     )
 
 
@@ -278,7 +287,7 @@ def longest(trace: tracesection.TraceColumns, count: int = LANE_SPANS) -> list[t
     return [(start[k], end[k], phase[k], thread[k], cpu[k]) for k in chosen]
 
 
-def _longest_of_file(task: tuple[Path, Any, int]) -> list[tuple[int, int, int, int, int]] | None:
+def _longest_of_file(task: tuple[Path, Any, int, int | None]) -> list[tuple[int, int, int, int, int]] | None:
     """One worker's longest spans; None when its trace cannot be read (the story said why)."""
     try:
         trace = columns_at(*task)
@@ -290,7 +299,7 @@ def _longest_of_file(task: tuple[Path, Any, int]) -> list[tuple[int, int, int, i
 def lane_spans(traces: Sequence[WorkerTrace]) -> list[list[tuple[int, int, int, int, int]] | None]:
     """The longest spans of each of ``traces``, their files read again (in a pool where there
     are enough): only the outputs that draw lanes ask, and only for the processes they draw."""
-    tasks = [(trace.worker.path, inline_trace(trace.worker), trace.worker.stop_ns) for trace in traces]
+    tasks = [(t.worker.path, inline_trace(t.worker), t.worker.stop_ns, t.checked_crc) for t in traces]
     jobs = parallel.jobs_for(len(tasks), len(tasks), FILES_PER_JOB)
     return list(parallel.ordered_map(_longest_of_file, tasks, jobs))
 
