@@ -106,6 +106,7 @@ def test_bad_spans_in_a_spans_file_whose_crc_matches_are_left_out_and_counted(
     story = _story(run_dir, capsys)
     (process,) = story["story"]["processes"]
     assert process["spans_kept"] == len(good)
+    assert story["story"]["kept_line"] == f"{len(good)} of {len(good)} spans kept"  # not "the oldest dropped"
     (note,) = [line for line in story["caveats"] if "could not be placed" in line]
     assert "5 record(s)" in note and "1 span that ends before it starts" in note
     assert "2 spans that have a phase id out of range" in note and "1 span that lies outside" in note

@@ -189,7 +189,8 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
         threads=threads,
         phase_names=names,
         kept=n,
-        recorded=max(trace.recorded, n),
+        # Spans left out as unplaceable are said apart: "kept of recorded" tells what the ring dropped.
+        recorded=max(trace.recorded - sum(k for (kind, _), k in trace.left_out.items() if kind == "span"), n),
         dropped=trace.dropped,
         first_start_ns=first_start,
         last_end_ns=last_end,
