@@ -218,7 +218,6 @@ MANY_THREADS = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
 def test_a_process_of_300_threads_linking_keeps_its_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     subprocess.run([sys.executable, "-c", MANY_THREADS, str(tmp_path)], check=True, timeout=120)
     story = _story(tmp_path, capsys)
