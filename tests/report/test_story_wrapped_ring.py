@@ -153,3 +153,21 @@ def test_skew_over_rings_that_kept_different_steps_costs_at_most_the_run(tmp_pat
     (row,) = result.skew
     assert row.late_ns <= result.duration_ns
     assert all(f.cost_fraction is None or f.cost_fraction <= 1 for f in result.findings), result.findings
+
+
+def test_a_process_that_only_stamps_lifecycles_does_not_stretch_the_traced_length(tmp_path: Path) -> None:
+    """A client that calls trace_begin / trace_end and opens no phase has links and no span: its
+    monotonic clock's zero (1,000 s before the run here) is no moment of the run."""
+    node = Host("node07")
+    server, client = TracedWorker("server", node, pid=8101), TracedWorker("client", node, pid=8102)
+    for i in range(5):
+        client.links.append(["begin", "req", str(i), client.mono(), 0, -1])
+        with server.phase("handle"):
+            server.work(10 * MS)
+        client.wait_until(server.now)
+        client.links.append(["end", "req", str(i), client.mono(), 0, -1])
+    write_all(tmp_path, [server, client])
+    result, _ = story(load_run(tmp_path))
+    assert result is not None and result.path is not None
+    assert result.duration_ns == 50 * MS == result.path.duration_ns
+    assert result.path.shares[0].fraction == 1.0

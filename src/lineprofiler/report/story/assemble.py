@@ -127,8 +127,11 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
         return None, notes
     matches, unmatched = match_links(traces)
     clocks = estimate(traces, matches)
-    start = min(t.first_start_ns + clocks[t.host].offset_ns for t in traces)
-    end = max(t.stop_ns + clocks[t.host].offset_ns for t in traces)
+    # The traced length: from the first moment any trace holds (a span, an open entry, a link) to
+    # the last; a trace of none of them (tracing on, nothing recorded) has no moment to add.
+    timed = [t for t in traces if t.kept or t.open or t.links] or list(traces)
+    start = min(t.first_start_ns + clocks[t.host].offset_ns for t in timed)
+    end = max(t.stop_ns + clocks[t.host].offset_ns for t in timed)
     run_ns = max(0, end - start)
     kept = sum(t.kept for t in traces)
     # No span, no path: a run that only stamped links and lifecycles has nothing it ran.

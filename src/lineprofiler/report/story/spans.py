@@ -156,10 +156,13 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
         last_thread, last_phase = thread[last], phase[last]
         first_start = start[0]
     else:
-        last_end, last_thread, last_phase, first_start = 0, 0, -1, 0
+        # No span: its life on the timeline is its open entries', else its links' (a client that
+        # only stamps lifecycles), never its clock's zero.
+        times = [o[0] for o in zip(*trace.open, strict=True)] or [link[3] for link in trace.links] or [0]
+        last_end, last_thread, last_phase, first_start = max(times), 0, -1, min(times)
     opened = list(zip(*trace.open, strict=True))
     if opened:
-        first_start = min(first_start, min(o[0] for o in opened)) if n else min(o[0] for o in opened)
+        first_start = min(first_start, min(o[0] for o in opened))
         last_end = max(last_end, max(o[0] for o in opened))
     thread_start: dict[int, int] = {}
     if n and len(threads) <= _FEW_THREADS:
