@@ -11,10 +11,12 @@ one after the other, little-endian, sorted by start (32 bytes a span). The worke
 
 The number in the name is the write's: a later final snapshot (a signal, then the exit) writes
 a file of its own and removes the older one after its worker file is in place, so a worker file
-and the spans it names are always a pair. The reader takes the file only when its size is
-``32 * count`` and its CRC-32 is the one named: a cut, a damaged or a foreign file is one line,
-never a wrong span. Reading is one ``read`` and five ``array.frombytes`` (a copy each), so a
-thousand workers' rings are read in seconds.
+and the spans it names are always a pair. The reader takes the file only when it is the worker
+file's own (its name is the worker file's stem and a number), its size is ``32 * count`` and its
+CRC-32 is the one named: a cut, a damaged, a foreign or another worker's file is one line, never
+a wrong span. A file that passes is still checked span by span, over its columns
+(:func:`.tracesection.check_trace`). Reading is one ``read`` and five ``array.frombytes`` (a copy
+each), so a thousand workers' rings are read in seconds.
 
 This module imports nothing of the profilers: the report reads it where only the files are.
 """
@@ -105,15 +107,13 @@ def remove_older(worker_file: str | os.PathLike[str], keep: str | None, *, root:
     is named by no worker file, and the report ignores it)."""
     if keep is None:
         return
-    folder, own = os.path.split(os.fspath(worker_file))
-    stem = own.removesuffix(JSON_SUFFIX) + "."
+    folder = os.path.dirname(os.fspath(worker_file))
     try:
         names = os.listdir(folder or ".")
     except OSError:
         return
     for name in names:
-        ours = name.startswith(stem) and name.endswith(SUFFIX) and name[len(stem) : -len(SUFFIX)].isdigit()
-        if ours and name != keep:
+        if is_own(worker_file, name) and name != keep:
             try:
                 remove(os.path.join(folder, name), root=root)
             except OSError:
@@ -126,6 +126,13 @@ def _is_spans_name(name: object) -> bool:
         return False
     stem, dot, number = name.removesuffix(SUFFIX).rpartition(".")
     return bool(dot and stem and number.isdigit()) and "/" not in name and "\\" not in name and "\0" not in name
+
+
+def is_own(worker_file: str | os.PathLike[str], name: str) -> bool:
+    """Whether ``name`` is a spans file ``worker_file`` writes (:func:`file_name`: its own stem,
+    then the number of a write)."""
+    stem = os.path.basename(os.fspath(worker_file)).removesuffix(JSON_SUFFIX) + "."
+    return name.startswith(stem) and name[len(stem) : -len(SUFFIX)].isdigit() and name.endswith(SUFFIX)
 
 
 class SpanColumns:
@@ -167,6 +174,9 @@ def read(worker_file: str | os.PathLike[str], reference: object) -> list[array[i
         raise SpanFileError(f"'trace.spans' has layout {ascii(layout)[:40]}, which this reader does not know")
     if not _is_spans_name(name):
         raise SpanFileError("'trace.spans.file' is not the name of a spans file beside the worker file")
+    if not is_own(worker_file, str(name)):
+        # Another worker file's spans (a copied or forged reference): never read as this one's.
+        raise SpanFileError(f"'trace.spans.file' names {name}, the spans file of another worker file")
     if type(count) is not int or count < 0 or type(crc) is not int:
         raise SpanFileError("'trace.spans' has no count or crc32")
     path = os.path.join(os.path.dirname(worker_file), str(name))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from ...runfiles import tracesection
 from .. import format as fmt
 from ..run import Run
 from .attribution import attribute
@@ -103,6 +104,19 @@ def _timeline_unix(traces: Sequence[WorkerTrace], clocks: dict[str, HostClock]) 
     return unix - mono
 
 
+def _left_out_note(traces: Sequence[WorkerTrace]) -> str:
+    """One line for the records of ``traces`` that could not be placed (each trace's rest stands)."""
+    total: dict[tuple[str, str], int] = defaultdict(int)
+    for trace in traces:
+        for key, n in trace.left_out.items():
+            total[key] += n
+    who = ", ".join(t.worker.label for t in traces[:5]) + (f" and {len(traces) - 5} more" if len(traces) > 5 else "")
+    return (
+        f"{fmt.count(sum(total.values()))} record(s) of the trace of {who} could not be placed and are left out "
+        f"({tracesection.left_out_text(total)}); the rest of the trace is reported"
+    )
+
+
 def story(run: Run) -> tuple[Story | None, list[str]]:
     """The story, or None when no worker has a trace; and the CAVEATS lines it adds."""
     if not has_trace(run):
@@ -113,8 +127,11 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
         return None, notes
     matches, unmatched = match_links(traces)
     clocks = estimate(traces, matches)
-    start = min(t.first_start_ns + clocks[t.host].offset_ns for t in traces)
-    end = max(t.stop_ns + clocks[t.host].offset_ns for t in traces)
+    # The traced length: from the first moment any trace holds (a span, an open entry, a link) to
+    # the last; a trace of none of them (tracing on, nothing recorded) has no moment to add.
+    timed = [t for t in traces if t.kept or t.open or t.links] or list(traces)
+    start = min(t.first_start_ns + clocks[t.host].offset_ns for t in timed)
+    end = max(t.stop_ns + clocks[t.host].offset_ns for t in timed)
     run_ns = max(0, end - start)
     kept = sum(t.kept for t in traces)
     # No span, no path: a run that only stamped links and lifecycles has nothing it ran.
@@ -175,6 +192,16 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
     untraced = len(run.workers) - len(traces)
     if untraced:
         notes.append(f"{untraced} process(es) recorded no trace: the story leaves them out")
+    unplaced = [t for t in traces if t.left_out]
+    if unplaced:
+        notes.append(_left_out_note(unplaced))
+    if path is not None and path.unknown_before is not None:
+        gone = traces[path.unknown_before]
+        notes.append(
+            f"the critical path begins {fmt.duration(path.start_ns - start)} into the traced run, where it waited on "
+            f"a signal {gone.worker.label} sent before its oldest kept span (its ring dropped the older spans): what "
+            "set the run's length before that is not in the files"
+        )
     on_path = {s.process for s in path.segments} if path is not None else set()
     chosen = sorted(traces, key=lambda t: (t.index not in on_path, -(t.stop_ns - t.first_start_ns)))[:MAX_LANES]
     result = Story(

@@ -27,16 +27,18 @@ from .spans import FILES_PER_JOB, WorkerTrace, columns_at, inline_trace
 MAX_PROCESSES = 32
 _FAR = 1 << 62
 
-#: One file's work: its path, its trace when held inline, its phase paths by id, and its running
-#: segments as ``(thread index, start, end)`` on its own clock, sorted and disjoint per thread.
-_Task = tuple[Path, Any, dict[int, str], list[tuple[int, int, int]]]
+#: One file's work: its path, its trace when held inline, its last sign of life, the CRC-32 of its
+#: spans file when found placed (:attr:`~.spans.WorkerTrace.checked_crc`), its phase paths by
+#: id, and its running segments as ``(thread index, start, end)`` on its own clock, sorted and
+#: disjoint per thread.
+_Task = tuple[Path, Any, int, int | None, dict[int, str], list[tuple[int, int, int]]]
 
 
 def _split_file(task: _Task) -> list[dict[str | None, int]] | None:
     """Per segment, its nanoseconds per innermost phase (None: in no span); None when unreadable."""
-    path, inline, names, segments = task
+    path, inline, stop_unix_ns, checked_crc, names, segments = task
     try:
-        trace = columns_at(path, inline)
+        trace = columns_at(path, inline, stop_unix_ns, checked_crc)
     except workerfile.WorkerFileError:
         return None
     if trace is None:
@@ -54,8 +56,17 @@ def _split_file(task: _Task) -> list[dict[str | None, int]] | None:
         covered = sum(ns for name, ns in by_path.items() if "/" not in name)
         if b - a - covered > 0:
             own[None] = b - a - covered
-        out.append(own)
+        out.append(_within(own, b - a))
     return out
+
+
+def _within(own: dict[str | None, int], length: int) -> dict[str | None, int]:
+    """``own`` scaled down to sum to at most ``length``: spans of one thread nest, but a file's
+    spans that overlap without nesting would give a segment more phase time than it lasted."""
+    total = sum(own.values())
+    if total <= length:
+        return own
+    return {name: ns * length // total for name, ns in own.items()}
 
 
 def overlaps(
@@ -132,6 +143,8 @@ def attribute(path: CriticalPath, traces: Sequence[WorkerTrace], clocks: dict[st
             (
                 trace.worker.path,
                 inline_trace(trace.worker),
+                trace.worker.stop_ns,
+                trace.checked_crc,
                 trace.phase_names,
                 [(_thread_index(trace, s.thread), s.start_ns - offset, s.end_ns - offset) for s in segments],
             )

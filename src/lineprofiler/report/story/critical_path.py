@@ -4,7 +4,14 @@ Start at the moment the run's last process stopped, on the thread that ended las
 in time. At each ``wait`` link of that thread whose signal came after the wait began (the thread
 was blocked on it), jump along the link to the signalling thread, at the moment of the signal;
 a wait whose item was signalled before it began did not block, and the walk goes past it. Where
-no such wait is left, the path begins at that thread's first span. Each piece is a
+no such wait is left, the path begins at that thread's first span.
+
+The walk never leaves what the rings kept: a process's first kept span (or open entry) is the
+earliest it can be on the path. A wait that ended before it is not looked at, and a wait whose
+signal came before the signalling process's first kept span (its ring dropped what it was doing
+then, though its link ring may still hold the signal) ends the walk: the path then begins at that
+wait's end, and :attr:`~.model.CriticalPath.unknown_before` names the process whose spans are gone.
+So the path lies within the run, and no share of it exceeds the run. Each piece is a
 :class:`~.model.Segment`: a thread running up to the point the path left it (named after the phase
 the link or the last span was recorded in), or the wake-up latency between a signal and the end
 of its wait.
@@ -54,6 +61,10 @@ def critical_path(
     def on_timeline(trace: WorkerTrace, t_ns: int) -> int:
         return t_ns + clocks[trace.host].offset_ns
 
+    def floor(trace: WorkerTrace) -> int | None:
+        """Its first kept moment on the timeline; None when it kept no span and no open entry."""
+        return on_timeline(trace, trace.first_start_ns) if trace.kept or trace.open else None
+
     last = max(traces, key=lambda t: (on_timeline(t, t.stop_ns), -t.index))
     thread = last.last_thread
     if last.open:
@@ -62,12 +73,14 @@ def critical_path(
     waits = _index_waits(traces, matches, clocks)
     segments: list[Segment] = []
     used: set[int] = set()
+    unknown_before: int | None = None
     trace, now, phase_id = last, end, _last_phase(last, thread)
     for _ in range(len(matches) + 1):
         times, rows = waits.get((trace.index, thread), ([], []))
         k = bisect_right(times, now) - 1
+        low = floor(trace)
         jump: tuple[WorkerTrace, Link, Link] | None = None
-        while k >= 0:
+        while k >= 0 and low is not None and times[k] >= low:
             signaller, signal, _, wait = rows[k]
             sent = on_timeline(signaller, signal.t_ns)
             began = None if wait.began_ns is None else on_timeline(trace, wait.began_ns)
@@ -76,6 +89,15 @@ def critical_path(
                 jump = (signaller, signal, wait)
                 break
             k -= 1
+        if jump is not None:
+            signaller_floor = floor(jump[0])
+            if signaller_floor is None or on_timeline(jump[0], jump[1].t_ns) < signaller_floor:
+                # It waited on what its signaller did before the signaller's oldest kept span:
+                # the path before this wait's end is not in the files.
+                if times[k] < now:
+                    segments.append(_segment("run", trace, thread, times[k], now, phase_id))
+                unknown_before = jump[0].index
+                break
         if jump is None:
             first = on_timeline(trace, trace.thread_start_ns.get(thread, trace.first_start_ns))
             segments.append(_segment("run", trace, thread, min(first, now), now, phase_id))
@@ -97,7 +119,7 @@ def critical_path(
         key=lambda share: (-share.duration_ns, share.process, share.phase or ""),
     )
     jumps = sum(1 for s in segments if s.kind == "wake")
-    return CriticalPath(start, end, segments, shares, jumps), used
+    return CriticalPath(start, end, segments, shares, jumps, unknown_before), used
 
 
 def _segment(

@@ -98,6 +98,9 @@ class CriticalPath:
     shares: list[PathShare]
     #: Links followed (jumps from a wait to its signal).
     jumps: int
+    #: The process whose ring dropped the spans the path would have gone back into (it begins at
+    #: the end of a wait on that process's older signal); None when the path is whole.
+    unknown_before: int | None = None
 
     @property
     def duration_ns(self) -> int:

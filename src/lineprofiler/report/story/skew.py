@@ -6,7 +6,9 @@ rank recorded it: its n-th entry in each rank is step n (counted from the last e
 oldest spans were dropped, so that the steps still line up). A rank's arrival is that entry's
 start on the run's timeline; at each step the others wait for the latest arrival. The straggler
 is the rank that arrived last at the most steps; what it cost is, summed over steps, how much
-later the last arrival was than the median one.
+later the last arrival was than the median one, never more than the time from the first arrival
+to the last (steps that overlap in time, ranks whose rings kept different steps, cannot make it
+exceed the run).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def skew(traces: Sequence[WorkerTrace], clocks: dict[str, HostClock]) -> list[Sk
         from_end = any(t.dropped for t in ranked)
         late_total = 0
         spread_total = 0
+        first_at, final_at = None, None
         last_at: Counter[int] = Counter()
         for n in range(steps):
             arrivals = []
@@ -38,9 +41,14 @@ def skew(traces: Sequence[WorkerTrace], clocks: dict[str, HostClock]) -> list[Sk
                 at = starts[len(starts) - steps + n] if from_end else starts[n]
                 arrivals.append((at + clocks[t.host].offset_ns, t.index))
             latest = max(arrivals)
+            earliest = min(arrivals)[0]
+            first_at = earliest if first_at is None else min(first_at, earliest)
+            final_at = latest[0] if final_at is None else max(final_at, latest[0])
             late_total += latest[0] - int(median(a for a, _ in arrivals))
             spread_total += latest[0] - min(arrivals)[0]
             last_at[latest[1]] += 1
+        if first_at is not None and final_at is not None:
+            late_total = min(late_total, final_at - first_at)
         straggler, count = min(last_at.items(), key=lambda kv: (-kv[1], kv[0]))
         hosts = {t.host for t in ranked}
         uncertainties = [clocks[h].uncertainty_ns for h in hosts]

@@ -31,6 +31,9 @@ FILES_PER_JOB = 4
 LANE_SPANS = 400
 #: How far back from a wait link its enclosing span is looked for.
 _WAIT_LOOKBACK = 256
+#: Up to this many threads, each one's first span is found by ``array.index`` (at C speed, from
+#: the start); past it, by one pass over the thread column.
+_FEW_THREADS = 16
 
 
 @dataclass(slots=True)  # a run of a thousand processes holds hundreds of thousands
@@ -72,6 +75,12 @@ class WorkerTrace:
     arrivals: dict[str, array[int]] = field(default_factory=dict)
     #: Per thread index, the first span start: the earliest a critical path can reach there.
     thread_start_ns: dict[int, int] = field(default_factory=dict)
+    #: Records of its trace that could not be placed, left out: per ``(kind, why)``, how many
+    #: (:attr:`~lineprofiler.runfiles.tracesection.TraceColumns.left_out`).
+    left_out: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: Its spans file's CRC-32 when every span in it was found placed: its later readings (the
+    #: lanes, the path's phases) need not check them again.
+    checked_crc: int | None = None
     #: Its worker, attached where the run is (a summary is made in a pool's process without it).
     worker: Worker = field(default=cast(Worker, None), repr=False)
     #: Its position among the run's workers.
@@ -101,19 +110,26 @@ def inline_trace(worker: Worker) -> Any:
     return None if tracesection.skipped(trace) else trace
 
 
-def columns_at(path: Path, inline: Any) -> tracesection.TraceColumns | None:
+def columns_at(
+    path: Path, inline: Any, stop_unix_ns: int, checked_crc: int | None = None
+) -> tracesection.TraceColumns | None:
     """A worker's trace as columns: ``inline`` checked, or (None) read from its file at ``path``;
-    None when tracing was off. Raises WorkerFileError for a trace that cannot be used."""
+    None when tracing was off. ``stop_unix_ns``: the worker's last sign of life, past which no
+    record can lie. Every reading of a worker's trace comes here, so each leaves out the same
+    records (``checked_crc``: the summary's, see :attr:`WorkerTrace.checked_crc`). Raises
+    WorkerFileError for a trace that cannot be used."""
     if inline is None:
-        return tracesection.read_trace(path)
-    return tracesection.check_trace(inline, path, workerfile.WorkerFileError)
+        return tracesection.read_trace(path, stop_unix_ns=stop_unix_ns, checked_crc=checked_crc)
+    return tracesection.check_trace(
+        inline, path, workerfile.WorkerFileError, stop_unix_ns=stop_unix_ns, checked_crc=checked_crc
+    )
 
 
 def trace_columns(worker: Worker) -> tracesection.TraceColumns | None:
     """One worker's trace as columns (:func:`columns_at`); None when tracing was off."""
     if worker.document.get("trace") is None:
         return None
-    return columns_at(worker.path, inline_trace(worker))
+    return columns_at(worker.path, inline_trace(worker), worker.stop_ns)
 
 
 def _stop_on_own_clock(stop_unix_ns: int, pairs: list[tuple[int, int, int]], fallback: int) -> int:
@@ -140,17 +156,24 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
         last_thread, last_phase = thread[last], phase[last]
         first_start = start[0]
     else:
-        last_end, last_thread, last_phase, first_start = 0, 0, -1, 0
+        # No span: its life on the timeline is its open entries', else its links' (a client that
+        # only stamps lifecycles), never its clock's zero.
+        times = [o[0] for o in zip(*trace.open, strict=True)] or [link[3] for link in trace.links] or [0]
+        last_end, last_thread, last_phase, first_start = max(times), 0, -1, min(times)
     opened = list(zip(*trace.open, strict=True))
     if opened:
-        first_start = min(first_start, min(o[0] for o in opened)) if n else min(o[0] for o in opened)
+        first_start = min(first_start, min(o[0] for o in opened))
         last_end = max(last_end, max(o[0] for o in opened))
     thread_start: dict[int, int] = {}
-    for t in range(len(threads)) if n else ():
-        try:
-            thread_start[t] = start[thread.index(t)]  # sorted by start: its first span (at C speed)
-        except ValueError:
-            pass
+    if n and len(threads) <= _FEW_THREADS:
+        for t in range(len(threads)):
+            try:
+                thread_start[t] = start[thread.index(t)]  # sorted by start: its first span (at C speed)
+            except ValueError:
+                pass
+    elif n:  # a server's thousands: each thread's first span in one pass (the earliest index wins)
+        first_at = dict(zip(reversed(thread), reversed(range(n)), strict=True))
+        thread_start = {t: start[k] for t, k in first_at.items()}
     for o_start, _, o_thread in opened:
         thread_start[o_thread] = min(thread_start.get(o_thread, o_start), o_start)
     links = [Link(*link) for link in trace.links]
@@ -169,7 +192,8 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
         threads=threads,
         phase_names=names,
         kept=n,
-        recorded=max(trace.recorded, n),
+        # Spans left out as unplaceable are said apart: "kept of recorded" tells what the ring dropped.
+        recorded=max(trace.recorded - sum(k for (kind, _), k in trace.left_out.items() if kind == "span"), n),
         dropped=trace.dropped,
         first_start_ns=first_start,
         last_end_ns=last_end,
@@ -181,6 +205,8 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
         links=links,
         arrivals=arrivals,
         thread_start_ns=thread_start,
+        left_out=trace.left_out,
+        checked_crc=trace.checked_crc,
     )
 
 
@@ -225,7 +251,7 @@ def _summarise_file(task: _Task) -> WorkerTrace | str | None:
     """One worker's summary, the one line saying why its trace cannot be used, or None (no trace)."""
     path, inline, phases, stop_unix_ns = task
     try:
-        trace = columns_at(path, inline)
+        trace = columns_at(path, inline, stop_unix_ns)
     except workerfile.WorkerFileError as error:
         return str(error)
     return None if trace is None else summarise(phases, stop_unix_ns, trace)
@@ -265,7 +291,7 @@ def longest(trace: tracesection.TraceColumns, count: int = LANE_SPANS) -> list[t
     return [(start[k], end[k], phase[k], thread[k], cpu[k]) for k in chosen]
 
 
-def _longest_of_file(task: tuple[Path, Any]) -> list[tuple[int, int, int, int, int]] | None:
+def _longest_of_file(task: tuple[Path, Any, int, int | None]) -> list[tuple[int, int, int, int, int]] | None:
     """One worker's longest spans; None when its trace cannot be read (the story said why)."""
     try:
         trace = columns_at(*task)
@@ -277,7 +303,7 @@ def _longest_of_file(task: tuple[Path, Any]) -> list[tuple[int, int, int, int, i
 def lane_spans(traces: Sequence[WorkerTrace]) -> list[list[tuple[int, int, int, int, int]] | None]:
     """The longest spans of each of ``traces``, their files read again (in a pool where there
     are enough): only the outputs that draw lanes ask, and only for the processes they draw."""
-    tasks = [(trace.worker.path, inline_trace(trace.worker)) for trace in traces]
+    tasks = [(t.worker.path, inline_trace(t.worker), t.worker.stop_ns, t.checked_crc) for t in traces]
     jobs = parallel.jobs_for(len(tasks), len(tasks), FILES_PER_JOB)
     return list(parallel.ordered_map(_longest_of_file, tasks, jobs))
 
