@@ -222,7 +222,8 @@ def main() -> None:
         size = sum(p.stat().st_size for p in (root / "workers").rglob("w_*.json"))
         spans_size = sum(p.stat().st_size for p in (root / "workers").rglob("w_*" + spanfile.SUFFIX))
         print(
-            f"{args.workers} workers x {args.spans:,} spans over {args.threads} thread(s): {size / 1e6:,.0f} MB of worker files and "
+            f"{args.workers} workers x {args.spans:,} spans over {args.threads} thread(s): "
+            f"{size / 1e6:,.0f} MB of worker files and "
             f"{spans_size / 1e6:,.0f} MB of spans files, "
             f"generated in {time.perf_counter() - start:.1f} s"
         )
