@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lineprofiler.accounting import _phases
-from lineprofiler.accounting.profiler import MAX_ERROR_CHARS
+from lineprofiler.accounting._error_text import MAX_ERROR_CHARS
 from lineprofiler.cli import main
 from lineprofiler.runfiles import workerfile
 
@@ -83,3 +83,32 @@ def test_the_engine_cuts_a_hooks_megabyte_message() -> None:
     for error in snapshot["errors"]:
         assert len(error) <= LINE_BOUND
         assert error.endswith(f"... ({MESSAGE_CHARS - MAX_ERROR_CHARS} more characters not kept)")
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("the user's __str__ fails too")
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (RuntimeError("z" * MESSAGE_CHARS), "RuntimeError: " + "z" * (MAX_ERROR_CHARS - len("RuntimeError: "))),
+        (_Unprintable(), "_Unprintable: (its message could not be read)"),
+    ],
+    ids=["megabytes", "unprintable"],
+)
+def test_the_gpu_annotators_last_error_is_bounded_and_never_raises(error: Exception, expected: str) -> None:
+    from lineprofiler.accounting import gpu
+
+    def push(name: str) -> None:  # an NVTX push that fails as a broken installation's would
+        raise error
+
+    annotator = gpu.Annotator(nvtx=False, record_function=False)
+    annotator._push, annotator._pop = push, lambda: None
+    annotator.enter("step")  # must not raise into the user's code
+    annotator.exit("step")
+    described = annotator.describe()
+    assert described["errors"] == 1
+    assert described["last_error"].startswith(expected)
+    assert len(described["last_error"]) <= LINE_BOUND

@@ -8,6 +8,8 @@ and a no-op at the cost of one check when tracing is off.
 
 from __future__ import annotations
 
+from ._error_text import message
+
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
     from . import _phases
@@ -84,14 +86,4 @@ class TraceLinks:
                 text = f"{text.replace(_MARK_SEPARATOR, ' ')}{_MARK_SEPARATOR}{name}"
             self.recorder.trace_link(kind, text, str(key))  # type: ignore[union-attr]
         except Exception as error:  # noqa: BLE001 - a guest never raises into its host (a key whose str() fails)
-            self._record_error(f"trace link: {type(error).__name__}: {_message(error)}")
-
-
-def _message(error: BaseException) -> str:
-    """The error's text (the profiler's error list cuts it to its stated bound); never raises,
-    whatever the user's exception's ``__str__`` does."""
-    try:
-        text = str(error)
-    except Exception:  # noqa: BLE001 - the user's __str__ of the user's exception
-        return "(its message could not be read)"
-    return text
+            self._record_error(f"trace link: {type(error).__name__}: {message(error)}")

@@ -21,6 +21,7 @@ import sys
 import threading
 
 from . import capabilities
+from ._error_text import describe
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ class Annotator:
 
     def _note(self, error: BaseException) -> None:
         self.errors += 1
-        self.last_error = f"{error.__class__.__name__}: {error}"
+        self.last_error = describe(error)  # bounded, and never raises from the error's own __str__
 
     def _stack(self) -> list[tuple[str, Callable[[], Any] | None, Any]]:
         stack: list[tuple[str, Callable[[], Any] | None, Any]]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 from . import _phases
+from ._error_text import cut
 from ._links import TraceLinks
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
@@ -45,10 +46,9 @@ DEFAULT_SAMPLE_INTERVAL_S = 1.0
 #: signal that ends the process always gets its final flush.
 SIGNAL_FLUSH_INTERVAL_S = 1.0
 _MAX_ERRORS = 32
-#: Characters of one error's text kept: the text may be the user's (a key's ``__str__`` that
-#: raised with megabytes), and 32 of them must not make a worker file its report cannot read.
-#: The engine keeps its own errors to the same length (LP_MAX_ERROR_TEXT).
-MAX_ERROR_CHARS = 500
+# Each error's text is cut to MAX_ERROR_CHARS: the text may be the user's (a key's ``__str__``
+# that raised with megabytes), and 32 of them must not make a worker file its report cannot
+# read. The engine keeps its own errors to the same length (LP_MAX_ERROR_TEXT).
 
 
 def _env_enabled(value: str | None) -> bool:
@@ -400,9 +400,7 @@ class Profiler(TraceLinks):
 
     def _record_error(self, text: str) -> None:
         if len(self._errors) < _MAX_ERRORS:
-            if len(text) > MAX_ERROR_CHARS:
-                text = f"{text[:MAX_ERROR_CHARS]}... ({len(text) - MAX_ERROR_CHARS} more characters not kept)"
-            self._errors.append(text)
+            self._errors.append(cut(text))
         else:
             self._errors_dropped += 1
 
