@@ -189,6 +189,13 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
             f"the story has {fmt.count(kept)} of {fmt.count(recorded)} spans kept (the oldest dropped, in "
             f"{dropping} process(es) whose ring filled): the critical path and the findings cover the spans kept"
         )
+    links_dropped = sum(t.links_dropped for t in traces)
+    if links_dropped:
+        dropping = sum(1 for t in traces if t.links_dropped)
+        notes.append(
+            f"{fmt.count(links_dropped)} link(s) were dropped (the oldest, in {dropping} process(es) whose link ring "
+            "filled): waits on them are unmatched, and the critical path does not follow them"
+        )
     untraced = len(run.workers) - len(traces)
     if untraced:
         notes.append(f"{untraced} process(es) recorded no trace: the story leaves them out")

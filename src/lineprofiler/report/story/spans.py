@@ -78,6 +78,8 @@ class WorkerTrace:
     #: Records of its trace that could not be placed, left out: per ``(kind, why)``, how many
     #: (:attr:`~lineprofiler.runfiles.tracesection.TraceColumns.left_out`).
     left_out: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: Links its link ring dropped (the oldest, once it filled): waits and signals the story cannot match.
+    links_dropped: int = 0
     #: Its spans file's CRC-32 when every span in it was found placed: its later readings (the
     #: lanes, the path's phases) need not check them again.
     checked_crc: int | None = None
@@ -203,6 +205,7 @@ def summarise(phases: list[dict[str, Any]], stop_unix_ns: int, trace: tracesecti
         clock_pairs=trace.clock_pairs,
         open=opened,
         links=links,
+        links_dropped=max(0, trace.links_dropped),
         arrivals=arrivals,
         thread_start_ns=thread_start,
         left_out=trace.left_out,
