@@ -117,16 +117,6 @@ static LP_NOINLINE PyObject *lp_line_new(lp_TracerObject *tr, lp_thread *th, PyO
     Py_RETURN_NONE;
 }
 
-/* LINE on a thread with an empty stack. */
-static LP_NOINLINE PyObject *lp_line_fresh(lp_TracerObject *tr, PyObject *code, PyObject *line)
-{
-    lp_thread *th = lp_thread_slow(tr, lp_thread_key());
-    if (th == NULL) {
-        Py_RETURN_NONE;
-    }
-    return lp_line_new(tr, th, code, lp_current_frame(th), line);
-}
-
 /* LINE in the frame on top, at a line outside its table or given as other
  * than a small int: the general path. */
 static LP_NOINLINE PyObject *lp_line_other(lp_TracerObject *tr, lp_thread *th, lp_frame *top, PyObject *line)
@@ -136,6 +126,28 @@ static LP_NOINLINE PyObject *lp_line_other(lp_TracerObject *tr, lp_thread *th, l
     lp_close(top, v);
     lp_open(th, top, slot, v, 1);
     Py_RETURN_NONE;
+}
+
+/* LINE on a thread other than the cached one, or with an empty stack. The
+ * stack need not be empty: any event of another thread in between (a thread
+ * of the user's, a library's background writer, an exception leaving a
+ * frame on it, which cannot be disabled) moves the cache there, and the
+ * frame on top here is then usually this event's own frame, whose next line
+ * this is: not a new frame. */
+static LP_NOINLINE PyObject *lp_line_fresh(lp_TracerObject *tr, PyObject *code, PyObject *line)
+{
+    lp_thread *th = lp_thread_slow(tr, lp_thread_key());
+    if (th == NULL) {
+        Py_RETURN_NONE;
+    }
+    void *frame = lp_current_frame(th);
+    if (th->depth > 0) {
+        lp_frame *top = &th->stack[th->depth - 1];
+        if (top->frame == frame && top->code == code) {
+            return lp_line_other(tr, th, top, line);
+        }
+    }
+    return lp_line_new(tr, th, code, frame, line);
 }
 
 /* The common path of LINE: the next line of the frame on top. `clock` is
