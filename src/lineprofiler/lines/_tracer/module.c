@@ -272,6 +272,7 @@ static void lp_tracer_dealloc(lp_TracerObject *self)
         lp_thread *th = (lp_thread *)self->threads.slots[j].val;
         if (th != NULL) {
             PyMem_Free(th->stack);
+            PyMem_Free(th->top_of);
             Py_XDECREF(th->user_exc);
 #if !LP_MONITORING
             Py_XDECREF(th->prev_obj);
@@ -317,8 +318,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
     for (size_t j = 0; self->threads.slots && j <= self->threads.mask; j++) {
         lp_thread *th = (lp_thread *)self->threads.slots[j].val;
         if (th != NULL) {
-            th->depth = 0;
-            lp_self_reset(th);
+            lp_stack_forget(th);
         }
     }
 #if !LP_MONITORING

@@ -112,7 +112,9 @@ static LP_NOINLINE PyObject *lp_line_new(lp_TracerObject *tr, lp_thread *th, PyO
          * either way (a frame adopted here counts once per session, see lp_count_call()). */
         lp_count_call(tr, th, rec);
         lp_line *slot = lp_slot_of(tr, th, rec, lp_as_line(line));
-        lp_open(th, top, slot, lp_vnow(tr, th), 1);
+        int64_t v = lp_vnow(tr, th);
+        lp_open(th, top, slot, v, 1);
+        lp_nest(th, top, v);
     }
     Py_RETURN_NONE;
 }
@@ -242,9 +244,14 @@ LP_INLINE PyObject *lp_on_enter(PyObject *self, PyObject *const *args, size_t na
     lp_frame *f = lp_push(tr, th, code, lp_current_frame(th), rec, 0);
     if (f != NULL && how == LP_ENTER_START) {
         lp_count_call(tr, th, rec);
+        if (LP_UNLIKELY(f->outer != 0)) {
+            lp_nest(th, f, lp_vnow(tr, th));
+        }
     } else if (f != NULL) {
         lp_line *slot = lp_slot_of(tr, th, rec, lp_line_at(rec, args[1]));
-        lp_open(th, f, slot, lp_vnow(tr, th), 0);
+        int64_t v = lp_vnow(tr, th);
+        lp_open(th, f, slot, v, 0);
+        lp_nest(th, f, v);
     }
     Py_RETURN_NONE;
 }
@@ -266,7 +273,7 @@ static LP_NOINLINE PyObject *lp_exit_other(lp_TracerObject *tr, PyObject *code, 
                 lp_close(top, v);
                 lp_pop(th, v);
             } else {
-                th->depth--;
+                lp_drop(tr, th);
             }
             Py_RETURN_NONE;
         }
@@ -306,7 +313,7 @@ LP_INLINE PyObject *lp_exit_impl(PyObject *self, PyObject *const *args, size_t n
         lp_close(top, v);
         lp_pop(th, v);
     } else {
-        th->depth--;
+        lp_drop(tr, th);
     }
     Py_RETURN_NONE;
 }
