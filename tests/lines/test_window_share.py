@@ -60,7 +60,10 @@ def test_a_line_run_by_four_threads_at_once_is_at_most_the_whole_window(tmp_path
     assert done.returncode == 0, done.stderr
     result = subprocess.run(
         [sys.executable, "-m", "lineprofiler", "report", str(run_dir), "--lines", "--json", "--lines-top", "50"],
-        capture_output=True, text=True, env=_env(), timeout=120,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     (role,) = json.loads(result.stdout)["lines"]["roles"]
