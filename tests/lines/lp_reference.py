@@ -55,6 +55,33 @@ class Reference:
         entry[2] = line
         entry[3] = t
 
+    def _outer(self, entry):
+        """The entry below ``entry`` (the top of the stack) that runs the same code, or None."""
+        assert self.stack[-1] is entry
+        if entry[0] is None:
+            return None
+        for below in reversed(self.stack[:-1]):
+            if below[0] is entry[0]:
+                return below
+        return None
+
+    def nest(self, entry, t: int) -> None:
+        """Recursion: a frame that runs inside an activation of its own code pauses that
+        activation's open line (billed up to t) until it ends; its time is its own lines'."""
+        outer = self._outer(entry)
+        if outer is not None:
+            if outer[2] is not None:
+                self.data.setdefault(outer[0], {}).setdefault(outer[2], [0, 0])[1] += t - outer[3]
+            outer[3] = t
+
+    def pop(self, t: int) -> None:
+        """The frame on top ends at t: the activation of its code below resumes its line."""
+        entry = self.stack[-1]
+        outer = self._outer(entry)
+        self.stack.pop()
+        if outer is not None:
+            outer[3] = t
+
     def result(self) -> Result:
         out: Result = {}
         for code, lines in self.data.items():
@@ -84,6 +111,7 @@ class Reference:
                 return sys.monitoring.DISABLE
             top = [code, None, None, t]
             self.stack.append(top)
+            self.nest(top, t)
         self.open(top, line, t, 1)
 
     def _enter(self, code, offset, resume, can_disable=True):
@@ -92,6 +120,7 @@ class Reference:
         t = self.now()
         entry = [code, None, None, t]
         self.stack.append(entry)
+        self.nest(entry, t)
         if resume:
             self.open(entry, self._line_at(code, offset), t, 0)
 
@@ -100,7 +129,7 @@ class Reference:
         top = self.stack[-1] if self.stack else None
         if top is not None and top[0] is code:
             self.close(top, t)
-            self.stack.pop()
+            self.pop(t)
             return None
         if can_disable and not self.ours(code):
             return sys.monitoring.DISABLE
@@ -147,6 +176,7 @@ class Reference:
                 self.stack.append(top)
                 if top[0] is None:
                     return self.trace
+                self.nest(top, t)
             self.open(top, frame.f_lineno, t, 1)
         elif event == "call":
             # Frames are entered at their first line event; generators and coroutines here,
@@ -155,13 +185,15 @@ class Reference:
                 t = self.now()
                 entry = [code if self.ours(code) else None, frame, None, t]
                 self.stack.append(entry)
+                self.nest(entry, t)
                 if entry[0] is not None and frame.f_lineno != code.co_firstlineno:
                     self.open(entry, frame.f_lineno, t, 0)
         elif event == "return":
             if top is not None and top[1] is frame:
+                t = self.now()
                 if top[0] is not None:
-                    self.close(top, self.now())
-                self.stack.pop()
+                    self.close(top, t)
+                self.pop(t)
         return self.trace
 
     # -- running ---------------------------------------------------------------------------------

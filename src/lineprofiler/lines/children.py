@@ -86,7 +86,7 @@ class Recording(EndingProfiler, Protocol):
     def lines_document(
         self, process: dict[str, Any], errors: list[str], *, empty: bool = False, children: bool | None = None
     ) -> dict[str, Any]: ...
-    def clear(self) -> None: ...
+    def clear_after_fork(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -267,7 +267,7 @@ class Session:
         self.mp_hooked = False
         self._started_written = True
         try:
-            self.profiler.clear()
+            self.profiler.clear_after_fork()  # the parent's open lines are not the child's
         except Exception as error:
             self.errors.append(f"clearing after fork: {error!r}")
         self.write("started")

@@ -355,6 +355,17 @@ class LineProfiler:
     #: The seed names both; they mean the same.
     reset = clear
 
+    def clear_after_fork(self) -> None:
+        """In a fork child that goes on recording: :meth:`clear`, and the lines the parent's
+        frames had open at the fork are dropped unbilled, so the child's tables cover only what
+        it ran after the fork (lines it runs in those frames afterwards included)."""
+        with self._lock:
+            self._tracer.after_fork()
+            self._regions.clear()
+            self._wall_ns = 0
+            if self._since is not None:
+                self._since = time.perf_counter_ns()
+
     @property
     def wall_time_ns(self) -> int:
         """Wall time spent enabled since the last clear()."""

@@ -43,8 +43,10 @@ class LineStats:
 class FunctionStats:
     """One function (code object) of the project and its lines.
 
-    ``time_ns`` is the sum of its lines' times. A recursive function's outer calls include the
-    inner ones, so for recursion this sum exceeds the wall time spent in the function.
+    ``time_ns`` is the sum of its lines' times: the time the function was on the stack. While it
+    runs inside an activation of itself, the inner activation's time is its own lines' only (the
+    outer line that led to it is paused), so recursion is counted once, as cProfile's cumulative
+    time, and never exceeds the wall time of the outermost call.
     """
 
     filename: str

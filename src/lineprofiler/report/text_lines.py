@@ -72,7 +72,8 @@ def lines_lines(block: LinesBlock | None) -> list[str]:
     """The LINES block; [] when absent."""
     if block is None:
         return []
-    lines = ["LINES  (backend=\"lines\" windows; a line's time includes the calls it makes)", fmt.RULE]
+    title = "LINES  (backend=\"lines\" windows; a line's time includes the calls it makes, a recursive function's once)"
+    lines = [title, fmt.RULE]
     for index, role in enumerate(block.roles):
         if index:
             lines.append("")

@@ -272,6 +272,7 @@ static void lp_tracer_dealloc(lp_TracerObject *self)
         lp_thread *th = (lp_thread *)self->threads.slots[j].val;
         if (th != NULL) {
             PyMem_Free(th->stack);
+            PyMem_Free(th->top_of);
             Py_XDECREF(th->user_exc);
 #if !LP_MONITORING
             Py_XDECREF(th->prev_obj);
@@ -317,8 +318,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
     for (size_t j = 0; self->threads.slots && j <= self->threads.mask; j++) {
         lp_thread *th = (lp_thread *)self->threads.slots[j].val;
         if (th != NULL) {
-            th->depth = 0;
-            lp_self_reset(th);
+            lp_stack_forget(th);
         }
     }
 #if !LP_MONITORING
@@ -543,6 +543,39 @@ static PyObject *lp_tracer_clear(lp_TracerObject *self, PyObject *Py_UNUSED(igno
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(lp_after_fork_doc,
+             "after_fork()\n--\n\n"
+             "In a fork child: clear(), and the frames open at the fork, which the parent ran, keep no\n"
+             "open line: none of them is billed for the child's life. The frames of the forking\n"
+             "thread stay known, so lines the child runs in them after the fork (os.fork() returns\n"
+             "into them) are its own; the other threads' stacks go, as those threads do.");
+
+static PyObject *lp_tracer_after_fork(lp_TracerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *cleared = lp_tracer_clear(self, NULL);
+    if (cleared == NULL) {
+        return NULL;
+    }
+    Py_DECREF(cleared);
+    PyThreadState *me = PyThreadState_Get();
+    for (size_t j = 0; self->threads.slots && j <= self->threads.mask; j++) {
+        lp_thread *th = (lp_thread *)self->threads.slots[j].val;
+        if (th == NULL) {
+            continue;
+        }
+        if (th->tstate != me || th->tid != me->id) {
+            lp_stack_forget(th);
+            continue;
+        }
+        for (Py_ssize_t i = 0; i < th->depth; i++) {
+            th->stack[i].open = NULL;
+        }
+        lp_self_reset(th);
+    }
+    self->has_last = 0; /* the cached thread may be one the child does not have */
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(lp_take_error_doc, "take_error()\n--\n\n"
                                 "The first exception a callback met (after which recording stopped), or\n"
                                 "None. Returns it once.");
@@ -613,6 +646,7 @@ static PyMethodDef lp_tracer_methods[] = {
     {"collect_regions", (PyCFunction)lp_tracer_collect_regions, METH_NOARGS, lp_collect_regions_doc},
     {"set_region", (PyCFunction)lp_tracer_set_region, METH_O, lp_set_region_doc},
     {"clear", (PyCFunction)lp_tracer_clear, METH_NOARGS, lp_clear_doc},
+    {"after_fork", (PyCFunction)lp_tracer_after_fork, METH_NOARGS, lp_after_fork_doc},
     {"take_error", (PyCFunction)lp_tracer_take_error, METH_NOARGS, lp_take_error_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -112,19 +112,11 @@ static LP_NOINLINE PyObject *lp_line_new(lp_TracerObject *tr, lp_thread *th, PyO
          * either way (a frame adopted here counts once per session, see lp_count_call()). */
         lp_count_call(tr, th, rec);
         lp_line *slot = lp_slot_of(tr, th, rec, lp_as_line(line));
-        lp_open(th, top, slot, lp_vnow(tr, th), 1);
+        int64_t v = lp_vnow(tr, th);
+        lp_open(th, top, slot, v, 1);
+        lp_nest(th, top, v);
     }
     Py_RETURN_NONE;
-}
-
-/* LINE on a thread with an empty stack. */
-static LP_NOINLINE PyObject *lp_line_fresh(lp_TracerObject *tr, PyObject *code, PyObject *line)
-{
-    lp_thread *th = lp_thread_slow(tr, lp_thread_key());
-    if (th == NULL) {
-        Py_RETURN_NONE;
-    }
-    return lp_line_new(tr, th, code, lp_current_frame(th), line);
 }
 
 /* LINE in the frame on top, at a line outside its table or given as other
@@ -136,6 +128,28 @@ static LP_NOINLINE PyObject *lp_line_other(lp_TracerObject *tr, lp_thread *th, l
     lp_close(top, v);
     lp_open(th, top, slot, v, 1);
     Py_RETURN_NONE;
+}
+
+/* LINE on a thread other than the cached one, or with an empty stack. The
+ * stack need not be empty: any event of another thread in between (a thread
+ * of the user's, a library's background writer, an exception leaving a
+ * frame on it, which cannot be disabled) moves the cache there, and the
+ * frame on top here is then usually this event's own frame, whose next line
+ * this is: not a new frame. */
+static LP_NOINLINE PyObject *lp_line_fresh(lp_TracerObject *tr, PyObject *code, PyObject *line)
+{
+    lp_thread *th = lp_thread_slow(tr, lp_thread_key());
+    if (th == NULL) {
+        Py_RETURN_NONE;
+    }
+    void *frame = lp_current_frame(th);
+    if (th->depth > 0) {
+        lp_frame *top = &th->stack[th->depth - 1];
+        if (top->frame == frame && top->code == code) {
+            return lp_line_other(tr, th, top, line);
+        }
+    }
+    return lp_line_new(tr, th, code, frame, line);
 }
 
 /* The common path of LINE: the next line of the frame on top. `clock` is
@@ -230,9 +244,14 @@ LP_INLINE PyObject *lp_on_enter(PyObject *self, PyObject *const *args, size_t na
     lp_frame *f = lp_push(tr, th, code, lp_current_frame(th), rec, 0);
     if (f != NULL && how == LP_ENTER_START) {
         lp_count_call(tr, th, rec);
+        if (LP_UNLIKELY(f->outer != 0)) {
+            lp_nest(th, f, lp_vnow(tr, th));
+        }
     } else if (f != NULL) {
         lp_line *slot = lp_slot_of(tr, th, rec, lp_line_at(rec, args[1]));
-        lp_open(th, f, slot, lp_vnow(tr, th), 0);
+        int64_t v = lp_vnow(tr, th);
+        lp_open(th, f, slot, v, 0);
+        lp_nest(th, f, v);
     }
     Py_RETURN_NONE;
 }
@@ -254,7 +273,7 @@ static LP_NOINLINE PyObject *lp_exit_other(lp_TracerObject *tr, PyObject *code, 
                 lp_close(top, v);
                 lp_pop(th, v);
             } else {
-                th->depth--;
+                lp_drop(tr, th);
             }
             Py_RETURN_NONE;
         }
@@ -294,7 +313,7 @@ LP_INLINE PyObject *lp_exit_impl(PyObject *self, PyObject *const *args, size_t n
         lp_close(top, v);
         lp_pop(th, v);
     } else {
-        th->depth--;
+        lp_drop(tr, th);
     }
     Py_RETURN_NONE;
 }

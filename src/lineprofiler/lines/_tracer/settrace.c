@@ -52,7 +52,9 @@ static LP_NOINLINE int lp_line_first(lp_TracerObject *tr, lp_thread *th, PyFrame
     if (top != NULL) {
         lp_count_call(tr, th, rec);
         lp_line *slot = lp_slot_of(tr, th, rec, PyFrame_GetLineNumber(frame));
-        lp_open(th, top, slot, lp_vnow(tr, th), 1);
+        int64_t v = lp_vnow(tr, th);
+        lp_open(th, top, slot, v, 1);
+        lp_nest(th, top, v);
     }
     return 0;
 }
@@ -106,7 +108,9 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
                 lp_count_call(tr, th, rec); /* a fresh start: a resume stands on its yield's line */
             }
             lp_line *slot = lp_slot_of(tr, th, rec, line);
-            lp_open(th, f, slot, lp_vnow(tr, th), 0);
+            int64_t v = lp_vnow(tr, th);
+            lp_open(th, f, slot, v, 0);
+            lp_nest(th, f, v);
         }
         return 0;
     }
@@ -117,7 +121,7 @@ static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
                 lp_close(top, v);
                 lp_pop(th, v);
             } else {
-                th->depth--;
+                lp_drop(tr, th);
             }
         }
         return 0;
@@ -221,8 +225,7 @@ int lp_install(lp_TracerObject *tr, PyThreadState *ts)
     th->prev_func = prev_func;
     /* Entries left from a time this thread lost our trace function (someone
      * called sys.settrace) name frames that may be gone: start clean. */
-    th->depth = 0;
-    lp_self_reset(th);
+    lp_stack_forget(th);
     return 0;
 }
 

@@ -474,6 +474,7 @@ static lp_code *lp_record_decision(lp_TracerObject *tr, PyObject *code, int yes)
 #endif
     rec->resume_key = -1;
     rec->base = co->co_firstlineno;
+    rec->index = tr->n_recs;
     tr->recs[tr->n_recs++] = rec;
     if (tr->st->presize) {
         lp_code_presize(rec); /* calls co_lines(): before we hold a slot pointer */
@@ -537,8 +538,7 @@ lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts)
     } else if (th->tid != ts->id) {
         /* A new thread reusing a dead thread's PyThreadState address. */
         th->tid = ts->id;
-        th->depth = 0;
-        lp_self_reset(th);
+        lp_stack_forget(th);
         th->region = 0;
     }
     return th;
@@ -573,6 +573,37 @@ lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th)
     th->stack = stack;
     th->cap = cap;
     return &th->stack[th->depth++];
+}
+
+/* Makes th->top_of[] cover record `index`. Returns 0, or -1 (tracer broken). */
+int lp_top_of_grow(lp_TracerObject *tr, lp_thread *th, Py_ssize_t index)
+{
+    Py_ssize_t n = th->n_top_of ? th->n_top_of * 2 : 64;
+    if (n <= index) {
+        n = index + 1;
+    }
+    Py_ssize_t *grown = PyMem_Realloc(th->top_of, (size_t)n * sizeof(Py_ssize_t));
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        lp_fail(tr);
+        return -1;
+    }
+    memset(grown + th->n_top_of, 0, (size_t)(n - th->n_top_of) * sizeof(Py_ssize_t));
+    th->top_of = grown;
+    th->n_top_of = n;
+    return 0;
+}
+
+/* th's stack empties outside a callback (start, a new trace function, a reused thread state,
+ * recording stopped): no frame of it is on the stack any more, and no slot it pointed at may be
+ * billed again. */
+void lp_stack_forget(lp_thread *th)
+{
+    th->depth = 0;
+    if (th->top_of != NULL) {
+        memset(th->top_of, 0, (size_t)th->n_top_of * sizeof(Py_ssize_t));
+    }
+    lp_self_reset(th);
 }
 
 /* `p` re-pointed into rec's grown arrays if it pointed into one of the old
@@ -704,12 +735,18 @@ void lp_close_all(lp_TracerObject *tr)
         }
         int64_t v = now - th->ovh;
         lp_self_to(th, &th->sink, v);
-        for (Py_ssize_t i = 0; i < th->depth; i++) {
-            if (th->stack[i].rec != NULL) {
-                lp_close(&th->stack[i], v);
+        /* From the top down: a line paused under a nested activation of its code (lp_nest())
+         * resumes at v as that activation closes, so its pause is not billed. */
+        for (Py_ssize_t i = th->depth; i-- > 0;) {
+            lp_frame *f = &th->stack[i];
+            if (f->rec != NULL) {
+                lp_close(f, v);
+                if (f->outer != 0) {
+                    th->stack[f->outer - 1].vstart = v;
+                }
             }
         }
-        th->depth = 0;
+        lp_stack_forget(th);
     }
 }
 
@@ -724,6 +761,7 @@ void lp_tracer_free_data(lp_TracerObject *tr)
         if (th != NULL) {
             th->last_code = NULL;
             th->last_rec = NULL;
+            lp_stack_forget(th); /* record indices start again from 0 */
         }
     }
     for (size_t j = 0; tr->codes.slots && j <= tr->codes.mask; j++) {

@@ -3,7 +3,9 @@
  * What it records: for each code object of the project, hits and time per
  * line, and how many frames of it ran (its calls). A line's time runs from its
  * LINE event to the next event that ends it in the same frame (the next line, a
- * return, a yield, an unwind), so callees are included. Its self time is the
+ * return, a yield, an unwind), so callees are included, except a nested
+ * activation of the line's own code: that one's time is its own lines' only
+ * (lp_nest()), so recursion is counted once. Its self time is the
  * part of that during which it was the innermost open line of its thread: the
  * time of the project's frames it called is left out, the time of code outside
  * the project (builtins, libraries, which have no lines of their own here)
@@ -158,6 +160,7 @@ typedef struct {
     uint64_t calls;     /* frames of this code pushed fresh: see lp_count_call() */
     lp_region *regions; /* indexed by region number; [0] unused */
     int n_regions;      /* slots in regions[] */
+    Py_ssize_t index;   /* its place in the tracer's recs[]: the key of lp_thread.top_of[] */
 } lp_code;
 
 #define LP_NO_LINE (-1)
@@ -169,6 +172,10 @@ typedef struct {
     lp_code *rec;   /* NULL: a frame outside the project (3.11 only) */
     lp_line *open;  /* the open line's slot in rec->lines, or NULL */
     int64_t vstart; /* virtual time at which the open line started */
+    /* 1 + the stack index of the frame below that runs the same code (recursion, direct or
+     * through other functions), or 0. That frame's open line is paused while this one runs:
+     * see lp_nest(). */
+    Py_ssize_t outer;
 } lp_frame;
 
 typedef struct {
@@ -177,6 +184,11 @@ typedef struct {
     lp_frame *stack;
     Py_ssize_t depth;
     Py_ssize_t cap;
+    /* Indexed by lp_code.index: 1 + the stack index of the innermost frame of that code on
+     * this thread's stack, or 0 (none, or past n_top_of). Zeroed whenever the stack empties
+     * outside a callback (lp_stack_forget()). */
+    Py_ssize_t *top_of;
+    Py_ssize_t n_top_of;
     /* Ticks spent inside this module's callbacks on this thread. Virtual time
      * (clock - ovh) stops while a callback runs, so open lines never pay for
      * it. */
@@ -282,6 +294,8 @@ lp_code *lp_decide(lp_TracerObject *tr, lp_thread *th, PyObject *code);
 lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts);
 lp_thread *lp_thread_slow(lp_TracerObject *tr, uintptr_t key);
 lp_frame *lp_push_slow(lp_TracerObject *tr, lp_thread *th);
+int lp_top_of_grow(lp_TracerObject *tr, lp_thread *th, Py_ssize_t index);
+void lp_stack_forget(lp_thread *th);
 int lp_grow_timed(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int line);
 lp_line *lp_region_slot(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int index);
 void lp_region_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec);
@@ -417,7 +431,45 @@ LP_INLINE lp_frame *lp_push(lp_TracerObject *tr, lp_thread *th, PyObject *code, 
     f->rec = rec;
     f->open = NULL;
     f->vstart = v;
+    f->outer = 0;
+    if (rec != NULL) {
+        if (LP_UNLIKELY(rec->index >= th->n_top_of) && lp_top_of_grow(tr, th, rec->index) < 0) {
+            th->depth--;
+            return NULL;
+        }
+        f->outer = th->top_of[rec->index];
+        th->top_of[rec->index] = th->depth;
+    }
     return f;
+}
+
+/* Frame f, just pushed, runs from virtual time v. When it runs inside an activation of its own
+ * code (f->outer), that activation's open line is billed up to v and paused until f ends
+ * (lp_unnest()): the time of the inner activation is billed to its own lines only, once, not
+ * again to the line of the outer one that led to it. So a function's lines add up to the time
+ * it was on the stack (cProfile's cumulative time) and no line exceeds the outermost call's
+ * wall time. Self time is not affected: a paused line is never the innermost open one. */
+LP_INLINE void lp_nest(lp_thread *th, lp_frame *f, int64_t v)
+{
+    if (LP_UNLIKELY(f->outer != 0)) {
+        lp_frame *o = &th->stack[f->outer - 1];
+        if (o->open != NULL) {
+            o->open->ticks += v - o->vstart;
+        }
+        o->vstart = v;
+    }
+}
+
+/* Frame f, just taken off th's stack, ended at virtual time v: the activation of its code
+ * below, if any, is the innermost again and its open line resumes at v. */
+LP_INLINE void lp_unnest(lp_thread *th, lp_frame *f, int64_t v)
+{
+    if (f->rec != NULL) {
+        th->top_of[f->rec->index] = f->outer;
+        if (LP_UNLIKELY(f->outer != 0)) {
+            th->stack[f->outer - 1].vstart = v;
+        }
+    }
 }
 
 /* From virtual time v on, thread th's self time goes to `slot` (not NULL);
@@ -507,6 +559,7 @@ LP_INLINE void lp_open(lp_thread *th, lp_frame *f, lp_line *slot, int64_t v, int
 LP_INLINE void lp_pop(lp_thread *th, int64_t v)
 {
     th->depth--;
+    lp_unnest(th, &th->stack[th->depth], v);
     lp_self_to(th, lp_innermost(th), v);
 }
 
@@ -531,6 +584,14 @@ LP_INLINE int64_t lp_vnow(lp_TracerObject *tr, lp_thread *th)
 LP_INLINE void lp_leave(lp_TracerObject *tr, lp_thread *th, int64_t t0)
 {
     th->ovh += lp_clock(tr, 1) - t0;
+}
+
+/* The frame on top of th, which has no open line, has ended. No clock is read unless an
+ * activation of its code below resumes (lp_unnest()). */
+LP_INLINE void lp_drop(lp_TracerObject *tr, lp_thread *th)
+{
+    lp_frame *f = &th->stack[--th->depth];
+    lp_unnest(th, f, LP_UNLIKELY(f->outer != 0) ? lp_vnow(tr, th) : 0);
 }
 
 /* lp_decide() with its time taken out of the thread's virtual clock. */

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...runfiles import layout, linesfile, reading
-from ...runfiles.linesfile import LinesFile, LinesFileError, MergedLines
+from ...runfiles.linesfile import LinesFile, LinesFileError, MergedLine, MergedLines
 from ..model import LineRow, LinesBlock, LinesRole, Reason
 from ..run import Run, Worker
 from . import RenderOptions
@@ -79,6 +79,9 @@ def _rows(merged: MergedLines, top: int, project: str | None, wall_ns: int) -> t
     everything = [(fn, line) for fn in merged.functions.values() for line in fn.lines.values()]
     everything.sort(key=lambda item: (-item[1].time_ns, -item[1].hits, item[0].file, item[1].lineno))
     count = len(merged.processes)
+    # A line running in several threads of a process at once adds up to more than the process's
+    # window: its share counts, per process, at most that window, so it never exceeds 100 %.
+    windows = [int(p.profile.get("wall_ns") or 0) for p in merged.processes]
     rows: list[LineRow] = []
     for rank, (fn, line) in enumerate(everything[:top], 1):
         times = [t for _, _, t in line.per_process]
@@ -96,13 +99,21 @@ def _rows(merged: MergedLines, top: int, project: str | None, wall_ns: int) -> t
                 hits=line.hits,
                 time_ns=line.time_ns,
                 per_hit_ns=line.time_ns / line.hits if line.hits else None,
-                window_share=line.time_ns / wall_ns if wall_ns > 0 else None,
+                window_share=_window_share(line, windows, wall_ns),
                 processes=len(line.per_process),
                 min_ns=min(times) if count > 1 else None,
                 max_ns=max(times) if count > 1 else None,
             )
         )
     return rows, len(everything)
+
+
+def _window_share(line: MergedLine, windows: Sequence[int], wall_ns: int) -> float | None:
+    """The share of the role's window time (``wall_ns``, the processes' ``windows`` added up)
+    that ``line`` ran in, each process's part at most its own window; None without a window."""
+    if wall_ns <= 0:
+        return None
+    return sum(min(ns, windows[index]) for index, _, ns in line.per_process) / wall_ns
 
 
 def _span(

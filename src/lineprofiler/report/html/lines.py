@@ -64,7 +64,7 @@ def role_html(role: LinesRole) -> str:
 
 
 def lines_html(block: LinesBlock) -> str:
-    intro = para('backend="lines" windows; a line\'s time includes the calls it makes')
+    intro = para('backend="lines" windows; a line\'s time includes the calls it makes, a recursive function\'s once')
     roles = "".join(role_html(role) for role in block.roles) or para("no process of this attempt ran a lines window")
     notes = "".join(para(line.strip()) for line in wording.lines_block_notes(block))
     return section("lines", "Lines", intro + roles + notes)
