@@ -8,7 +8,7 @@ import pytest
 from lp_helpers import marks, write_module
 
 from lineprofiler import LineProfiler
-from lineprofiler.lines.render import format_ns
+from lineprofiler.lines.render import RECURSION_RULE, format_ns
 
 
 @pytest.fixture
@@ -53,6 +53,7 @@ def test_print_stats_format(timed):
     work_at = wl.timed_work.__code__.co_firstlineno
     assert f"Function: timed_work at lp_workloads.py:{work_at}" in out
     assert "Total time: 135 ns   Self: 105 ns   Calls: 1" in out
+    assert out.splitlines()[-1] == RECURSION_RULE  # what Time means, recursion included
     header = [ln for ln in out.splitlines() if ln.strip().startswith("Line")][0]
     assert re.split(r"\s{2,}", header.strip()) == ["Line", "Hits", "Time", "Self", "Per hit", "% func", "Source"]
     # functions by total time (work 135 before helper 30), lines by time inside each
@@ -81,6 +82,7 @@ def test_print_global_top_stats_format(timed):
     out = printed(timed.print_global_top_stats)
     m, h = marks(wl.timed_work), marks(wl.timed_helper)
     assert out.splitlines()[0] == "Top 5 of 5 lines by time (2 functions)"
+    assert out.splitlines()[-1] == RECURSION_RULE
     rows = table_rows(out)
     assert [r[0] for r in rows] == ["1", "2", "3", "4", "5"]
     assert rows[0][1:4] == ["100 ns", "100 ns", "1"]

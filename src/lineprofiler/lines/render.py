@@ -124,6 +124,14 @@ def _global_order(sort_by: str):
     return lambda r: (r[0].filename, r[1].lineno, r[0].qualname)
 
 
+#: The tables' last line: what Time and Self hold, and the one rule that keeps Time within the
+#: run however deep a function recurses.
+RECURSION_RULE = (
+    "Time includes what a line called (a recursive function's nested calls counted once, as cProfile's "
+    "cumulative time); Self does not."
+)
+
+
 def _self_text(ns: int | None) -> str:
     return "-" if ns is None else format_ns(ns)
 
@@ -177,6 +185,7 @@ def render_stats(
                 f"{per_hit:>10}  {share:>6.1f}  {src}"
             )
         out.append("")
+    out.append(RECURSION_RULE)
     return "\n".join(out) + "\n"
 
 
@@ -226,6 +235,7 @@ def render_global(
             row += f"{100.0 * ln.time_ns / total_ns:>6.1f}  "
         row += f"{loc:<{loc_w}}  {name:<{fn_w}}  {src}"
         out.append(row)
+    out += ["", RECURSION_RULE]
     return "\n".join(out) + "\n"
 
 
