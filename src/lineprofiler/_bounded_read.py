@@ -18,20 +18,11 @@ import errno
 import os
 import stat
 
+from .runfiles.reading import kind_of
+
 __all__ = ["read_regular"]
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
@@ -51,7 +42,7 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, f"not a regular file ({_kind(info.st_mode)})", os.fspath(path))
+            raise OSError(errno.EINVAL, f"not a regular file ({kind_of(info.st_mode)})", os.fspath(path))
         if info.st_size > limit:
             why = f"larger than the {limit:,}-byte limit ({info.st_size:,} bytes)"
             raise OSError(errno.EFBIG, why, os.fspath(path))

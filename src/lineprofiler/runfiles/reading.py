@@ -38,7 +38,8 @@ class FileTooLarge(OSError):
     """A regular file larger than the reader's limit; ``strerror`` gives both sizes."""
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words (``a FIFO``), for a "not a regular file" error."""
     for test, name in _KINDS:
         if test(mode):
             return name
@@ -46,7 +47,7 @@ def _kind(mode: int) -> str:
 
 
 def _not_regular(path: str | os.PathLike[str], mode: int) -> NotRegularFile:
-    kind = _kind(mode)
+    kind = kind_of(mode)
     text = kind if kind.startswith("a symbolic") else f"not a regular file ({kind})"
     return NotRegularFile(errno.EINVAL, text, os.fspath(path))
 
