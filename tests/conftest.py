@@ -7,8 +7,12 @@ The report's worker-file builders (``tests/report/builders.py``) are loaded here
 
 ``disk_dir`` is a folder on a real block-backed filesystem, for the tests of exact disk
 traffic (``write_bytes``, ``read_bytes``): tmpfs and overlay charge none.
+
+``nvml_build``, ``nvml_stub`` and ``nvtx_tool`` are the C test libraries of ``helpers.native``,
+compiled once for the session (for every xdist worker).
 """
 
+import fcntl
 import importlib.util
 import os
 import shutil
@@ -18,6 +22,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from helpers import native
+from helpers.once import session_folder
 
 
 def _load_once(name: str, path: Path) -> None:
@@ -35,6 +42,24 @@ _load_once("lp_installed", Path(__file__).parent / "installed.py")
 
 
 @pytest.fixture(autouse=True)
+def _alone_when_marked(request, tmp_path_factory):
+    """Under xdist a test marked ``alone`` runs while no other worker runs a test: every test
+    holds a shared lock, an ``alone`` one the exclusive lock. A gate taken first keeps a busy
+    worker from re-taking the shared lock ahead of a waiting ``alone`` test forever."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    alone = request.node.get_closest_marker("alone") is not None
+    shared = session_folder(tmp_path_factory)
+    with open(shared / "alone.gate", "w") as gate, open(shared / "alone.lock", "w") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _clean_lineprofiler_env(monkeypatch):
     # A profiler enabled by one test exports LINEPROFILER_* for its children; do not let it
     # leak into the next test.
@@ -44,9 +69,32 @@ def _clean_lineprofiler_env(monkeypatch):
     yield
 
 
+# -- the C test libraries ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def nvml_build(tmp_path_factory) -> Path:
+    """The folder of the NVML stub (and its variants), the header's shim and the NVTX tool."""
+    return native.libraries(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def nvml_stub(nvml_build) -> Path:
+    """The NVML stand-in: it loads and initialises, and sees no device unless told."""
+    return nvml_build / "libnvml_stub.so"
+
+
+@pytest.fixture(scope="session")
+def nvtx_tool(nvml_build) -> Path:
+    """The NVTX tool library (loaded through NVTX_INJECTION64_PATH, as nsys is): it writes
+    ``PUSH <name>`` / ``POP`` lines to the file named by LP_NVTX_LOG."""
+    return nvml_build / "libnvtx_inject.so"
+
+
 # -- a folder on a disk ------------------------------------------------------------------------
 
-_REPO = Path(__file__).resolve().parents[1]
+_TESTS = Path(__file__).resolve().parent
+_REPO = _TESTS.parent
 _MiB = 1 << 20
 #: Filesystems whose writes go through a block device's writeback (so write_bytes moves).
 _BLOCK_FILESYSTEMS = {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs"}
@@ -172,3 +220,4 @@ def disk_dir(_disk_root):
     folder.mkdir()
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.env import clean_env
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 #: What README.md puts before a fenced block that this test runs.
@@ -47,12 +49,7 @@ def _source_version() -> str:
 def _clean_env(venv: Path | None = None) -> dict[str, str]:
     """This process's environment without what would point a child at the checkout or at a
     profiler of the test run; with ``venv``, its bin/ first on PATH, as an activated one."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("LINEPROFILER_") and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
-    }
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env = clean_env(without=("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"), PIP_DISABLE_PIP_VERSION_CHECK="1")
     if venv is not None:
         env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         env["VIRTUAL_ENV"] = str(venv)

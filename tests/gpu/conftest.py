@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,40 +18,7 @@ import pytest
 
 from lineprofiler.accounting import _capabilities_testing
 
-HERE = Path(__file__).resolve().parent
-SRC = HERE.parents[1] / "src" / "lineprofiler"
-NVML_H = SRC / "accounting" / "_nvml.h"
-
-def _cflags() -> list[str]:
-    flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-fPIC", "-shared"]
-    # Under `make test-asan` the sanitiser runtimes are preloaded: instrument these too.
-    if os.environ.get("LP_ASAN"):
-        flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
-    return flags
-
-
-def _build(out: Path, sources: list[Path], extra: list[str] | None = None) -> Path:
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler on PATH: the NVML stub cannot be built")
-    cmd = [cc, *_cflags(), *(extra or []), "-I", str(SRC), "-o", str(out), *map(str, sources), "-ldl"]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise AssertionError(f"build failed: {' '.join(cmd)}\n{result.stderr}")
-    return out
-
-
-@pytest.fixture(scope="session")
-def nvml_build(tmp_path_factory) -> Path:
-    """Build the stub variants and the header shim once; returns their folder."""
-    out = tmp_path_factory.mktemp("nvml")
-    stub = HERE / "nvml_stub.c"
-    _build(out / "libnvml_stub.so", [stub])
-    _build(out / "libnvml_stub_noutil.so", [stub], ["-DLPSTUB_NO_UTIL"])
-    _build(out / "libnvml_stub_noproc.so", [stub], ["-DLPSTUB_NO_PROC"])
-    _build(out / "libnvml_stub_norunning.so", [stub], ["-DLPSTUB_NO_RUNNING"])
-    _build(out / "libnvml_shim.so", [HERE / "nvml_shim.c"])
-    return out
+# nvml_build, the folder of the stub variants and the shim, is tests/conftest.py's.
 
 
 class Shim:
@@ -120,15 +86,6 @@ def make_shim(nvml_build, monkeypatch):
 def nvml(make_shim):
     """The header pointed at the full stub; closed after the test."""
     return make_shim()
-
-
-
-@pytest.fixture(scope="session")
-def nvtx_tool(tmp_path_factory) -> Path:
-    """A test NVTX tool library (``nvtx_inject.c``): load it with NVTX_INJECTION64_PATH and it
-    writes ``PUSH <name>`` / ``POP`` lines to the file named by LP_NVTX_LOG."""
-    out = tmp_path_factory.mktemp("nvtx")
-    return _build(out / "libnvtx_inject.so", [HERE / "nvtx_inject.c"])
 
 
 @pytest.fixture

@@ -13,11 +13,12 @@ makes (the one part that cannot be real on a machine without an NVIDIA GPU).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 
+from helpers.cli import run_cli
+from helpers.env import clean_env
 from lineprofiler.runfiles import samplefile, workerfile
 
 SCRIPT = textwrap.dedent(
@@ -86,22 +87,15 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
-    env.update(extra)
-    return env
-
-
 def _report(run_dir, *args):
-    return subprocess.run([sys.executable, "-m", "lineprofiler", "report", str(run_dir), *args],
-                          capture_output=True, text=True, env=_env(), timeout=120)
+    return run_cli("report", run_dir, *args)
 
 
 def test_nvml_columns_from_the_sampler_reach_the_report(tmp_path, nvml_build):
     run_dir = tmp_path / "run"
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    env = _env(LINEPROFILER_NVML_LIBRARY=str(nvml_build / "libnvml_stub.so"))
+    env = clean_env(LINEPROFILER_NVML_LIBRARY=str(nvml_build / "libnvml_stub.so"))
     made = subprocess.run([sys.executable, str(script), str(run_dir)], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=240)
     assert made.returncode == 0, made.stderr

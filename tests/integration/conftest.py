@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import run_cli
+from helpers.env import clean_env
+
 _NAME = "lp_integration_helpers"
 if _NAME not in sys.modules:
     _spec = importlib.util.spec_from_file_location(_NAME, Path(__file__).with_name("helpers.py"))
@@ -18,8 +21,6 @@ if _NAME not in sys.modules:
     _module = importlib.util.module_from_spec(_spec)
     sys.modules[_NAME] = _module
     _spec.loader.exec_module(_module)
-
-from lp_integration_helpers import GPU_TESTS, build_library, clean_env  # noqa: E402
 
 
 @pytest.fixture
@@ -57,29 +58,13 @@ def run_python(tmp_path):
 
 @pytest.fixture
 def report():
-    """report(run_dir, *args) -> (returncode, stdout, stderr) of ``python -m lineprofiler report``."""
+    """report(run_dir, *args) -> (returncode, stdout, stderr) of ``lineprofiler report``, in process."""
 
     def run(run_dir: Path, *args: str) -> tuple[int, str, str]:
-        result = subprocess.run(
-            [sys.executable, "-m", "lineprofiler", "report", str(run_dir), *args],
-            capture_output=True,
-            text=True,
-            env=clean_env(),
-            timeout=120,
-        )
-        return result.returncode, result.stdout, result.stderr
+        result = run_cli("report", run_dir, *args)
+        return result.code, result.out, result.err
 
     return run
 
 
-@pytest.fixture(scope="session")
-def nvtx_tool(tmp_path_factory) -> Path:
-    """The NVTX tool library of tests/gpu (loaded through NVTX_INJECTION64_PATH, as nsys is):
-    it writes ``PUSH <name>`` / ``POP`` lines to the file named by LP_NVTX_LOG."""
-    return build_library(tmp_path_factory.mktemp("nvtx") / "libnvtx_inject.so", GPU_TESTS / "nvtx_inject.c")
-
-
-@pytest.fixture(scope="session")
-def nvml_stub(tmp_path_factory) -> Path:
-    """The NVML stand-in of tests/gpu: it loads and initialises, and sees no device unless told."""
-    return build_library(tmp_path_factory.mktemp("nvml") / "libnvml_stub.so", GPU_TESTS / "nvml_stub.c")
+# nvml_stub and nvtx_tool, the C test libraries of tests/gpu, are tests/conftest.py's.

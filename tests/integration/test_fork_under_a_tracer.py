@@ -12,7 +12,8 @@ import sys
 import textwrap
 
 import pytest
-from lp_integration_helpers import clean_env
+
+from helpers.env import clean_env
 
 
 @pytest.mark.parametrize("hook", ["setprofile", "settrace"])

@@ -17,8 +17,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from lp_integration_helpers import clean_env, worker_documents
+from lp_integration_helpers import worker_documents
 
+from helpers.env import clean_env
 from lineprofiler.runfiles import linesfile
 
 # The child's common part: a function whose lines have fixed hits per call, and a phase loop.

@@ -16,8 +16,9 @@ import textwrap
 import threading
 import time
 
-from lp_integration_helpers import clean_env, phases_by_path, worker_documents
+from lp_integration_helpers import phases_by_path, worker_documents
 
+from helpers.env import clean_env
 from lineprofiler.accounting import _phases
 
 

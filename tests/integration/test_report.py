@@ -9,7 +9,9 @@ import textwrap
 
 import pytest
 from lp_installed import HAS_TORCH, HAS_VIZTRACER, NO_TORCH, NVIDIA_DRIVER, ON_A_GPU_HOST, TORCH_HAS_CUDA
-from lp_integration_helpers import clean_env, worker_documents
+from lp_integration_helpers import worker_documents
+
+from helpers.env import clean_env
 
 PIPELINE = """
 import multiprocessing as mp

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import run_cli
+
 pytestmark = pytest.mark.slow
 
 ITEMS = 16
@@ -76,15 +78,8 @@ WORKLOAD = textwrap.dedent(
 )
 
 
-def _lineprofiler(*args: object) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "LINEPROFILER_DEBUG"}
-    return subprocess.run(
-        [sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True, text=True, timeout=300, env=env
-    )
-
-
 def _story(run_dir: Path) -> dict:
-    done = _lineprofiler("trace", run_dir, "--json")
+    done = run_cli("trace", run_dir, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["story"]
 
@@ -138,9 +133,9 @@ def test_the_slow_actor_sets_the_runs_length(tmp_path):
     assert story["arrows"] and not any(a["backwards"] for a in story["arrows"])
 
     # The text says the same, and --fail-over gates on it after printing.
-    text = _lineprofiler("trace", run_dir)
+    text = run_cli("trace", run_dir)
     assert text.returncode == 0 and str(pids["slow_pid"]) in text.stdout
-    gated = _lineprofiler("report", run_dir, "--fail-over", "1")
+    gated = run_cli("report", run_dir, "--fail-over", "1")
     assert gated.returncode == 3, gated.stderr
     assert gated.stdout and str(pids["slow_pid"]) in gated.stderr
 

@@ -10,7 +10,6 @@ the workers' line stats must be saved."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,14 +18,12 @@ from pathlib import Path
 import pytest
 from lp_installed import HAS_TORCH, NO_TORCH
 
+from helpers.env import clean_env
+
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torch_dataloader.py"
 ARGS = ["--epochs", "2", "--samples", "512", "--workers", "4"]
-
-
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
 
 
 def _train(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
@@ -37,7 +34,7 @@ def _train(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str
         text=True,
         timeout=600,
         cwd=tmp_path,
-        env=_clean_env(),
+        env=clean_env(),
     )
     return done, run_dir
 
@@ -110,7 +107,7 @@ def test_line_stats_of_the_workers_under_children(tmp_path: Path) -> None:
         text=True,
         timeout=600,
         cwd=project,
-        env=_clean_env(),
+        env=clean_env(),
     )
     _assert_clean(done)
     from lineprofiler.runfiles import linesfile

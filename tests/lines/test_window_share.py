@@ -8,12 +8,13 @@ share counts, per process, at most that process's window time.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+from helpers.env import clean_env
 
 SCRIPT = textwrap.dedent(
     """
@@ -45,10 +46,6 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
-
-
 @pytest.mark.slow
 def test_a_line_run_by_four_threads_at_once_is_at_most_the_whole_window(tmp_path):
     folder = tmp_path / "proj"
@@ -56,13 +53,13 @@ def test_a_line_run_by_four_threads_at_once_is_at_most_the_whole_window(tmp_path
     (folder / "threads.py").write_text(SCRIPT)
     run_dir = tmp_path / "run"
     argv = [sys.executable, str(folder / "threads.py"), str(run_dir), str(folder)]
-    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), cwd=folder, timeout=300)
+    done = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), cwd=folder, timeout=300)
     assert done.returncode == 0, done.stderr
     result = subprocess.run(
         [sys.executable, "-m", "lineprofiler", "report", str(run_dir), "--lines", "--json", "--lines-top", "50"],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=clean_env(),
         timeout=120,
     )
     assert result.returncode == 0, result.stderr

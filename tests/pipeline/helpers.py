@@ -9,13 +9,15 @@ what a test wants a launcher to have set, it sets.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from helpers import env
+from helpers.cli import run_cli
 from lineprofiler.runfiles import workerfile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,21 +26,8 @@ PIPELINE = EXAMPLES / "rl_pipeline" / "pipeline.py"
 WORKER = Path(__file__).resolve().with_name("worker.py")
 TIMEOUT = 300
 
-_LAUNCHER_PREFIXES = ("LINEPROFILER_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "TORCHELASTIC_", "MPI_")
-_LAUNCHER_NAMES = {
-    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
-    "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-}
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """os.environ without lineprofiler's or any launcher's variables, plus ``extra``."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES) and k not in _LAUNCHER_NAMES
-    }
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra)
-    return env
+#: clean_env(**extra): os.environ without lineprofiler's or any launcher's variables, plus ``extra``.
+clean_env = functools.partial(env.clean_env, without=env.LAUNCHER_VARIABLES, PYTHONUNBUFFERED="1")
 
 
 def run(command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
@@ -51,7 +40,7 @@ def run(command: list[str], *, env: dict[str, str] | None = None, cwd: Path | No
 
 def report(run_dir: Path) -> str:
     """``python -m lineprofiler report RUN_DIR``'s output; the command must succeed."""
-    result = run([sys.executable, "-m", "lineprofiler", "report", run_dir])
+    result = run_cli("report", run_dir)
     assert result.returncode == 0, result.stderr
     assert result.stderr == "", result.stderr
     return result.stdout

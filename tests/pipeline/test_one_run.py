@@ -22,6 +22,7 @@ import pytest
 from lp_installed import START_METHODS
 from lp_pipeline_helpers import clean_env, documents, run
 
+from helpers.cli import run_cli
 from lineprofiler.report.merge import load_run
 
 JOB = Path(__file__).resolve().with_name("one_run_job.py")
@@ -50,7 +51,7 @@ def job(run_dir: Path, **options) -> list[int]:
 
 
 def report(run_dir: Path, *args: str) -> str:
-    result = run([sys.executable, "-m", "lineprofiler", "report", run_dir, *args])
+    result = run_cli("report", run_dir, *args)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     return result.stdout

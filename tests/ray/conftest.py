@@ -6,15 +6,21 @@ A scenario starts Ray once (seconds on a loaded 2-core machine) and its tests re
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import importlib.util
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from helpers import env
+from helpers.cli import run_cli
+from helpers.once import session_folder
 
 SCENARIOS = Path(__file__).resolve().with_name("scenarios.py")
 TIMEOUT_S = 420
@@ -29,11 +35,18 @@ def ray_skip_reason() -> str | None:
     return None
 
 
-def clean_env() -> dict[str, str]:
-    """This environment without lineprofiler's variables or a Ray address to join."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LINEPROFILER_", "RAY_"))}
-    env.update(PYTHONUNBUFFERED="1", RAY_USAGE_STATS_ENABLED="0")
-    return env
+#: clean_env(): this environment without lineprofiler's variables or a Ray address to join.
+clean_env = functools.partial(env.clean_env, without=("RAY_",), PYTHONUNBUFFERED="1", RAY_USAGE_STATS_ENABLED="0")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_ray_module_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A Ray module starts its own cluster (a dozen processes): two at once, one on each xdist
+    worker, starve each other on 2 cores. A lock file in the session's shared folder lets one
+    module at a time run; the other worker waits here."""
+    with open(session_folder(tmp_path_factory) / "ray-modules.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture
@@ -72,10 +85,7 @@ def ray_scenario(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tu
 
 
 def run_report(run_dir: Path) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "report", str(run_dir)],
-        env=clean_env(), capture_output=True, text=True, timeout=120,
-    )
+    result = run_cli("report", run_dir)
     assert result.returncode == 0, result.stderr
     assert result.stderr == "", result.stderr
     return result.stdout

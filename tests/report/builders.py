@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-import os
 import subprocess
 import sys
 from array import array
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers.env import clean_env
 from lineprofiler.runfiles import histogram, samplefile, workerfile
 
 NS = 1
@@ -490,24 +490,16 @@ time.sleep(0.05)
 """
 
 
-def real_worker_document(folder: Path) -> dict[str, Any]:
+def real_worker_document(folder: Path, nvml_stub: Path | None = None) -> dict[str, Any]:
     """The worker file a real ``Profiler`` writes (nested, io=True, counted and open phases,
     the sampler and the GPU attachment on, NVML seeing one device through the test stub of
-    tests/gpu), as parsed JSON, untouched by the report's reader."""
+    tests/gpu, ``nvml_stub``), as parsed JSON, untouched by the report's reader."""
     import json
-    import os
-    import shutil
-    import subprocess
-    import sys
 
     run_dir = folder / "real-run"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is not None:  # without a compiler NVML is absent, and its devices list empty
-        stub = folder / "libnvml_stub.so"
-        source = Path(__file__).resolve().parents[1] / "gpu" / "nvml_stub.c"
-        subprocess.run([cc, "-std=c11", "-O1", "-fPIC", "-shared", "-o", str(stub), str(source)], check=True)
-        env["LINEPROFILER_NVML_LIBRARY"] = str(stub)
+    env = clean_env()
+    if nvml_stub is not None:  # without it NVML is absent, and its devices list empty
+        env["LINEPROFILER_NVML_LIBRARY"] = str(nvml_stub)
     result = subprocess.run([sys.executable, "-c", REAL_RUN, str(run_dir)], capture_output=True, text=True,
                             env=env, timeout=120)
     if result.returncode != 0:
@@ -545,11 +537,3 @@ def key_paths(shape: Any, prefix: str = "") -> set[str]:
     elif isinstance(shape, list):
         out |= key_paths(shape[0], prefix[:-1] + "[].")
     return out
-
-
-def run_lineprofiler(*args: object) -> subprocess.CompletedProcess[str]:
-    """``python -m lineprofiler ARGS`` in a fresh interpreter, as a user runs it."""
-    env = {k: v for k, v in os.environ.items() if k != "LINEPROFILER_DEBUG"}
-    return subprocess.run(
-        [sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True, text=True, timeout=120, env=env
-    )

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 from lp_report_builders import MS, T0, S, SimWorker
 
+from helpers.cli import run_cli
 from lineprofiler.cli import main
 from lineprofiler.report import attempts, merge
 from lineprofiler.report.merge import ReportError, load_run
@@ -214,12 +212,7 @@ def test_partition_puts_every_group_in_exactly_one_attempt(tmp_path):
 def test_the_cli_shows_any_attempt_and_refuses_an_unknown_one_in_one_line(tmp_path):
     worker(tmp_path, run_id="first", source="env", start_s=0, run_s=10, items=3)
     worker(tmp_path, run_id="second", source="env", start_s=60, run_s=10, items=4)
-    env = {k: v for k, v in os.environ.items() if k != "LINEPROFILER_DEBUG"}
-
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True,
-                              text=True, timeout=120, env=env)
-
+    cli = run_cli
     shown = cli("report", tmp_path, "--attempt", "first")
     assert shown.returncode == 0 and shown.stderr == ""
     assert "Run first" in shown.stdout.splitlines()[1]

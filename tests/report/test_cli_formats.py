@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import run_cli
+
 JOB = textwrap.dedent(
     """
     import sys
@@ -24,10 +26,6 @@ JOB = textwrap.dedent(
 )
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lineprofiler", *args], capture_output=True, text=True, timeout=120)
-
-
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("formats") / "run"
@@ -37,7 +35,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("fmt, ours", [("text", []), ("json", ["--json"])])
 def test_format_prints_what_our_flag_prints(run_dir, fmt, ours):
-    theirs, mine = cli("report", str(run_dir), "--format", fmt), cli("report", str(run_dir), *ours)
+    theirs, mine = run_cli("report", str(run_dir), "--format", fmt), run_cli("report", str(run_dir), *ours)
     assert theirs.returncode == mine.returncode == 0, theirs.stderr
     assert theirs.stdout == mine.stdout
     assert "step" in theirs.stdout
@@ -47,30 +45,30 @@ def test_format_prints_what_our_flag_prints(run_dir, fmt, ours):
 def test_output_writes_the_format_to_the_file(run_dir, tmp_path, fmt):
     target = tmp_path / "out" / f"report.{fmt}"
     target.parent.mkdir()
-    done = cli("report", str(run_dir), "--format", fmt, "-o", str(target))
+    done = run_cli("report", str(run_dir), "--format", fmt, "-o", str(target))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(target)
     body = target.read_text()
     if fmt == "html":
         ours = tmp_path / "ours.html"
-        assert cli("report", str(run_dir), "--html", str(ours)).returncode == 0
+        assert run_cli("report", str(run_dir), "--html", str(ours)).returncode == 0
         assert body == ours.read_text()
     else:
-        printed = cli("report", str(run_dir), *(["--json"] if fmt == "json" else [])).stdout
+        printed = run_cli("report", str(run_dir), *(["--json"] if fmt == "json" else [])).stdout
         assert body == printed
 
 
 def test_html_without_a_path_goes_where_html_goes(run_dir):
-    done = cli("report", str(run_dir), "--format", "html")
+    done = run_cli("report", str(run_dir), "--format", "html")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(run_dir / "report.html")
 
 
 def test_compare_takes_the_same_options(run_dir, tmp_path):
     target = tmp_path / "compare.json"
-    done = cli("compare", str(run_dir), str(run_dir), "--format", "json", "-o", str(target))
+    done = run_cli("compare", str(run_dir), str(run_dir), "--format", "json", "-o", str(target))
     assert done.returncode == 0, done.stderr
-    assert target.read_text() == cli("compare", str(run_dir), str(run_dir), "--json").stdout
+    assert target.read_text() == run_cli("compare", str(run_dir), str(run_dir), "--json").stdout
 
 
 @pytest.mark.parametrize(
@@ -82,7 +80,7 @@ def test_compare_takes_the_same_options(run_dir, tmp_path):
     ],
 )
 def test_disagreeing_options_are_one_line_and_status_2(run_dir, tmp_path, args, message):
-    done = cli(*(a.format(run=run_dir) for a in args))
+    done = run_cli(*(a.format(run=run_dir) for a in args))
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import run_cli
 from lineprofiler.report.merge import load_run
 
 PHASE_S = 1.5
@@ -70,12 +71,7 @@ def _run_and_kill(folder: Path, phase_s: float, mode: str) -> tuple[Path, int, i
 
 
 def _report(run_dir: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "report", str(run_dir), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_cli("report", run_dir, *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

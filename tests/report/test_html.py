@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 import pytest
 from lp_report_builders import MS, SimWorker
 
-from lineprofiler.cli import main
+from helpers.cli import run_cli
 from lineprofiler.report import format as fmt
 from lineprofiler.report.blocks import timeline
 from lineprofiler.report.html import page
@@ -23,12 +23,6 @@ from lineprofiler.report.model import Lane, Span
 from . import html_runs
 
 CHARTS = ("phase-share", "process-busy", "latency", "counter-rates", "io-by-phase", "io-rates", "rss", "gpu")
-
-
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 class Page(HTMLParser):
@@ -103,10 +97,10 @@ class Page(HTMLParser):
 @pytest.fixture
 def demo(tmp_path, capsys):
     run_dir = html_runs.write_run(tmp_path / "profile")
-    code, text, err = run_cli(capsys, "report", run_dir)
+    code, text, err = run_cli("report", run_dir)
     assert code == 0, err
     out = tmp_path / "report.html"
-    code, printed, err = run_cli(capsys, "report", run_dir, "--html", out)
+    code, printed, err = run_cli("report", run_dir, "--html", out)
     assert code == 0 and err == "" and printed.strip() == str(out)
     return run_dir, text, out.read_text(encoding="utf-8")
 
@@ -191,24 +185,24 @@ def test_every_number_of_the_text_report_is_the_pages(demo):
 
 def test_the_default_path_is_in_the_run_directory(tmp_path, capsys):
     run_dir = html_runs.write_run(tmp_path / "profile")
-    code, printed, _ = run_cli(capsys, "report", run_dir, "--html")
+    code, printed, _ = run_cli("report", run_dir, "--html")
     assert code == 0 and printed.strip() == str(run_dir / "report.html")
     assert (run_dir / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
 def test_bad_input_is_one_line_and_an_unwritable_path_says_so(tmp_path, capsys):
-    code, out, err = run_cli(capsys, "report", tmp_path / "missing", "--html", tmp_path / "x.html")
+    code, out, err = run_cli("report", tmp_path / "missing", "--html", tmp_path / "x.html")
     assert code == 2 and out == "" and err == f"lineprofiler: no such directory: {tmp_path / 'missing'}\n"
     assert not (tmp_path / "x.html").exists()
     run_dir = html_runs.write_run(tmp_path / "profile")
     for target, why in ((tmp_path / "no" / "such" / "dir.html", "No such file or directory"),
                         (tmp_path, "Is a directory")):
-        code, out, err = run_cli(capsys, "report", run_dir, "--html", target)
+        code, out, err = run_cli("report", run_dir, "--html", target)
         assert code == 2 and out == ""
         assert err == f"lineprofiler: cannot write {target}: {why}\n"
-    code, _, err = run_cli(capsys, "compare", run_dir, run_dir, "--html", tmp_path / "nope" / "c.html")
+    code, _, err = run_cli("compare", run_dir, run_dir, "--html", tmp_path / "nope" / "c.html")
     assert code == 2 and err.startswith("lineprofiler: cannot write") and err.count("\n") == 1
-    code, _, err = run_cli(capsys, "report", run_dir, "--html", "--json")
+    code, _, err = run_cli("report", run_dir, "--html", "--json")
     assert code == 2 and "not allowed with argument" in err and err.count("\n") == 1
     assert list(tmp_path.glob("**/.*.tmp")) == []
 
@@ -241,7 +235,7 @@ def test_lanes_are_drawn_when_the_run_has_a_timeline(tmp_path, capsys, monkeypat
         return [Lane(process(worker), [Span("iteration", worker.start_ns, worker.start_ns + 5 * MS)])]
 
     monkeypatch.setattr(timeline, "lanes", lanes)
-    code, _, err = run_cli(capsys, "report", run_dir, "--html", tmp_path / "lanes.html")
+    code, _, err = run_cli("report", run_dir, "--html", tmp_path / "lanes.html")
     assert code == 0, err
     parsed = Page((tmp_path / "lanes.html").read_text())
     (lane_chart,) = [c for c in parsed.charts if c["kind"] == "lanes"]
@@ -259,9 +253,9 @@ def test_compare_marks_exactly_the_changes_beyond_the_bucket_error(tmp_path, cap
                 worker.work(5 * MS)
         worker.write(tmp_path / name)
     out = tmp_path / "diff.html"
-    code, printed, err = run_cli(capsys, "compare", tmp_path / "a", tmp_path / "b", "--html", out)
+    code, printed, err = run_cli("compare", tmp_path / "a", tmp_path / "b", "--html", out)
     assert code == 0 and printed.strip() == str(out), err
-    code, text, _ = run_cli(capsys, "compare", tmp_path / "a", tmp_path / "b")
+    code, text, _ = run_cli("compare", tmp_path / "a", tmp_path / "b")
     html = out.read_text()
     rows = {r["attrs"]["data-phase"]: r["cells"] for r in Page(html).table("compare", role="actor")}
     assert rows["step"][6].endswith(" *") and rows["step"][9].endswith(" *")
@@ -327,7 +321,7 @@ def test_a_role_of_many_processes_is_one_rss_envelope_and_its_largest_process(tm
             samples = html_runs._samples(worker, run_dir, index)
             worker.write(run_dir, samples=samples)
             peaks[(role, index)] = samples
-    code, _, err = run_cli(capsys, "report", run_dir, "--html", tmp_path / "r.html")
+    code, _, err = run_cli("report", run_dir, "--html", tmp_path / "r.html")
     assert code == 0, err
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     chart = html[html.index('data-chart="rss"') : html.index("</svg>", html.index('data-chart="rss"'))]

@@ -6,10 +6,11 @@ comparison then run in a fresh interpreter, which lists what they imported.
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
+
+from helpers.env import clean_env
 
 PROFILED = textwrap.dedent(
     """
@@ -77,14 +78,10 @@ REPORTER = textwrap.dedent(
 )
 
 
-def _clean_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
-
-
 def _report(run_dir, mode):
     result = subprocess.run(
         [sys.executable, "-c", REPORTER, str(run_dir), mode], capture_output=True, text=True, timeout=120,
-        env=_clean_env(),
+        env=clean_env(),
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
@@ -96,7 +93,7 @@ def test_report_and_compare_import_no_profiler_and_no_c_module(tmp_path):
     script.write_text(PROFILED)
     run_dir = tmp_path / "profile"
     made = subprocess.run(
-        [sys.executable, str(script), str(run_dir)], capture_output=True, text=True, timeout=120, env=_clean_env()
+        [sys.executable, str(script), str(run_dir)], capture_output=True, text=True, timeout=120, env=clean_env()
     )
     assert made.returncode == 0, made.stderr
 

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import Result, run_cli
+from helpers.env import clean_env
+
 ACTORS = 3
 WINDOW = (2, 5)
 
@@ -82,25 +85,18 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
-
-
 def make_run(folder: Path, run_dir: Path, actors: int = ACTORS, hang: bool = False) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "pipeline.py"
     script.write_text(SCRIPT)
     argv = [sys.executable, str(script), str(run_dir), str(actors), *map(str, WINDOW), "hang" if hang else "-"]
-    result = subprocess.run(argv, capture_output=True, text=True, env=_env(), cwd=folder, timeout=300)
+    result = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), cwd=folder, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout)
 
 
-def report(run_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "report", str(run_dir), *args],
-        capture_output=True, text=True, env=_env(), timeout=120,
-    )
+def report(run_dir: Path, *args: str) -> Result:
+    return run_cli("report", run_dir, *args)
 
 
 def lines_json(run_dir: Path, *args: str) -> dict:
@@ -227,7 +223,7 @@ def test_a_run_without_lines_windows_says_so(tmp_path):
         "with Profiler(run_dir=sys.argv[1], snapshot_interval_s=None) as p:\n"
         "    with p.phase('iteration'):\n        pass\n"
     )
-    made = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, env=_env())
+    made = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, env=clean_env())
     assert made.returncode == 0, made.stderr
     result = report(run_dir, "--lines")
     assert result.returncode == 0, result.stderr

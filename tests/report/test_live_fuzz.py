@@ -14,7 +14,6 @@ comes first, and must have run at least :data:`MIN_CASES`."""
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import random
 import shutil
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler import cli
+from helpers.cli import run_cli
 from lineprofiler.runfiles import livefile
 
 CASES = 12_000
@@ -286,10 +285,8 @@ def test_read_live_survives_every_mutation(seed_run: tuple[Path, Path]) -> None:
 
 
 def _report(run_dir: Path) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = cli.main(["report", str(run_dir), "--json"])
-    return status, out.getvalue(), err.getvalue()
+    result = run_cli("report", run_dir, "--json")
+    return result.code, result.out, result.err
 
 
 @pytest.mark.slow

@@ -17,8 +17,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from lp_report_builders import run_lineprofiler as lineprofiler
 
+from helpers.cli import run_cli as lineprofiler
 from lineprofiler.report.html.page import CHART_COUNTERS
 from lineprofiler.report.text import COUNTER_ROWS
 

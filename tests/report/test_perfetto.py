@@ -20,6 +20,7 @@ import sys
 import pytest
 from lp_report_builders import MS, T0, S, SimWorker
 
+from helpers.cli import run_cli
 from lineprofiler.cli import main
 from lineprofiler.report import perfetto
 from lineprofiler.report.blocks import timeline
@@ -152,9 +153,7 @@ def test_export_takes_any_attempt_as_report_does(tmp_path):
         subprocess.run([sys.executable, "-c", RESTARTED_JOB, str(run_dir), role], check=True, timeout=120,
                        env={**env, "LINEPROFILER_RUN_ID": "job-7", "LINEPROFILER_ATTEMPT": str(attempt)})
 
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True,
-                              text=True, timeout=120, env=env)
+    cli = run_cli
 
     def roles(trace: dict) -> set[str]:
         return {e["args"]["name"].split(" ", 1)[0] for e in validate(trace) if e["name"] == "process_name"}

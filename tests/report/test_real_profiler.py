@@ -17,6 +17,8 @@ import textwrap
 
 import pytest
 
+from helpers.cli import run_cli
+
 ACTORS = 4
 STEPS = 75
 RAISING_AFTER = 10
@@ -90,9 +92,7 @@ def run_pipeline(workdir):
 
 
 def report(*args):
-    result = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True, text=True, timeout=120
-    )
+    result = run_cli(*args)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     return result.stdout
