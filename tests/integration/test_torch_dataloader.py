@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from lp_installed import HAS_TORCH, NO_TORCH
 
+from helpers.cli import run_cli
 from helpers.env import clean_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)]
@@ -40,12 +41,7 @@ def _train(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str
 
 
 def _report(run_dir: Path) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "report", str(run_dir), "--json", "--no-samples"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_cli("report", run_dir, "--json", "--no-samples")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

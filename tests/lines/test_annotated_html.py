@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from helpers.cli import run_cli_process
 from lineprofiler import LineProfiler
 from lineprofiler.cli import main
 from lineprofiler.lines.annotate import Limits, render_annotated
@@ -382,23 +381,11 @@ def work(n):
 """
 
 
-def lineprofiler(*args, cwd):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
-    return subprocess.run(
-        [sys.executable, "-m", "lineprofiler", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
 def test_run_html_writes_the_page_of_the_run(tmp_path):
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "main.py").write_text(SCRIPT)
     (tmp_path / "app" / "helper.py").write_text(HELPER)
-    proc = lineprofiler("run", "--project", tmp_path, "--html", "page.html", "app/main.py", "marker", cwd=tmp_path)
+    proc = run_cli_process("run", "--project", tmp_path, "--html", "page.html", "app/main.py", "marker", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert f"annotated source written to {tmp_path / 'page.html'}" in proc.stderr
     page = PageRows((tmp_path / "page.html").read_text(encoding="utf-8"))
@@ -411,6 +398,6 @@ def test_run_html_writes_the_page_of_the_run(tmp_path):
 
 def test_run_html_into_a_missing_folder_runs_nothing(tmp_path):
     (tmp_path / "main.py").write_text(SCRIPT.replace("import helper\n\nhelper.work(300)\n", ""))
-    proc = lineprofiler("run", "--html", tmp_path / "no" / "page.html", "main.py", "marker", cwd=tmp_path)
+    proc = run_cli_process("run", "--html", tmp_path / "no" / "page.html", "main.py", "marker", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr
     assert not (tmp_path / "marker").exists()

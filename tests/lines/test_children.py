@@ -17,6 +17,7 @@ import textwrap
 import pytest
 from lp_installed import START_METHODS, start_method
 
+from helpers.cli import run_cli, run_cli_process
 from lineprofiler import LineProfiler
 from lineprofiler.lines.children import BOOT_DIR, ENV_CONFIG
 from lineprofiler.runfiles import linesfile
@@ -106,21 +107,11 @@ def work_hits(files):
     return out
 
 
-def run_cli(args, cwd, timeout=240):
-    return subprocess.run(
-        [sys.executable, "-m", "lineprofiler", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 @pytest.mark.parametrize("method", START_METHODS)
 def test_children_have_the_in_process_hits(project, tmp_path, method):
     actual = multiprocessing.get_context(start_method(method)).get_start_method()
     out_dir = tmp_path / "out"
-    done = run_cli(["run", "--children", "-o", out_dir, "driver.py", method], cwd=project)
+    done = run_cli_process("run", "--children", "-o", out_dir, "driver.py", method, timeout=240, cwd=project)
     assert done.returncode == 0, done.stderr
     assert "DRIVER DONE" in done.stdout
     files, problems = linesfile.load_lines(out_dir)
@@ -189,7 +180,7 @@ if __name__ == "__main__":
 def test_signals_write_the_file_and_a_kill_is_named(project, tmp_path):
     (project / "signals.py").write_text(SIGNALS)
     out_dir = tmp_path / "out"
-    done = run_cli(["run", "--children", "-o", out_dir, "signals.py"], cwd=project)
+    done = run_cli_process("run", "--children", "-o", out_dir, "signals.py", timeout=240, cwd=project)
     assert done.returncode == 0, done.stderr
     found = re.findall(r"CHILD (\d+) (\w+) (-?\d+)", done.stdout)
     children = {int(pid): (name, int(code)) for pid, name, code in found}
@@ -320,9 +311,9 @@ def test_view_of_a_children_run(project, tmp_path):
             """
         )
     )
-    done = run_cli(["run", "--children", "-o", out_dir, "one.py"], cwd=project)
+    done = run_cli_process("run", "--children", "-o", out_dir, "one.py", timeout=240, cwd=project)
     assert done.returncode == 0, done.stderr
-    view = run_cli(["view", out_dir, "--by-role", "--functions", "0"], cwd=project)
+    view = run_cli("view", out_dir, "--by-role", "--functions", "0", cwd=project)
     assert view.returncode == 0, view.stderr
     assert view.stdout.startswith("Line profile of 3 processes (main x1, actor x2)")
     assert "ACTOR  (2 processes)" in view.stdout and "MAIN  (1 process)" in view.stdout

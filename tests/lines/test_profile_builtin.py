@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from helpers.cli import run_cli_process
 from lineprofiler import LineProfiler
 
 KERNPROF_SCRIPT = """\
@@ -45,16 +46,6 @@ if __name__ == "__main__":
 """
 
 
-def cli(*args, cwd, timeout=120):
-    return subprocess.run(
-        [sys.executable, "-m", "lineprofiler", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 @pytest.fixture
 def project(tmp_path):
     root = tmp_path / "proj"
@@ -70,7 +61,7 @@ def hits_of(stdout, lineno, source):
 
 
 def test_a_kernprof_script_runs_unchanged(project):
-    out = cli("run", "--functions", "5", "kp.py", cwd=project)
+    out = run_cli_process("run", "--functions", "5", "kp.py", cwd=project)
     assert out.returncode == 3, out.stderr  # the script's own status
     assert out.stdout.startswith("result 20540\n")  # its output, first
     assert "NameError" not in out.stderr and "@profile" not in out.stderr
@@ -79,7 +70,10 @@ def test_a_kernprof_script_runs_unchanged(project):
 
 
 def test_a_forked_worker_runs_the_decorated_code(project, tmp_path):
-    out = cli("run", "--children", "-o", tmp_path / "prof", "--functions", "5", "kp.py", "fork", cwd=project)
+    out = run_cli_process(
+        "run", "--children", "-o", tmp_path / "prof", "--functions", "5", "kp.py", "fork",
+        cwd=project,
+    )
     assert out.returncode == 3, out.stderr
     assert "from the worker 4900\n" in out.stdout and "worker exit 0\n" in out.stdout, out.stderr
     assert hits_of(out.stdout, 8, "total += i * i") == 40 + 25  # both processes, merged
@@ -88,7 +82,10 @@ def test_a_forked_worker_runs_the_decorated_code(project, tmp_path):
 
 
 def test_a_spawned_worker_runs_the_decorated_code(project, tmp_path):
-    out = cli("run", "--children", "-o", tmp_path / "prof", "--functions", "5", "kp.py", "spawn", cwd=project)
+    out = run_cli_process(
+        "run", "--children", "-o", tmp_path / "prof", "--functions", "5", "kp.py", "spawn",
+        cwd=project,
+    )
     assert out.returncode == 3, out.stderr
     assert "from the worker 4900\n" in out.stdout and "worker exit 0\n" in out.stdout, out.stderr
     assert hits_of(out.stdout, 8, "total += i * i") == 40 + 25
@@ -123,7 +120,7 @@ def test_a_decorated_function_outside_the_project_is_recorded(project, tmp_path)
     )
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    out = cli("run", "-o", out_dir / "lines.json", "uses_lib.py", cwd=project)
+    out = run_cli_process("run", "-o", out_dir / "lines.json", "uses_lib.py", cwd=project)
     assert out.returncode == 0, out.stderr
     assert "far 45 1\n" in out.stdout
     assert "was not profiled" not in out.stderr

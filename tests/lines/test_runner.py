@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import run_cli, run_cli_process
 from lineprofiler import LineProfiler
 
 WHOAMI = """\
@@ -67,17 +68,6 @@ def describe_main():
 """
 
 
-def cli(*args, cwd, env=None, **kwargs):
-    return subprocess.run(
-        [sys.executable, "-m", "lineprofiler", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        **kwargs,
-    )
-
-
 def python(*args, cwd):
     return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True)
 
@@ -98,7 +88,7 @@ def project(tmp_path):
 
 def test_a_script_runs_as_python_runs_it(project):
     cwd = project
-    ours = cli("run", "app/main.py", "a", "--top", "3", cwd=cwd)
+    ours = run_cli_process("run", "app/main.py", "a", "--top", "3", cwd=cwd)
     theirs = python("app/main.py", "a", "--top", "3", cwd=cwd)
     assert ours.returncode == theirs.returncode == 0, ours.stderr
     assert whoami(ours.stdout) == whoami(theirs.stdout)
@@ -113,16 +103,16 @@ def test_a_script_runs_as_python_runs_it(project):
 def test_exit_statuses_are_pythons(project):
     # KeyboardInterrupt: python ends by SIGINT itself (a shell shows 130), and so does the runner.
     for arg, status in (("exit3", 3), ("exitmsg", 1), ("raise", 1), ("interrupt", -signal.SIGINT)):
-        ours = cli("run", "app/main.py", arg, cwd=project)
+        ours = run_cli_process("run", "app/main.py", arg, cwd=project)
         theirs = python("app/main.py", arg, cwd=project)
         assert ours.returncode == theirs.returncode == status, (arg, ours.stderr)
         assert "Top " in ours.stdout, arg  # what was recorded is printed all the same
-    ours = cli("run", "app/main.py", "exitmsg", cwd=project)
+    ours = run_cli_process("run", "app/main.py", "exitmsg", cwd=project)
     assert ours.stderr.strip() == "bad things"
 
 
 def test_an_uncaught_exception_prints_pythons_traceback_first(project):
-    ours = cli("run", "app/main.py", "raise", cwd=project)
+    ours = run_cli_process("run", "app/main.py", "raise", cwd=project)
     theirs = python("app/main.py", "raise", cwd=project)
     assert ours.returncode == 1
     assert ours.stderr == theirs.stderr  # same frames, same text: none of ours
@@ -158,7 +148,7 @@ def test_a_module_runs_as_python_m_runs_it(project):
     )
     (pkg / "__main__.py").write_text((pkg / "cli.py").read_text())
     for module in ("pkg.cli", "pkg"):
-        ours = cli("run", "-m", module, "x", "-y", cwd=project)
+        ours = run_cli_process("run", "-m", module, "x", "-y", cwd=project)
         theirs = python("-m", module, "x", "-y", cwd=project)
         assert ours.returncode == theirs.returncode == 0, ours.stderr
         assert whoami(ours.stdout) == whoami(theirs.stdout)
@@ -179,9 +169,9 @@ def test_the_console_script_and_options(project):
     rows = [line for line in out.stdout.splitlines() if re.match(r"\s+\d+\s", line)]
     assert len(rows) == 2 and "Top 2 of" in out.stdout and "lines by hits" in out.stdout
     assert "for i in range(n):" in rows[0]  # 51 hits: the most
-    out = cli("run", "--min-us", "1e9", "app/main.py", cwd=project)
+    out = run_cli_process("run", "--min-us", "1e9", "app/main.py", cwd=project)
     assert "No line took at least" in out.stdout
-    out = cli("run", "--exclude", "helper.py", "app/main.py", cwd=project)
+    out = run_cli_process("run", "--exclude", "helper.py", "app/main.py", cwd=project)
     assert "helper.py" not in out.stdout and "main.py" in out.stdout
 
 
@@ -192,21 +182,23 @@ def test_the_project_folder_is_the_scripts_git_root(project):
         "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'lib'))\n"
         "import far\nfar.far()\n"
     )
-    out = cli("run", "proj/app/uses_far.py", cwd=project.parent)
+    out = run_cli_process("run", "proj/app/uses_far.py", cwd=project.parent)
     assert "Function: far at" not in out.stdout  # no git root: the script's folder only
     (project / ".git").mkdir()
-    out = cli("run", "proj/app/uses_far.py", cwd=project.parent)
+    out = run_cli_process("run", "proj/app/uses_far.py", cwd=project.parent)
     assert "Function: far at lib/far.py:1" in out.stdout
-    out = cli("run", "--project", project / "lib", "proj/app/uses_far.py", cwd=project.parent)
+    out = run_cli_process("run", "--project", project / "lib", "proj/app/uses_far.py", cwd=project.parent)
     assert "Function: far at far.py:1" in out.stdout and "uses_far" not in out.stdout
-    out = cli("run", "--project", project / "lib", "--include", "*/app/*", "proj/app/uses_far.py", cwd=project.parent)
+    out = run_cli_process(
+        "run", "--project", project / "lib", "--include", "*/app/*", "proj/app/uses_far.py", cwd=project.parent
+    )
     assert "uses_far.py" in out.stdout
 
 
 def test_nothing_recorded_says_where_and_what_to_pass(project, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    out = cli("run", "--project", empty, "app/main.py", cwd=project)
+    out = run_cli_process("run", "--project", empty, "app/main.py", cwd=project)
     assert out.returncode == 0
     assert f"Project folder traced: {empty.resolve()}" in out.stdout
     assert re.search(r"Code objects that ran outside it: [\d,]+", out.stdout)
@@ -216,16 +208,16 @@ def test_nothing_recorded_says_where_and_what_to_pass(project, tmp_path):
 
 def test_output_to_a_file_and_to_a_directory(project, tmp_path):
     target = tmp_path / "saved.json"
-    out = cli("run", "-o", target, "app/main.py", "exit3", cwd=project)
+    out = run_cli_process("run", "-o", target, "app/main.py", "exit3", cwd=project)
     assert out.returncode == 3 and f"saved to {target}" in out.stderr
     saved = LineProfiler.load(target)
     (proc,) = saved.processes
     assert proc.status == "exited" and proc.process["exit_code"] == 3
     assert proc.process["argv"][0] == "app/main.py"
     assert any(key[2] == "work" for key in saved.get_stats())
-    view = cli("view", target, cwd=project)
+    view = run_cli("view", target, cwd=project)
     assert view.returncode == 0 and "Function: work at helper.py" in view.stdout
-    out = cli("run", "-o", f"{tmp_path}/dir/", "app/main.py", cwd=project)
+    out = run_cli_process("run", "-o", f"{tmp_path}/dir/", "app/main.py", cwd=project)
     (written,) = (tmp_path / "dir").iterdir()
     assert out.returncode == 0 and re.fullmatch(r"l_.+_\d+_[0-9a-f]{8}\.json", written.name)
 
@@ -247,7 +239,7 @@ def test_output_to_a_file_and_to_a_directory(project, tmp_path):
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(project, args, message):
-    out = cli(*args, cwd=project)
+    out = run_cli_process(*args, cwd=project)
     assert out.returncode == 2, out
     assert message in out.stderr and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
     assert "WHOAMI" not in out.stdout  # the script never ran
@@ -256,7 +248,7 @@ def test_bad_input_is_one_line_and_exit_2(project, args, message):
 def test_view_of_a_future_file(project, tmp_path):
     path = tmp_path / "future.json"
     path.write_text(json.dumps({"kind": "lineprofiler-lines", "schema_version": 99}))
-    out = cli("view", path, cwd=project)
+    out = run_cli("view", path, cwd=project)
     assert out.returncode == 2 and "upgrade lineprofiler" in out.stderr and out.stderr.count("\n") == 1
 
 
@@ -275,7 +267,7 @@ def test_the_programs_own_profiler_takes_precedence(project):
         )
     )
     (project / ".git").mkdir()
-    out = cli("run", "app/own.py", cwd=project)
+    out = run_cli_process("run", "app/own.py", cwd=project)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("Top 1 of")  # the program's own table, unharmed
     # The runner stepped aside during the program's block and recorded the rest.
@@ -290,7 +282,7 @@ def test_threads_are_waited_for(project):
         "threading.Thread(target=later).start()\n"
     )
     started = time.monotonic()
-    out = cli("run", "app/threads.py", cwd=project)
+    out = run_cli_process("run", "app/threads.py", cwd=project)
     assert out.returncode == 0 and time.monotonic() - started >= 0.2
     assert re.search(r"\s+99\s+.*total \+= i", out.stdout)
 
@@ -298,7 +290,7 @@ def test_threads_are_waited_for(project):
 def test_env_is_left_alone_without_children(project):
     (project / "app" / "env.py").write_text("import os\nprint('ENV', os.environ.get('PYTHONPATH'))\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    out = cli("run", "-o", "somewhere/", "app/env.py", cwd=project, env=env)
+    out = run_cli_process("run", "-o", "somewhere/", "app/env.py", cwd=project, env=env)
     assert "ENV None" in out.stdout
 
 
@@ -307,7 +299,7 @@ def test_a_forked_child_that_runs_to_the_end_prints_nothing_of_ours(project, tmp
         "import os, helper\npid = os.fork()\nhelper.work(10)\nif pid:\n    os.waitpid(pid, 0)\n"
     )
     target = tmp_path / "forky.json"
-    out = cli("run", "-o", target, "app/forky.py", cwd=project)
+    out = run_cli_process("run", "-o", target, "app/forky.py", cwd=project)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("Top ") == 1 and out.stderr.count("saved to") == 1
     assert LineProfiler.load(target).processes[0].status == "exited"  # one writer: the runner

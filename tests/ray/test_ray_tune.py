@@ -171,12 +171,9 @@ def tune_run(request, tmp_path_factory) -> tuple[Path, dict]:
 
 
 def _report(run_dir: Path) -> dict:
-    from .conftest import clean_env
+    from helpers.cli import run_cli  # here: this file is also the driver script, run without tests/ on sys.path
 
-    result = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "report", "--json", str(run_dir)],
-        env=clean_env(), capture_output=True, text=True, timeout=120,
-    )
+    result = run_cli("report", "--json", run_dir)
     assert result.returncode == 0 and result.stderr == "", result.stderr
     return json.loads(result.stdout)
 
