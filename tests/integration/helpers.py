@@ -13,10 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-GPU_TESTS = HERE.parent / "gpu"
-SRC = HERE.parents[1] / "src" / "lineprofiler"
-
 
 def worker_documents(run_dir: Path) -> list[dict]:
     from lineprofiler.runfiles import workerfile

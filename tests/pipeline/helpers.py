@@ -39,7 +39,7 @@ def run(command: list[str], *, env: dict[str, str] | None = None, cwd: Path | No
 
 
 def report(run_dir: Path) -> str:
-    """``python -m lineprofiler report RUN_DIR``'s output; the command must succeed."""
+    """``lineprofiler report RUN_DIR``'s output (in process); the command must succeed."""
     result = run_cli("report", run_dir)
     assert result.returncode == 0, result.stderr
     assert result.stderr == "", result.stderr
