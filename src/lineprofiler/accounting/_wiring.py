@@ -15,7 +15,7 @@ from .sampling import ResourceSampler
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from ._options import Options
@@ -35,6 +35,53 @@ class Wiring(Record):
         self.annotator = annotator
         #: A trace_window.Window (torch, viztracer) or a lines_window.LinesWindow (lines).
         self.window = window
+
+
+class Attachments:
+    """The objects that live and die with a profiler (the sampler, a backend window).
+
+    Any of these optional methods is called, and a failure in one is recorded in the worker
+    file's ``errors``, never raised: ``start()`` (when added, if recording), ``stop()`` (before
+    the final flush), ``before_fork()``, ``after_fork_parent()``, ``after_fork_child()``,
+    ``contribute(document)`` (at each snapshot: add keys such as ``"samples"`` or ``"gpu"``),
+    ``close()``. A fork made while other threads run Python calls ``before_crowded_fork()`` and
+    ``after_crowded_fork_parent()`` instead of the first two where the attachment has them: such
+    a fork must not wait for any thread (each wait for the GIL costs a turn behind every busy
+    thread), and Python warns of forking a multi-threaded process anyway, so a thread that holds
+    nothing the child needs may stay up.
+    """
+
+    __slots__ = ("_items", "_record_error")
+
+    def __init__(self, record_error: RecordError) -> None:
+        self._items: list[Any] = []
+        self._record_error = record_error
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._items))
+
+    def add(self, attachment: Any) -> None:
+        self._items.append(attachment)
+        self._call_one(attachment, "start")
+
+    def call(self, method: str, *args: Any) -> None:
+        """``method(*args)`` on every attachment that has it."""
+        for attachment in list(self._items):
+            self._call_one(attachment, method, *args)
+
+    def call_fork_hook(self, method: str, fallback: str) -> None:
+        """``method()`` on every attachment, ``fallback()`` on one without it."""
+        for attachment in list(self._items):
+            self._call_one(attachment, method if hasattr(attachment, method) else fallback)
+
+    def _call_one(self, attachment: Any, method: str, *args: Any) -> None:
+        fn = getattr(attachment, method, None)
+        if fn is None:
+            return
+        try:
+            fn(*args)
+        except Exception as error:
+            self._record_error(f"attachment {type(attachment).__name__}.{method}: {type(error).__name__}: {error}")
 
 
 def _failed(record_error: RecordError, what: str, error: Exception) -> None:

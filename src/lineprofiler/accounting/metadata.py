@@ -26,12 +26,12 @@ from ..runfiles.metadata import (
     read_metadata,
     write_document,
 )
-from . import capabilities
+from . import _phases, capabilities
 from .identity import machine_name
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any
 
@@ -144,3 +144,30 @@ def write_process_files(
         current = read_metadata(layout.run_metadata_path(run_dir), root=run_dir)
         if current is None or (current.get("run_id"), current.get("attempt")) != (identity.run_id, identity.attempt):
             write_metadata(run_dir, extra, notes=notes)
+
+
+def write_recorded(
+    identity: Identity,
+    run_dir: Path,
+    worker_file: Path,
+    options: Options,
+    wiring: Wiring,
+    record_error: Callable[[str], None],
+    *,
+    final: bool = False,
+) -> None:
+    """:func:`write_process_files` for a recording profiler: its failure and notes go to
+    ``record_error`` (the worker file's ``errors``), never raised."""
+    notes: list[str] = []
+    # The profiler's own I/O, as the snapshot's is: never billed to a phase open around a
+    # flush() that writes these files.
+    token = _phases.own_io_begin()
+    try:
+        write_process_files(identity, run_dir, worker_file, options, wiring, final=final, notes=notes)
+    except Exception as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        record_error(f"metadata: {type(error).__name__}: {reason}")
+    finally:
+        _phases.own_io_end(token)
+    for note in notes:
+        record_error(f"metadata: {note}")
