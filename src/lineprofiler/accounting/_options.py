@@ -1,7 +1,7 @@
 """The profiler's arguments, checked once and here only, before anything is touched.
 
 A wrong type raises TypeError and a wrong value ValueError, with the argument's name first.
-:class:`~.trace_window.Window` uses the same checks for the backend, the window and its phase, so
+:class:`~.windows.trace_window.Window` uses the same checks for the backend, the window and its phase, so
 ``Profiler(...)`` and ``Window(...)`` refuse the same things with the same exceptions.
 """
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-#: The heavy profilers a window can run (``backend=``): the values of :class:`.backends.Backend`.
+#: The heavy profilers a window can run (``backend=``): the values of :class:`.windows.Backend`.
 BACKENDS = ("torch", "viztracer", "lines")
 MAX_CAP = 1_000_000
 SAMPLE_INTERVAL_RANGE_S = (0.001, 86400.0)
@@ -139,7 +139,7 @@ class Options(Record):
         self.backend_window = backend_window
         self.window_phase = window_phase
         #: ``backend="lines"``: the project folder whose lines are profiled, absolute; None for
-        #: the default (decided in the process, see ``lines_window.project_folder``).
+        #: the default (decided in the process, see ``windows.lines_window.project_folder``).
         self.lines_project = lines_project
         self.annotate = annotate
         self.snapshot_interval_s = snapshot_interval_s

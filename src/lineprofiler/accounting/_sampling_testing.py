@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from . import native_sampler
+from . import sampling as native_sampler
 
 PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
 

@@ -33,7 +33,7 @@ class Wiring(Record):
     def __init__(self, sync_fn: Callable[[], object] | None, annotator: Any, window: Any) -> None:
         self.sync_fn = sync_fn
         self.annotator = annotator
-        #: A trace_window.Window (torch, viztracer) or a lines_window.LinesWindow (lines).
+        #: A windows.trace_window.Window (torch, viztracer) or a windows.lines_window.LinesWindow (lines).
         self.window = window
 
 
@@ -94,8 +94,8 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
     * ``set_sync(gpu.make_sync())``: None (no cost at all) unless torch is installed; a
       pending check when it is installed but not imported yet.
     * ``annotate=True``: a :class:`gpu.Annotator`, combined with the window's hooks.
-    * ``backend=...``: a :class:`.trace_window.Window` (torch, viztracer) or a
-      :class:`~.lines_window.LinesWindow` (lines) watching ``window_phase``, attached so that it
+    * ``backend=...``: a :class:`.windows.trace_window.Window` (torch, viztracer) or a
+      :class:`~.windows.lines_window.LinesWindow` (lines) watching ``window_phase``, attached so that it
       is cut and written at exit and restarted in a fork child.
     * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
     """
@@ -117,12 +117,12 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
 
 def _window_and_annotation(target: WiringTarget, options: Options, record_error: RecordError) -> tuple[Any, Any]:
     """``annotate=True`` and ``backend=...``: the annotator, the window and their phase hooks."""
-    from . import capabilities, trace_window
-    from .backends import Backend
+    from . import capabilities
     from .identity import resolve_host
+    from .windows import Backend, trace_window
 
     annotator: Any = None
-    window: Any = None  # a trace_window.Window or a lines_window.LinesWindow
+    window: Any = None  # a windows.trace_window.Window or a windows.lines_window.LinesWindow
     if options.annotate:
         try:
             annotator = gpu.Annotator()
@@ -131,7 +131,7 @@ def _window_and_annotation(target: WiringTarget, options: Options, record_error:
     if options.backend is not None and options.backend_window is not None and options.window_phase is not None:
         try:
             if options.backend == Backend.LINES.value:
-                from .lines_window import LinesWindow  # loads the line layer: only when asked for
+                from .windows.lines_window import LinesWindow  # loads the line layer: only when asked for
 
                 window = LinesWindow(
                     target,

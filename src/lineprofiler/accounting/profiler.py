@@ -193,7 +193,7 @@ class Profiler(TraceLinks):
         self._live_path: str | None = None
         self._start_unix_ns: int | None = None
         self._start_mono_ns = 0
-        self.window: Any = None  # trace_window.Window or lines_window.LinesWindow, with backend=...
+        self.window: Any = None  # a windows.trace_window.Window or lines_window.LinesWindow
         self._attachments: Any = ()  # an enabled profiler's _wiring.Attachments
         self._errors: list[str] = []
         self._errors_dropped = 0

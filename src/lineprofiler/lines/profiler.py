@@ -538,7 +538,7 @@ class LineProfiler:
     # -- for lineprofiler's own layers -------------------------------------------------------
     # Not for users: what a child's session, ``lineprofiler run``, the lines window of the
     # accounting layer and the process endings call. Each is named by a Protocol where it is
-    # used (children.Recording, endings.EndingProfiler, runner, accounting.lines_window).
+    # used (children.Recording, endings.EndingProfiler, runner, accounting.windows.lines_window).
 
     @property
     def include(self) -> tuple[str, ...]:

@@ -39,9 +39,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..runfiles import layout
-from . import capabilities
-from .backends import Backend
+from ...runfiles import layout
+from .. import capabilities
+from . import Backend
 from .window_state import WindowState
 
 __all__ = ["Window", "annotate_hooks", "artifact_name"]

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ._options import check_window, check_window_phase
+from .._options import check_window, check_window_phase
 
 
 class WindowState:

@@ -1,7 +1,7 @@
 """ResourceSampler: RSS, I/O counters and GPU utilisation once per interval, into sample files.
 
-On Linux the sampling is native (:mod:`.native_sampler`: a C thread that never takes the GIL,
-reading ``/proc/self`` through descriptors it keeps open). Where there is no ``/proc`` (macOS)
+On Linux the sampling is native (:mod:`.._sampler`, made by :func:`open_sampler`: a C thread
+that never takes the GIL, reading ``/proc/self`` through descriptors it keeps open). Where there is no ``/proc`` (macOS)
 and psutil is importable, a Python thread samples psutil at the same interval instead
 (:mod:`.psutil_sampler`): that path is Python, costs about 20 us of GIL time per sample, and has
 no phase attribution. With neither, the sampler records why, and the report's memory and I/O
@@ -13,7 +13,7 @@ each snapshot (drains new rows, appends them to the sidecar file, fills ``docume
 and ``close()``. None of them raises into the caller for an environmental failure: failures are
 counted and reported in ``document["samples"]``.
 
-Test seam (tests only): ``io_path``, ``statm_path`` and ``stat_path``; :mod:`._sampling_testing`
+Test seam (tests only): ``io_path``, ``statm_path`` and ``stat_path``; :mod:`.._sampling_testing`
 points every sampler at a folder of stand-in ``/proc/self`` files, or at none.
 """
 
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import os
 
-from ..runfiles import layout, samplefile
-from ..runfiles.samplefile import IntervalCounts, SampleWriter
-from . import native_sampler
+from ...runfiles import layout, samplefile
+from ...runfiles.samplefile import IntervalCounts, SampleWriter
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
@@ -36,13 +35,68 @@ _MAX_REFUSED = 8
 DEFAULT_CAPACITY = 3600  # rows: an hour at 1 Hz between snapshots before the ring overwrites
 
 
+# ------------------------------------------------------------------ the native sampler's Python side
+# Whether the C module (Linux only) can run here, and making one; :func:`_choose_source` picks it
+# where it can run, else the psutil fallback.
+
+#: Where the native sampler reads; a platform without it (macOS) gets the psutil fallback.
+PROC_SELF = "/proc/self"
+
+
+def load_native() -> Any:
+    """The C module; raises ImportError where it was not built or cannot load."""
+    from .. import _sampler
+
+    return _sampler
+
+
+def native_import_error() -> str | None:
+    """Why the C module cannot be imported, or None when it can."""
+    try:
+        load_native()
+    except ImportError as error:
+        return f"the native sampler cannot be imported ({error})"
+    return None
+
+
+def has_proc() -> bool:
+    return os.path.isdir(PROC_SELF)
+
+
+def thread_io() -> tuple[int, ...] | None:
+    """The calling thread's I/O counters (``/proc/thread-self/io``, read by the C module), or
+    None where they cannot be read."""
+    try:
+        return load_native().thread_io()
+    except ImportError:
+        return None
+
+
+def open_sampler(
+    interval_s: float,
+    capacity: int,
+    *,
+    io_path: str | None = None,
+    statm_path: str | None = None,
+    stat_path: str | None = None,
+    nvml: bool = True,
+    timeline_hz: float = 0.0,
+) -> Any:
+    """A native ``Sampler`` (see ``_sampler.pyi``), not started. The paths replace the
+    ``/proc/self`` files it reads (None: the real ones)."""
+    return load_native().Sampler(
+        interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml,
+        timeline_hz=timeline_hz,
+    )
+
+
 def _choose_source(source: str) -> tuple[str | None, str | None]:
     """(source, reason it is None)."""
     if source == "off":
         return None, "resource sampling was turned off"
     if source in ("auto", "proc"):
-        native_error = native_sampler.import_error()
-        if native_error is None and (native_sampler.has_proc() or source == "proc"):
+        native_error = native_import_error()
+        if native_error is None and (has_proc() or source == "proc"):
             return "proc", None
         if source == "proc":
             return None, native_error
@@ -67,10 +121,10 @@ class _OwnWrites:
         self._before: tuple[int, ...] | None = None
 
     def __enter__(self) -> None:
-        self._before = native_sampler.thread_io()
+        self._before = thread_io()
 
     def __exit__(self, *exc_info: object) -> None:
-        self._sampler._add_own(self._before, native_sampler.thread_io())
+        self._sampler._add_own(self._before, thread_io())
 
 
 class ResourceSampler:
@@ -116,7 +170,7 @@ class ResourceSampler:
         self._impl: Any = None
         try:
             if self.source == "proc":
-                self._impl = native_sampler.open_sampler(
+                self._impl = open_sampler(
                     self.interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml,
                     timeline_hz=self.timeline_hz,
                 )

@@ -39,14 +39,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..runfiles import layout, linesfile
-from . import _phases
-from .identity import ENV_LINES_PROJECT
+from ...runfiles import layout, linesfile
+from .. import _phases
+from ..identity import ENV_LINES_PROJECT
 from .window_state import WindowState
 
 if TYPE_CHECKING:
-    from ..lines.profiler import LineProfiler
-    from ._surfaces import WindowOwner
+    from ...lines.profiler import LineProfiler
+    from .._surfaces import WindowOwner
 
 __all__ = ["LinesWindow", "project_folder"]
 
@@ -55,7 +55,7 @@ def project_folder(explicit: str | None = None) -> Path:
     """The folder a lines window profiles: ``explicit``, else ``LINEPROFILER_LINES_PROJECT``, else
     the git root of the main script's folder, else that of the working directory (else it).
     Raises ValueError when the folder named by the environment does not exist."""
-    from ..lines.project import find_project_root
+    from ...lines.project import find_project_root
 
     if explicit is not None:
         return Path(explicit)
@@ -96,7 +96,7 @@ class LinesWindow(WindowState):
         self.project: Path | None = None
         self._profiler: LineProfiler | None = None
         try:
-            from ..lines.profiler import LineProfiler
+            from ...lines.profiler import LineProfiler
 
             self.project = project_folder(project)
             self._profiler = LineProfiler(self.project)
@@ -173,7 +173,7 @@ class LinesWindow(WindowState):
         return None if worker is None else layout.lines_path(self.run_dir, worker)
 
     def document(self, status: str, signal: str | None = None) -> dict[str, Any]:
-        from ..lines.saved import document_from_stats, process_info
+        from ...lines.saved import document_from_stats, process_info
 
         assert self._profiler is not None
         owner = self._owner

@@ -2,7 +2,8 @@
 macOS), with the native ``Sampler``'s interface.
 
 Python, on a Python thread: a sample costs about 20 us of GIL time, and rows have no phase
-attribution. :mod:`.sampling` picks it; psutil itself is imported when one is made.
+attribution. The package's :class:`~lineprofiler.accounting.sampling.ResourceSampler` picks it;
+psutil itself is imported when one is made.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import threading
 import time
 from collections import deque
 
-from ..runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START
-from .native_sampler import thread_io
+from ...runfiles.samplefile import BASE_COLUMNS, FLAG_SEGMENT_START
+from . import thread_io
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
