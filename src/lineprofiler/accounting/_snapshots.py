@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from ..runfiles.layout import RunPaths
     from ._surfaces import ProcessServices
 
 #: How long a write waits for the one before it (a signal's flush racing the thread's).
@@ -113,8 +114,8 @@ def _trace_section(profiler: Any, final: bool) -> dict[str, Any] | None:
 
 
 class SnapshotWriter:
-    """Writes the documents ``build(status, final)`` makes to ``path``, inside ``root`` (the run
-    directory, below which nothing is followed).
+    """Writes the documents ``build(status, final)`` makes to ``path``, inside the run directory
+    of ``paths`` (its ``root``, below which nothing is followed).
 
     ``record_error`` receives each failure's line for the worker file's ``errors``. One lock
     keeps two writes (the thread's and a signal's or close()'s) from interleaving. ``process``
@@ -126,11 +127,11 @@ class SnapshotWriter:
         build: Callable[[str, bool], dict[str, Any]],
         record_error: Callable[[str], None],
         interval_s: float | None,
-        root: str,
+        paths: RunPaths,
         process: ProcessServices,
     ) -> None:
         self._build = build
-        self.root = root
+        self.root = paths.root
         self.process = process
         self._record_error = record_error
         self.interval_s = interval_s

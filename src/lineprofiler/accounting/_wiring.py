@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
+    from ..runfiles.layout import RunPaths
     from ._options import Options
     from ._surfaces import WiringTarget
 
@@ -141,7 +142,7 @@ def _window_and_annotation(target: WiringTarget, options: Options, record_error:
                 )
             else:
                 window = trace_window.Window(
-                    options.backend, target.run_dir, options.backend_window, options.window_phase, host=resolve_host()
+                    options.backend, target.run_paths, options.backend_window, options.window_phase, host=resolve_host()
                 )
         except Exception as error:
             _failed(record_error, "backend window", error)
@@ -164,14 +165,14 @@ def _window_and_annotation(target: WiringTarget, options: Options, record_error:
     return annotator, window
 
 
-def make_sampler(run_dir: str, options: Options, record_error: RecordError) -> ResourceSampler | None:
+def make_sampler(paths: RunPaths, options: Options, record_error: RecordError) -> ResourceSampler | None:
     """The resource sampler (RSS, /proc I/O, NVML): a native thread whose rows each snapshot
     appends beside the worker file. None with ``sample_interval_s=None``, or when it cannot be
-    made (recorded). ``run_dir`` is text: pathlib is not loaded while a profiler starts."""
+    made (recorded). ``paths`` is the profiler's run directory, whose sample files the sampler asks it for."""
     if options.sample_interval_s is None:
         return None
     try:
-        return ResourceSampler(run_dir, interval_s=options.sample_interval_s, timeline_hz=options.timeline_hz)
+        return ResourceSampler(paths, interval_s=options.sample_interval_s, timeline_hz=options.timeline_hz)
     except Exception as error:  # the environment never makes construction raise
         record_error(f"resource sampler not started: {type(error).__name__}: {error}")
         return None

@@ -17,7 +17,6 @@ import os
 import sys
 import time
 
-from ..runfiles import layout
 from ..runfiles.metadata import (
     METADATA_FILE,
     METADATA_KIND,
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from ..runfiles.layout import RunPaths
     from ._options import Options
     from ._wiring import Wiring
     from .identity import Identity
@@ -121,7 +121,7 @@ def describe(
 
 def write_process_files(
     identity: Identity,
-    run_dir: Path,
+    paths: RunPaths,
     worker_file: Path,
     options: Options,
     wiring: Wiring,
@@ -137,18 +137,19 @@ def write_process_files(
     directory replaces it); two processes of a new run racing on it each leave a complete file
     of the run. Raises what writing raises; the profiler records it, and ``notes``.
     """
-    own = layout.metadata_path(run_dir, worker_file)
+    run_dir = paths.path
+    own = paths.metadata(worker_file)
     extra = describe(identity, run_dir, worker_file, options, wiring, final)
     write_metadata(run_dir, extra, relative=own.relative_to(run_dir).as_posix(), notes=notes)
     if not final:
-        current = read_metadata(layout.run_metadata_path(run_dir), root=run_dir)
+        current = read_metadata(paths.run_metadata(), root=run_dir)
         if current is None or (current.get("run_id"), current.get("attempt")) != (identity.run_id, identity.attempt):
             write_metadata(run_dir, extra, notes=notes)
 
 
 def write_recorded(
     identity: Identity,
-    run_dir: Path,
+    paths: RunPaths,
     worker_file: Path,
     options: Options,
     wiring: Wiring,
@@ -163,7 +164,7 @@ def write_recorded(
     # flush() that writes these files.
     token = _phases.own_io_begin()
     try:
-        write_process_files(identity, run_dir, worker_file, options, wiring, final=final, notes=notes)
+        write_process_files(identity, paths, worker_file, options, wiring, final=final, notes=notes)
     except Exception as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         record_error(f"metadata: {type(error).__name__}: {reason}")

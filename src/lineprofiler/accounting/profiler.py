@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from ..runfiles.layout import RunPaths
     from ._options import Options
     from ._snapshots import SnapshotWriter
     from ._wiring import Wiring
@@ -162,6 +163,7 @@ class Profiler(TraceLinks):
 
     def _start(self, options: Options) -> None:
         """Set up this process's recording from the checked ``options``."""
+        from ..runfiles.layout import RunPaths
         from .identity import ENV_PROFILE, ENV_RUN_DIR, adopt_ray_job_env, clean_role
 
         self._options: Options = options
@@ -182,10 +184,11 @@ class Profiler(TraceLinks):
         self.max_counters = options.max_counters
         self.trace = options.trace
         self._tracing = False  # signal() and wait_on() record: tracing on, in a recorder that records
-        # Paths are kept as text and made Paths when asked for: pathlib costs a process
-        # milliseconds to import, more than the rest of a profiler's start.
+        # The run directory and every file name in it, asked for by each part. Paths are kept as
+        # text and made Paths when asked for: pathlib costs a process milliseconds to import,
+        # more than the rest of a profiler's start.
         run_dir = options.run_dir or os.environ.get(ENV_RUN_DIR) or DEFAULT_RUN_DIR
-        self._run_dir: str = os.path.abspath(os.fspath(run_dir))
+        self._paths = RunPaths(os.path.abspath(os.fspath(run_dir)))
         self.role = clean_role(options.role)
         self.recorder: _phases.Recorder | None = None
         self.identity: Identity | None = None
@@ -220,7 +223,7 @@ class Profiler(TraceLinks):
         from .identity import ENV_ATTEMPT, ENV_RUN_ID, parent_run_id, resolve_host, resolve_run_id
 
         self._snapshots: SnapshotWriter = SnapshotWriter(
-            self._document, self._record_error, self.snapshot_interval_s, self._run_dir, PROCESS
+            self._document, self._record_error, self.snapshot_interval_s, self._paths, PROCESS
         )
         self._snapshots.before_periodic = self._write_metadata_if_due
         self._attachments = _wiring.Attachments(self._record_error)
@@ -228,9 +231,9 @@ class Profiler(TraceLinks):
         self._run: RunId = resolve_run_id()
         if self._run.source == "generated":
             # A forkserver child whose server predates the parent's profiler: join the parent.
-            self._run = parent_run_id(self._run_dir, resolve_host()) or self._run
+            self._run = parent_run_id(self._paths.root, resolve_host()) or self._run
         os.environ[ENV_PROFILE] = "1"
-        os.environ[ENV_RUN_DIR] = self._run_dir
+        os.environ[ENV_RUN_DIR] = self._paths.root
         os.environ[ENV_RUN_ID] = self._run.run_id
         os.environ[ENV_ATTEMPT] = str(self._run.attempt)
         self.recorder = _phases.Recorder(
@@ -249,7 +252,7 @@ class Profiler(TraceLinks):
         self.window = self._wiring.window
         self._begin_process(start_thread=False)
         PROCESS.register(self)
-        sampler = _wiring.make_sampler(self._run_dir, options, self._record_error)
+        sampler = _wiring.make_sampler(self._paths, options, self._record_error)
         if sampler is not None:
             self.add_attachment(sampler)
         # The metadata files wait for the first snapshot (see the module docstring).
@@ -264,12 +267,11 @@ class Profiler(TraceLinks):
         """Identity, times and the start file of this process (again in a fork child)."""
         import time
 
-        from ..runfiles import layout
         from .identity import build_identity
 
         self.identity = build_identity(self._options.role, self._run)
-        self._path = self._snapshots.path = layout.worker_file(
-            self._run_dir, self.identity.host, self.identity.run_id, self.identity.pid, self.identity.uuid
+        self._path = self._snapshots.path = self._paths.worker_file(
+            self.identity.host, self.identity.run_id, self.identity.pid, self.identity.uuid
         )
         self._start_unix_ns = time.time_ns()
         self._start_mono_ns = time.monotonic_ns()
@@ -281,14 +283,13 @@ class Profiler(TraceLinks):
 
     def _attach_live(self) -> None:
         """The live file beside the worker file: everything recorded survives a SIGKILL."""
-        from ..runfiles import layout
         from ._snapshots import attach_live
 
         self._live_path = None
         if self.recorder is None or self._path is None or self.identity is None:
             return
-        path = layout.beside(self._path, layout.LIVE_SUFFIX)
-        error = attach_live(self.recorder, path, self._run_dir, self.identity.to_json())
+        path = self._paths.live(self._path)
+        error = attach_live(self.recorder, path, self._paths.root, self.identity.to_json())
         if error is None:
             self._live_path = path
         else:
@@ -338,10 +339,9 @@ class Profiler(TraceLinks):
             # writes its own.
             if self.recorder is not None:
                 self.recorder.live_detach()
-            own = (layout.sidecar_path(self.path), layout.live_path(self.path), layout.timeline_path(self.path))
-            for path in (self.path, *own):
+            for path in (self.path, *self._paths.began_beside(self.path)):
                 try:
-                    layout.remove(path, root=self.run_dir)
+                    layout.remove(path, root=self._paths.root)
                 except OSError:
                     pass
         PROCESS.unregister(self)
@@ -360,9 +360,12 @@ class Profiler(TraceLinks):
     @property
     def run_dir(self) -> Path:
         """The run directory, absolute."""
-        from pathlib import Path
+        return self._paths.path
 
-        return Path(self._run_dir)
+    @property
+    def run_paths(self) -> RunPaths:
+        """The run directory and the name of every file in it, as the profiler's parts ask for them."""
+        return self._paths
 
     @property
     def path(self) -> Path | None:
@@ -400,9 +403,7 @@ class Profiler(TraceLinks):
         (named after its worker file), or None when disabled."""
         if self.path is None or self.identity is None:
             return None
-        from ..runfiles import layout
-
-        return layout.metadata_path(self.run_dir, self.path)
+        return self._paths.metadata(self.path)
 
     # ------------------------------------------------------------------ snapshots
 
@@ -472,7 +473,7 @@ class Profiler(TraceLinks):
         from . import metadata  # not at import: it loads the capability probes
 
         metadata.write_recorded(
-            identity, self.run_dir, worker_file, self._options, self._wiring, self._record_error, final=final
+            identity, self._paths, worker_file, self._options, self._wiring, self._record_error, final=final
         )
 
     # ------------------------------------------------------------------ attachments and hooks

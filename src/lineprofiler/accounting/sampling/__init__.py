@@ -142,7 +142,7 @@ class ResourceSampler:
 
     def __init__(
         self,
-        run_dir: str | os.PathLike[str] | None = None,
+        run_dir: layout.RunPaths | str | os.PathLike[str] | None = None,
         *,
         interval_s: float = 1.0,
         capacity: int = DEFAULT_CAPACITY,
@@ -162,7 +162,8 @@ class ResourceSampler:
             raise ValueError("interval_s must be a number of seconds between 0.001 and 86400")
         if isinstance(capacity, bool) or not isinstance(capacity, int) or not 2 <= capacity <= 1 << 24:
             raise ValueError("capacity must be an int between 2 and 16777216")
-        self._run_dir = run_dir  # made a Path when first asked for (see run_dir)
+        # Text until a Path is asked for (see run_dir); the files in it are named by RunPaths.
+        self._paths = None if run_dir is None else layout.RunPaths.of(run_dir)
         self.interval_s = float(interval_s)
         self.capacity = capacity
         self.timeline_hz = float(timeline_hz)
@@ -289,11 +290,7 @@ class ResourceSampler:
     @property
     def run_dir(self) -> Path | None:
         """Where worker files go, as a Path (pathlib is imported here, not while a profiler starts)."""
-        if self._run_dir is None:
-            return None
-        from pathlib import Path
-
-        return Path(self._run_dir)
+        return None if self._paths is None else self._paths.path
 
     @property
     def backend(self) -> str | None:
@@ -336,12 +333,12 @@ class ResourceSampler:
         if path is not None:
             sidecar = layout.sidecar_path(path)
             return sidecar, sidecar.parent
-        if self.run_dir is None:
+        if self._paths is None:
             return None
         ident = document.get("identity") or {}
         try:
-            worker = layout.worker_path(self.run_dir, ident["host"], ident["run_id"], ident["pid"], ident["uuid"])
-            return layout.sidecar_path(worker), self.run_dir
+            worker = self._paths.worker_file(ident["host"], ident["run_id"], ident["pid"], ident["uuid"])
+            return self._paths.sidecar(worker), self._paths.path
         except (KeyError, TypeError, ValueError):
             return None
 

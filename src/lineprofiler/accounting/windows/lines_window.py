@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...runfiles import layout, linesfile
+from ...runfiles import linesfile
 from .. import _phases
 from ..identity import ENV_LINES_PROJECT
 from .window_state import WindowState
@@ -89,7 +89,7 @@ class LinesWindow(WindowState):
         *,
         project: str | None = None,
     ) -> None:
-        self._init_state(owner.run_dir, window, phase)
+        self._init_state(owner.run_paths, window, phase)
         self._owner = owner
         #: The last entry that began while the window was open (a truncated window's extent).
         self.last_entry: int | None = None
@@ -170,7 +170,7 @@ class LinesWindow(WindowState):
     def path(self) -> Path | None:
         """Where this process's file goes: beside nothing, named after its worker file."""
         worker = self._owner.path
-        return None if worker is None else layout.lines_path(self.run_dir, worker)
+        return None if worker is None else self.paths.lines(worker)
 
     def document(self, status: str, signal: str | None = None) -> dict[str, Any]:
         from ...lines.saved import document_from_stats, process_info

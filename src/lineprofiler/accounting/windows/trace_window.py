@@ -69,7 +69,7 @@ class Window(WindowState):
     def __init__(
         self,
         backend: Backend | str,
-        run_dir: str | os.PathLike[str],
+        run_dir: layout.RunPaths | str | os.PathLike[str],
         window: tuple[int, int],
         phase: str,
         *,
@@ -84,7 +84,7 @@ class Window(WindowState):
             raise ValueError("backend='lines' runs in a lines_window.LinesWindow, not a Window")
         self.backend = parsed
         self.backend_name = parsed.value
-        self._init_state(Path(run_dir), window, phase)
+        self._init_state(layout.RunPaths.of(run_dir), window, phase)
         self._host = host
         self.options = dict(options or {})
         #: Whether enter/exit put phase names into the trace; off when an Annotator already does
@@ -115,7 +115,7 @@ class Window(WindowState):
         return self._host
 
     def artifact_path(self) -> Path:
-        return layout.artifact_path(self.run_dir, _ARTIFACT_STEMS[self.backend], self.host, os.getpid())
+        return self.paths.artifact(_ARTIFACT_STEMS[self.backend], self.host, os.getpid())
 
     # ---- the watch callback ----
 

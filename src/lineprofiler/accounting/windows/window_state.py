@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ...runfiles.layout import RunPaths
 from .._options import check_window, check_window_phase
 
 
@@ -24,11 +25,13 @@ class WindowState:
     #: ``describe()["backend"]``.
     backend_name: str = ""
 
-    def _init_state(self, run_dir: Path, window: tuple[int, int], phase: str) -> None:
+    def _init_state(self, paths: RunPaths, window: tuple[int, int], phase: str) -> None:
         """Checks the window and the phase name (TypeError, ValueError) and starts waiting."""
         self.start_at, self.stop_at = check_window(window)
         self.watch_name = check_window_phase(phase)
-        self.run_dir = run_dir
+        #: The run directory, which names the window's file.
+        self.paths = paths
+        self.run_dir: Path = paths.path
         self._lock = threading.RLock()
         self.state = "waiting"
         self.error: str | None = None
