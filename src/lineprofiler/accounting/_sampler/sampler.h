@@ -199,6 +199,12 @@ int lp_thread_start(lp_core *c);
 void lp_thread_stop(lp_core *c);
 int64_t lp_thread_cpu_total(lp_core *c);
 
+/* sampler_type.c */
+extern PyType_Spec lp_sampler_spec;
+
+/* stats.c */
+PyObject *lp_core_stats(lp_core *c);
+
 /* timeline.c */
 int lp_timeline_alloc(lp_core *c);
 void lp_timeline_tick(lp_core *c, int64_t skipped);
