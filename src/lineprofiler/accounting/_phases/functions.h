@@ -74,7 +74,9 @@ int lp_io_measure(lp_state *st, int64_t *own, lp_io_counters *out);
 PyObject *lp_mod_own_io_begin(PyObject *module, PyObject *ignored);
 PyObject *lp_mod_own_io_end(PyObject *module, PyObject *token);
 PyObject *lp_mod_own_io(PyObject *module, PyObject *ignored);
-PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg);
+#ifdef LP_DEV_SEAMS
+PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg); /* a development build's only */
+#endif
 
 /* stack.c */
 lp_StackObject *lp_stack_create(lp_state *st, PyThreadState *tstate, lp_StackObject *parent);
