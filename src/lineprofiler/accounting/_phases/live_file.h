@@ -76,7 +76,7 @@ typedef struct {
 
 /* The live file as this process keeps it: one reserved range of address space that the header
  * and the segments are mapped into, at the offsets they have in the file, so one range tells the
- * SIGBUS handler and the fork hook what is ours (see live.c). Private memory. */
+ * SIGBUS handler and the fork hook what is ours (see live_ranges.c). Private memory. */
 typedef struct {
     int fd;     /* -1 while none is attached */
     long pid;   /* the process that attached it: a fork child never writes to it */

@@ -17,11 +17,14 @@
  * touching the (copied) stacks of threads that no longer exist.
  *
  * Files, by idea: module.c (the module, its functions and state), recorder.c (the Recorder
- * type, names, hooks, errors), phase.c (the Phase type, enter and exit), stack.c (the stacks:
- * making, inheriting, the search for a frame another flow left open),
- * tree.c (nodes and paths), counters.c (count()), histogram.c (the bucket table),
- * snapshot.c (the tree as Python objects), own_io.c (/proc/self/io and the profiler's own
- * I/O), noop.c (the disabled profiler).
+ * type, names, hooks), errors.c (its calls into Python and the errors they raise), phase.c (the
+ * Phase type, enter and exit), stack.c (the stacks: making, inheriting, the search for a frame
+ * another flow left open), tree.c (nodes and paths), counters.c (count()), histogram.c (the
+ * bucket table), snapshot.c (the tree as Python objects), own_io.c (/proc/self/io and the
+ * profiler's own I/O), noop.c (the disabled profiler), threads.c (each thread's innermost phase,
+ * for the sampler), live.c (the live file), live_ranges.c (its mapped ranges, the SIGBUS handler
+ * and the fork hook), spans.c (the trace's block), spans_snapshot.c (the trace as Python
+ * objects).
  *
  * This header includes the others, each one idea: constants.h, compat.h (what differs between
  * Python versions), live_file.h (the live file's layout), tree.h (nodes and counters), trace.h

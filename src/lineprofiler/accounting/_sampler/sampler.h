@@ -16,8 +16,8 @@
  * (tid -1, phase = ticks missed), never a stretched interval.
  *
  * The files: proc.c opens the descriptors and NVML and reads one row; thread.c is the ring, the
- * tick and the thread; timeline.c the timeline's ring and tick; module.c is the Python type and
- * the module.
+ * tick and the thread; timeline.c the timeline's ring and tick; sampler_type.c is the Python
+ * type, stats.c what its stats() reports, module.c the module.
  *
  * Concurrency: every method runs with the GIL held and never releases it, so methods never run
  * concurrently with each other; the only other party is the sampler thread, which takes

@@ -47,7 +47,9 @@
  * The files: this header holds the types and every helper a callback calls on
  * its hot path, as always-inline functions, so that a callback compiles to one
  * function as it did when the tracer was one file; the slow paths they fall
- * back to are out of line in tables.c.
+ * back to are out of line in tables.c and errors.c; module.c is the Tracer type
+ * and the module, hook.c the Hook type, clock.c the clock's calibration,
+ * dev_seams.c the test switches of a development build.
  *
  * Failure policy: a callback never raises an error of its own. The first
  * error is kept, the tracer stops recording ("broken"), and the Python layer
@@ -328,9 +330,7 @@ void lp_clock_pair(int64_t *tsc, int64_t *ns);
 double lp_ns_per_tick(lp_TracerObject *tr);
 const char *lp_clock_name(int clock);
 
-#ifdef LP_DEV_SEAMS
-int lp_add_dev_seams(PyObject *module); /* dev_seams.c */
-#endif
+int lp_add_dev_seams(PyObject *module); /* dev_seams.c, a development build's only */
 
 /* ===================================================================== hot path: clock */
 
