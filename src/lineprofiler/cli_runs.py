@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
-from .cli_output import (
-    EXIT_FAIL_OVER,
-    EXIT_OK,
-    PROG,
-    REPORT_FILE_MODE,
-    emit,
-    output_format,
-    print_line,
-    progress_for,
-)
+from .cli_output import EXIT_FAIL_OVER, EXIT_OK, PROG, REPORT_FILE_MODE, emit, output_format, print_line, progress_for
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from .report.build import build_report
-    from .report.merge import load_run
-    from .report.text import RenderOptions, render_report
+    from .report.compute.build import build_report
+    from .report.read.merge import load_run
+    from .report.render import render
+    from .report.render.text import RenderOptions
 
     fmt, path = output_format(args, os.path.join(args.run_dir, "report.html"))
     progress = progress_for(args)
@@ -34,18 +25,7 @@ def report_command(args: argparse.Namespace) -> int:
         report = build_report(run, options)
     finally:
         progress.close()
-    if fmt == "json":
-        from .report import json as report_json
-
-        # json.dumps escapes every control and non-ASCII character: nothing here needs escaping.
-        text = report_json.dumps(report_json.document(report, run.caveats))
-    elif fmt == "html":
-        from .report.html import render_html
-
-        text = render_html(report)
-    else:
-        text = render_report(report)
-    emit(fmt, path, text)
+    emit(fmt, path, render(report, fmt, caveats=run.caveats))
     return _gate(getattr(report, "story", None), args.fail_over)
 
 
@@ -68,8 +48,9 @@ def _gate(story: Any, fail_over: float | None) -> int:
 
 
 def trace_command(args: argparse.Namespace) -> int:
-    from .report.merge import load_run
-    from .report.story.output import render_story, run_story
+    from .report.compute.story.assemble import run_story
+    from .report.read.merge import load_run
+    from .report.render import render
 
     fmt, path = output_format(args, os.path.join(args.run_dir, "trace.html"))
     progress = progress_for(args)
@@ -79,14 +60,15 @@ def trace_command(args: argparse.Namespace) -> int:
         result, caveats = run_story(run)
     finally:
         progress.close()
-    text = render_story(result, caveats, fmt, title=f"lineprofiler trace: {run.name}", max_spans=args.max_spans)
+    text = render(result, fmt, caveats=caveats, title=f"lineprofiler trace: {run.name}", max_spans=args.max_spans)
     emit(fmt, path, text)
     return _gate(result, args.fail_over)
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from .report.compare import compare_runs, render_compare
-    from .report.merge import ReportError, load_run
+    from .report.read.merge import ReportError, load_run
+    from .report.render import render
+    from .report.render.compare import compare_runs
 
     fmt, out = output_format(args, None)
     runs = []
@@ -101,21 +83,13 @@ def compare_command(args: argparse.Namespace) -> int:
         document = compare_runs(*runs)
     finally:
         progress.close()
-    if fmt == "json":
-        text = json.dumps(document, indent=2, allow_nan=False)  # ASCII, controls escaped
-    elif fmt == "html":
-        from .report.html import render_compare_html
-
-        text = render_compare_html(document)
-    else:
-        text = render_compare(document)
-    emit(fmt, out, text)
+    emit(fmt, out, render(document, fmt))
     return EXIT_OK
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from .report.merge import ReportError, load_run
-    from .report.perfetto import iter_trace_json
+    from .report.read.merge import ReportError, load_run
+    from .report.render.perfetto import iter_trace_json
     from .runfiles.output import write_output
 
     progress = progress_for(args)

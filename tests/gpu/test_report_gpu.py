@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 from lp_report_builders import SimWorker, gpu_document
 
-from lineprofiler.report.blocks import RenderOptions, gpu, sample_infos
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.compute.blocks import RenderOptions, gpu, sample_infos
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import text_blocks
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S  # a whole second, so buckets start at T0
@@ -48,7 +49,7 @@ def summary(run_dir, interval_s=None):
 
 
 def render(run_dir, **options):
-    return gpu.render(load_run(run_dir), RenderOptions(**options))
+    return text_blocks.render_gpu(load_run(run_dir), RenderOptions(**options))
 
 
 def vram(allocated, reserved):
@@ -60,12 +61,28 @@ def rows(lines):
 
 
 def test_two_workers_on_one_device_add_up_per_bucket(tmp_path):
-    worker(tmp_path, 10, {"gpu0_busy": [90, 90, 90, 90], "gpu0_mine": [40, 40, -1, 40],
-                          "gpu1_busy": [8, 8, 8, 8], "gpu1_mine": [-1, -1, -1, -1]})
+    worker(
+        tmp_path,
+        10,
+        {
+            "gpu0_busy": [90, 90, 90, 90],
+            "gpu0_mine": [40, 40, -1, 40],
+            "gpu1_busy": [8, 8, 8, 8],
+            "gpu1_mine": [-1, -1, -1, -1],
+        },
+    )
     # The second worker ticks half a second later, into the same buckets.
-    worker(tmp_path, 11, {"gpu0_busy": [94, 94, 94, 94], "gpu0_mine": [20, 20, 20, 20],
-                          "gpu1_busy": [8, 8, 8, 8], "gpu1_mine": [-1, -1, -1, -1]},
-           ticks=[T0 + S // 2 + k * S for k in range(4)])
+    worker(
+        tmp_path,
+        11,
+        {
+            "gpu0_busy": [94, 94, 94, 94],
+            "gpu0_mine": [20, 20, 20, 20],
+            "gpu1_busy": [8, 8, 8, 8],
+            "gpu1_mine": [-1, -1, -1, -1],
+        },
+        ticks=[T0 + S // 2 + k * S for k in range(4)],
+    )
     d0, d1 = summary(tmp_path).devices
     assert d0.busy == pytest.approx(92.0)
     # Buckets: 40+20, 40+20, 0+20, 40+20 -> mean 50
@@ -131,8 +148,12 @@ def test_vram_peaks_largest_process_and_sum(tmp_path):
 
 
 def test_the_spec_layout(tmp_path):
-    worker(tmp_path, 10, {"gpu0_busy": [92], "gpu0_mine": [64], "gpu1_busy": [8], "gpu1_mine": [-1]},
-           vram=vram(6_100_000_000, 8_400_000_000))
+    worker(
+        tmp_path,
+        10,
+        {"gpu0_busy": [92], "gpu0_mine": [64], "gpu1_busy": [8], "gpu1_mine": [-1]},
+        vram=vram(6_100_000_000, 8_400_000_000),
+    )
     assert render(tmp_path)[:7] == [
         "GPU",
         "\u2500" * 62,
@@ -188,7 +209,7 @@ def test_an_unreadable_sample_file_costs_that_worker_only(tmp_path):
     run = load_run(tmp_path)
     broken = next(w for w in run.workers if w.pid == 11)
     broken.path.with_suffix(".samples").write_bytes(b"not a sample file")
-    assert rows(gpu.render(run, RenderOptions()))["GPU 0"] == ["50.0%", "50.0%", "50.0%"]
+    assert rows(text_blocks.render_gpu(run, RenderOptions()))["GPU 0"] == ["50.0%", "50.0%", "50.0%"]
 
 
 def test_interval_option_sets_the_bucket_width(tmp_path):

@@ -12,7 +12,7 @@ import json
 
 from lp_report_builders import MS, SimWorker, actor_loop, gpu_document, key_paths, key_shape
 
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.read.merge import load_run
 
 
 def simulated_file(tmp_path):
@@ -23,8 +23,9 @@ def simulated_file(tmp_path):
     sim.count("episodes")
     sim.open("serve")
     sim.wait(50 * MS)
-    samples = sim.write_samples(tmp_path, {"rss_bytes": [10**6, 2 * 10**6], "gpu0_busy": [10, 20],
-                                           "gpu0_mine": [-1, 5]})
+    samples = sim.write_samples(
+        tmp_path, {"rss_bytes": [10**6, 2 * 10**6], "gpu0_busy": [10, 20], "gpu0_mine": [-1, 5]}
+    )
     path = sim.write(tmp_path, samples=samples, gpu=gpu_document(devices=[0]))
     return path, json.loads(path.read_bytes())
 

@@ -16,9 +16,9 @@ from lp_report_builders import MS, SimWorker
 
 from lineprofiler.cli import main
 from lineprofiler.report import format as fmt
-from lineprofiler.report.blocks import timeline
-from lineprofiler.report.html import page
+from lineprofiler.report.compute.blocks import timeline
 from lineprofiler.report.model import Lane, Span
+from lineprofiler.report.render.html import page
 
 from . import html_runs
 
@@ -158,8 +158,9 @@ def test_every_number_of_the_text_report_is_the_pages(demo):
     rows = parsed.table("iterations")
     assert [[s[1], s[3], s[5], s[7]] for s in stats] == [r["cells"][2:6] for r in rows]
     # I/O BY PHASE, I/O, MEMORY, GPU.
-    io_phase = [line for line in text_block(text, "I/O BY PHASE (measured exactly)") if line.startswith("  ")
-                and " r " in line]
+    io_phase = [
+        line for line in text_block(text, "I/O BY PHASE (measured exactly)") if line.startswith("  ") and " r " in line
+    ]
     assert len(io_phase) == 2
     for line, row in zip(io_phase, parsed.table("io-by-phase"), strict=True):
         name, rest = line[2:27].strip(), line[27:]
@@ -201,8 +202,10 @@ def test_bad_input_is_one_line_and_an_unwritable_path_says_so(tmp_path, capsys):
     assert code == 2 and out == "" and err == f"lineprofiler: no such directory: {tmp_path / 'missing'}\n"
     assert not (tmp_path / "x.html").exists()
     run_dir = html_runs.write_run(tmp_path / "profile")
-    for target, why in ((tmp_path / "no" / "such" / "dir.html", "No such file or directory"),
-                        (tmp_path, "Is a directory")):
+    for target, why in (
+        (tmp_path / "no" / "such" / "dir.html", "No such file or directory"),
+        (tmp_path, "Is a directory"),
+    ):
         code, out, err = run_cli(capsys, "report", run_dir, "--html", target)
         assert code == 2 and out == ""
         assert err == f"lineprofiler: cannot write {target}: {why}\n"
@@ -220,8 +223,8 @@ def test_a_failing_section_costs_that_section_and_is_named_at_the_top(demo, monk
         raise ValueError("boom")
 
     monkeypatch.setattr(page, "memory_html", broken)
-    from lineprofiler.report.build import build_report
-    from lineprofiler.report.merge import load_run
+    from lineprofiler.report.compute.build import build_report
+    from lineprofiler.report.read.merge import load_run
 
     html = page.render_html(build_report(load_run(run_dir)))
     parsed = Page(html)
@@ -231,8 +234,8 @@ def test_a_failing_section_costs_that_section_and_is_named_at_the_top(demo, monk
 
 def test_lanes_are_drawn_when_the_run_has_a_timeline(tmp_path, capsys, monkeypatch):
     run_dir = html_runs.write_run(tmp_path / "profile")
-    from lineprofiler.report.build import process
-    from lineprofiler.report.merge import load_run
+    from lineprofiler.report.compute.build import process
+    from lineprofiler.report.read.merge import load_run
 
     run = load_run(run_dir)
 
@@ -271,7 +274,8 @@ def test_compare_marks_exactly_the_changes_beyond_the_bucket_error(tmp_path, cap
     for line in text.splitlines():
         if line.startswith(("step ", "same ")):
             assert " ".join(rows[line.split()[0]][1:]).replace(" *", "*") == " ".join(line.split()[1:]).replace(
-                " *", "*")
+                " *", "*"
+            )
     assert Page(html).references == []
 
 
@@ -281,8 +285,11 @@ def test_formatting_is_the_text_reports(demo):
     parsed = Page(html)
     for row in parsed.table("dominant"):
         for cell in row["cells"][2:]:
-            assert re.fullmatch(r"(n/a|[\d,.]+(ns|us|ms|s)|\d+m \d\ds|\d+m|\d+h \d\dm|\d+%|[\d,.]+/s|[\d,.]+|"
-                                r"[\d,.]+(ns|us|ms|s)/ea|)", cell), cell
+            assert re.fullmatch(
+                r"(n/a|[\d,.]+(ns|us|ms|s)|\d+m \d\ds|\d+m|\d+h \d\dm|\d+%|[\d,.]+/s|[\d,.]+|"
+                r"[\d,.]+(ns|us|ms|s)/ea|)",
+                cell,
+            ), cell
     assert fmt.NA == "n/a"
 
 
@@ -306,8 +313,9 @@ def test_the_new_outputs_need_no_profiler_and_no_c_module(tmp_path):
     import subprocess
 
     run_dir = html_runs.write_run(tmp_path / "profile")
-    result = subprocess.run([sys.executable, "-c", BLOCKED, str(run_dir), str(tmp_path)], capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", BLOCKED, str(run_dir), str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "[0, 0, 0, 0] []"
     for name in ("r.html", "c.html", "t.json"):
@@ -346,7 +354,7 @@ def test_a_role_of_many_processes_is_one_rss_envelope_and_its_largest_process(tm
 
 
 def test_the_rss_envelope_is_the_lowest_and_highest_of_each_column():
-    from lineprofiler.report import series
+    from lineprofiler.report.compute import series
     from lineprofiler.report.model import Series
 
     a = Series(0, 10.0, [1.0, None, 5.0], [2.0, None, 6.0])

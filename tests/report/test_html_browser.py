@@ -56,10 +56,10 @@ def demo(tmp_path_factory):
     run_dir = html_runs.write_run(root / "profile")
     out = root / "report.html"
     assert main(["report", str(run_dir), "--html", str(out)]) == 0
-    from lineprofiler.report.build import build_report
-    from lineprofiler.report.json import document
-    from lineprofiler.report.merge import load_run
-    from lineprofiler.report.text import render_report
+    from lineprofiler.report.compute.build import build_report
+    from lineprofiler.report.read.merge import load_run
+    from lineprofiler.report.render.json import document
+    from lineprofiler.report.render.text import render_report
 
     run = load_run(run_dir)
     report = build_report(run)
@@ -172,8 +172,13 @@ def test_the_numbers_in_the_dom_are_the_text_reports(browser, demo):
             assert cells[1:4] == [line[30:38].strip(), line[38:52].strip(), line[52:65].strip()]
         else:
             assert [cells[0], cells[2], cells[3], cells[4], cells[6], cells[1]] == [
-                line[:30].strip(), line[30:40].strip(), line[40:48].strip(), line[48:58].strip(),
-                line[58:68].strip(), line[68:].strip()]
+                line[:30].strip(),
+                line[30:40].strip(),
+                line[40:48].strip(),
+                line[48:58].strip(),
+                line[58:68].strip(),
+                line[68:].strip(),
+            ]
     io = {r["cells"][0]: r["cells"][1:] for r in table("io")}
     for line in block("I/O")[2:5]:
         assert io[line[:26].strip()] == [line[26:42].strip(), line[42:58].strip()]

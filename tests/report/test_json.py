@@ -7,9 +7,11 @@ import re
 from pathlib import Path
 
 from lineprofiler.cli import main
-from lineprofiler.report import build, compare, model
-from lineprofiler.report import json as report_json
-from lineprofiler.report.merge import load_run
+from lineprofiler.report import model
+from lineprofiler.report.compute import build
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import compare
+from lineprofiler.report.render import json as report_json
 from lineprofiler.runfiles import histogram
 
 from . import html_runs
@@ -71,7 +73,7 @@ def test_no_samples_leaves_the_sampled_blocks_null(tmp_path, capsys):
 
 def test_every_key_is_documented():
     documented = DOCS.read_text()
-    section = documented[documented.index("## `report --json`"):]
+    section = documented[documented.index("## `report --json`") :]
     keys = {"kind", "version", "histogram", "relative_error", "scheme", "run", "idle", "straggler"}
     for name in model.__all__:
         keys.update(getattr(getattr(model, name), "__dataclass_fields__", {}))

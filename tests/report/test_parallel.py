@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report import merge, parallel
-from lineprofiler.report.blocks import RenderOptions, resources, sampled
+from lineprofiler.report.compute.blocks import RenderOptions, resources, sampled
+from lineprofiler.report.read import merge, parallel
 from lineprofiler.runfiles import layout, workerfile
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -89,7 +89,7 @@ def test_both_the_worker_files_and_the_sample_files_go_to_the_pool(run_dir, monk
 
 POOL_SCRIPT = """
 import os, sys
-from lineprofiler.report import parallel
+from lineprofiler.report.read import parallel
 
 def where(item):
     return item, os.getpid()
@@ -157,7 +157,8 @@ def test_a_sample_file_of_a_gigabyte_is_refused_in_one_line_and_the_rest_reporte
     for jobs in (1, 2):
         text = report(big_run, jobs).decode()
         refused = [line for line in text.splitlines() if sidecar.name in line]
-        assert len(refused) == 1 and "larger than the 268,435,456-byte limit for this file (1,073,741,824 bytes)" in (
-            refused[0]
+        assert (
+            len(refused) == 1
+            and "larger than the 268,435,456-byte limit for this file (1,073,741,824 bytes)" in (refused[0])
         ), refused
         assert "Processes 12" in text and "MEMORY (RSS, sampled)" in text

@@ -3,10 +3,10 @@
 from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, expected_quantile, gpu_document, learner_loop
 
 from lineprofiler.report import format as fmt
-from lineprofiler.report import text
-from lineprofiler.report.blocks import phases, sampled
-from lineprofiler.report.merge import load_run
-from lineprofiler.report.text import RenderOptions, render
+from lineprofiler.report.compute.blocks import phases, sampled
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import text
+from lineprofiler.report.render.text import RenderOptions, render
 
 # The seed's actor: 75 iterations of 64 simulations; mcts entries average 10.036 ms (752.7 ms in
 # all, so 4,800 simulations run at 6,377.0/s and cost 156.8 us each); 1.8 ms of each mcts is
@@ -75,10 +75,14 @@ def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
     assert lines[iterations + 3] == "  LEARNER  (10 entries)  phase train_step (the most-entered top-level phase)"
     per_iteration = [m + ENV_NS for m in mcts_durations()]
     assert lines[iterations + 2].split() == [
-        "mean", "12.1ms",
-        "p50", fmt.duration(expected_quantile(per_iteration, 0.50)),
-        "p95", fmt.duration(expected_quantile(per_iteration, 0.95)),
-        "p99", fmt.duration(expected_quantile(per_iteration, 0.99)),
+        "mean",
+        "12.1ms",
+        "p50",
+        fmt.duration(expected_quantile(per_iteration, 0.50)),
+        "p95",
+        fmt.duration(expected_quantile(per_iteration, 0.95)),
+        "p99",
+        fmt.duration(expected_quantile(per_iteration, 0.99)),
     ]
     assert "CAVEATS" not in report
 
@@ -166,7 +170,7 @@ def test_many_phases_are_summarised_and_names_are_shortest_unique_suffixes(tmp_p
         worker.work(90 * MS)
     worker.write(tmp_path)
     lines = render(load_run(tmp_path)).splitlines()
-    block = lines[lines.index("ACTOR  (1 process, imbalance 1.00)") + 2:]
+    block = lines[lines.index("ACTOR  (1 process, imbalance 1.00)") + 2 :]
     assert block[0].split()[0] == "a/load"
     assert block[1].split()[0] == "b/load"
     assert block[8].startswith("(6 more phases)")

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report.blocks import RenderOptions, timeline
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.compute.blocks import RenderOptions, timeline
+from lineprofiler.report.read.merge import load_run
 from lineprofiler.runfiles import samplefile
 
 from .conftest import wait_for_stat
@@ -44,9 +44,21 @@ def _run(tmp_path: Path) -> Path:
     run_dir = tmp_path / "run"
     procs = [
         subprocess.Popen(
-            [sys.executable, str(CHILD), str(run_dir), repr(offset), repr(A), repr(B), str(CYCLES),
-             repr(STALL_FROM), repr(STALL_LEN), repr(HZ)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                str(CHILD),
+                str(run_dir),
+                repr(offset),
+                repr(A),
+                repr(B),
+                str(CYCLES),
+                repr(STALL_FROM),
+                repr(STALL_LEN),
+                repr(HZ),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for offset in (0.0, OFFSET)
     ]
