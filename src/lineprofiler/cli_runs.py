@@ -11,10 +11,10 @@ from .cli_output import EXIT_FAIL_OVER, EXIT_OK, PROG, REPORT_FILE_MODE, emit, o
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from .report.compute.blocks import RenderOptions
     from .report.compute.build import build_report
     from .report.read.merge import load_run
     from .report.render import render
-    from .report.render.text import RenderOptions
 
     fmt, path = output_format(args, os.path.join(args.run_dir, "report.html"))
     progress = progress_for(args)

@@ -13,7 +13,7 @@ from lineprofiler.report.compute.blocks import RenderOptions, timeline
 from lineprofiler.report.compute.blocks.timeline import ProcessTimeline
 from lineprofiler.report.read.merge import load_run
 from lineprofiler.report.render import json as report_json
-from lineprofiler.report.render.text import render
+from lineprofiler.report.render.blocks import render
 
 DATALOADERS = 4
 GETITEMS_EACH = 5_760  # 23,040 in all

@@ -27,7 +27,7 @@ from lp_report_builders import MS, US, S, SimWorker, actor_loop, gpu_document, k
 
 from lineprofiler.report.read import merge
 from lineprofiler.report.render import compare
-from lineprofiler.report.render.text import render
+from lineprofiler.report.render.blocks import render
 from lineprofiler.runfiles import samplefile, workerfile
 
 CASES_PER_FAMILY = 1500

@@ -18,6 +18,7 @@ from lineprofiler.cli import main
 from lineprofiler.report import format as fmt
 from lineprofiler.report.compute.blocks import timeline
 from lineprofiler.report.model import Lane, Span
+from lineprofiler.report.render import blocks
 from lineprofiler.report.render.html import page
 
 from . import html_runs
@@ -226,7 +227,7 @@ def test_a_failing_section_costs_that_section_and_is_named_at_the_top(demo, monk
     from lineprofiler.report.compute.build import build_report
     from lineprofiler.report.read.merge import load_run
 
-    html = page.render_html(build_report(load_run(run_dir)))
+    html = blocks.render_html(build_report(load_run(run_dir)))
     parsed = Page(html)
     assert "the html section memory failed and is missing: ValueError: boom" in parsed.items["caveats"]
     assert 'id="memory"' not in html and 'id="gpu"' in html

@@ -58,8 +58,8 @@ def demo(tmp_path_factory):
     assert main(["report", str(run_dir), "--html", str(out)]) == 0
     from lineprofiler.report.compute.build import build_report
     from lineprofiler.report.read.merge import load_run
+    from lineprofiler.report.render.blocks import render_report
     from lineprofiler.report.render.json import document
-    from lineprofiler.report.render.text import render_report
 
     run = load_run(run_dir)
     report = build_report(run)

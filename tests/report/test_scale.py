@@ -16,8 +16,9 @@ import pytest
 from lp_report_builders import SimWorker
 
 from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render.blocks import render
 from lineprofiler.report.render.compare import compare_runs, render_compare
-from lineprofiler.report.render.text import render, short_names
+from lineprofiler.report.render.text import short_names
 from lineprofiler.runfiles import histogram, workerfile
 
 

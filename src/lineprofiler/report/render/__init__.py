@@ -60,10 +60,10 @@ def _report(report: Any, fmt: str, caveats: list[str]) -> str:
         # json.dumps escapes every control and non-ASCII character: nothing here needs escaping.
         return report_json.dumps(report_json.document(report, caveats))
     if fmt == "html":
-        from .html import render_html
+        from .blocks import render_html
 
         return render_html(report)
-    from .text import render_report
+    from .blocks import render_report
 
     return render_report(report)
 

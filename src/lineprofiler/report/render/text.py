@@ -1,27 +1,23 @@
 """The text report: the report's model (``report/model.py``) printed block by block.
 
-:func:`render` computes the model (``report/compute/build.py``) and prints it; :func:`render_report`
-prints a model already computed. Each ``*_lines(model)`` function prints one block; a block
-whose model is absent prints nothing. Blocks are separated by one blank line.
+Each ``*_lines(model)`` function prints one block; a block whose model is absent prints nothing.
+:func:`.blocks.render_report` prints them in order, separated by one blank line (and
+:func:`.blocks.render` computes the model first).
 
 The order: header, one block per role, DOMINANT PHASES (with counters under their phase),
 COUNTERS not shown there, ITERATIONS, then LINES (``--lines``), I/O BY PHASE, I/O, MEMORY, GPU,
-TIMELINE and STORY (printed by :mod:`.text_blocks`), then CAVEATS: the order of ``build.BLOCKS``. A block that fails to
-compute or to print costs that block only: it is named under CAVEATS and the rest is printed.
+TIMELINE and STORY (printed by :mod:`.text_blocks`), then CAVEATS: the order of ``build.BLOCKS``.
+A block that fails to compute or to print costs that block only: it is named under CAVEATS and
+the rest is printed.
 Sentences the HTML page prints too come from :mod:`.wording`.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from .. import format as fmt
-from ..compute.blocks import RenderOptions
-from ..compute.build import BLOCKS, build_report, failure_line
-from ..model import Counter, Counters, Dominant, Header, IterationRole, Iterations, Report, Role
-from ..read.run import Run
+from ..model import Counter, Counters, Dominant, Header, IterationRole, Iterations, Role
 
 # The sentences the HTML page prints too are worded in .wording; re-exported where they were.
 from ..wording import (
@@ -37,7 +33,7 @@ from ..wording import (
     time_in_phases_text,
     utc_time,
 )
-from .text_blocks import gpu_lines, io_by_phase_lines, io_lines, lines_lines, memory_lines, story_lines, timeline_lines
+from .text_blocks import gpu_lines, io_by_phase_lines, io_lines, memory_lines
 
 #: How many rows a role block prints before summarising the rest.
 ROLE_ROWS = 8
@@ -208,65 +204,11 @@ def caveats_lines(caveats: Sequence[str]) -> list[str]:
     return _section("CAVEATS") + [f"  - {fmt.printable(line)}" for line in caveats]
 
 
-Printer = Callable[[Any], list[str]]
-
-#: The printer of each block's model, by :class:`~.model.Report` attribute.
-_PRINTER_OF: dict[str, Printer] = {
-    "header": header_lines,
-    "roles": roles_lines,
-    "dominant": dominant_lines,
-    "counters": counters_lines,
-    "iterations": iterations_lines,
-    "lines": lines_lines,
-    "io_by_phase": io_by_phase_lines,
-    "io": io_lines,
-    "memory": memory_lines,
-    "gpu": gpu_lines,
-    "timeline": timeline_lines,
-    "story": story_lines,
-}
-
-#: ``(origin, name, Report attribute, printer)`` in the order of :data:`~.build.BLOCKS`, the one
-#: list of blocks: a block the text prints and has no printer for fails here, at import.
-PRINTERS: tuple[tuple[str, str, str, Printer], ...] = tuple(
-    (block.origin, block.printed_as, block.attribute, _PRINTER_OF[block.attribute])
-    for block in BLOCKS
-    if block.printed_as is not None
-)
-
-
-def render_report(report: Report) -> str:
-    """A computed report as text (no trailing newline)."""
-    caveats = list(report.caveats)
-    chunks: list[list[str]] = []
-    for origin, name, attribute, printer in PRINTERS:
-        try:
-            lines = printer(getattr(report, attribute))
-        except Exception as error:
-            if os.environ.get("LINEPROFILER_DEBUG"):
-                raise
-            caveats.append(failure_line(origin, name, error))
-            continue
-        if lines:
-            chunks.append(lines)
-    tail = caveats_lines(caveats)
-    if tail:
-        chunks.append(tail)
-    return "\n\n".join("\n".join(line.rstrip() for line in chunk) for chunk in chunks)
-
-
-def render(run: Run, options: RenderOptions | None = None) -> str:
-    """The whole report of ``run`` as text (no trailing newline)."""
-    return render_report(build_report(run, options))
-
-
 __all__ = [
     "ATTEMPT_ROWS",
     "COUNTER_ROWS",
     "NAME_WIDTH",
-    "PRINTERS",
     "ROLE_ROWS",
-    "RenderOptions",
     "SPARK_WIDTH",
     "attempt_facts",
     "attempt_lines",
@@ -281,8 +223,6 @@ __all__ = [
     "iterations_lines",
     "memory_lines",
     "more_counters",
-    "render",
-    "render_report",
     "role_lines",
     "roles_lines",
     "short_names",

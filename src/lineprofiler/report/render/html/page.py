@@ -32,9 +32,7 @@ from ...model import (
     SampledIo,
 )
 from . import svg
-from .lines import lines_html
-from .markup import name, page, para, section, table, td
-from .story import story_html
+from .markup import name, para, section, table, td
 
 # -- header and alerts ----------------------------------------------------------------------------------
 
@@ -544,51 +542,16 @@ def lanes_html(lanes: Sequence[Lane], header: Header | None) -> str:
     return section("timeline", "Phases over time", chart + legend)
 
 
-# -- the page -------------------------------------------------------------------------------------------
-
-
-def render_html(report: Report) -> str:
-    """The whole report as one self-contained HTML page."""
-    parts: list[str] = []
-    nav: list[tuple[str, str]] = []
-    caveats = list(report.caveats)
-    header = report.header
-
-    def add(anchor: str, title: str, build: object) -> None:
-        try:
-            html = build() if callable(build) else ""
-        except Exception as error:  # one section failing costs that section, as in the text
-            caveats.append(f"the html section {anchor} failed and is missing: {error.__class__.__name__}: {error}")
-            return
-        if html:
-            parts.append(html)
-            nav.append((anchor, title))
-
-    if report.roles:
-        add("roles", "Roles", lambda: roles_html(report.roles))
-    if report.dominant is not None and report.dominant.phases:
-        add("dominant", "Dominant phases", lambda: dominant_html(report.dominant))
-    add("counters", "Counters", lambda: counters_html(report.dominant, report.counters))
-    if report.iterations is not None and report.iterations.roles:
-        add("iterations", "Iterations", lambda: iterations_html(report.iterations))
-    if report.lines is not None:
-        lines_block = report.lines
-        add("lines", "Lines", lambda: lines_html(lines_block))
-    if report.io_by_phase is not None and report.io_by_phase.phases:
-        add("io-by-phase", "I/O by phase", lambda: io_by_phase_html(report.io_by_phase))
-    if report.io is not None:
-        add("io", "I/O", lambda: io_html(report.io, header))
-    if report.memory is not None:
-        add("memory", "Memory", lambda: memory_html(report.memory, header))
-    if report.gpu is not None:
-        add("gpu", "GPU", lambda: gpu_html(report.gpu, header))
-    add("timeline", "Timeline", lambda: lanes_html(report.lanes, header))
-    story = getattr(report, "story", None)
-    if story is not None:  # a traced run only: other pages are what they were
-        add("story", "Story", lambda: story_html(story))
-    top = header_html(header) if header is not None else "<header><h1>lineprofiler report</h1></header>"
-    title = f"lineprofiler report: {header.run}" if header is not None else "lineprofiler report"
-    return page(title, top + alerts_html(report, caveats) + "<!--nav-->" + "".join(parts), nav)
-
-
-__all__ = ["page", "render_html"]
+__all__ = [
+    "alerts_html",
+    "counters_html",
+    "dominant_html",
+    "gpu_html",
+    "header_html",
+    "io_by_phase_html",
+    "io_html",
+    "iterations_html",
+    "lanes_html",
+    "memory_html",
+    "roles_html",
+]
