@@ -26,7 +26,7 @@ What this module decides (docs/report.md says the same for users):
 
 The types are :mod:`.run`'s; one file is read by :mod:`.reading`, attempts are told apart by
 :mod:`.attempts`, copies by :mod:`.duplicates`, and the CAVEATS lines come from :mod:`.caveats`.
-This module reads only through :mod:`..workerfile` and never imports the C modules, so the
+This module reads only through :mod:`lineprofiler.runfiles.workerfile` and never imports the C modules, so the
 report runs on a machine that only has the files. It never loads resource-sample sidecar
 files: the blocks that need samples do that themselves, unless ``--no-samples`` was given.
 """

@@ -18,13 +18,13 @@ timestamps (``ts``, ``dur``) in microseconds from the run's start.
   the whole device, ``this process %``). Past ``max_points`` samples a track keeps, per column
   of time, the samples holding its lowest and highest value, so spikes survive.
 * Phase occupancy slices on thread 1 (``phases``) when the run recorded a timeline
-  (``report/blocks/timeline.py``).
+  (``report/compute/blocks/timeline.py``).
 * For a traced run (``Profiler(trace=True)``), the exact spans: a complete slice (``"X"``, ``cat``
   ``span``) per span on thread ``10 + i`` (``trace <thread name>``), entries a killed worker left
   open as slices to its last known moment (``cat`` ``open``), and each matched link as a flow
   (``"s"`` at the signal, ``"f"`` at the end of the wait; named ``channel (clocks disagree)``
   where the hosts' clocks put the wait first). Spans are placed on the story's one timeline
-  (:mod:`.story.clocks`). At most ``max_spans`` spans are written (each process keeps its newest
+  (:mod:`..compute.story.clocks`). At most ``max_spans`` spans are written (each process keeps its newest
   share): ``otherData.story`` says how many were written and left out. The events are written as
   they are read, one worker at a time (:func:`iter_trace_json`).
 """

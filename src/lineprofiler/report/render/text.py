@@ -9,7 +9,7 @@ COUNTERS not shown there, ITERATIONS, then LINES (``--lines``), I/O BY PHASE, I/
 TIMELINE and STORY (printed by :mod:`.text_blocks`), then CAVEATS: the order of ``build.BLOCKS``.
 A block that fails to compute or to print costs that block only: it is named under CAVEATS and
 the rest is printed.
-Sentences the HTML page prints too come from :mod:`.wording`.
+Sentences the HTML page prints too come from :mod:`..wording`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``lineprofiler top RUN_DIR``: a live terminal view of a running job, from its live files.
 
 Every interval (1 s) each process's live file (``workers/<host>/w_<run>_<pid>_<uuid8>.live``)
-is read through :mod:`..runfiles.livefile`; what changed since the previous read gives, per
+is read through :mod:`lineprofiler.runfiles.livefile`; what changed since the previous read gives, per
 role, each phase's share of the phase time of the interval, its entries per second and its
 mean duration, and each counter's rate. The first frame, having nothing to compare with,
 shows the same over each process's life so far (``--once`` prints just that frame).

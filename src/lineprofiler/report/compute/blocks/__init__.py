@@ -1,10 +1,12 @@
-"""The report's blocks: each ``compute(run, options) -> model`` over a :class:`~..run.Run`, and
-what every block is given (:class:`RenderOptions`) and the blocks built from samples share.
+"""The report's blocks: each ``compute(run, options) -> model`` over a
+:class:`~...read.run.Run`, and what every block is given (:class:`RenderOptions`) and the blocks
+built from samples share.
 
-:mod:`.header`, :mod:`.roles`, :mod:`.phases` (DOMINANT PHASES and COUNTERS), :mod:`.iterations`,
-:mod:`.lines`, :mod:`.resources` (I/O BY PHASE, I/O, MEMORY), :mod:`.gpu` and :mod:`.timeline`
-compute them; ``report/build.py`` lists them in order and runs them. Their models are
-``report/model.py``'s; the renderers format those, never a run.
+:mod:`.roles` (the header and the roles), :mod:`.phases` (DOMINANT PHASES and COUNTERS),
+:mod:`.iterations`, :mod:`.lines`, :mod:`.resources` (I/O BY PHASE, I/O, MEMORY), :mod:`.gpu`,
+:mod:`.timeline` and :mod:`.story` compute them; ``report/compute/build.py`` lists them in
+order and runs them. Their models are ``report/model.py``'s; the renderers format those, never a
+run.
 """
 
 from __future__ import annotations

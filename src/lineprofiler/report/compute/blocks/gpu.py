@@ -42,7 +42,7 @@ VRAM: the largest per-process peak of allocated and reserved memory (torch's cac
 allocator), with the number of processes and their sum when more than one reported.
 
 The block's model is :func:`gpu_block`, ``gpu_block(run, options) -> GpuSummary | None`` over
-a :class:`~..run.Run` (``report/model.py`` holds :class:`GpuSummary`); ``options.no_samples``
+a :class:`~...read.run.Run` (``report/model.py`` holds :class:`GpuSummary`); ``options.no_samples``
 skips it, as every block built from samples. With the run's span, each device also carries its
 busy and this-run percentages over time, per bucket, reduced to chart columns.
 """

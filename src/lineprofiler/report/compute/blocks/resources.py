@@ -1,8 +1,8 @@
 """The report's resource blocks: I/O BY PHASE (measured exactly), I/O (sampled) and MEMORY.
 
 Each block is ``compute(run, options) -> model`` over a :class:`~..run.Run` (None: the block
-is absent): :func:`io_by_phase`, :func:`sampled_io`, :func:`memory`; ``report/text.py``,
-``report/json.py`` and ``report/html/`` render the models. ``options.no_samples`` skips the
+is absent): :func:`io_by_phase`, :func:`sampled_io`, :func:`memory`; ``report/render/text_blocks.py``,
+``report/render/json.py`` and ``report/render/html/`` render the models. ``options.no_samples`` skips the
 sampled blocks without opening a sample file.
 
 Sample files are reduced one worker at a time (:mod:`.sampled`, over the usable cores) and the

@@ -3,7 +3,7 @@
 Sample files are reduced one worker at a time into fixed-size aggregates (totals, a timeline
 grid, a few bins of RSS), so memory is one worker's rows plus the grid, however many workers
 the run has. :func:`summarise_sample_file` reduces one file to a :class:`FileSummary` (in a
-pool's process or this one, see :mod:`..parallel`); :mod:`.resources` folds the summaries, in
+pool's process or this one, see :mod:`...read.parallel`); :mod:`.resources` folds the summaries, in
 worker order, into the run's. Work is per run of valid rows and per grid slot, not per row:
 a day of one worker's rows at 1 Hz takes tens of milliseconds. This module reads files only; it
 imports no C module.

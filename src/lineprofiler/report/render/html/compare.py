@@ -1,6 +1,6 @@
 """``compare A B --html``: the two runs side by side per role and phase, as one page.
 
-Drawn from the same document ``compare --json`` prints (``report/compare.py``): shares of the
+Drawn from the same document ``compare --json`` prints (``report/render/compare.py``): shares of the
 role's phase time in A and in B, p50 and p99 with their change, a change marked where it is
 beyond the histograms' bucket error.
 """

@@ -1,6 +1,6 @@
 """The HTML of the LINES block (``report --lines --html``): one table per role with heat bars.
 
-The numbers and sentences are the text's (:mod:`..text_lines` prints the same model; both take
+The numbers and sentences are the text's (:mod:`..text_blocks` prints the same model; both take
 the sentences from :mod:`..wording`): a row per line, its time shaded in proportion to the
 role's slowest line, the per-process spread beside it. Cells carry their unformatted values in
 ``data-v``; the table carries ``data-block="lines"`` and the role in ``data-role``.
