@@ -93,14 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             gc.enable()
         base_label = rows[0][0]
-        print(
-            f"lineprofiler.accounting overhead, Python {sys.version.split()[0]}, "
-            f"thread CPU clock: {_phases.cpu_clock_source()}"
-        )
-        print(
-            f"(median of {args.repeat} interleaved rounds, net of the bare loop = "
-            f"{statistics.median(loops):.1f} ns/iteration)"
-        )
+        print(f"lineprofiler.accounting overhead, Python {sys.version.split()[0]}, "
+              f"thread CPU clock: {_phases.cpu_clock_source()}")
+        print(f"(median of {args.repeat} interleaved rounds, net of the bare loop = "
+              f"{statistics.median(loops):.1f} ns/iteration)")
         print(f"{'':44s}{'ns/call':>10s}{'x empty with':>14s}")
         wait = per_round["(one 2 us busy wait)"]
         per_round["measure_cpu=True, 2 us inside"] = [
@@ -128,10 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             snap = nocpu.recorder.snapshot()
             io = next(p for p in snap["phases"] if p["path"] == "io_check")["io_bytes"]
             for key in ("wchar", "write_bytes"):
-                print(
-                    f"io=True, {args.io_bytes:,} bytes written + fsync: {key} {io[key]:,} "
-                    f"({(io[key] - args.io_bytes) / args.io_bytes * 100:+.3f} %)"
-                )
+                print(f"io=True, {args.io_bytes:,} bytes written + fsync: {key} {io[key]:,} "
+                      f"({(io[key] - args.io_bytes) / args.io_bytes * 100:+.3f} %)")
 
         if args.entries:
             phase = nocpu.phase

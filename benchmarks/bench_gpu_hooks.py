@@ -54,18 +54,14 @@ def main() -> None:
     if importlib.util.find_spec("nvtx") is not None:
         with_nvtx = gpu.Annotator(record_function=False)
         rows.append(
-            (
-                f"annotate enter+exit, NVTX via {with_nvtx.nvtx_source}, no tool attached",
-                per_call_ns(lambda: (with_nvtx.enter("p"), with_nvtx.exit("p")), n, r),
-            )
+            (f"annotate enter+exit, NVTX via {with_nvtx.nvtx_source}, no tool attached",
+             per_call_ns(lambda: (with_nvtx.enter("p"), with_nvtx.exit("p")), n, r))
         )
     if "torch" in sys.modules:
         rf = gpu.Annotator(nvtx=False)
         rows.append(
-            (
-                "annotate enter+exit, torch record_function, no profiler",
-                per_call_ns(lambda: (rf.enter("p"), rf.exit("p")), n // 10, r),
-            )
+            ("annotate enter+exit, torch record_function, no profiler",
+             per_call_ns(lambda: (rf.enter("p"), rf.exit("p")), n // 10, r))
         )
 
     with tempfile.TemporaryDirectory() as run_dir:

@@ -380,7 +380,7 @@ def children_main(opts: argparse.Namespace) -> int:
             walls: dict[bool, list[int]] = {False: [], True: []}
             cpus: dict[bool, list[int]] = {False: [], True: []}
             for rep in range(repeat):
-                for profiled in (False, True) if rep % 2 == 0 else (True, False):
+                for profiled in ((False, True) if rep % 2 == 0 else (True, False)):
                     wall, cpu = _run_workers(profiled, name, args, out_dir)
                     walls[profiled].append(wall)
                     cpus[profiled].append(int(statistics.median(cpu)))
@@ -389,7 +389,9 @@ def children_main(opts: argparse.Namespace) -> int:
             inproc = statistics.median(ours(name, args[0]) / run_plain(name, args[0]) for _ in range(repeat))
             w0, w1 = statistics.median(walls[False]), statistics.median(walls[True])
             c_ratio = statistics.median(p / u for p, u in zip(cpus[True], cpus[False], strict=True))
-            print(f"{name:<8} {w0 / 1e6:10.0f} ms {w1 / 1e6:8.0f} ms {w1 / w0:6.2f}x {c_ratio:11.2f}x {inproc:12.2f}x")
+            print(
+                f"{name:<8} {w0 / 1e6:10.0f} ms {w1 / 1e6:8.0f} ms {w1 / w0:6.2f}x {c_ratio:11.2f}x {inproc:12.2f}x"
+            )
         files = sorted(Path(out_dir).glob("l_*.json"))
         print(
             f"wall: start of the first worker to the join of the last (spawn start-up included);\n"

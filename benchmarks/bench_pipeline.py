@@ -55,22 +55,9 @@ def children_cpu_s() -> float:
 
 def run_once(args: argparse.Namespace, profile: bool, run_dir: Path, summary: Path) -> tuple[float, float]:
     command = [
-        sys.executable,
-        str(PIPELINE),
-        "--actors",
-        str(args.actors),
-        "--games",
-        str(args.games),
-        "--simulations",
-        str(args.simulations),
-        "--backend",
-        args.backend,
-        "--start-method",
-        args.start_method,
-        "--run-dir",
-        str(run_dir),
-        "--summary",
-        str(summary),
+        sys.executable, str(PIPELINE), "--actors", str(args.actors), "--games", str(args.games),
+        "--simulations", str(args.simulations), "--backend", args.backend, "--start-method", args.start_method,
+        "--run-dir", str(run_dir), "--summary", str(summary),
     ]
     cpu0 = children_cpu_s()
     t0 = time.perf_counter()
@@ -164,11 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-method", default="spawn", choices=["spawn", "fork", "forkserver"])
     args = parser.parse_args(argv)
 
-    print(
-        f"bench_pipeline: {args.actors} actors x {args.games} games x {args.simulations} simulations, "
-        f"{args.start_method}, backend {args.backend}; Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start"
-    )
+    print(f"bench_pipeline: {args.actors} actors x {args.games} games x {args.simulations} simulations, "
+          f"{args.start_method}, backend {args.backend}; Python {platform.python_version()}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     times: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
     with tempfile.TemporaryDirectory(prefix="bench_pipeline_") as tmp:
         base = Path(tmp)
@@ -182,10 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                 times[profile].append((wall, cpu))
                 if profile:
                     last_on = (run_dir, summary)
-                print(
-                    f"  pair {pair + 1}  profiler {'on ' if profile else 'off'}  wall {wall:7.2f} s   cpu {cpu:7.2f} s",
-                    flush=True,
-                )
+                print(f"  pair {pair + 1}  profiler {'on ' if profile else 'off'}  wall {wall:7.2f} s   "
+                      f"cpu {cpu:7.2f} s", flush=True)
         assert last_on is not None
         header = check_profiled_run(*last_on, args)
         ops = operations(last_on[0])
@@ -206,13 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     accounted = sum(ops[k] * costs[k] for k in ops)
     off_cpu = statistics.median(t[1] for t in times[False])
     print(
-        "accounted: "
-        + ", ".join(f"{ops[k]:,} {k} x {costs[k] * 1e6:.2f} us" for k in ops)
+        "accounted: " + ", ".join(f"{ops[k]:,} {k} x {costs[k] * 1e6:.2f} us" for k in ops)
         + f" = {accounted:.3f} s of CPU, {100 * accounted / off_cpu:.2f} % of the unprofiled run's CPU"
     )
-    print(
-        f"the profiled run's report (checked: {args.actors + 1} processes, one run, every game and simulation counted):"
-    )
+    print(f"the profiled run's report (checked: {args.actors + 1} processes, one run, "
+          "every game and simulation counted):")
     for line in header:
         print(f"  {line}")
     return 0

@@ -141,18 +141,9 @@ def phase_records(
         wall = int(sum(draws) * scale)
         records.append(
             {
-                "path": path,
-                "entries": sum(c for _, c in hist),
-                "wall_ns": wall,
-                "self_ns": wall,
-                "cpu_ns": int(wall * rng.uniform(0.5, 0.95)),
-                "min_ns": min(draws),
-                "max_ns": max(draws),
-                "hist": hist,
-                "io": path == "checkpoint",
-                "sync": False,
-                "io_bytes": None,
-                "overflow": False,
+                "path": path, "entries": sum(c for _, c in hist), "wall_ns": wall, "self_ns": wall,
+                "cpu_ns": int(wall * rng.uniform(0.5, 0.95)), "min_ns": min(draws), "max_ns": max(draws),
+                "hist": hist, "io": path == "checkpoint", "sync": False, "io_bytes": None, "overflow": False,
             }
         )
     by_path = {r["path"]: r for r in records}
@@ -177,11 +168,7 @@ def make_samples(folder: Path, worker_file: str, hours: float, interval_s: float
     document's ``samples`` value naming it."""
     return write_synthetic_history(
         folder / layout.sidecar_name(worker_file),
-        start_unix_ns=T0,
-        hours=hours,
-        interval_s=interval_s,
-        seed=seed,
-        pid=pid,
+        start_unix_ns=T0, hours=hours, interval_s=interval_s, seed=seed, pid=pid,
     )
 
 
@@ -203,38 +190,14 @@ def write_worker(run_dir: Path, index: int, workers: int, hours: float, samples:
     document = {
         "schema_version": workerfile.SCHEMA_VERSION,
         "kind": workerfile.KIND,
-        "identity": {
-            "run_id": run_id,
-            "attempt": 0,
-            "role": role,
-            "host": host,
-            "pid": pid,
-            "uuid": uuid8,
-            "rank": index,
-            "local_rank": index % 8,
-            "node_rank": index // 8,
-            "world_size": workers,
-            "job_id": "4242",
-            "launcher": "slurm",
-            "python": "3.12.1",
-            "argv": ["train.py"],
-            "parent_pid": 1,
-        },
-        "times": {
-            "start_unix_ns": T0,
-            "last_flush_unix_ns": end,
-            "elapsed_ns": end - T0,
-            "end_unix_ns": end,
-            "status": "exited",
-            "signal": None,
-        },
-        "snapshot": {
-            "interval_s": 5.0,
-            "writes": int(hours * 720),
-            "failures": 0,
-            "last_error": None,
-            "last_success_unix_ns": end,
-        },
+        "identity": {"run_id": run_id, "attempt": 0, "role": role, "host": host, "pid": pid, "uuid": uuid8,
+                     "rank": index, "local_rank": index % 8, "node_rank": index // 8, "world_size": workers,
+                     "job_id": "4242", "launcher": "slurm", "python": "3.12.1", "argv": ["train.py"],
+                     "parent_pid": 1},
+        "times": {"start_unix_ns": T0, "last_flush_unix_ns": end, "elapsed_ns": end - T0, "end_unix_ns": end,
+                  "status": "exited", "signal": None},
+        "snapshot": {"interval_s": 5.0, "writes": int(hours * 720), "failures": 0, "last_error": None,
+                     "last_success_unix_ns": end},
         "config": {"measure_cpu": True, "window_phase": None, "backend": None, "annotate": False},
         "histogram": {"scheme": histogram.SCHEME, "n_buckets": histogram.N_BUCKETS},
         "phases": phases,
@@ -351,12 +314,8 @@ def main() -> int:
     parser.add_argument("--hours", type=float, default=12.0)
     parser.add_argument("--phases", type=int, default=50, help="phase paths per worker (default 50)")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument(
-        "--samples",
-        choices=("sidecar", "none"),
-        default="sidecar",
-        help="write a sample file per worker (default) or none",
-    )
+    parser.add_argument("--samples", choices=("sidecar", "none"), default="sidecar",
+                        help="write a sample file per worker (default) or none")
     parser.add_argument("--jobs", type=int, help="LINEPROFILER_REPORT_JOBS for the report (1: serial)")
     parser.add_argument("--dir", type=Path, help="keep the generated run here (reused if it exists)")
     options = parser.parse_args()
@@ -374,11 +333,9 @@ def main() -> int:
                 raise SystemExit(f"the run needs about {need / 1e9:.1f} GB and {base} has {free / 1e9:.1f} GB free")
             started = time.perf_counter()
             files, size = generate(run_dir, options.workers, options.hours, options.samples, options.phases)
-            print(
-                f"generated {files} worker files, {size / 1e6:.1f} MB, in {time.perf_counter() - started:.1f}s "
-                f"({options.workers} workers x {options.hours:g} h, {options.phases} phases each, "
-                f"samples: {options.samples}, 1 per second)"
-            )
+            print(f"generated {files} worker files, {size / 1e6:.1f} MB, in {time.perf_counter() - started:.1f}s "
+                  f"({options.workers} workers x {options.hours:g} h, {options.phases} phases each, "
+                  f"samples: {options.samples}, 1 per second)")
         baseline = measure(["--version"])
         print(f"python -m lineprofiler --version: {baseline[0]:.2f}s, {baseline[2]:.1f} MB (interpreter floor)")
         print(f"{'command':<26}{'wall median':>12}{'wall max':>10}{'CPU':>9}{'peak RSS':>11}{'with pool':>11}   target")
@@ -394,16 +351,12 @@ def main() -> int:
             walls = [r[0] for r in runs]
             cpu = statistics.median(r[1] for r in runs)
             rss, pss = max(r[2] for r in runs), max(r[3] for r in runs)
-            print(
-                f"{label:<26}{statistics.median(walls):>11.2f}s{max(walls):>9.2f}s{cpu:>8.2f}s{rss:>8.1f} MB"
-                f"{pss:>8.1f} MB   {target}"
-            )
+            print(f"{label:<26}{statistics.median(walls):>11.2f}s{max(walls):>9.2f}s{cpu:>8.2f}s{rss:>8.1f} MB"
+                  f"{pss:>8.1f} MB   {target}")
         print(f"report --html wrote {html.stat().st_size / 1e6:.2f} MB")
         load = os.getloadavg()
-        print(
-            f"({os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average {load[0]:.1f} {load[1]:.1f} "
-            f"{load[2]:.1f}; a shared machine: take medians)"
-        )
+        print(f"({os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average {load[0]:.1f} {load[1]:.1f} "
+              f"{load[2]:.1f}; a shared machine: take medians)")
     finally:
         if options.dir is None:
             shutil.rmtree(base, ignore_errors=True)

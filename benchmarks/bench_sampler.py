@@ -132,14 +132,10 @@ def main() -> int:
     per_tick = statistics.median(r[1] for r in fast)
     sched = [r[3] for r in fast if r[3] is not None]
     print("native sampler thread (C, no GIL)")
-    print(
-        f"  at 1 Hz for {args.seconds:g} s:     {per_s:8.1f} us of CPU per second of run "
-        f"({per_tick_1hz:.1f} us per tick)"
-    )
-    print(
-        f"  at 100 Hz, per tick:     {per_tick:8.1f} us (thread clock)"
-        + (f", {statistics.median(sched):.1f} us (schedstat)" if sched else "")
-    )
+    print(f"  at 1 Hz for {args.seconds:g} s:     {per_s:8.1f} us of CPU per second of run "
+          f"({per_tick_1hz:.1f} us per tick)")
+    print(f"  at 100 Hz, per tick:     {per_tick:8.1f} us (thread clock)"
+          + (f", {statistics.median(sched):.1f} us (schedstat)" if sched else ""))
     print(f"  so at the default 1 Hz:  {per_tick:8.1f} us per second of run = {per_tick / 1e4:.4f} % of one core")
 
     print("phase occupancy (timeline_hz), the same thread, 1 Hz resource rows, 1 and 4 threads in phases")
@@ -148,18 +144,14 @@ def main() -> int:
             cost = [occupancy_cost(hz, args.seconds, threads) for _ in range(args.repeat)]
             cpu = statistics.median(c[0] for c in cost)
             grow = statistics.median(c[1] for c in cost)
-            print(
-                f"  {threads} thread(s) at {hz:4g} Hz: {cpu:8.1f} us of CPU per second of run; "
-                f"timeline file +{grow / 1e6:.2f} MB per hour"
-            )
+            print(f"  {threads} thread(s) at {hz:4g} Hz: {cpu:8.1f} us of CPU per second of run; "
+                  f"timeline file +{grow / 1e6:.2f} MB per hour")
 
     floors = [f for f in (wakeup_floor_us(10.0, min(args.seconds, 5.0)) for _ in range(args.repeat)) if f]
     if floors:
         floor = statistics.median(floors)
-        print(
-            f"  the floor, a thread that only wakes at 10 Hz: {floor:.1f} us per wake-up = "
-            f"{floor * 10:.1f} us of CPU per second of run (the kernel's timer and context switches)"
-        )
+        print(f"  the floor, a thread that only wakes at 10 Hz: {floor:.1f} us per wake-up = "
+              f"{floor * 10:.1f} us of CPU per second of run (the kernel's timer and context switches)")
 
     s = _sampler.Sampler(3600.0, 1 << 16)
     s.start()
@@ -201,10 +193,8 @@ def main() -> int:
             reduce_io(table)
             reduce_memory(table)
             timings.append(time.perf_counter() - t0)
-        print(
-            f"report, one 12 h file:    {statistics.median(timings) * 1e3:8.1f} ms to read and reduce "
-            f"{table.rows:,} rows ({size / 1e6:.1f} MB)"
-        )
+        print(f"report, one 12 h file:    {statistics.median(timings) * 1e3:8.1f} ms to read and reduce "
+              f"{table.rows:,} rows ({size / 1e6:.1f} MB)")
     print()
     print("the machine may be shared: trust ratios over absolutes")
     return 0

@@ -82,9 +82,8 @@ def measure(python: str, runs: int, show_importtime: bool, show_modules: bool) -
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         _wait([python, "-c", PROBE, str(Path(tmp) / "warm-up")], env)
-        version = subprocess.run(
-            [python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True, check=True
-        ).stdout.strip()
+        version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
+                                 text=True, check=True).stdout.strip()
         floor_wall, floor_cpu, imp_wall, imp_cpu = [], [], [], []
         in_import_wall, in_import_cpu, construct_wall, construct_cpu = [], [], [], []
         loaded = ""
@@ -110,14 +109,10 @@ def measure(python: str, runs: int, show_importtime: bool, show_modules: bool) -
         delta_cpu = [a - b for a, b in zip(imp_cpu, floor_cpu, strict=True)]
         label = "python -c 'import lineprofiler.accounting'"
         print(f"  {label + ' - floor':<46}{_ms(delta_wall):>8}{_ms(delta_cpu):>8}")
-        print(
-            f"  {'import lineprofiler.accounting (in process)':<46}{_ms(in_import_wall):>8}"
-            f"{_ms(in_import_cpu):>8}   target <= 30 on 3.11"
-        )
-        print(
-            f"  {'Profiler(run_dir=...) (in process)':<46}{_ms(construct_wall):>8}{_ms(construct_cpu):>8}"
-            "   target <= 10"
-        )
+        print(f"  {'import lineprofiler.accounting (in process)':<46}{_ms(in_import_wall):>8}"
+              f"{_ms(in_import_cpu):>8}   target <= 30 on 3.11")
+        print(f"  {'Profiler(run_dir=...) (in process)':<46}{_ms(construct_wall):>8}{_ms(construct_cpu):>8}"
+              "   target <= 10")
         if show_modules:
             _show_modules(python, env, loaded.strip())
         if show_importtime:
@@ -132,13 +127,8 @@ def _show_modules(python: str, env: dict[str, str], loaded: str) -> None:
 
 
 def _show_importtime(python: str, env: dict[str, str]) -> None:
-    result = subprocess.run(
-        [python, "-X", "importtime", "-c", "import lineprofiler.accounting"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
+    result = subprocess.run([python, "-X", "importtime", "-c", "import lineprofiler.accounting"],
+                            capture_output=True, text=True, env=env, check=True)
     rows = []
     for line in result.stderr.splitlines():
         parts = line.removeprefix("import time:").split("|")
@@ -159,10 +149,8 @@ def main() -> int:
     for python in options.python or [sys.executable]:
         measure(python, options.runs, options.importtime, options.modules)
     load = os.getloadavg()
-    print(
-        f"({os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}: wall times on a shared "
-        "machine include waiting for a core; CPU times much less)"
-    )
+    print(f"({os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}: wall times on a shared "
+          "machine include waiting for a core; CPU times much less)")
     return 0
 
 

@@ -120,22 +120,8 @@ def check_nvml_header(torch, seconds: float) -> None:
     out = Path(tempfile.mkdtemp(prefix="lp_nvml_"))
     shim = out / "libnvml_shim.so"
     subprocess.run(
-        [
-            "gcc",
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-O1",
-            "-fPIC",
-            "-shared",
-            "-I",
-            str(SRC / "lineprofiler"),
-            "-o",
-            str(shim),
-            str(ROOT / "tests/gpu/nvml_shim.c"),
-            "-ldl",
-        ],
+        ["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-fPIC", "-shared", "-I", str(SRC / "lineprofiler"),
+         "-o", str(shim), str(ROOT / "tests/gpu/nvml_shim.c"), "-ldl"],
         check=True,
     )
     lib = ctypes.CDLL(str(shim))
@@ -208,10 +194,8 @@ def check_nvml_header(torch, seconds: float) -> None:
         print(f"  tick {k}: busy {b}  mine {m}{extra}")
     # What one tick's NVML reads cost the sampler thread, on a real driver, under load.
     sample_ns.sort()
-    print(
-        f"  lp_nvml_sample for {n} device(s): median {sample_ns[len(sample_ns) // 2] / 1e3:.0f} us, "
-        f"max {sample_ns[-1] / 1e3:.0f} us per tick"
-    )
+    print(f"  lp_nvml_sample for {n} device(s): median {sample_ns[len(sample_ns) // 2] / 1e3:.0f} us, "
+          f"max {sample_ns[-1] / 1e3:.0f} us per tick")
     dev0_busy = [b[0] for b, _ in ours]
     dev0_mine = [m[0] for _, m in ours]
     busy_ok = all(v >= 0 for v in dev0_busy) and max(dev0_busy) > 50
@@ -438,9 +422,7 @@ def check_annotate_nvtx() -> None:
         "print(json.dumps(a.describe()))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
+        [sys.executable, "-c", code], capture_output=True, text=True,
         env={**_env(), "NVTX_INJECTION64_PATH": str(tool), "LP_NVTX_LOG": str(log)},
     )
     print(f"  {result.stdout.strip()} {result.stderr.strip()[-300:]}")

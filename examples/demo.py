@@ -49,11 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", default="profile")
     parser.add_argument("--pipeline-args", default="", help="extra arguments for rl_pipeline/pipeline.py")
     parser.add_argument(
-        "--lines-window",
-        type=int,
-        nargs=2,
-        default=(100, 110),
-        metavar=("START", "STOP"),
+        "--lines-window", type=int, nargs=2, default=(100, 110), metavar=("START", "STOP"),
         help="each actor's games START..STOP-1 are line-profiled (default 100 110)",
     )
     args = parser.parse_args(argv)

@@ -44,8 +44,9 @@ CUDA_DEVICE = TORCH_HAS_CUDA and _loads("libcuda.so.1")
 
 NO_TORCH = "torch is not installed here (CI installs its CPU wheel, for Python 3.11 only)"
 NO_VIZTRACER = f"viztracer is not installed here (Python {sys.version_info[0]}.{sys.version_info[1]})"
-NO_NVTX = "the nvtx package (test extra) is not installed here" + (
-    " (it publishes no wheel for Python 3.15)" if sys.version_info >= (3, 15) else ""
+NO_NVTX = (
+    "the nvtx package (test extra) is not installed here"
+    + (" (it publishes no wheel for Python 3.15)" if sys.version_info >= (3, 15) else "")
 )
 NEEDS_CPU_TORCH = "needs the CPU build of torch: this torch is built with CUDA"
 NEEDS_CUDA = "needs a CUDA build of torch and an NVIDIA driver (the GPU machine)"

@@ -135,7 +135,11 @@ def cycles(edges: dict[str, set[str]], package_names: frozenset[str] = frozenset
 
 def upward_imports(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted(
-        (src, dst) for src, dsts in edges.items() if src.startswith(CORE) for dst in dsts if dst.startswith(ADAPTERS)
+        (src, dst)
+        for src, dsts in edges.items()
+        if src.startswith(CORE)
+        for dst in dsts
+        if dst.startswith(ADAPTERS)
     )
 
 

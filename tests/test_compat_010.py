@@ -28,11 +28,7 @@ def run_program(tmp_path, body, *args, files=None, python_options=(), env=None):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}, **(env or {})}
     done = subprocess.run(
         [sys.executable, *python_options, str(script), *map(str, args)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done
@@ -207,8 +203,7 @@ def test_a_profiler_in_use_says_once_what_it_does_not_record(tmp_path):
         "run",
     )
     from_environment = run_program(
-        tmp_path,
-        "from lineprofiler import accounting\naccounting.Profiler(enabled=False)\n",
+        tmp_path, "from lineprofiler import accounting\naccounting.Profiler(enabled=False)\n",
         env={"LINEPROFILER_TRACE": "auto"},
     )
     assert "trace='auto' records the spans of phase() entries only" in from_environment.stderr
@@ -357,13 +352,7 @@ def test_import_with_line_profiler_is_lineprofiler_under_the_distribution_name(t
     )
     seen = json.loads(done.stdout)
     assert seen["all"] == [
-        "FunctionStats",
-        "LineProfiler",
-        "LineStats",
-        "__version__",
-        "accounting",
-        "start_profiling",
-        "stop_profiling",
+        "FunctionStats", "LineProfiler", "LineStats", "__version__", "accounting", "start_profiling", "stop_profiling",
     ]
     assert all(seen["same"])
     assert "work" in seen["functions"]

@@ -147,16 +147,8 @@ def test_sdist_holds_the_c_sources_and_the_documents(dists):
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     c_files = {str(p.relative_to(REPO)) for p in (REPO / "src").rglob("*.[ch]")}
     assert c_files and c_files <= names, sorted(c_files - names)
-    for document in (
-        "pyproject.toml",
-        "LICENSE",
-        "README.md",
-        "CHANGELOG.md",
-        "docs/migrating-from-0.10.md",
-        "docs/report.png",
-        "src/lineprofiler/py.typed",
-        "examples/demo.py",
-    ):
+    for document in ("pyproject.toml", "LICENSE", "README.md", "CHANGELOG.md", "docs/migrating-from-0.10.md",
+                     "docs/report.png", "src/lineprofiler/py.typed", "examples/demo.py"):
         assert document in names, document
     assert not any(name.startswith("tests/") for name in names), "a partial test suite in the sdist"
 
@@ -199,11 +191,8 @@ def _check_installed(venv: Path, work: Path) -> None:
 @built_here
 def test_the_wheel_installs_and_runs_outside_the_repository(dists, tmp_path):
     venv = _fresh_venv(tmp_path)
-    _run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(dists["wheel"])],
-        cwd=tmp_path,
-        env=_clean_env(),
-    )
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(dists["wheel"])],
+         cwd=tmp_path, env=_clean_env())
     work = tmp_path / "work"
     work.mkdir()
     _check_installed(venv, work)
@@ -215,11 +204,8 @@ def test_the_sdist_builds_installs_and_runs_outside_the_repository(dists, tmp_pa
     venv = _fresh_venv(tmp_path)
     python = str(venv / "bin" / "python")
     _run([python, "-m", "pip", "install", "-q", "setuptools>=77"], cwd=tmp_path, env=_clean_env())
-    _run(
-        [python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-build-isolation", str(dists["sdist"])],
-        cwd=tmp_path,
-        env=_clean_env(),
-    )
+    _run([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-build-isolation", str(dists["sdist"])],
+         cwd=tmp_path, env=_clean_env())
     work = tmp_path / "work"
     work.mkdir()
     _check_installed(venv, work)

@@ -7,12 +7,8 @@ import pytest
 
 @pytest.mark.parametrize(
     "name",
-    [
-        "lineprofiler",
-        "lineprofiler.lines._tracer",
-        "lineprofiler.accounting._phases",
-        "lineprofiler.accounting._sampler",
-    ],
+    ["lineprofiler", "lineprofiler.lines._tracer", "lineprofiler.accounting._phases",
+     "lineprofiler.accounting._sampler"],
 )
 def test_module_imports(name):
     assert importlib.import_module(name) is not None
@@ -45,13 +41,7 @@ def test_the_line_benchmark_runs_against_the_installed_package(tmp_path):
     decoy.mkdir(parents=True)
     (decoy / "__init__.py").write_text("raise ImportError('the checkout-relative src/ was imported')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_") and k != "PYTHONPATH"}
-    result = subprocess.run(
-        [sys.executable, str(copy / "bench_lines.py"), "--quick", "--only", "loop"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=300,
-    )
+    result = subprocess.run([sys.executable, str(copy / "bench_lines.py"), "--quick", "--only", "loop"],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("bench_lines: CPython ")

@@ -68,13 +68,7 @@ def play_game(profiler, rng: random.Random, simulations: int) -> list:
 
 
 def actor_main(
-    actor_id: int,
-    games: int,
-    simulations: int,
-    queue,
-    seed: int,
-    crash: bool = False,
-    lines_window=None,
+    actor_id: int, games: int, simulations: int, queue, seed: int, crash: bool = False, lines_window=None,
     trace: bool = False,
 ) -> None:
     from lineprofiler.accounting import Profiler
@@ -163,13 +157,7 @@ def learner_main(args: argparse.Namespace) -> int:
         context.Process(
             target=actor_main,
             args=(
-                i,
-                args.games,
-                args.simulations,
-                queue,
-                args.seed + 1 + i,
-                i == args.crash_actor,
-                args.lines_window,
+                i, args.games, args.simulations, queue, args.seed + 1 + i, i == args.crash_actor, args.lines_window,
                 args.trace,
             ),
             name=f"actor-{i}",
@@ -188,14 +176,8 @@ def learner_main(args: argparse.Namespace) -> int:
     pending: list = []
     shards: list[Path] = []
     totals = dict(
-        trajectories=0,
-        samples=0,
-        train_steps=0,
-        shard_bytes=0,
-        batches=0,
-        batch_bytes=0,
-        checkpoints=0,
-        checkpoint_bytes=0,
+        trajectories=0, samples=0, train_steps=0, shard_bytes=0, batches=0, batch_bytes=0,
+        checkpoints=0, checkpoint_bytes=0,
     )
     try:
         while len(done) < len(actors):
@@ -295,9 +277,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--run-dir", default="profile", help="the profiler's run directory (default profile)")
     parser.add_argument("--start-method", default="spawn", choices=["spawn", "fork", "forkserver"])
     parser.add_argument(
-        "--backend",
-        default="auto",
-        choices=["auto", "torch", "numpy", "python"],
+        "--backend", default="auto", choices=["auto", "torch", "numpy", "python"],
         help="the learner's model: auto takes torch, else numpy, else pure Python",
     )
     parser.add_argument("--shard-size", type=positive_int, default=512, help="positions per shard file")
@@ -307,23 +287,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--summary", default=None, help="write what the pipeline did as JSON to this file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--lines-window",
-        type=positive_int,
-        nargs=2,
-        default=None,
-        metavar=("START", "STOP"),
-        help='line-profile each actor\'s games START..STOP-1 (backend="lines"; lineprofiler report --lines)',
+        "--lines-window", type=positive_int, nargs=2, default=None, metavar=("START", "STOP"),
+        help="line-profile each actor's games START..STOP-1 (backend=\"lines\"; lineprofiler report --lines)",
     )
     parser.add_argument(
-        "--trace",
-        action="store_true",
+        "--trace", action="store_true",
         help="exact spans and queue links in every process (Profiler(trace=True)): lineprofiler trace RUN_DIR",
     )
     parser.add_argument(
-        "--crash-actor",
-        type=int,
-        default=None,
-        metavar="ID",
+        "--crash-actor", type=int, default=None, metavar="ID",
         help="actor ID raises after its first game (to see what the report keeps of a failed worker)",
     )
     return parser.parse_args(argv)

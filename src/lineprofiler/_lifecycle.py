@@ -87,7 +87,9 @@ def follow(events: ProcessEvents) -> None:
         return
     _followed.append(events)
     at_exit(events.at_exit)
-    at_fork(before=events.before_fork, after_in_parent=events.after_fork_parent, after_in_child=events.after_fork_child)
+    at_fork(
+        before=events.before_fork, after_in_parent=events.after_fork_parent, after_in_child=events.after_fork_child
+    )
 
 
 def followed(events: object) -> bool:

@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--lines",
         action="store_true",
-        help='add LINES: the top lines of each role from its backend="lines" windows (RUN_DIR/lines/), '
+        help="add LINES: the top lines of each role from its backend=\"lines\" windows (RUN_DIR/lines/), "
         "hits and time summed over the role's processes",
     )
     report.add_argument(
@@ -181,10 +181,7 @@ def _add_trace_parser(commands: Any) -> None:
     _add_quiet_option(trace)
     trace_output = trace.add_mutually_exclusive_group()
     trace_output.add_argument(
-        "--html",
-        nargs="?",
-        const="",
-        metavar="PATH",
+        "--html", nargs="?", const="", metavar="PATH",
         help="write the story as one HTML file (default RUN_DIR/trace.html) and print its path",
     )
     trace_output.add_argument("--json", action="store_true", help="print the story as one JSON document")
@@ -443,3 +440,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+

@@ -47,15 +47,8 @@ def test_generated_ids_are_new_each_time():
 
 def test_ranks_come_from_the_innermost_launcher():
     # torchrun inside a Slurm allocation: the worker's rank is torchrun's
-    env = {
-        "SLURM_PROCID": "1",
-        "RANK": "5",
-        "LOCAL_RANK": "1",
-        "TORCHELASTIC_RUN_ID": "x",
-        "WORLD_SIZE": "8",
-        "GROUP_RANK": "2",
-        "SLURM_NODEID": "1",
-    }
+    env = {"SLURM_PROCID": "1", "RANK": "5", "LOCAL_RANK": "1", "TORCHELASTIC_RUN_ID": "x", "WORLD_SIZE": "8",
+           "GROUP_RANK": "2", "SLURM_NODEID": "1"}
     ident = identity.build_identity("actor", identity.resolve_run_id(env), env)
     assert (ident.rank, ident.local_rank, ident.node_rank, ident.world_size, ident.launcher) == (5, 1, 2, 8, "torchrun")
     slurm = {"SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_NODEID": "1", "SLURM_NTASKS": "4", "SLURM_JOB_ID": "7"}
@@ -87,14 +80,8 @@ def test_host_and_role_are_kept_exactly_and_only_the_folder_name_is_escaped():
 def test_open_mpis_node_rank_is_not_the_node_index():
     # What mpirun -n 2 sets on one node for rank 1: OMPI_COMM_WORLD_NODE_RANK counts processes
     # on the node, so it is no node index.
-    env = {
-        "OMPI_COMM_WORLD_RANK": "1",
-        "OMPI_COMM_WORLD_LOCAL_RANK": "1",
-        "OMPI_COMM_WORLD_NODE_RANK": "1",
-        "OMPI_COMM_WORLD_SIZE": "2",
-        "OMPI_MCA_ess_base_jobid": "1794637825",
-        "PMIX_RANK": "1",
-    }
+    env = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_NODE_RANK": "1",
+           "OMPI_COMM_WORLD_SIZE": "2", "OMPI_MCA_ess_base_jobid": "1794637825", "PMIX_RANK": "1"}
     ident = identity.build_identity("worker", identity.resolve_run_id(env), env)
     assert (ident.rank, ident.local_rank, ident.node_rank, ident.launcher) == (1, 1, None, "mpi")
     assert (ident.run_id, ident.job_id) == ("mpi-1794637825", "1794637825")
@@ -105,37 +92,18 @@ def no_launchers(monkeypatch):
     """An empty registry of launchers, and an environment that names no run, host, role or rank."""
     monkeypatch.setattr(launchers, "_registered", {})
     monkeypatch.setattr(launchers, "_ON_IMPORT", {})
-    for name in (
-        "LINEPROFILER_RUN_ID",
-        "LINEPROFILER_HOST",
-        "LINEPROFILER_ROLE",
-        "LINEPROFILER_RUN_DIR",
-        "SLURM_JOB_ID",
-        "TORCHELASTIC_RUN_ID",
-        "OMPI_MCA_ess_base_jobid",
-        "PMIX_NAMESPACE",
-        "RANK",
-        "OMPI_COMM_WORLD_RANK",
-        "PMIX_RANK",
-        "PMI_RANK",
-        "SLURM_PROCID",
-    ):
+    for name in ("LINEPROFILER_RUN_ID", "LINEPROFILER_HOST", "LINEPROFILER_ROLE", "LINEPROFILER_RUN_DIR",
+                 "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
+                 "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"):
         monkeypatch.delenv(name, raising=False)
 
 
 def test_a_connected_launcher_answers_what_the_environment_does_not(no_launchers):
     adopted = []
-    launchers.register(
-        launchers.Launcher(
-            "fake",
-            lambda: True,
-            run=lambda: ("fake-run", "job7"),
-            host=lambda: "node3",
-            role=lambda: "Actor",
-            rank=lambda: 2,
-            adopt_env=lambda: adopted.append(True),
-        )
-    )
+    launchers.register(launchers.Launcher(
+        "fake", lambda: True, run=lambda: ("fake-run", "job7"), host=lambda: "node3", role=lambda: "Actor",
+        rank=lambda: 2, adopt_env=lambda: adopted.append(True),
+    ))
     run = identity.resolve_run_id()
     assert (run.run_id, run.attempt, run.source, run.job_id) == ("fake-run", 0, "fake", "job7")
     ident = identity.build_identity(None, run)

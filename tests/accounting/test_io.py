@@ -44,9 +44,7 @@ def test_a_written_and_fsynced_file_is_charged_to_its_phase(disk_dir):
     n = 4 * 1024 * 1024 + 123
     result = subprocess.run(
         [sys.executable, "-c", WRITE_AND_FSYNC, str(disk_dir / "ckpt.bin"), str(n)],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
     io = json.loads(result.stdout)
@@ -56,13 +54,7 @@ def test_a_written_and_fsynced_file_is_charged_to_its_phase(disk_dir):
     assert n <= io["write_bytes"] <= n + 4 * PAGE
     assert io["measured_entries"] == 1 and io["failed_reads"] == 0
     assert set(io) == {
-        "rchar",
-        "wchar",
-        "read_bytes",
-        "write_bytes",
-        "cancelled_write_bytes",
-        "measured_entries",
-        "failed_reads",
+        "rchar", "wchar", "read_bytes", "write_bytes", "cancelled_write_bytes", "measured_entries", "failed_reads"
     }
 
 

@@ -42,10 +42,7 @@ def _run(tmp_path, how: str) -> tuple[bytes, bytes]:
     script.write_text(SCRIPT)
     proc = subprocess.Popen(
         [sys.executable, str(script), str(tmp_path / "run"), how],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
         worker = proc.stdout.readline().strip()

@@ -10,15 +10,8 @@ from lineprofiler.accounting.trace_window import Window
 
 BAD_BACKENDS = [("nsys", ValueError), (3, TypeError), (3.5, TypeError), (b"torch", TypeError)]
 BAD_WINDOWS = [
-    ((0, 5), ValueError),
-    ((5, 5), ValueError),
-    ((6, 5), ValueError),
-    (("1", 2), TypeError),
-    ((1.0, 2), TypeError),
-    ((True, 3), TypeError),
-    ((1,), TypeError),
-    ((1, 2, 3), TypeError),
-    (5, TypeError),
+    ((0, 5), ValueError), ((5, 5), ValueError), ((6, 5), ValueError), (("1", 2), TypeError), ((1.0, 2), TypeError),
+    ((True, 3), TypeError), ((1,), TypeError), ((1, 2, 3), TypeError), (5, TypeError),
 ]
 BAD_PHASES = [("", ValueError), ("a/b", ValueError), (3, TypeError)]
 
@@ -55,13 +48,8 @@ def test_a_bad_window_phase(tmp_path, phase, error):
 
 @pytest.mark.parametrize("backend", ["torch", "TORCH", " viztracer ", Backend.TORCH, "none", "", None])
 def test_good_backends_agree(tmp_path, backend):
-    profiler = Profiler(
-        tmp_path,
-        enabled=False,
-        backend=backend,
-        backend_window=None if Backend.parse(backend) is None else (1, 2),
-        window_phase="it",
-    )
+    profiler = Profiler(tmp_path, enabled=False, backend=backend,
+                        backend_window=None if Backend.parse(backend) is None else (1, 2), window_phase="it")
     expected = Backend.parse(backend)
     assert profiler.backend == (None if expected is None else expected.value)
 
@@ -107,12 +95,6 @@ def test_a_bad_lines_project(tmp_path, backend, project, error, message):
 def test_a_good_lines_project_is_resolved(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
-    profiler = Profiler(
-        tmp_path / "run",
-        enabled=False,
-        backend="lines",
-        backend_window=(1, 2),
-        window_phase="it",
-        lines_project=tmp_path / "link",
-    )
+    profiler = Profiler(tmp_path / "run", enabled=False, backend="lines", backend_window=(1, 2), window_phase="it",
+                        lines_project=tmp_path / "link")
     assert profiler.backend == "lines" and profiler.lines_project == str((tmp_path / "real").resolve())

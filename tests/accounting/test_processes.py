@@ -263,9 +263,8 @@ def test_a_fork_child_gets_its_own_file_tree_stack_and_thread(tmp_path):
     assert "lineprofiler-snapshot" in child["threads"]  # restarted in the child
     assert child["main_phase"] == -1
     assert "lineprofiler-snapshot" in json.loads(parent_line)  # and in the parent
-    docs = {
-        d["identity"]["role"] + ("-child" if d["identity"]["fork_parent_pid"] else ""): d for d in documents(run_dir)
-    }
+    docs = {d["identity"]["role"] + ("-child" if d["identity"]["fork_parent_pid"] else ""): d
+            for d in documents(run_dir)}
     assert set(docs) == {"parent", "parent-child"}
     parent, child_doc = docs["parent"], docs["parent-child"]
     assert child_doc["identity"]["uuid"] != parent["identity"]["uuid"]

@@ -35,10 +35,7 @@ def test_the_seed_example_writes_a_valid_worker_file(tmp_path):
     assert doc["identity"]["role"] == "actor" and doc["identity"]["pid"] == os.getpid()
     assert doc["times"]["status"] == "exited" and doc["times"]["end_unix_ns"] is not None
     assert doc["snapshot"] == {
-        "interval_s": None,
-        "writes": 2,
-        "failures": 0,
-        "last_error": None,
+        "interval_s": None, "writes": 2, "failures": 0, "last_error": None,
         "last_success_unix_ns": doc["times"]["last_flush_unix_ns"],
     }
     assert doc["histogram"] == {"scheme": histogram.SCHEME, "n_buckets": histogram.N_BUCKETS}
@@ -145,11 +142,7 @@ def test_wrong_arguments_raise(tmp_path, kwargs, error):
 
 def test_later_arguments_are_accepted_and_recorded(tmp_path):
     profiler = Profiler(
-        run_dir=tmp_path,
-        backend="torch",
-        backend_window=(100, 110),
-        window_phase="iteration",
-        annotate=True,
+        run_dir=tmp_path, backend="torch", backend_window=(100, 110), window_phase="iteration", annotate=True,
         snapshot_interval_s=None,
     )
     profiler.close()

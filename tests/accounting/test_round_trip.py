@@ -134,10 +134,7 @@ def test_constructing_a_profiler_leaves_no_resource_warning(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
     result = subprocess.run(
         [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
+        capture_output=True, text=True, env=env, timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert "ResourceWarning" not in result.stderr, result.stderr

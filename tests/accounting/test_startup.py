@@ -19,73 +19,27 @@ import pytest
 # Modules `import lineprofiler.accounting` must not load: heavy standard modules (typing alone
 # costs milliseconds), what only a running profiler needs, and the other layers.
 NOT_AT_IMPORT = (
-    "typing",
-    "json",
-    "dataclasses",
-    "inspect",
-    "re",
-    "pathlib",
-    "socket",
-    "secrets",
-    "random",
-    "hashlib",
-    "ctypes",
-    "traceback",
-    "signal",
-    "importlib.metadata",
-    "importlib.util",
-    "multiprocessing",
-    "lineprofiler.lines",
-    "lineprofiler.report",
-    "lineprofiler.runfiles",
-    "lineprofiler.integrations",
-    "lineprofiler.accounting.identity",
-    "lineprofiler.accounting._process",
-    "lineprofiler.accounting._snapshots",
-    "lineprofiler.accounting._wiring",
-    "lineprofiler.accounting._sampler",
-    "lineprofiler.accounting.sampling",
-    "lineprofiler.accounting.native_sampler",
-    "lineprofiler.accounting.psutil_sampler",
-    "lineprofiler.accounting.capabilities",
-    "lineprofiler.accounting.metadata",
-    "lineprofiler.accounting.gpu",
-    "lineprofiler.accounting.windows",
-    "lineprofiler.accounting.trace_window",
-    "lineprofiler.accounting.backends",
+    "typing", "json", "dataclasses", "inspect", "re", "pathlib", "socket", "secrets", "random", "hashlib",
+    "ctypes", "traceback", "signal", "importlib.metadata", "importlib.util", "multiprocessing",
+    "lineprofiler.lines", "lineprofiler.report", "lineprofiler.runfiles", "lineprofiler.integrations",
+    "lineprofiler.accounting.identity", "lineprofiler.accounting._process", "lineprofiler.accounting._snapshots",
+    "lineprofiler.accounting._wiring", "lineprofiler.accounting._sampler", "lineprofiler.accounting.sampling",
+    "lineprofiler.accounting.native_sampler", "lineprofiler.accounting.psutil_sampler",
+    "lineprofiler.accounting.capabilities", "lineprofiler.accounting.metadata", "lineprofiler.accounting.gpu",
+    "lineprofiler.accounting.windows", "lineprofiler.accounting.trace_window", "lineprofiler.accounting.backends",
 )
 # Modules a default `Profiler(run_dir=...)` must not load while it is constructed: the
 # capability probes and the metadata files wait for the first snapshot, value classes are not
 # dataclasses, the profiler's own paths are text until a Path is asked for, and its first files
 # are written without json.
 NOT_AT_CONSTRUCTION = (
-    "typing",
-    "dataclasses",
-    "inspect",
-    "pathlib",
-    "urllib",
-    "socket",
-    "secrets",
-    "random",
-    "ctypes",
-    "traceback",
-    "importlib.metadata",
-    "importlib.util",
-    "contextlib",
-    "lineprofiler.lines",
-    "lineprofiler.report",
-    "lineprofiler.integrations",
-    "lineprofiler.accounting.metadata",
-    "lineprofiler.accounting.windows",
-    "lineprofiler.accounting.trace_window",
-    "lineprofiler.accounting.backends",
+    "typing", "dataclasses", "inspect", "pathlib", "urllib", "socket", "secrets", "random", "ctypes", "traceback",
+    "importlib.metadata", "importlib.util", "contextlib", "lineprofiler.lines", "lineprofiler.report",
+    "lineprofiler.integrations", "lineprofiler.accounting.metadata", "lineprofiler.accounting.windows",
+    "lineprofiler.accounting.trace_window", "lineprofiler.accounting.backends",
     "lineprofiler.accounting.psutil_sampler",
     # json imports re, and re and signal import enum: the start file is written without json.
-    "json",
-    "re",
-    "enum",
-    "signal",
-    "warnings",
+    "json", "re", "enum", "signal", "warnings",
 )
 
 PROBE = r"""
@@ -162,19 +116,10 @@ profiler.close()
 print(json.dumps({"disabled": sorted(set(sys.modules) - seen)}))
 """
     names = probe(tmp_path, code)["disabled"]
-    never = (
-        "lineprofiler.accounting._wiring",
-        "lineprofiler.accounting.sampling",
-        "lineprofiler.accounting._sampler",
-        "lineprofiler.accounting.native_sampler",
-        "lineprofiler.accounting._snapshots",
-        "lineprofiler.accounting._process",
-        "lineprofiler.accounting.gpu",
-        "lineprofiler.runfiles.workerfile",
-        "typing",
-        "dataclasses",
-        "signal",
-    )
+    never = ("lineprofiler.accounting._wiring", "lineprofiler.accounting.sampling", "lineprofiler.accounting._sampler",
+             "lineprofiler.accounting.native_sampler",
+             "lineprofiler.accounting._snapshots", "lineprofiler.accounting._process", "lineprofiler.accounting.gpu",
+             "lineprofiler.runfiles.workerfile", "typing", "dataclasses", "signal")
     assert loaded(names, never) == []
     assert os.listdir(tmp_path) == []  # and writes nothing
 

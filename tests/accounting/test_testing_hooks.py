@@ -34,7 +34,8 @@ def test_the_testing_modules_exist():
 
 def test_no_production_module_imports_a_testing_module():
     offenders = {
-        path.name: sorted(name for name in imported_names(path) if TESTING in name) for path in production_modules()
+        path.name: sorted(name for name in imported_names(path) if TESTING in name)
+        for path in production_modules()
     }
     assert {name: found for name, found in offenders.items() if found} == {}
 

@@ -23,7 +23,6 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[1] / "src" / "lineprofiler"
 NVML_H = SRC / "accounting" / "_nvml.h"
 
-
 def _cflags() -> list[str]:
     flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-fPIC", "-shared"]
     # Under `make test-asan` the sanitiser runtimes are preloaded: instrument these too.
@@ -121,6 +120,7 @@ def make_shim(nvml_build, monkeypatch):
 def nvml(make_shim):
     """The header pointed at the full stub; closed after the test."""
     return make_shim()
+
 
 
 @pytest.fixture(scope="session")

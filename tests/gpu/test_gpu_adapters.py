@@ -126,8 +126,6 @@ def test_sync_with_the_cpu_build_of_torch(run_python):
         "print(gpu.make_sync(), late._resolved)\n"
     )
     assert out.splitlines() == ["_LateSync False", "None None"]
-
-
 @pytest.mark.skipif(not CUDA_DEVICE, reason=NEEDS_CUDA)
 def test_sync_waits_for_queued_kernels_on_a_cuda_build(run_python):
     # Built before torch is imported: a late sync that settles on torch.cuda.synchronize, a no-op
@@ -158,6 +156,9 @@ def test_sync_waits_for_queued_kernels_on_a_cuda_build(run_python):
     assert done_after is True  # sync returned only once they had finished
     assert waited > 0.005, waited
     assert described["mode"] == "torch.cuda.synchronize", described
+
+
+
 
 
 # ---- annotate=True: record_function ----
@@ -249,7 +250,9 @@ def test_each_thread_has_its_own_stack(no_torch, monkeypatch):
 def test_nvtx_ranges_reach_an_nvtx_tool(run_python, nvtx_tool, tmp_path):
     log = tmp_path / "nvtx.log"
     out = run_python(
-        "import json, sys\n" + ("import torch\n" if HAS_TORCH else "") + "from lineprofiler.accounting import gpu\n"
+        "import json, sys\n"
+        + ("import torch\n" if HAS_TORCH else "")
+        + "from lineprofiler.accounting import gpu\n"
         "a = gpu.Annotator()\n"
         "a.enter('iteration'); a.enter('mcts'); a.exit('mcts'); a.exit('iteration')\n"
         "a.enter('iteration'); a.enter('inner'); a.exit('iteration')\n"

@@ -93,13 +93,8 @@ def _env(**extra):
 
 
 def _report(run_dir, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "report", str(run_dir), *args],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=120,
-    )
+    return subprocess.run([sys.executable, "-m", "lineprofiler", "report", str(run_dir), *args],
+                          capture_output=True, text=True, env=_env(), timeout=120)
 
 
 def test_nvml_columns_from_the_sampler_reach_the_report(tmp_path, nvml_build):
@@ -107,9 +102,8 @@ def test_nvml_columns_from_the_sampler_reach_the_report(tmp_path, nvml_build):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     env = _env(LINEPROFILER_NVML_LIBRARY=str(nvml_build / "libnvml_stub.so"))
-    made = subprocess.run(
-        [sys.executable, str(script), str(run_dir)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240
-    )
+    made = subprocess.run([sys.executable, str(script), str(run_dir)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=240)
     assert made.returncode == 0, made.stderr
 
     documents = {}
@@ -119,9 +113,7 @@ def test_nvml_columns_from_the_sampler_reach_the_report(tmp_path, nvml_build):
     assert set(documents) == {"learner", "actor"}
     path, learner = documents["learner"]
     assert learner["gpu"]["nvml"] == {
-        "available": True,
-        "unavailable_reason": None,
-        "driver": None,
+        "available": True, "unavailable_reason": None, "driver": None,
         "devices": [{"index": 0, "name": "Stub GPU 0"}, {"index": 1, "name": "Stub GPU 1"}],
     }
     gpu = learner["samples"]["gpu"]

@@ -61,28 +61,12 @@ def rows(lines):
 
 
 def test_two_workers_on_one_device_add_up_per_bucket(tmp_path):
-    worker(
-        tmp_path,
-        10,
-        {
-            "gpu0_busy": [90, 90, 90, 90],
-            "gpu0_mine": [40, 40, -1, 40],
-            "gpu1_busy": [8, 8, 8, 8],
-            "gpu1_mine": [-1, -1, -1, -1],
-        },
-    )
+    worker(tmp_path, 10, {"gpu0_busy": [90, 90, 90, 90], "gpu0_mine": [40, 40, -1, 40],
+                          "gpu1_busy": [8, 8, 8, 8], "gpu1_mine": [-1, -1, -1, -1]})
     # The second worker ticks half a second later, into the same buckets.
-    worker(
-        tmp_path,
-        11,
-        {
-            "gpu0_busy": [94, 94, 94, 94],
-            "gpu0_mine": [20, 20, 20, 20],
-            "gpu1_busy": [8, 8, 8, 8],
-            "gpu1_mine": [-1, -1, -1, -1],
-        },
-        ticks=[T0 + S // 2 + k * S for k in range(4)],
-    )
+    worker(tmp_path, 11, {"gpu0_busy": [94, 94, 94, 94], "gpu0_mine": [20, 20, 20, 20],
+                          "gpu1_busy": [8, 8, 8, 8], "gpu1_mine": [-1, -1, -1, -1]},
+           ticks=[T0 + S // 2 + k * S for k in range(4)])
     d0, d1 = summary(tmp_path).devices
     assert d0.busy == pytest.approx(92.0)
     # Buckets: 40+20, 40+20, 0+20, 40+20 -> mean 50
@@ -148,12 +132,8 @@ def test_vram_peaks_largest_process_and_sum(tmp_path):
 
 
 def test_the_spec_layout(tmp_path):
-    worker(
-        tmp_path,
-        10,
-        {"gpu0_busy": [92], "gpu0_mine": [64], "gpu1_busy": [8], "gpu1_mine": [-1]},
-        vram=vram(6_100_000_000, 8_400_000_000),
-    )
+    worker(tmp_path, 10, {"gpu0_busy": [92], "gpu0_mine": [64], "gpu1_busy": [8], "gpu1_mine": [-1]},
+           vram=vram(6_100_000_000, 8_400_000_000))
     assert render(tmp_path)[:7] == [
         "GPU",
         "\u2500" * 62,

@@ -72,16 +72,8 @@ def test_backend_parse():
 
 @pytest.mark.parametrize(
     "window, error",
-    [
-        ((0, 5), ValueError),
-        ((5, 5), ValueError),
-        ((6, 5), ValueError),
-        (("1", 2), TypeError),
-        ((1.0, 2), TypeError),
-        ((True, 3), TypeError),
-        ((1,), TypeError),
-        (None, TypeError),
-    ],
+    [((0, 5), ValueError), ((5, 5), ValueError), ((6, 5), ValueError), (("1", 2), TypeError), ((1.0, 2), TypeError),
+     ((True, 3), TypeError), ((1,), TypeError), (None, TypeError)],
 )
 def test_bad_windows_are_refused(tmp_path, window, error):
     with pytest.raises(error, match="backend_window"):
@@ -133,18 +125,8 @@ def test_the_recorder_calls_watch_before_annotate_enter():
     for _ in range(2):
         with rec.phase("iteration"), rec.phase("mcts"):
             pass
-    assert calls == [
-        ("watch", 1),
-        ("enter", "iteration"),
-        ("enter", "mcts"),
-        ("exit", "mcts"),
-        ("exit", "iteration"),
-        ("watch", 2),
-        ("enter", "iteration"),
-        ("enter", "mcts"),
-        ("exit", "mcts"),
-        ("exit", "iteration"),
-    ]
+    assert calls == [("watch", 1), ("enter", "iteration"), ("enter", "mcts"), ("exit", "mcts"), ("exit", "iteration"),
+                     ("watch", 2), ("enter", "iteration"), ("enter", "mcts"), ("exit", "mcts"), ("exit", "iteration")]
 
 
 @needs_viztracer

@@ -98,15 +98,10 @@ print(json.dumps(ref))
     assert file.path == run_dir / "lines" / worker_path.parent.name / ("l_" + worker_path.name[2:])
     process = file.process
     assert (process["run_id"], process["attempt"], process["uuid"]) == (
-        identity["run_id"],
-        identity["attempt"],
-        identity["uuid"],
+        identity["run_id"], identity["attempt"], identity["uuid"],
     )
     assert (process["pid"], process["host"], process["role"], process["status"]) == (
-        identity["pid"],
-        identity["host"],
-        "actor",
-        "stopped",
+        identity["pid"], identity["host"], "actor", "stopped",
     )
     window = file.window
     assert window is not None and not file.partial

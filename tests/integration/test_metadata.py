@@ -99,9 +99,8 @@ def test_an_unwritable_run_dir_is_recorded_not_raised(tmp_path):
     blocker.write_text("a file where the run directory should be")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the worker file's own warning
-        profiler = Profiler(
-            run_dir=blocker, backend="viztracer", backend_window=(1, 2), window_phase="step", snapshot_interval_s=None
-        )
+        profiler = Profiler(run_dir=blocker, backend="viztracer", backend_window=(1, 2), window_phase="step",
+                            snapshot_interval_s=None)
     with profiler.phase("step"):
         pass
     # The first snapshot after construction also writes the metadata files: both fail, recorded.
@@ -117,9 +116,8 @@ def test_an_unwritable_run_dir_is_recorded_not_raised(tmp_path):
 
 
 def test_a_disabled_profiler_writes_no_metadata(tmp_path):
-    profiler = Profiler(
-        run_dir=tmp_path, enabled=False, backend="torch", backend_window=(1, 2), window_phase="x", annotate=True
-    )
+    profiler = Profiler(run_dir=tmp_path, enabled=False, backend="torch", backend_window=(1, 2), window_phase="x",
+                        annotate=True)
     with profiler.phase("x", sync=True):
         pass
     profiler.close()
@@ -165,9 +163,8 @@ def test_every_process_writes_its_own_file_and_metadata_json_names_the_run(run_p
     assert run_level["run_id"] == documents[0]["identity"]["run_id"]
     # The first process of the run to write its metadata wrote it, and no one replaced it: with
     # the parent's periodic snapshots off, that is the spawn child, which closed first.
-    actors = {
-        d["identity"]["pid"]: p for p, d in zip(workers, documents, strict=True) if d["identity"]["role"] == "actor"
-    }
+    actors = {d["identity"]["pid"]: p for p, d in zip(workers, documents, strict=True)
+              if d["identity"]["role"] == "actor"}
     assert run_level["role"] == "actor" and run_level["final"] is False
     assert run_level["worker_file"] == actors[run_level["pid"]].relative_to(run_dir).as_posix()
 
@@ -211,9 +208,8 @@ def test_wrong_backend_arguments_raise_before_anything_is_written(tmp_path, kwar
 @pytest.mark.skipif(not HAS_VIZTRACER, reason="viztracer is not installed")
 @pytest.mark.parametrize("backend", [Backend.VIZTRACER, "viztracer", "VizTracer"])
 def test_the_backend_enum_or_its_string(tmp_path, backend):
-    profiler = Profiler(
-        run_dir=tmp_path, backend=backend, backend_window=(5, 6), window_phase="it", snapshot_interval_s=None
-    )
+    profiler = Profiler(run_dir=tmp_path, backend=backend, backend_window=(5, 6), window_phase="it",
+                        snapshot_interval_s=None)
     profiler.close()
     assert profiler.backend == "viztracer"
     assert load(tmp_path / "metadata.json")["backend"]["state"] == "waiting"  # never reached entry 5

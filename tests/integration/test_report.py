@@ -66,9 +66,8 @@ def viztracer_run(tmp_path_factory):
     window = {"backend": "viztracer", "backend_window": (2, 4), "window_phase": "iteration"}
     script = tmp_path / "main_script.py"  # spawn children import the main module by its file
     script.write_text(textwrap.dedent(PIPELINE.format(window=repr(window), imports="pass", run_dir=str(run_dir))))
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=clean_env(), cwd=tmp_path, timeout=240
-    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=clean_env(),
+                            cwd=tmp_path, timeout=240)
     assert result.returncode == 0, result.stderr
     return run_dir
 
@@ -115,9 +114,8 @@ def test_the_report_over_a_torch_run(run_python, tmp_path, report):
     window = {"backend": "torch", "backend_window": (2, 4), "window_phase": "iteration"}
     # NVML pinned to a library that does not exist: the GPU block reads the same on a GPU host.
     missing = str(tmp_path / "libnvidia-ml.so.1")
-    run_dir = make_run(
-        run_python, tmp_path, window=window, imports="import torch", env={"LINEPROFILER_NVML_LIBRARY": missing}
-    )
+    run_dir = make_run(run_python, tmp_path, window=window, imports="import torch",
+                       env={"LINEPROFILER_NVML_LIBRARY": missing})
     rc, out, err = report(run_dir)
     assert rc == 0, err
     assert block(out, "GPU")[0].startswith(f"absent: cannot load NVML (no NVIDIA driver?): {missing}")

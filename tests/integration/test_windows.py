@@ -39,7 +39,9 @@ def named(events: list[dict], names=("iteration", "forward"), cat: str | None = 
 
 def nested(outer: list[dict], inner: list[dict]) -> bool:
     """Every inner event lies inside one outer event (timestamps in µs)."""
-    return all(any(o["ts"] <= i["ts"] and i["ts"] + i["dur"] <= o["ts"] + o["dur"] + 1 for o in outer) for i in inner)
+    return all(
+        any(o["ts"] <= i["ts"] and i["ts"] + i["dur"] <= o["ts"] + o["dur"] + 1 for o in outer) for i in inner
+    )
 
 
 def artifact(run_dir, stem: str, pid: int):

@@ -74,10 +74,7 @@ def run(tmp_path, order):
     script.write_text(SCRIPT)
     out = subprocess.run(
         [sys.executable, str(script), str(tmp_path), order],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -107,9 +107,8 @@ def test_generator_is_on_only_while_it_runs(here):
         total += v
     assert total == sum(range(1, 51))
     assert hits(p.get_stats(), wl.countdown) == {"while": 51, "yield": 50, "dec": 50}
-    assert list(p.get_stats()) == [
-        (wl.countdown.__code__.co_filename, wl.countdown.__code__.co_firstlineno, "countdown")
-    ]
+    assert list(p.get_stats()) == [(wl.countdown.__code__.co_filename, wl.countdown.__code__.co_firstlineno,
+                                    "countdown")]
     assert tool_ids() == before  # the hooks held between steps are given back at the end
 
 

@@ -160,12 +160,8 @@ def test_bad_arguments_both_printers(here, kwargs, exc, msg):
 
 @pytest.mark.parametrize(
     "kwargs, exc",
-    [
-        ({"top_n_lines": 0}, ValueError),
-        ({"top_n_lines": -3}, ValueError),
-        ({"top_n_lines": 1.5}, TypeError),
-        ({"top_n_lines": True}, TypeError),
-    ],
+    [({"top_n_lines": 0}, ValueError), ({"top_n_lines": -3}, ValueError), ({"top_n_lines": 1.5}, TypeError),
+     ({"top_n_lines": True}, TypeError)],
 )
 def test_bad_top_n_lines(here, kwargs, exc):
     with pytest.raises(exc, match="top_n_lines"):

@@ -108,9 +108,8 @@ def test_311_refused_install_leaves_nothing_behind(tmp_path):
     import textwrap
 
     script = tmp_path / "audit.py"
-    script.write_text(
-        textwrap.dedent(
-            """\
+    script.write_text(textwrap.dedent(
+        """\
         import sys, threading
         from lineprofiler import LineProfiler
 
@@ -128,8 +127,7 @@ def test_311_refused_install_leaves_nothing_behind(tmp_path):
         assert sys.gettrace() is None and threading.gettrace() is None
         print("clean")
         """
-        )
-    )
+    ))
     out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["refused: no tracing here", "clean"]

@@ -73,7 +73,6 @@ def test_threads_keep_separate_line_state(here):
         for i in range(n):  # @for
             if i % 50 == 0:  # @check
                 threading.Event().wait(0)  # @yield_gil
-
     p = LineProfiler(project_folder=here)
     with p:
         ts = [threading.Thread(target=spin, args=(2000,)) for _ in range(2)]

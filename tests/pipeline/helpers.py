@@ -26,38 +26,26 @@ TIMEOUT = 300
 
 _LAUNCHER_PREFIXES = ("LINEPROFILER_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "TORCHELASTIC_", "MPI_")
 _LAUNCHER_NAMES = {
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "GROUP_WORLD_SIZE",
-    "ROLE_NAME",
-    "ROLE_RANK",
-    "ROLE_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+    "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
 }
 
 
 def clean_env(**extra: str) -> dict[str, str]:
     """os.environ without lineprofiler's or any launcher's variables, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES) and k not in _LAUNCHER_NAMES}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES) and k not in _LAUNCHER_NAMES
+    }
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env
 
 
-def run(
-    command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = TIMEOUT
-) -> subprocess.CompletedProcess[str]:
+def run(command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
+        timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(c) for c in command],
-        env=env if env is not None else clean_env(),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+        [str(c) for c in command], env=env if env is not None else clean_env(), cwd=cwd,
+        capture_output=True, text=True, timeout=timeout,
     )
 
 
@@ -89,10 +77,8 @@ def _importable(name: str) -> bool:
 def torch_skip_reason() -> str | None:
     if not _importable("torch"):
         version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-        return (
-            f"torch is not installed for Python {version}: the Makefile installs its CPU wheel on 3.11 only "
-            f"(pip install torch)"
-        )
+        return (f"torch is not installed for Python {version}: the Makefile installs its CPU wheel on 3.11 only "
+                f"(pip install torch)")
     return None
 
 

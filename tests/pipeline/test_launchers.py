@@ -27,20 +27,8 @@ def test_torchrun_four_ranks_are_one_role_of_one_run(tmp_path):
     run_dir = tmp_path / "profile"
     batch = 32
     result = h.run(
-        [
-            *command,
-            "--nproc-per-node",
-            "4",
-            h.EXAMPLES / "torchrun_ddp.py",
-            "--run-dir",
-            run_dir,
-            "--steps",
-            STEPS,
-            "--batch",
-            batch,
-            "--skew",
-            "0.5",
-        ],
+        [*command, "--nproc-per-node", "4", h.EXAMPLES / "torchrun_ddp.py", "--run-dir", run_dir,
+         "--steps", STEPS, "--batch", batch, "--skew", "0.5"],
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
@@ -89,21 +77,9 @@ def test_mpirun_four_ranks_are_one_role_of_one_run(tmp_path):
         PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe",
     )
     result = h.run(
-        [
-            "mpirun",
-            "-n",
-            "4",
-            sys.executable,
-            h.EXAMPLES / "mpi_allreduce.py",
-            "--run-dir",
-            run_dir,
-            "--steps",
-            STEPS,
-            "--work",
-            "2000",
-        ],
-        env=env,
-        cwd=tmp_path,
+        ["mpirun", "-n", "4", sys.executable, h.EXAMPLES / "mpi_allreduce.py", "--run-dir", run_dir, "--steps", STEPS,
+         "--work", "2000"],
+        env=env, cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert f"allreduce: {STEPS} steps, last sum {1 + 2 + 3 + 4}" in result.stdout

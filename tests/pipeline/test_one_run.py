@@ -28,23 +28,14 @@ JOB = Path(__file__).resolve().with_name("one_run_job.py")
 STEPS = 5  # one_run_job.STEPS
 
 
-def start_job(
-    run_dir: Path,
-    *,
-    kind="process",
-    method="spawn",
-    workers=4,
-    profiled=False,
-    faults=False,
-    barrier: Path | None = None,
-    peers=1,
-    env: dict[str, str] | None = None,
-) -> subprocess.Popen[str]:
+def start_job(run_dir: Path, *, kind="process", method="spawn", workers=4, profiled=False, faults=False,
+              barrier: Path | None = None, peers=1, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     command = [sys.executable, str(JOB), str(run_dir), "--kind", kind, "--method", method, "--workers", str(workers)]
     command += ["--profiled"] * profiled + ["--faults"] * faults
     if barrier is not None:
         command += ["--barrier", str(barrier), "--peers", str(peers)]
-    return subprocess.Popen(command, env=env or clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(command, env=env or clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
 
 
 def finish(proc: subprocess.Popen[str]) -> list[int]:
@@ -120,9 +111,8 @@ def test_sixteen_process_children_are_one_run(tmp_path, method, profiled):
 
 
 @pytest.mark.parametrize("profiled", [False, True], ids=["unprofiled-parent", "profiled-parent"])
-@pytest.mark.parametrize(
-    "kind, method", [("pool", "fork"), ("pool", "forkserver"), ("executor", "spawn"), ("executor", "fork")]
-)
+@pytest.mark.parametrize("kind, method", [("pool", "fork"), ("pool", "forkserver"), ("executor", "spawn"),
+                                          ("executor", "fork")])
 def test_pool_and_executor_workers_are_one_run(tmp_path, kind, method, profiled):
     run_dir = tmp_path / "profile"
     workers = 3
@@ -191,17 +181,15 @@ def test_a_sequential_rerun_is_still_a_superseded_attempt(tmp_path):
     older = report(run_dir, "--attempt", first_id).splitlines()
     assert "   Processes 2   Roles actor x2" in older[0] and f"Run {first_id}" in older[1]
     assert f"Showing the superseded attempt {first_id} (--attempt); the newest is {second}" in older
-    assert any(
-        line.startswith(f"Newest attempt {second} (shown by default; not merged): 2 worker file(s)") for line in older
-    )
+    assert any(line.startswith(f"Newest attempt {second} (shown by default; not merged): 2 worker file(s)")
+               for line in older)
 
     bad = run([sys.executable, "-m", "lineprofiler", "report", run_dir, "--attempt", "nope"])
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
     assert "no attempt 'nope'" in bad.stderr and second in bad.stderr and "Traceback" not in bad.stderr
 
-    compared = run(
-        [sys.executable, "-m", "lineprofiler", "compare", run_dir, run_dir, "--attempt-a", first_id, "--json"]
-    )
+    compared = run([sys.executable, "-m", "lineprofiler", "compare", run_dir, run_dir, "--attempt-a", first_id,
+                    "--json"])
     assert compared.returncode == 0, compared.stderr
     document = json.loads(compared.stdout)
     assert (document["a"]["run_id"], document["b"]["run_id"]) == (first_id, second)
@@ -211,16 +199,8 @@ def test_two_concurrent_jobs_with_explicit_run_ids_stay_apart(tmp_path):
     run_dir = tmp_path / "profile"
     ready = tmp_path / "ready"
     jobs = [
-        start_job(
-            run_dir,
-            kind="process",
-            method="fork",
-            workers=2,
-            profiled=True,
-            barrier=ready,
-            peers=2,
-            env=clean_env(LINEPROFILER_RUN_ID=name),
-        )
+        start_job(run_dir, kind="process", method="fork", workers=2, profiled=True, barrier=ready, peers=2,
+                  env=clean_env(LINEPROFILER_RUN_ID=name))
         for name in ("job-a", "job-b")
     ]
     for proc in jobs:
@@ -235,17 +215,14 @@ def test_two_concurrent_jobs_with_explicit_run_ids_stay_apart(tmp_path):
     shown = re.search(r"Run (job-[ab])", lines[1]).group(1)
     other = "job-b" if shown == "job-a" else "job-a"
     (line,) = [line for line in lines if line.startswith("Concurrent run")]
-    assert line.startswith(
-        f"Concurrent run {other} (another job overlapping this one in time; not merged): "
-        f"3 worker file(s), actor x2, learner x1, started "
-    )
+    assert line.startswith(f"Concurrent run {other} (another job overlapping this one in time; not merged): "
+                           f"3 worker file(s), actor x2, learner x1, started ")
     assert "Superseded" not in text and "Merged by time" not in text
 
     other_text = report(run_dir, "--attempt", other).splitlines()
     assert f"Run {other}" in other_text[1] and "   Processes 3   " in other_text[0]
-    assert any(
-        line.startswith(f"Newest attempt {shown} (overlapping this one in time; not merged)") for line in other_text
-    )
+    assert any(line.startswith(f"Newest attempt {shown} (overlapping this one in time; not merged)")
+               for line in other_text)
 
 
 def test_a_rerun_in_a_container_with_the_same_parent_pid_is_a_new_run(tmp_path):

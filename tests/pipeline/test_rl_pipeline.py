@@ -27,23 +27,8 @@ def run_pipeline(tmp_path, *args, env=None):
     run_dir = tmp_path / "profile"
     summary_path = tmp_path / "summary.json"
     command = [
-        sys.executable,
-        h.PIPELINE,
-        "--run-dir",
-        run_dir,
-        "--summary",
-        summary_path,
-        "--data-dir",
-        tmp_path,
-        "--simulations",
-        SIMULATIONS,
-        "--games",
-        GAMES,
-        "--shard-size",
-        SHARD,
-        "--batch-size",
-        BATCH,
-        *args,
+        sys.executable, h.PIPELINE, "--run-dir", run_dir, "--summary", summary_path, "--data-dir", tmp_path,
+        "--simulations", SIMULATIONS, "--games", GAMES, "--shard-size", SHARD, "--batch-size", BATCH, *args,
     ]
     result = h.run(command, env=env if env is not None else h.clean_env(), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -167,22 +152,8 @@ def test_an_actor_that_raises_fails_the_pipeline_and_keeps_its_data(tmp_path):
     # Actor 0 raises after its first game and never sends its last message: the learner must
     # notice rather than wait forever, and exit 1; the actor's game is still in its file.
     command = [
-        sys.executable,
-        h.PIPELINE,
-        "--run-dir",
-        tmp_path / "profile",
-        "--backend",
-        "python",
-        "--games",
-        "3",
-        "--simulations",
-        "8",
-        "--actors",
-        "2",
-        "--data-dir",
-        tmp_path,
-        "--crash-actor",
-        "0",
+        sys.executable, h.PIPELINE, "--run-dir", tmp_path / "profile", "--backend", "python", "--games", "3",
+        "--simulations", "8", "--actors", "2", "--data-dir", tmp_path, "--crash-actor", "0",
     ]
     result = h.run(command, timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
@@ -197,15 +168,8 @@ def test_an_actor_that_raises_fails_the_pipeline_and_keeps_its_data(tmp_path):
 
 def test_demo_runs_the_pipeline_the_report_and_the_actors_lines_from_that_run(tmp_path):
     result = h.run(
-        [
-            sys.executable,
-            h.EXAMPLES / "demo.py",
-            "--pipeline-args",
-            "--games 3 --simulations 8 --backend python",
-            "--lines-window",
-            "2",
-            "3",
-        ],
+        [sys.executable, h.EXAMPLES / "demo.py", "--pipeline-args", "--games 3 --simulations 8 --backend python",
+         "--lines-window", "2", "3"],
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -26,14 +26,9 @@ JOB = "4242"
 def slurm_env(rank: int, ntasks: int, tasks_per_node: int, *, host: str | None = None, **extra: str) -> dict[str, str]:
     """What srun sets for task ``rank`` of a one-step job (plus our host name, if given)."""
     env = dict(
-        SLURM_JOB_ID=JOB,
-        SLURM_JOBID=JOB,
-        SLURM_STEP_ID="0",
-        SLURM_PROCID=str(rank),
-        SLURM_LOCALID=str(rank % tasks_per_node),
-        SLURM_NODEID=str(rank // tasks_per_node),
-        SLURM_NTASKS=str(ntasks),
-        SLURM_JOB_NAME="train",
+        SLURM_JOB_ID=JOB, SLURM_JOBID=JOB, SLURM_STEP_ID="0", SLURM_PROCID=str(rank),
+        SLURM_LOCALID=str(rank % tasks_per_node), SLURM_NODEID=str(rank // tasks_per_node),
+        SLURM_NTASKS=str(ntasks), SLURM_JOB_NAME="train",
     )
     if host is not None:
         env["LINEPROFILER_HOST"] = host
@@ -112,10 +107,7 @@ def test_a_job_on_two_nodes_is_one_run_that_names_both_nodes_and_the_job(run_dir
     docs = sorted(h.documents(run_dir), key=lambda d: d["identity"]["rank"])
     ids = [d["identity"] for d in docs]
     assert [(i["rank"], i["local_rank"], i["node_rank"], i["host"]) for i in ids] == [
-        (0, 0, 0, "node07"),
-        (1, 1, 0, "node07"),
-        (2, 0, 1, "node08"),
-        (3, 1, 1, "node08"),
+        (0, 0, 0, "node07"), (1, 1, 0, "node07"), (2, 0, 1, "node08"), (3, 1, 1, "node08"),
     ]
     assert {(i["run_id"], i["job_id"], i["launcher"], i["world_size"]) for i in ids} == {
         ("slurm-4242.0", JOB, "slurm", 4)
@@ -139,7 +131,8 @@ def test_a_preemption_signal_flushes_the_last_interval_before_exit(run_dir, tmp_
     # sbatch --signal=USR1@120, or Slurm's SIGTERM at the time limit. The periodic snapshot is
     # an hour away, so whatever the file holds past its start, the signal's flush wrote.
     log = tmp_path / "progress"
-    proc = start(run_dir, slurm_env(0, 1, 1), "--steps", 0, "--step-s", 0.005, "--snapshot-s", 3600, "--progress", log)
+    proc = start(run_dir, slurm_env(0, 1, 1), "--steps", 0, "--step-s", 0.005, "--snapshot-s", 3600,
+                 "--progress", log)
     wait_ready(proc)
     wait_for_steps(log, 20)
     proc.send_signal(getattr(signal, signame))
@@ -178,20 +171,8 @@ def test_sigterm_kept_going_then_sigkill_after_the_grace_period_loses_only_the_l
     # KillWait later. The profiler flushed on SIGTERM before calling the job's handler, and
     # its periodic snapshots went on: only the steps after the last of them may be lost.
     log = tmp_path / "progress"
-    proc = start(
-        run_dir,
-        slurm_env(0, 1, 1),
-        "--steps",
-        0,
-        "--step-s",
-        0.02,
-        "--snapshot-s",
-        0.5,
-        "--progress",
-        log,
-        "--on-sigterm",
-        "keep-going",
-    )
+    proc = start(run_dir, slurm_env(0, 1, 1), "--steps", 0, "--step-s", 0.02, "--snapshot-s", 0.5,
+                 "--progress", log, "--on-sigterm", "keep-going")
     wait_ready(proc)
     wait_for_steps(log, 10)
     proc.send_signal(signal.SIGTERM)
@@ -220,7 +201,8 @@ def test_sigterm_kept_going_then_sigkill_after_the_grace_period_loses_only_the_l
 
 def test_sigkill_without_warning_loses_only_what_followed_the_last_periodic_snapshot(run_dir, tmp_path):
     log = tmp_path / "progress"
-    proc = start(run_dir, slurm_env(0, 1, 1), "--steps", 0, "--step-s", 0.02, "--snapshot-s", 0.5, "--progress", log)
+    proc = start(run_dir, slurm_env(0, 1, 1), "--steps", 0, "--step-s", 0.02, "--snapshot-s", 0.5,
+                 "--progress", log)
     wait_ready(proc)
     deadline = time.monotonic() + h.TIMEOUT
     while time.monotonic() < deadline:  # until a periodic snapshot has written data
@@ -274,10 +256,7 @@ def test_a_requeued_job_reports_the_newest_attempt_and_names_the_superseded_one(
 
     docs = h.documents(run_dir)
     assert sorted((d["identity"]["run_id"], d["identity"]["attempt"]) for d in docs) == [
-        ("slurm-4242.0", 0),
-        ("slurm-4242.0", 0),
-        ("slurm-4242.0-r1", 1000),
-        ("slurm-4242.0-r1", 1000),
+        ("slurm-4242.0", 0), ("slurm-4242.0", 0), ("slurm-4242.0-r1", 1000), ("slurm-4242.0-r1", 1000),
     ]
     text = h.report(run_dir)
     assert "Run slurm-4242.0-r1 #1000" in text
@@ -298,15 +277,10 @@ SET_HOSTNAME_AND_EXEC = "import os, socket, sys; socket.sethostname(sys.argv[1])
 
 
 def test_two_uts_namespaces_are_two_hosts_of_one_run(run_dir):
-    probe = (
-        subprocess.run(
-            ["unshare", "--uts", sys.executable, "-c", "import socket; socket.sethostname('lp-probe')"],
-            capture_output=True,
-            text=True,
-        )
-        if shutil.which("unshare")
-        else None
-    )
+    probe = subprocess.run(
+        ["unshare", "--uts", sys.executable, "-c", "import socket; socket.sethostname('lp-probe')"],
+        capture_output=True, text=True,
+    ) if shutil.which("unshare") else None
     if probe is None or probe.returncode != 0:
         why = "unshare not found" if probe is None else probe.stderr.strip().splitlines()[-1:]
         pytest.skip(f"cannot make a UTS namespace here (needs CAP_SYS_ADMIN): {why}")

@@ -45,7 +45,6 @@ def main() -> int:
             os.write(fd, text.encode() + b"\n")
 
     if args.on_sigterm == "keep-going":
-
         def on_sigterm(signum, frame):  # installed first: the profiler flushes, then calls it
             log(f"sigterm {completed}")
 

@@ -57,11 +57,7 @@ def ray_scenario(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tu
             out = folder / "seen.json"
             result = subprocess.run(
                 [sys.executable, str(SCENARIOS), name, str(folder / "run"), str(out)],
-                env=clean_env(),
-                cwd=folder,
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_S,
+                env=clean_env(), cwd=folder, capture_output=True, text=True, timeout=TIMEOUT_S,
             )
             if result.returncode != 0:
                 _results[name] = f"scenario {name} failed:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
@@ -78,10 +74,7 @@ def ray_scenario(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tu
 def run_report(run_dir: Path) -> str:
     result = subprocess.run(
         [sys.executable, "-m", "lineprofiler", "report", str(run_dir)],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+        env=clean_env(), capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == "", result.stderr

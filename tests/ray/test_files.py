@@ -53,12 +53,8 @@ def test_a_node_directory_arrives_whole_in_small_pieces(tmp_path):
 
 def test_worker_files_travel_before_the_sample_files_they_describe(tmp_path):
     _tree(tmp_path, CONTENT)
-    order = [
-        p[0]
-        for item in files.stream_files(str(tmp_path), {}, 1 << 20)
-        if item["kind"] == "pieces"
-        for p in item["pieces"]
-    ]
+    order = [p[0] for item in files.stream_files(str(tmp_path), {}, 1 << 20) if item["kind"] == "pieces"
+             for p in item["pieces"]]
     assert order.index("workers/nodeA/w_run_1_00000001.json") < order.index("workers/nodeA/w_run_1_00000001.samples")
 
 
@@ -97,25 +93,14 @@ def test_links_dot_files_top_level_files_and_ray_folder_stay_home(tmp_path):
 
 @pytest.mark.parametrize(
     "rel",
-    [
-        "../escape/x.json",
-        "/abs/x.json",
-        "workers/../../x.json",
-        "top.json",
-        "workers/.hidden",
-        "ray/collect.json",
-        "workers\\x.json",
-        "workers//x.json",
-        42,
-    ],
+    ["../escape/x.json", "/abs/x.json", "workers/../../x.json", "top.json", "workers/.hidden", "ray/collect.json",
+     "workers\\x.json", "workers//x.json", 42],
 )
 def test_a_path_that_leaves_the_run_dir_is_refused(tmp_path, rel):
     dest = tmp_path / "driver"
     dest.mkdir()
-    stream = [
-        {"kind": "pieces", "pieces": [[rel, [1, 1, 1], 0, b"x", True]]},
-        {"kind": "done", "present": [], "errors": []},
-    ]
+    stream = [{"kind": "pieces", "pieces": [[rel, [1, 1, 1], 0, b"x", True]]}, {"kind": "done", "present": [],
+                                                                             "errors": []}]
     result = files.receive(dest, iter(stream), {})
     assert result.files == 0 and len(result.errors) == 1
     assert list(tmp_path.rglob("x.json")) == [] and list(dest.iterdir()) == []
@@ -254,9 +239,8 @@ def test_a_run_dir_streamed_onto_itself_is_left_as_it_is(tmp_path):
         mapping[:5] = b"still"
         assert live.read_bytes()[:5] == b"still"  # the mapping writes to the file at its name
         # a later stream that no longer lists the files removes none of them: they are not copies
-        gone = files.receive(
-            root, iter([{"kind": "done", "present": [], "errors": []}]), copied, node_machine=layout.machine_id()
-        )
+        gone = files.receive(root, iter([{"kind": "done", "present": [], "errors": []}]), copied,
+                             node_machine=layout.machine_id())
         assert gone.removed == 0 and {rel: _inode(root / rel) for rel in before} == before
     assert list(root.rglob(".tmp*")) == []
 

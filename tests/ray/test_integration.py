@@ -15,12 +15,8 @@ from .conftest import clean_env
 
 def _python(code: str, tmp_path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        env=clean_env(),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-c", textwrap.dedent(code)], env=clean_env(), cwd=tmp_path,
+        capture_output=True, text=True, timeout=120,
     )
 
 
@@ -138,12 +134,7 @@ def test_runtime_env_carries_the_run_dir_and_passes_a_fixed_run_id_on(lp_ray, tm
     assert env["LINEPROFILER_RUN_DIR"] == str(tmp_path / "profile") or env["LINEPROFILER_RUN_DIR"].endswith("profile")
     assert env["LINEPROFILER_PROFILE"] == "1"
     assert env["LINEPROFILER_RUN_ID"] == ""  # empty: a value a node inherited must not split the run
-    fixed = lp_ray.runtime_env(
-        "p", node_run_dir="${SCRATCH}/p", env={"LINEPROFILER_RUN_ID": "run42", "LINEPROFILER_PROFILE": "0"}
-    )["env_vars"]
-    assert fixed == {
-        "LINEPROFILER_RUN_DIR": "${SCRATCH}/p",
-        "LINEPROFILER_PROFILE": "0",
-        "LINEPROFILER_RUN_ID": "run42",
-        "LINEPROFILER_ATTEMPT": "0",
-    }
+    fixed = lp_ray.runtime_env("p", node_run_dir="${SCRATCH}/p", env={"LINEPROFILER_RUN_ID": "run42",
+                                                                       "LINEPROFILER_PROFILE": "0"})["env_vars"]
+    assert fixed == {"LINEPROFILER_RUN_DIR": "${SCRATCH}/p", "LINEPROFILER_PROFILE": "0",
+                     "LINEPROFILER_RUN_ID": "run42", "LINEPROFILER_ATTEMPT": "0"}

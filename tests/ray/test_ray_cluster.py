@@ -18,10 +18,7 @@ from .conftest import clean_env
 pytestmark = pytest.mark.slow
 
 PLACEMENT = {
-    "learner_head": "head",
-    "actor_head": "head",
-    "actor_second": "second",
-    "killed_second": "second",
+    "learner_head": "head", "actor_head": "head", "actor_second": "second", "killed_second": "second",
     "actor_third": "third",
 }
 
@@ -122,31 +119,9 @@ def test_the_ray_pipeline_example_on_two_nodes(tmp_path, needs_ray):
     """examples/ray_pipeline.py, small: two nodes on this machine, a live collect, the report."""
     example = Path(__file__).resolve().parents[2] / "examples" / "ray_pipeline.py"
     result = subprocess.run(
-        [
-            sys.executable,
-            str(example),
-            "--actors",
-            "2",
-            "--games",
-            "3",
-            "--simulations",
-            "16",
-            "--nodes",
-            "2",
-            "--collect-every",
-            "2",
-            "--backend",
-            "python",
-            "--shard-size",
-            "8",
-            "--checkpoint-every",
-            "5",
-        ],
-        env=clean_env(),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=420,
+        [sys.executable, str(example), "--actors", "2", "--games", "3", "--simulations", "16", "--nodes", "2",
+         "--collect-every", "2", "--backend", "python", "--shard-size", "8", "--checkpoint-every", "5"],
+        env=clean_env(), cwd=tmp_path, capture_output=True, text=True, timeout=420,
     )
     assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     out = result.stdout

@@ -34,14 +34,8 @@ def test_every_process_joins_the_run_that_ray_names(local):
     # ray-<session start>-<head pid>-<job id>: a new cluster is a new run even with the same job id
     assert re.fullmatch(r"ray-\d{8}T\d{6}\.\d+-\d+-01000000", run), run
     identities = [
-        seen["driver"],
-        seen["learner"],
-        *seen["actors"],
-        seen["fork"]["identity"],
-        seen["restart"]["before"],
-        seen["restart"]["after"],
-        seen["named"]["argument"],
-        seen["named"]["env"],
+        seen["driver"], seen["learner"], *seen["actors"], seen["fork"]["identity"],
+        seen["restart"]["before"], seen["restart"]["after"], seen["named"]["argument"], seen["named"]["env"],
         *(t["identity"] for t in seen["tasks"]),
     ]
     assert {i["run_id"] for i in identities} == {run}

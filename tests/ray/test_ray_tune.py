@@ -134,7 +134,8 @@ def scenario(flow: str, work: Path, out: Path) -> None:
             results = tuner.fit()
         seen["fit_s"] = time.monotonic() - started
         seen["trials"] = [
-            {"error": repr(r.error) if r.error else None, **json.loads(r.metrics.get("seen") or "{}")} for r in results
+            {"error": repr(r.error) if r.error else None, **json.loads(r.metrics.get("seen") or "{}")}
+            for r in results
         ]
         if flow == "init_after_ray_init":
             with driver.phase("train_fit"):
@@ -160,11 +161,7 @@ def tune_run(request, tmp_path_factory) -> tuple[Path, dict]:
     out = folder / "seen.json"
     result = subprocess.run(
         [sys.executable, __file__, request.param, str(folder / "work"), str(out)],
-        env=clean_env(),
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
+        env=clean_env(), cwd=folder, capture_output=True, text=True, timeout=TIMEOUT_S,
     )
     if result.returncode == NO_TUNE:
         pytest.skip(f"Ray Tune or Train is not importable here ({result.stdout.strip()}): pip install 'ray[tune]'")
@@ -178,10 +175,7 @@ def _report(run_dir: Path) -> dict:
 
     result = subprocess.run(
         [sys.executable, "-m", "lineprofiler", "report", "--json", str(run_dir)],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+        env=clean_env(), capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0 and result.stderr == "", result.stderr
     return json.loads(result.stdout)

@@ -222,34 +222,19 @@ class SimWorker:
             elapsed = 0
         last_flush = self.start_unix_ns + elapsed
         final = status in ("exited", "signalled")
-        counters = (
-            []
-            if started_only
-            else [
-                {"phase": phase, "name": name, "total": total} for (phase, name), total in sorted(self.counters.items())
-            ]
-        )
+        counters = [] if started_only else [
+            {"phase": phase, "name": name, "total": total} for (phase, name), total in sorted(self.counters.items())
+        ]
         writes = 1 if started_only else max(1, int(elapsed / (self.interval_s * S)) + 1)
         io_zero = {name: 0 for name in samplefile.IO_FIELDS}
         tree = {
             "phases": [] if started_only else self._phase_entries(elapsed),
             "counters": counters,
             # The recorder's defaults; ``caps`` changes some of them.
-            "caps": {
-                "max_paths": 10_000,
-                "paths_overflowed": 0,
-                "max_counters": 10_000,
-                "counters_overflowed": 0,
-                "max_depth": 256,
-                "depth_overflowed": 0,
-                **(caps or {}),
-            },
-            "repairs": {
-                "mismatched_exits": mismatched_exits,
-                "stale_exits": 0,
-                "dropped_entries": 0,
-                "cross_stack_exits": 0,
-            },
+            "caps": {"max_paths": 10_000, "paths_overflowed": 0, "max_counters": 10_000, "counters_overflowed": 0,
+                     "max_depth": 256, "depth_overflowed": 0, **(caps or {})},
+            "repairs": {"mismatched_exits": mismatched_exits, "stale_exits": 0, "dropped_entries": 0,
+                        "cross_stack_exits": 0},
             "own_io_subtracted": dict(io_zero),
         }
         document = workerfile.build_document(
@@ -366,19 +351,10 @@ class SimWorker:
             "errors": [],
             # The timeline's part of a real samples object, with no timeline file written.
             "timeline": {
-                "file": None,
-                "format": samplefile.FORMAT,
-                "columns": list(samplefile.TIMELINE_COLUMNS),
-                "hz": 10.0,
-                "rows": 0,
-                "bytes": 0,
-                "clock": {"monotonic_ns": 0, "unix_ns": self.start_unix_ns},
-                "write_failures": 0,
-                "pending_rows": 0,
-                "unavailable_reason": None,
-                "ticks": 0,
-                "skipped_ticks": 0,
-                "overwritten": 0,
+                "file": None, "format": samplefile.FORMAT, "columns": list(samplefile.TIMELINE_COLUMNS),
+                "hz": 10.0, "rows": 0, "bytes": 0, "clock": {"monotonic_ns": 0, "unix_ns": self.start_unix_ns},
+                "write_failures": 0, "pending_rows": 0,
+                "unavailable_reason": None, "ticks": 0, "skipped_ticks": 0, "overwritten": 0,
                 "threads_unpublished": 0,
             },
         }
@@ -442,44 +418,22 @@ def gpu_document(
     }
     if vram is None:
         memory: dict[str, Any] = {
-            "available": False,
-            "unavailable_reason": vram_reason,
-            "samples": 0,
-            "devices": {},
-            "cuda_visible_devices": None,
-            "allocated_peak": None,
-            "reserved_peak": None,
-            "allocated_last": None,
-            "reserved_last": None,
+            "available": False, "unavailable_reason": vram_reason, "samples": 0, "devices": {},
+            "cuda_visible_devices": None, "allocated_peak": None, "reserved_peak": None,
+            "allocated_last": None, "reserved_last": None,
         }
     else:
-        peaks = {
-            "allocated_peak": vram["allocated_peak"],
-            "reserved_peak": vram["reserved_peak"],
-            "allocated_last": vram["allocated_peak"],
-            "reserved_last": vram["reserved_peak"],
-        }
+        peaks = {"allocated_peak": vram["allocated_peak"], "reserved_peak": vram["reserved_peak"],
+                 "allocated_last": vram["allocated_peak"], "reserved_last": vram["reserved_peak"]}
         memory = {
-            "available": True,
-            "unavailable_reason": None,
-            "samples": vram.get("samples", 1),
-            "devices": {"0": peaks},
-            "cuda_visible_devices": None,
-            **peaks,
+            "available": True, "unavailable_reason": None, "samples": vram.get("samples", 1), "devices": {"0": peaks},
+            "cuda_visible_devices": None, **peaks,
         }
     return {"vram": memory, "nvml": nvml}
 
 
-def actor_loop(
-    worker: SimWorker,
-    iterations: int,
-    *,
-    mcts_ns: int,
-    env_ns: int,
-    sims: int = 64,
-    mcts_wait_ns: int = 0,
-    jitter: list[int] | None = None,
-) -> None:
+def actor_loop(worker: SimWorker, iterations: int, *, mcts_ns: int, env_ns: int, sims: int = 64,
+               mcts_wait_ns: int = 0, jitter: list[int] | None = None) -> None:
     """The seed's actor: ``iteration/self_play/{mcts, env_step}``, counting simulations in mcts.
 
     Entry ``i`` of mcts lasts ``mcts_ns + jitter[i % len(jitter)]``, of which ``mcts_wait_ns``
@@ -496,9 +450,8 @@ def actor_loop(
                 worker.work(env_ns)
 
 
-def learner_loop(
-    worker: SimWorker, steps: int, *, train_ns: int, wait_ns: int, checkpoint_every: int = 0, checkpoint_ns: int = 0
-) -> None:
+def learner_loop(worker: SimWorker, steps: int, *, train_ns: int, wait_ns: int, checkpoint_every: int = 0,
+                 checkpoint_ns: int = 0) -> None:
     """A learner: waits for a batch, trains on it, now and then checkpoints."""
     for i in range(steps):
         with worker.phase("iteration"):
@@ -555,9 +508,8 @@ def real_worker_document(folder: Path) -> dict[str, Any]:
         source = Path(__file__).resolve().parents[1] / "gpu" / "nvml_stub.c"
         subprocess.run([cc, "-std=c11", "-O1", "-fPIC", "-shared", "-o", str(stub), str(source)], check=True)
         env["LINEPROFILER_NVML_LIBRARY"] = str(stub)
-    result = subprocess.run(
-        [sys.executable, "-c", REAL_RUN, str(run_dir)], capture_output=True, text=True, env=env, timeout=120
-    )
+    result = subprocess.run([sys.executable, "-c", REAL_RUN, str(run_dir)], capture_output=True, text=True,
+                            env=env, timeout=120)
     if result.returncode != 0:
         raise AssertionError(f"the real profiler failed:\n{result.stderr}")
     (path,) = workerfile.find_worker_files(run_dir)

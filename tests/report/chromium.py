@@ -109,22 +109,10 @@ class Browser:
         self.timeout = timeout
         self.profile = tempfile.mkdtemp(prefix="lp-chromium-")
         self.process = subprocess.Popen(
-            [
-                executable,
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-extensions",
-                "--remote-debugging-port=0",
-                f"--user-data-dir={self.profile}",
-                f"--window-size={width},{height}",
-                "about:blank",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+            [executable, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--no-default-browser-check", "--disable-extensions", "--remote-debugging-port=0",
+             f"--user-data-dir={self.profile}", f"--window-size={width},{height}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             # The sanitizer job preloads libasan into the tests' processes: not into the browser.
             env={k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")},
         )
@@ -234,9 +222,8 @@ class Browser:
 
     def screenshot(self, path: str, *, full_height: int | None = None, width: int = 1280) -> None:
         if full_height is not None:
-            self.call(
-                "Emulation.setDeviceMetricsOverride", width=width, height=full_height, deviceScaleFactor=1, mobile=False
-            )
+            self.call("Emulation.setDeviceMetricsOverride", width=width, height=full_height, deviceScaleFactor=1,
+                      mobile=False)
         data = self.call("Page.captureScreenshot", format="png")["data"]
         with open(path, "wb") as out:
             out.write(base64.b64decode(data))

@@ -57,9 +57,8 @@ def write_run(run_dir: Path) -> Path:
     old.write(run_dir)
     for index in range(3):
         actor = SimWorker("actor", host=f"node0{index % 2}", rank=index, job_id="4242", launcher="slurm")
-        actor_loop(
-            actor, 60 + 25 * index, mcts_ns=8 * MS, env_ns=2 * MS, mcts_wait_ns=2 * MS, jitter=[0, MS, 3 * MS, 9 * MS]
-        )
+        actor_loop(actor, 60 + 25 * index, mcts_ns=8 * MS, env_ns=2 * MS, mcts_wait_ns=2 * MS,
+                   jitter=[0, MS, 3 * MS, 9 * MS])
         actor.count("episodes", 3 + index)
         actor.wait(ROWS * S - actor.clock_ns)
         actor.write(run_dir, samples=_samples(actor, run_dir, index), gpu=_gpu(index))

@@ -24,24 +24,11 @@ from lineprofiler.report.render.text import ATTEMPT_ROWS
 from lineprofiler.runfiles import workerfile
 
 
-def worker(
-    run_dir,
-    *,
-    run_id,
-    source,
-    start_s,
-    run_s,
-    role="actor",
-    attempt=0,
-    items=1,
-    status="exited",
-    job_id=None,
-    launcher=None,
-):
+def worker(run_dir, *, run_id, source, start_s, run_s, role="actor", attempt=0, items=1, status="exited",
+           job_id=None, launcher=None):
     """One process of ``run_s`` seconds from ``T0 + start_s``, counting ``items`` once."""
-    sim = SimWorker(
-        role, run_id=run_id, attempt=attempt, start_unix_ns=T0 + int(start_s * S), job_id=job_id, launcher=launcher
-    )
+    sim = SimWorker(role, run_id=run_id, attempt=attempt, start_unix_ns=T0 + int(start_s * S), job_id=job_id,
+                    launcher=launcher)
     with sim.phase("iteration"):
         sim.work(int(run_s * S) - MS)
         sim.count("items", items)
@@ -88,11 +75,7 @@ def test_a_group_that_ended_before_the_newest_began_is_superseded(tmp_path):
     assert run.run_id == "mp200-bbbbbb" and len(run.workers) == 3 and not run.merged
     (old,) = run.superseded
     assert (old.run_id, old.files, old.status, old.start_ns, old.end_ns) == (
-        "mp100-aaaaaa",
-        2,
-        "superseded",
-        T0,
-        T0 + 11 * S,
+        "mp100-aaaaaa", 2, "superseded", T0, T0 + 11 * S
     )
     assert header(run)[3] == (
         "Superseded attempt mp100-aaaaaa (not merged): 2 worker file(s), actor x2, started 2026-08-13 22:41:00 UTC, "
@@ -103,13 +86,8 @@ def test_a_group_that_ended_before_the_newest_began_is_superseded(tmp_path):
 def test_a_rerun_of_a_split_job_is_one_superseded_attempt_not_seventeen(tmp_path):
     for rerun, base in ((0, 0), (1, 600)):
         for i in range(17):
-            worker(
-                tmp_path,
-                run_id=f"20260813T22{41 + rerun * 10}-{i:06x}",
-                source="generated",
-                start_s=base + i * 0.1,
-                run_s=30,
-            )
+            worker(tmp_path, run_id=f"20260813T22{41 + rerun * 10}-{i:06x}", source="generated", start_s=base + i * 0.1,
+                   run_s=30)
     run = load_run(tmp_path)
     assert len(run.workers) == 17 and len(run.merged) == 16
     (old,) = run.superseded
@@ -121,7 +99,8 @@ def test_a_rerun_of_a_split_job_is_one_superseded_attempt_not_seventeen(tmp_path
 def test_two_jobs_with_explicit_ids_that_overlap_stay_apart_and_name_each_other(tmp_path):
     worker(tmp_path, run_id="job-a", source="env", start_s=0, run_s=30, items=1)
     worker(tmp_path, run_id="job-a", source="env", start_s=1, run_s=30, items=1)
-    worker(tmp_path, run_id="slurm-7.0", source="slurm", start_s=10, run_s=30, items=10, job_id="7", launcher="slurm")
+    worker(tmp_path, run_id="slurm-7.0", source="slurm", start_s=10, run_s=30, items=10, job_id="7",
+           launcher="slurm")
     run = load_run(tmp_path)
     assert run.run_id == "slurm-7.0" and items(run) == 10 and not run.merged and not run.superseded
     (other,) = run.concurrent
@@ -136,10 +115,8 @@ def test_two_jobs_with_explicit_ids_that_overlap_stay_apart_and_name_each_other(
     assert chosen.newest is not None and chosen.newest.run_id == "slurm-7.0"
     lines = header(chosen)
     assert "Showing the concurrent attempt job-a (--attempt); the newest is slurm-7.0" in lines
-    assert any(
-        line.startswith("Newest attempt slurm-7.0 (overlapping this one in time; not merged): 1 worker file(s)")
-        for line in lines
-    )
+    assert any(line.startswith("Newest attempt slurm-7.0 (overlapping this one in time; not merged): 1 worker file(s)")
+               for line in lines)
 
 
 def test_generated_groups_overlapping_an_explicit_job_merge_into_it(tmp_path):
@@ -156,36 +133,16 @@ def test_generated_groups_overlapping_an_explicit_job_merge_into_it(tmp_path):
 
 def test_a_launcher_restart_supersedes_the_older_attempt_even_when_they_overlap(tmp_path):
     # The killed first attempt's last snapshot lands after the requeued one began.
-    worker(
-        tmp_path,
-        run_id="slurm-4242.0",
-        source="slurm",
-        start_s=0,
-        run_s=100,
-        status="running",
-        job_id="4242",
-        launcher="slurm",
-    )
-    worker(
-        tmp_path,
-        run_id="slurm-4242.0-r1",
-        source="slurm",
-        attempt=1000,
-        start_s=90,
-        run_s=50,
-        items=5,
-        job_id="4242",
-        launcher="slurm",
-    )
+    worker(tmp_path, run_id="slurm-4242.0", source="slurm", start_s=0, run_s=100, status="running", job_id="4242",
+           launcher="slurm")
+    worker(tmp_path, run_id="slurm-4242.0-r1", source="slurm", attempt=1000, start_s=90, run_s=50, items=5,
+           job_id="4242", launcher="slurm")
     run = load_run(tmp_path)
     assert (run.run_id, run.attempt, items(run)) == ("slurm-4242.0-r1", 1000, 5)
     (old,) = run.superseded
     assert (old.run_id, old.status) == ("slurm-4242.0", "restarted")
-    assert any(
-        line.startswith("Superseded attempt slurm-4242.0 (not merged): 1 worker file(s)")
-        and line.endswith("; the job was restarted since")
-        for line in header(run)
-    )
+    assert any(line.startswith("Superseded attempt slurm-4242.0 (not merged): 1 worker file(s)")
+               and line.endswith("; the job was restarted since") for line in header(run))
     # The same with LINEPROFILER_ATTEMPT counting up under one LINEPROFILER_RUN_ID.
     other = tmp_path / "env"
     worker(other, run_id="job", source="env", start_s=0, run_s=100, status="running")
@@ -233,15 +190,8 @@ def test_an_unreadable_file_of_a_merged_group_is_a_caveat_of_the_attempt(tmp_pat
 
 
 def test_partition_puts_every_group_in_exactly_one_attempt(tmp_path):
-    specs = [
-        ("a", "env", 0, 50),
-        ("g1", "generated", 10, 5),
-        ("b", "env", 40, 30),
-        ("g2", "generated", 65, 10),
-        ("g3", "generated", -200, 10),
-        ("c", "torchrun", -150, 10),
-        ("g4", "parent-process", -145, 2),
-    ]
+    specs = [("a", "env", 0, 50), ("g1", "generated", 10, 5), ("b", "env", 40, 30), ("g2", "generated", 65, 10),
+             ("g3", "generated", -200, 10), ("c", "torchrun", -150, 10), ("g4", "parent-process", -145, 2)]
     for run_id, source, start, length in specs:
         worker(tmp_path, run_id=run_id, source=source, start_s=start, run_s=length)
     every = [
@@ -268,13 +218,8 @@ def test_the_cli_shows_any_attempt_and_refuses_an_unknown_one_in_one_line(tmp_pa
     env = {k: v for k, v in os.environ.items() if k != "LINEPROFILER_DEBUG"}
 
     def cli(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "lineprofiler", *map(str, args)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-        )
+        return subprocess.run([sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True,
+                              text=True, timeout=120, env=env)
 
     shown = cli("report", tmp_path, "--attempt", "first")
     assert shown.returncode == 0 and shown.stderr == ""
@@ -311,9 +256,7 @@ def test_every_renderer_names_the_same_attempts(tmp_path, capsys):
     lines = header(load_run(tmp_path))
     attempt_lines = lines[3:]
     assert [line.split(" ", 2)[:2] for line in attempt_lines[:3]] == [
-        ["Merged", "by"],
-        ["Concurrent", "run"],
-        ["Superseded", "attempt"],
+        ["Merged", "by"], ["Concurrent", "run"], ["Superseded", "attempt"]
     ]
     doc = json.loads(cli("report", tmp_path, "--json"))
     head = doc["header"]
@@ -323,17 +266,11 @@ def test_every_renderer_names_the_same_attempts(tmp_path, capsys):
     assert (concurrent["name"], concurrent["files"], concurrent["status"]) == ("job-a", 1, "concurrent")
     assert (concurrent["span_ns"], concurrent["roles"], concurrent["merged"]) == (30 * S, {"actor": 1}, [])
     (old,) = head["superseded"]
-    assert (old["name"], old["start_ns"], old["end_ns"], old["status"]) == (
-        "old-job",
-        T0 - 500 * S,
-        T0 - 400 * S,
-        "superseded",
-    )
+    assert (old["name"], old["start_ns"], old["end_ns"], old["status"]) == ("old-job", T0 - 500 * S, T0 - 400 * S,
+                                                                           "superseded")
     run = doc["run"]
     assert (run["superseded"], run["concurrent"], run["merged"]) == (
-        ["old-job"],
-        ["job-a"],
-        ["mp301-dddddd", "mp300-cccccc"],
+        ["old-job"], ["job-a"], ["mp301-dddddd", "mp300-cccccc"]
     )
     chosen = json.loads(cli("report", tmp_path, "--json", "--attempt", "job-a"))["header"]
     assert (chosen["run"], chosen["status"], chosen["newest"]["name"]) == ("job-a", "concurrent", "slurm-7.0")
@@ -350,9 +287,6 @@ def test_every_renderer_names_the_same_attempts(tmp_path, capsys):
     cli("compare", tmp_path, tmp_path, "--attempt-a", "job-a", "--html", tmp_path / "compare.html")
     compared = html.unescape((tmp_path / "compare.html").read_text())
     text = cli("compare", tmp_path, tmp_path, "--attempt-a", "job-a")
-    for note in (
-        "A: superseded attempt old-job not merged",
-        "B: concurrent run job-a (another job overlapping in time) not merged",
-        "B: 2 more generated run id(s) overlapping slurm-7.0 in time merged",
-    ):
+    for note in ("A: superseded attempt old-job not merged", "B: concurrent run job-a (another job overlapping "
+                 "in time) not merged", "B: 2 more generated run id(s) overlapping slurm-7.0 in time merged"):
         assert f"  - {note}" in text and f"<li>{note}</li>" in compared

@@ -23,9 +23,8 @@ def simulated_file(tmp_path):
     sim.count("episodes")
     sim.open("serve")
     sim.wait(50 * MS)
-    samples = sim.write_samples(
-        tmp_path, {"rss_bytes": [10**6, 2 * 10**6], "gpu0_busy": [10, 20], "gpu0_mine": [-1, 5]}
-    )
+    samples = sim.write_samples(tmp_path, {"rss_bytes": [10**6, 2 * 10**6], "gpu0_busy": [10, 20],
+                                           "gpu0_mine": [-1, 5]})
     path = sim.write(tmp_path, samples=samples, gpu=gpu_document(devices=[0]))
     return path, json.loads(path.read_bytes())
 

@@ -19,7 +19,7 @@ def caveats(run_dir):
     lines = render(load_run(run_dir)).splitlines()
     if "CAVEATS" not in lines:
         return []
-    return [line[4:] for line in lines[lines.index("CAVEATS") + 2 :]]
+    return [line[4:] for line in lines[lines.index("CAVEATS") + 2:]]
 
 
 def test_a_clean_run_has_no_caveats(tmp_path):
@@ -44,14 +44,8 @@ def test_staleness_threshold_is_three_intervals_and_at_least_ten_seconds(tmp_pat
     run = load_run(tmp_path)
     assert merge.STALE_INTERVALS == 3 and merge.STALE_MIN_NS == 10 * S
     w = run.workers[0]
-    for interval_s, behind_s, stale in [
-        (5.0, 14, False),
-        (5.0, 16, True),
-        (1.0, 9, False),
-        (1.0, 11, True),
-        (60.0, 170, False),
-        (60.0, 190, True),
-    ]:
+    for interval_s, behind_s, stale in [(5.0, 14, False), (5.0, 16, True), (1.0, 9, False), (1.0, 11, True),
+                                        (60.0, 170, False), (60.0, 190, True)]:
         w.interval_s = interval_s
         w.status = "running"
         w.last_flush_ns = w.start_ns + end - behind_s * S
@@ -68,9 +62,8 @@ def test_a_worker_killed_before_any_data_is_named_and_still_counted(tmp_path):
     report = render(run)
     assert "ACTOR  (2 processes, 1 without data, imbalance 1.00)" in report
     (line,) = caveats(tmp_path)
-    assert line.endswith(
-        "(rank 1) was killed before any data: only its start file exists (started 2m 00s before the run's last flush)"
-    )
+    assert line.endswith("(rank 1) was killed before any data: only its start file exists (started 2m 00s before "
+                         "the run's last flush)")
 
 
 def test_a_worker_that_just_started_is_not_called_killed(tmp_path):
@@ -82,7 +75,9 @@ def test_a_worker_that_just_started_is_not_called_killed(tmp_path):
 
 
 def test_failed_snapshots_caps_repairs_errors_and_signals(tmp_path):
-    busy_worker(rank=0).write(tmp_path, snapshot_failures=3, last_error="[Errno 28] No space left on device")
+    busy_worker(rank=0).write(
+        tmp_path, snapshot_failures=3, last_error="[Errno 28] No space left on device"
+    )
     busy_worker(rank=1).write(
         tmp_path, caps={"max_paths": 10000, "paths_overflowed": 1234, "max_counters": 100, "counters_overflowed": 7}
     )
@@ -91,10 +86,8 @@ def test_failed_snapshots_caps_repairs_errors_and_signals(tmp_path):
     busy_worker(rank=4).write(tmp_path, status="signalled", signal="SIGUSR1")
     lines = caveats(tmp_path)
     text = "\n".join(lines)
-    assert (
-        "(rank 0): 3 snapshot write(s) failed (last error: [Errno 28] No space left on device); its file holds "
-        "its last successful snapshot" in text
-    )
+    assert "(rank 0): 3 snapshot write(s) failed (last error: [Errno 28] No space left on device); its file holds " \
+           "its last successful snapshot" in text
     assert "(rank 1) hit the phase-path cap of 10,000: 1,234 entries went to the overflow node" in text
     assert "(rank 1) hit the counter cap of 100: 7 counts went to the overflow counter" in text
     assert "5 mismatched phase exit(s) repaired" in text and "(rank 2): times around them" in text
@@ -118,10 +111,8 @@ def test_an_unreadable_file_costs_its_worker_not_the_run(tmp_path):
     assert len(run.workers) == 1
     (line,) = caveats(tmp_path)
     rel = bad.relative_to(tmp_path)
-    assert (
-        line == f"unreadable worker file (its process is missing from every total): {rel}: corrupt or "
-        f"truncated JSON (JSONDecodeError)"
-    )
+    assert line == f"unreadable worker file (its process is missing from every total): {rel}: corrupt or " \
+                   f"truncated JSON (JSONDecodeError)"
 
 
 def test_a_file_from_a_newer_schema_is_named(tmp_path):
@@ -145,7 +136,6 @@ def test_many_workers_with_the_same_caveat_get_one_line(tmp_path):
         busy_worker(rank=rank, seconds=600).write(tmp_path, status="running", flush_at_ns=100 * S)
     lines = caveats(tmp_path)
     (line,) = [line for line in lines if "stopped writing" in line]
-    assert line.startswith(
-        "7 workers stopped writing well before the run ended; their numbers stop at their last snapshot: actor pid "
-    )
+    assert line.startswith("7 workers stopped writing well before the run ended; their numbers stop at their last "
+                           "snapshot: actor pid ")
     assert " and 2 more; the first: actor pid " in line and "stopped writing 8m 20s before the run ended" in line

@@ -70,11 +70,8 @@ def _unprivileged_prefix():
         result = subprocess.run([unshare, "--user", "--map-root-user", "cat", str(probe)], capture_output=True)
     finally:
         probe.unlink()
-    return (
-        None
-        if result.returncode == 0 or b"Permission denied" not in result.stderr
-        else (unshare, "--user", "--map-root-user")
-    )
+    return None if result.returncode == 0 or b"Permission denied" not in result.stderr else (
+        unshare, "--user", "--map-root-user")
 
 
 def make_unreadable(path):
@@ -115,11 +112,8 @@ def test_console_script_is_installed():
 
 def test_version_and_help_for_every_command():
     assert lineprofiler("--version").stdout.strip() == f"lineprofiler {__version__}"
-    for args, expected in (
-        (["--help"], "report"),
-        (["report", "--help"], "--no-samples"),
-        (["compare", "--help"], "--json"),
-    ):
+    for args, expected in ((["--help"], "report"), (["report", "--help"], "--no-samples"),
+                           (["compare", "--help"], "--json")):
         result = lineprofiler(*args)
         assert result.returncode == 0 and expected in result.stdout and result.stderr == ""
 
@@ -200,12 +194,9 @@ def test_partly_bad_files_give_a_report_from_the_rest_with_caveats(tmp_path, unp
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert "Processes 1   Roles actor x1" in result.stdout
-    caveats = result.stdout[result.stdout.index("CAVEATS") :]
-    for path, reason in (
-        (paths[1], "truncated JSON"),
-        (paths[2], "schema version 2"),
-        (paths[3], "cannot read: Permission denied"),
-    ):
+    caveats = result.stdout[result.stdout.index("CAVEATS"):]
+    for path, reason in ((paths[1], "truncated JSON"), (paths[2], "schema version 2"),
+                         (paths[3], "cannot read: Permission denied")):
         assert f"{path.relative_to(tmp_path)}: " in caveats and reason in caveats
 
 
@@ -231,14 +222,8 @@ def test_output_closed_early_is_not_an_error(tmp_path):
         read_end, write_end = os.pipe()
         os.close(read_end)  # no reader from the start: the first write fails with EPIPE
         try:
-            result = subprocess.run(
-                [sys.executable, "-m", "lineprofiler", command, *map(str, args)],
-                stdout=write_end,
-                stderr=subprocess.PIPE,
-                text=True,
-                timeout=120,
-                env=env,
-            )
+            result = subprocess.run([sys.executable, "-m", "lineprofiler", command, *map(str, args)], stdout=write_end,
+                                    stderr=subprocess.PIPE, text=True, timeout=120, env=env)
         finally:
             os.close(write_end)
         assert result.returncode == 0, (command, result.stderr)
@@ -258,20 +243,8 @@ def test_compare_text_and_json(tmp_path):
     assert text.returncode == 0, text.stderr
     assert "p50/p99 changes are marked * only beyond the histograms' bucket error" in text.stdout
     row = next(line for line in text.stdout.splitlines() if line.startswith("mcts "))
-    assert row.split() == [
-        "mcts",
-        "80.0%",
-        "85.7%",
-        "+5.7pp",
-        "8.0ms",
-        "12.0ms",
-        "+50.0%",
-        "*",
-        "8.0ms",
-        "12.0ms",
-        "+50.0%",
-        "*",
-    ]
+    assert row.split() == ["mcts", "80.0%", "85.7%", "+5.7pp", "8.0ms", "12.0ms", "+50.0%", "*",
+                           "8.0ms", "12.0ms", "+50.0%", "*"]
 
     as_json = lineprofiler("compare", tmp_path / "a", tmp_path / "b", "--json")
     assert as_json.returncode == 0, as_json.stderr

@@ -92,40 +92,13 @@ def test_shares_and_phases_or_roles_on_one_side_only(tmp_path):
 
 def test_documented_json_keys(tmp_path):
     doc = compared(tmp_path, {"step": [MS] * 3}, {"step": [MS] * 3})
-    assert set(doc) == {
-        "kind",
-        "version",
-        "bucket_relative_error",
-        "real_change_above",
-        "real_change_below",
-        "a",
-        "b",
-        "roles",
-    }
-    assert set(doc["a"]) == {
-        "run_dir",
-        "run",
-        "run_id",
-        "attempt",
-        "runtime_ns",
-        "processes",
-        "roles",
-        "superseded",
-        "concurrent",
-        "merged",
-        "caveats",
-    }
+    assert set(doc) == {"kind", "version", "bucket_relative_error", "real_change_above", "real_change_below",
+                        "a", "b", "roles"}
+    assert set(doc["a"]) == {"run_dir", "run", "run_id", "attempt", "runtime_ns", "processes", "roles",
+                             "superseded", "concurrent", "merged", "caveats"}
     (role,) = doc["roles"]
-    assert set(role) == {
-        "role",
-        "a_processes",
-        "b_processes",
-        "a_imbalance",
-        "b_imbalance",
-        "a_busy_ns",
-        "b_busy_ns",
-        "phases",
-    }
+    assert set(role) == {"role", "a_processes", "b_processes", "a_imbalance", "b_imbalance", "a_busy_ns",
+                         "b_busy_ns", "phases"}
     (phase,) = role["phases"]
     assert set(phase) == {"path", "a", "b", "share_change", "p50_change", "p50_real", "p99_change", "p99_real"}
     assert set(phase["a"]) == {"entries", "self_ns", "share", "p50_ns", "p99_ns"}

@@ -58,15 +58,7 @@ def test_size(n, text):
 
 def test_one_spelling_of_byte_units():
     assert [fmt.size(10**k) for k in range(0, 25, 3)] == [
-        "1 B",
-        "1.0 kB",
-        "1.0 MB",
-        "1.0 GB",
-        "1.0 TB",
-        "1.0 PB",
-        "1.0 EB",
-        "1.0 ZB",
-        "1.0 YB",
+        "1 B", "1.0 kB", "1.0 MB", "1.0 GB", "1.0 TB", "1.0 PB", "1.0 EB", "1.0 ZB", "1.0 YB",
     ]
     assert fmt.byte_rate(133_100) == "133.1 kB/s"
     assert fmt.byte_change_per_hour(300_000_000 / 3600) == "+300.0 MB/h"

@@ -32,39 +32,9 @@ from lineprofiler.runfiles import samplefile, workerfile
 
 CASES_PER_FAMILY = 1500
 NASTY_VALUES = [
-    None,
-    True,
-    False,
-    0,
-    -1,
-    1,
-    2**62,
-    2**63 - 1,
-    2**63,
-    -(2**63),
-    -(2**63) - 1,
-    2**200,
-    0.5,
-    -0.5,
-    1e308,
-    "",
-    "x",
-    "\u00e9t\u00e9",
-    "\ud800",
-    "a/b//c",
-    "\x00\n\x1b",
-    "9" * 50,
-    [],
-    [0],
-    [[0, 1]],
-    [[300, 1]],
-    [[-1, 1]],
-    [[1, -1]],
-    [[1, 2, 3]],
-    [["1", 1]],
-    {},
-    {"a": 1},
-    {"scheme": "log2x8-1us"},
+    None, True, False, 0, -1, 1, 2**62, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**200, 0.5, -0.5, 1e308,
+    "", "x", "\u00e9t\u00e9", "\ud800", "a/b//c", "\x00\n\x1b", "9" * 50, [], [0], [[0, 1]], [[300, 1]],
+    [[-1, 1]], [[1, -1]], [[1, 2, 3]], [["1", 1]], {}, {"a": 1}, {"scheme": "log2x8-1us"},
 ]
 
 
@@ -79,24 +49,12 @@ def baseline_documents(folder):
     learner.open("iteration")
     learner.open("load_batch")
     learner.wait(30 * S)
-    samples = learner.write_samples(
-        folder,
-        {
-            "rss_bytes": [10**6, 3 * 10**6, 2 * 10**6],
-            "rchar": [0, 10, 20],
-            "gpu0_busy": [50, 60, 70],
-            "gpu0_mine": [-1, 10, -2],
-        },
-    )
+    samples = learner.write_samples(folder, {"rss_bytes": [10**6, 3 * 10**6, 2 * 10**6], "rchar": [0, 10, 20],
+                                             "gpu0_busy": [50, 60, 70], "gpu0_mine": [-1, 10, -2]})
     mutant_source = learner.document(
-        status="running",
-        snapshot_failures=1,
-        last_error="disk full",
-        mismatched_exits=2,
-        errors=["e"],
+        status="running", snapshot_failures=1, last_error="disk full", mismatched_exits=2, errors=["e"],
         caps={"max_paths": 10, "paths_overflowed": 1, "max_counters": 10, "counters_overflowed": 0},
-        samples=samples,
-        gpu=gpu_document(devices=[0], vram={"allocated_peak": 10**9, "reserved_peak": 2 * 10**9}),
+        samples=samples, gpu=gpu_document(devices=[0], vram={"allocated_peak": 10**9, "reserved_peak": 2 * 10**9}),
     )
     # As the real writer lays it out: samples last, behind the layout key.
     return actor.document(), json.loads(_writer_bytes(mutant_source))
@@ -166,22 +124,15 @@ def mutate_bytes(rng, raw):
         if action < 0.6:
             data[at] = rng.randrange(256)
         elif action < 0.8:
-            data[at:at] = bytes(rng.choice([b"0", b"-", b'"', b"]", b"}", b",", b"9999999999999999999999", b"e5"]))
+            data[at:at] = bytes(rng.choice([b"0", b"-", b"\"", b"]", b"}", b",", b"9999999999999999999999", b"e5"]))
         else:
             del data[at : at + rng.randint(1, 20)]
     return bytes(data)
 
 
 HOSTILE = [
-    b"NaN",
-    b"[" * 100_000 + b"]" * 100_000,
-    b'{"kind": "lineprofiler-worker", "schema_version": 1e400}',
-    b"1" * 5000,
-    b'"\\ud800"',
-    b"\xef\xbb\xbf{}",
-    b"null",
-    b"[]",
-    b"{}",
+    b"NaN", b"[" * 100_000 + b"]" * 100_000, b'{"kind": "lineprofiler-worker", "schema_version": 1e400}',
+    b"1" * 5000, b'"\\ud800"', b"\xef\xbb\xbf{}", b"null", b"[]", b"{}",
 ]
 
 
@@ -213,20 +164,9 @@ def test_the_structure_damage_reaches_every_key_of_a_real_worker_file(tmp_path, 
     real = key_paths(key_shape(real_document))
     unmutated = sorted(real - mutated)
     assert not unmutated, f"keys of real files the fuzz test never damages: {unmutated}"
-    for key in (
-        "phases[].id",
-        "phases[].open_ns",
-        "phases[].cpu_missing",
-        "own_io_excluded.wchar",
-        "own_io_subtracted",
-        "identity.run_id_source",
-        "identity.fork_parent_pid",
-        "repairs.stale_exits",
-        "repairs.dropped_entries",
-        "config.cpu_clock",
-        "config.max_paths",
-        "samples.gpu.devices",
-    ):
+    for key in ("phases[].id", "phases[].open_ns", "phases[].cpu_missing", "own_io_excluded.wchar",
+                "own_io_subtracted", "identity.run_id_source", "identity.fork_parent_pid", "repairs.stale_exits",
+                "repairs.dropped_entries", "config.cpu_clock", "config.max_paths", "samples.gpu.devices"):
         assert key in mutated
 
 
@@ -285,7 +225,7 @@ def _lineprofiler(*args):
 
 def _caveats(stdout):
     text = stdout.decode("utf-8")
-    return [line for line in text[text.index("\nCAVEATS\n") :].splitlines() if line.startswith("  - ")]
+    return [line for line in text[text.index("\nCAVEATS\n"):].splitlines() if line.startswith("  - ")]
 
 
 def test_special_files_oversized_files_odd_names_and_copies_cost_only_themselves(tmp_path):
@@ -403,9 +343,8 @@ def test_duplicate_identities_are_counted_once(tmp_path):
 def _writer_bytes(document):
     """The bytes the real writer writes for ``document`` (samples last, behind the layout key)."""
     ordered = {k: v for k, v in document.items() if k != "samples"}
-    return json.dumps(
-        {**ordered, "layout": "samples-last", "samples": document["samples"]}, separators=(",", ":")
-    ).encode()
+    return json.dumps({**ordered, "layout": "samples-last", "samples": document["samples"]},
+                      separators=(",", ":")).encode()
 
 
 def test_absurd_in_range_values_print_readably(tmp_path):

@@ -159,9 +159,8 @@ def test_every_number_of_the_text_report_is_the_pages(demo):
     rows = parsed.table("iterations")
     assert [[s[1], s[3], s[5], s[7]] for s in stats] == [r["cells"][2:6] for r in rows]
     # I/O BY PHASE, I/O, MEMORY, GPU.
-    io_phase = [
-        line for line in text_block(text, "I/O BY PHASE (measured exactly)") if line.startswith("  ") and " r " in line
-    ]
+    io_phase = [line for line in text_block(text, "I/O BY PHASE (measured exactly)") if line.startswith("  ")
+                and " r " in line]
     assert len(io_phase) == 2
     for line, row in zip(io_phase, parsed.table("io-by-phase"), strict=True):
         name, rest = line[2:27].strip(), line[27:]
@@ -203,10 +202,8 @@ def test_bad_input_is_one_line_and_an_unwritable_path_says_so(tmp_path, capsys):
     assert code == 2 and out == "" and err == f"lineprofiler: no such directory: {tmp_path / 'missing'}\n"
     assert not (tmp_path / "x.html").exists()
     run_dir = html_runs.write_run(tmp_path / "profile")
-    for target, why in (
-        (tmp_path / "no" / "such" / "dir.html", "No such file or directory"),
-        (tmp_path, "Is a directory"),
-    ):
+    for target, why in ((tmp_path / "no" / "such" / "dir.html", "No such file or directory"),
+                        (tmp_path, "Is a directory")):
         code, out, err = run_cli(capsys, "report", run_dir, "--html", target)
         assert code == 2 and out == ""
         assert err == f"lineprofiler: cannot write {target}: {why}\n"
@@ -275,8 +272,7 @@ def test_compare_marks_exactly_the_changes_beyond_the_bucket_error(tmp_path, cap
     for line in text.splitlines():
         if line.startswith(("step ", "same ")):
             assert " ".join(rows[line.split()[0]][1:]).replace(" *", "*") == " ".join(line.split()[1:]).replace(
-                " *", "*"
-            )
+                " *", "*")
     assert Page(html).references == []
 
 
@@ -286,11 +282,8 @@ def test_formatting_is_the_text_reports(demo):
     parsed = Page(html)
     for row in parsed.table("dominant"):
         for cell in row["cells"][2:]:
-            assert re.fullmatch(
-                r"(n/a|[\d,.]+(ns|us|ms|s)|\d+m \d\ds|\d+m|\d+h \d\dm|\d+%|[\d,.]+/s|[\d,.]+|"
-                r"[\d,.]+(ns|us|ms|s)/ea|)",
-                cell,
-            ), cell
+            assert re.fullmatch(r"(n/a|[\d,.]+(ns|us|ms|s)|\d+m \d\ds|\d+m|\d+h \d\dm|\d+%|[\d,.]+/s|[\d,.]+|"
+                                r"[\d,.]+(ns|us|ms|s)/ea|)", cell), cell
     assert fmt.NA == "n/a"
 
 
@@ -314,9 +307,8 @@ def test_the_new_outputs_need_no_profiler_and_no_c_module(tmp_path):
     import subprocess
 
     run_dir = html_runs.write_run(tmp_path / "profile")
-    result = subprocess.run(
-        [sys.executable, "-c", BLOCKED, str(run_dir), str(tmp_path)], capture_output=True, text=True, timeout=120
-    )
+    result = subprocess.run([sys.executable, "-c", BLOCKED, str(run_dir), str(tmp_path)], capture_output=True,
+                            text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "[0, 0, 0, 0] []"
     for name in ("r.html", "c.html", "t.json"):

@@ -83,10 +83,7 @@ def _clean_env():
 
 def _report(run_dir, mode):
     result = subprocess.run(
-        [sys.executable, "-c", REPORTER, str(run_dir), mode],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-c", REPORTER, str(run_dir), mode], capture_output=True, text=True, timeout=120,
         env=_clean_env(),
     )
     assert result.returncode == 0, result.stderr

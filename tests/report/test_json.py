@@ -73,7 +73,7 @@ def test_no_samples_leaves_the_sampled_blocks_null(tmp_path, capsys):
 
 def test_every_key_is_documented():
     documented = DOCS.read_text()
-    section = documented[documented.index("## `report --json`") :]
+    section = documented[documented.index("## `report --json`"):]
     keys = {"kind", "version", "histogram", "relative_error", "scheme", "run", "idle", "straggler"}
     for name in model.__all__:
         keys.update(getattr(getattr(model, name), "__dataclass_fields__", {}))

@@ -99,10 +99,7 @@ def make_run(folder: Path, run_dir: Path, actors: int = ACTORS, hang: bool = Fal
 def report(run_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lineprofiler", "report", str(run_dir), *args],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=120,
+        capture_output=True, text=True, env=_env(), timeout=120,
     )
 
 
@@ -153,7 +150,7 @@ def test_the_text_names_the_window_and_shows_the_spread(pipeline):
     result = report(run_dir, "--lines")
     assert result.returncode == 0 and result.stderr == "", result.stderr
     text = result.stdout
-    block = text[text.index("LINES  (") :]
+    block = text[text.index("LINES  ("):]
     assert f"ACTOR  ({ACTORS} of {ACTORS} processes left line stats; entries 2..4 of iteration, 9 profiled in" in block
     assert "Per process" in block and "pipeline.py:" in block and "work" in block
     assert "LEARNER" not in block
@@ -186,7 +183,7 @@ def test_an_unusable_or_newer_lines_file_is_a_caveat_not_a_failure(pipeline, tmp
     files[1].write_text(json.dumps(newer))
     result = report(run_dir, "--lines")
     assert result.returncode == 0, result.stderr
-    caveats = result.stdout[result.stdout.index("CAVEATS") :]
+    caveats = result.stdout[result.stdout.index("CAVEATS"):]
     assert f"line stats not shown: {files[0]}: corrupt or truncated JSON" in caveats
     assert f"line stats not shown: {files[1]}: written with schema version 99" in caveats
     (actor,) = lines_json(run_dir)["lines"]["roles"]

@@ -295,6 +295,7 @@ def test_a_missing_folder_is_one_line_and_status_2(name, inputs, tmp_path):
     assert not target.parent.exists()
 
 
+
 def test_attach_takes_a_fifo_or_a_device_as_its_output(tmp_path):
     """``attach -o`` checks its path before attaching (a typo must not lose the window): a FIFO
     or a device is a file to write into, not "not a file". (Attaching itself needs Python

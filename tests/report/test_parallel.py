@@ -157,8 +157,7 @@ def test_a_sample_file_of_a_gigabyte_is_refused_in_one_line_and_the_rest_reporte
     for jobs in (1, 2):
         text = report(big_run, jobs).decode()
         refused = [line for line in text.splitlines() if sidecar.name in line]
-        assert (
-            len(refused) == 1
-            and "larger than the 268,435,456-byte limit for this file (1,073,741,824 bytes)" in (refused[0])
+        assert len(refused) == 1 and "larger than the 268,435,456-byte limit for this file (1,073,741,824 bytes)" in (
+            refused[0]
         ), refused
         assert "Processes 12" in text and "MEMORY (RSS, sampled)" in text

@@ -149,41 +149,26 @@ def test_export_takes_any_attempt_as_report_does(tmp_path):
     run_dir = tmp_path / "profile"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
     for attempt, role in ((0, "before_restart"), (1, "after_restart")):
-        subprocess.run(
-            [sys.executable, "-c", RESTARTED_JOB, str(run_dir), role],
-            check=True,
-            timeout=120,
-            env={**env, "LINEPROFILER_RUN_ID": "job-7", "LINEPROFILER_ATTEMPT": str(attempt)},
-        )
+        subprocess.run([sys.executable, "-c", RESTARTED_JOB, str(run_dir), role], check=True, timeout=120,
+                       env={**env, "LINEPROFILER_RUN_ID": "job-7", "LINEPROFILER_ATTEMPT": str(attempt)})
 
     def cli(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "lineprofiler", *map(str, args)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-        )
+        return subprocess.run([sys.executable, "-m", "lineprofiler", *map(str, args)], capture_output=True,
+                              text=True, timeout=120, env=env)
 
     def roles(trace: dict) -> set[str]:
         return {e["args"]["name"].split(" ", 1)[0] for e in validate(trace) if e["name"] == "process_name"}
 
-    for wanted, run, role in (
-        (None, "job-7 #1", "after_restart"),
-        ("job-7#0", "job-7", "before_restart"),
-        ("job-7 #1", "job-7 #1", "after_restart"),
-        ("job-7", "job-7", "before_restart"),
-    ):
+    for wanted, run, role in ((None, "job-7 #1", "after_restart"), ("job-7#0", "job-7", "before_restart"),
+                              ("job-7 #1", "job-7 #1", "after_restart"), ("job-7", "job-7", "before_restart")):
         out = tmp_path / f"trace-{wanted}.json"
         result = cli("export", run_dir, "--perfetto", out, *(("--attempt", wanted) if wanted else ()))
         assert result.returncode == 0 and result.stderr == "", result.stderr
         trace = json.loads(out.read_text())
         assert trace["otherData"]["run"] == run and roles(trace) == {role}, (wanted, trace["otherData"])
 
-    refused = [
-        cli(*args, "--attempt", "job-8")
-        for args in (("report", run_dir), ("export", run_dir, "--perfetto", tmp_path / "t.json"))
-    ]
+    refused = [cli(*args, "--attempt", "job-8") for args in (("report", run_dir),
+                                                              ("export", run_dir, "--perfetto", tmp_path / "t.json"))]
     for result in refused:
         assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
     line = f"lineprofiler: no attempt 'job-8' in {run_dir}; its attempts: job-7 #1, job-7\n"

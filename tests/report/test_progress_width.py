@@ -81,7 +81,9 @@ def on_terminal(
 def cells(text: str) -> int:
     """The cells a terminal gives ``text``: two for a wide character, none for a combining one."""
     text = ESCAPE.sub("", text)
-    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text
+    )
 
 
 @pytest.mark.parametrize(

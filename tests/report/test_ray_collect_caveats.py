@@ -72,11 +72,7 @@ def run_dir(profiled, tmp_path) -> Path:
 
 def write_collect(run_dir: Path, caveats: list[str], run_id: str | None = RUN_ID) -> None:
     document = raycollect.build_document(
-        run_id=run_id,
-        job_id="01000000",
-        collected_unix_ns=1_796_000_000_000_000_000,
-        nodes=[],
-        dead_actors=[],
+        run_id=run_id, job_id="01000000", collected_unix_ns=1_796_000_000_000_000_000, nodes=[], dead_actors=[],
         caveats=caveats,
     )
     folder = run_dir / raycollect.RAY_DIR
@@ -167,9 +163,8 @@ def _link(path: Path) -> None:
 
 def _document(**changes: object):
     def write(path: Path) -> None:
-        document = raycollect.build_document(
-            run_id=RUN_ID, job_id=None, collected_unix_ns=1, nodes=[], dead_actors=[], caveats=[LEFT]
-        )
+        document = raycollect.build_document(run_id=RUN_ID, job_id=None, collected_unix_ns=1, nodes=[],
+                                             dead_actors=[], caveats=[LEFT])
         document.update(changes)
         path.write_text(json.dumps(document))
 

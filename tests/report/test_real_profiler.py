@@ -152,7 +152,7 @@ def test_report_over_a_real_pipeline_run_twice(tmp_path):
     assert f"  ACTOR  ({entries:,} entries)  phase iteration (the most-entered top-level phase)" in lines[at : at + 6]
 
     # Nothing was lost silently: no unreadable files, no stale workers in a clean run.
-    caveats = text[text.index("CAVEATS") :] if "CAVEATS" in text else ""
+    caveats = text[text.index("CAVEATS"):] if "CAVEATS" in text else ""
     assert "unreadable" not in caveats and "stopped writing" not in caveats
     assert "killed before any data" not in caveats
 

@@ -81,18 +81,8 @@ def test_short_names_work_grows_linearly(make, small):
 
 def _phase(path, ns=1000):
     return {
-        "path": path,
-        "entries": 1,
-        "wall_ns": ns,
-        "self_ns": ns,
-        "cpu_ns": ns,
-        "min_ns": ns,
-        "max_ns": ns,
-        "hist": [[histogram.bucket_index(ns), 1]],
-        "io": False,
-        "sync": False,
-        "io_bytes": None,
-        "overflow": False,
+        "path": path, "entries": 1, "wall_ns": ns, "self_ns": ns, "cpu_ns": ns, "min_ns": ns, "max_ns": ns,
+        "hist": [[histogram.bucket_index(ns), 1]], "io": False, "sync": False, "io_bytes": None, "overflow": False,
     }
 
 
@@ -114,7 +104,9 @@ def _report_and_compare(run_dir):
 
 @pytest.mark.parametrize("make, small", [(wide, 250), (recursion, 50)])
 def test_the_whole_report_and_compare_grow_linearly(tmp_path, make, small):
-    events = [trace_events(_report_and_compare, write_run(tmp_path / str(n), make(n))) for n in (small, 4 * small)]
+    events = [
+        trace_events(_report_and_compare, write_run(tmp_path / str(n), make(n))) for n in (small, 4 * small)
+    ]
     assert events[1] / events[0] < 6, events
 
 

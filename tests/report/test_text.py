@@ -75,14 +75,10 @@ def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
     assert lines[iterations + 3] == "  LEARNER  (10 entries)  phase train_step (the most-entered top-level phase)"
     per_iteration = [m + ENV_NS for m in mcts_durations()]
     assert lines[iterations + 2].split() == [
-        "mean",
-        "12.1ms",
-        "p50",
-        fmt.duration(expected_quantile(per_iteration, 0.50)),
-        "p95",
-        fmt.duration(expected_quantile(per_iteration, 0.95)),
-        "p99",
-        fmt.duration(expected_quantile(per_iteration, 0.99)),
+        "mean", "12.1ms",
+        "p50", fmt.duration(expected_quantile(per_iteration, 0.50)),
+        "p95", fmt.duration(expected_quantile(per_iteration, 0.95)),
+        "p99", fmt.duration(expected_quantile(per_iteration, 0.99)),
     ]
     assert "CAVEATS" not in report
 
@@ -170,7 +166,7 @@ def test_many_phases_are_summarised_and_names_are_shortest_unique_suffixes(tmp_p
         worker.work(90 * MS)
     worker.write(tmp_path)
     lines = render(load_run(tmp_path)).splitlines()
-    block = lines[lines.index("ACTOR  (1 process, imbalance 1.00)") + 2 :]
+    block = lines[lines.index("ACTOR  (1 process, imbalance 1.00)") + 2:]
     assert block[0].split()[0] == "a/load"
     assert block[1].split()[0] == "b/load"
     assert block[8].startswith("(6 more phases)")

@@ -64,27 +64,8 @@ def io_text(rchar=0, wchar=0, read_bytes=0, write_bytes=0, cancelled=0) -> str:
 def stat_text(cminflt: int) -> str:
     """A /proc/<pid>/stat line whose reaped-children fields sum to ``cminflt`` (comm has a space
     and a parenthesis, as real ones may)."""
-    fields = [
-        "S",
-        "1",
-        "1",
-        "1",
-        "0",
-        "-1",
-        "4194304",
-        "100",
-        str(cminflt),
-        "0",
-        "0",
-        "5",
-        "5",
-        "0",
-        "0",
-        "20",
-        "0",
-        "1",
-        "0",
-    ]
+    fields = ["S", "1", "1", "1", "0", "-1", "4194304", "100", str(cminflt),
+              "0", "0", "5", "5", "0", "0", "20", "0", "1", "0"]
     return "4242 (odd) name) " + " ".join(fields) + "\n"
 
 

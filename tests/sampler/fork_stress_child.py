@@ -74,7 +74,9 @@ threads: list[threading.Thread] = []
 if args.mode == "sampler":
     from lineprofiler.accounting import sampling
 
-    sampler = sampling.ResourceSampler(args.run_dir, interval_s=args.sample or 0.002, capacity=64, source=args.backend)
+    sampler = sampling.ResourceSampler(
+        args.run_dir, interval_s=args.sample or 0.002, capacity=64, source=args.backend
+    )
     assert sampler.source == args.backend or args.backend == "auto", sampler.unavailable_reason
     # The hooks a Profiler installs for its sampler, without the rest of the Profiler.
     os.register_at_fork(

@@ -225,12 +225,7 @@ def test_reaped_child_fingerprint_marks_the_interval(tmp_path, helpers):
     t = helpers.table_of(s.columns, s.drain())
     s.close()
     assert t.column("flags").tolist() == [
-        FLAG_SEGMENT_START,
-        0,
-        FLAG_CHILD_REAPED,
-        FLAG_REAP_UNKNOWN,
-        FLAG_REAP_UNKNOWN,
-        0,
+        FLAG_SEGMENT_START, 0, FLAG_CHILD_REAPED, FLAG_REAP_UNKNOWN, FLAG_REAP_UNKNOWN, 0
     ]
     res = reduce_io(t)
     assert res.counts.reaped == 1 and res.counts.unknown == 2 and res.counts.valid == 2

@@ -175,12 +175,10 @@ def test_missing_and_truncated_sample_files_are_caveats(run):
     assert "Write                               2.6 MB      216.7 kB/s" in lines
     assert text_blocks.render_memory(run, options)[3].startswith("actor  x1 ")
     missing, partial = (w.path.with_suffix(".samples").relative_to(run.run_dir) for w in (learner, actor))
-    assert sorted(options.caveats) == sorted(
-        [
-            f"{missing}: sample file is missing; learner pid 11 on node1 is left out of I/O and MEMORY",
-            f"{partial}: partial last row ignored (21 bytes)",
-        ]
-    )
+    assert sorted(options.caveats) == sorted([
+        f"{missing}: sample file is missing; learner pid 11 on node1 is left out of I/O and MEMORY",
+        f"{partial}: partial last row ignored (21 bytes)",
+    ])
 
 
 def test_unavailable_samples_say_why(tmp_path):

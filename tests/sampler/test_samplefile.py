@@ -30,7 +30,6 @@ def write_synthetic_history(*args, **kwargs):
     spec.loader.exec_module(module)
     return module.write_synthetic_history(*args, **kwargs)
 
-
 NCOLS = len(BASE_COLUMNS)
 
 
@@ -203,13 +202,8 @@ def test_classify_agrees_with_the_reference_on_random_rows():
         mask, expected = interval_mask(rchar, flags, previous)
         interleaved = array("q", [v for pair in zip(rchar, flags, strict=True) for v in pair])
         table = samplefile.SampleTable(
-            path=None,
-            columns=("rchar", "flags"),
-            data=interleaved,
-            interval_ns=1,
-            monotonic_ref_ns=0,
-            unix_ref_ns=0,
-            pid=0,
+            path=None, columns=("rchar", "flags"), data=interleaved,
+            interval_ns=1, monotonic_ref_ns=0, unix_ref_ns=0, pid=0,
         )
         for signs, low in (
             (samplefile.sign_bytes(rchar), samplefile.low_bytes(flags)),

@@ -83,14 +83,8 @@ def test_contribute_with_the_worker_file_path(tmp_path):
 
 
 def test_bad_arguments_raise_and_the_environment_never_does(tmp_path):
-    wrong = (
-        {"source": "gpu"},
-        {"backend": "gpu"},
-        {"interval_s": 0},
-        {"interval_s": True},
-        {"capacity": 1},
-        {"capacity": 2.5},
-    )
+    wrong = ({"source": "gpu"}, {"backend": "gpu"}, {"interval_s": 0}, {"interval_s": True}, {"capacity": 1},
+             {"capacity": 2.5})
     for kwargs in wrong:
         with pytest.raises(ValueError):
             sampling.ResourceSampler(tmp_path, **kwargs)

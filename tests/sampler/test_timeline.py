@@ -44,21 +44,9 @@ def _run(tmp_path: Path) -> Path:
     run_dir = tmp_path / "run"
     procs = [
         subprocess.Popen(
-            [
-                sys.executable,
-                str(CHILD),
-                str(run_dir),
-                repr(offset),
-                repr(A),
-                repr(B),
-                str(CYCLES),
-                repr(STALL_FROM),
-                repr(STALL_LEN),
-                repr(HZ),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
+            [sys.executable, str(CHILD), str(run_dir), repr(offset), repr(A), repr(B), str(CYCLES),
+             repr(STALL_FROM), repr(STALL_LEN), repr(HZ)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
         for offset in (0.0, OFFSET)
     ]

@@ -31,7 +31,6 @@ TRACE_LINKS_CAPACITY = 50_000
 #: Phase-occupancy samples per second at most (the sampler thread reads every thread each time).
 MAX_TIMELINE_HZ = 1000.0
 
-
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -106,22 +105,9 @@ class Options(Record):
     """What a ``Profiler`` was asked for, checked (``run_dir`` and ``role`` as given)."""
 
     __slots__ = (
-        "run_dir",
-        "role",
-        "enabled",
-        "measure_cpu",
-        "backend",
-        "backend_window",
-        "window_phase",
-        "lines_project",
-        "annotate",
-        "snapshot_interval_s",
-        "sample_interval_s",
-        "timeline_hz",
-        "max_paths",
-        "max_counters",
-        "trace",
-        "trace_capacity",
+        "run_dir", "role", "enabled", "measure_cpu", "backend", "backend_window", "window_phase", "lines_project",
+        "annotate", "snapshot_interval_s", "sample_interval_s", "timeline_hz", "max_paths", "max_counters",
+        "trace", "trace_capacity",
     )
 
     def __init__(

@@ -92,22 +92,8 @@ class Identity(Record):
     """A worker's identity as recorded in its worker file."""
 
     __slots__ = (
-        "run_id",
-        "attempt",
-        "run_id_source",
-        "role",
-        "host",
-        "pid",
-        "parent_pid",
-        "uuid",
-        "rank",
-        "local_rank",
-        "node_rank",
-        "world_size",
-        "job_id",
-        "launcher",
-        "python",
-        "argv",
+        "run_id", "attempt", "run_id_source", "role", "host", "pid", "parent_pid", "uuid", "rank", "local_rank",
+        "node_rank", "world_size", "job_id", "launcher", "python", "argv",
     )
 
     def __init__(
@@ -350,9 +336,8 @@ def multiprocessing_parent_pid() -> int | None:
     return int(pid) if isinstance(pid, int) and pid > 0 else None
 
 
-def _parent_file_run(
-    run_dir: str | os.PathLike[str], host: str, parent_pid: int, start: ProcessStart | None
-) -> RunId | None:
+def _parent_file_run(run_dir: str | os.PathLike[str], host: str, parent_pid: int,
+                     start: ProcessStart | None) -> RunId | None:
     from ..runfiles import workerfile  # here: only a multiprocessing child reads its parent's file
 
     for document in workerfile.worker_files_of(run_dir, host, parent_pid):
@@ -364,9 +349,7 @@ def _parent_file_run(
         ):
             continue  # written by an earlier process with the same pid
         return RunId(
-            sanitize_component(identity["run_id"], "run"),
-            int(identity.get("attempt", 0)),
-            "parent",
+            sanitize_component(identity["run_id"], "run"), int(identity.get("attempt", 0)), "parent",
             job_id=identity.get("job_id"),
         )
     return None

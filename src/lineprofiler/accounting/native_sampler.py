@@ -60,11 +60,6 @@ def open_sampler(
     """A native ``Sampler`` (see ``_sampler.pyi``), not started. The paths replace the
     ``/proc/self`` files it reads (None: the real ones)."""
     return load().Sampler(
-        interval_s,
-        capacity,
-        io_path=io_path,
-        statm_path=statm_path,
-        stat_path=stat_path,
-        nvml=nvml,
+        interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml,
         timeline_hz=timeline_hz,
     )

@@ -57,6 +57,7 @@ def _env_enabled(value: str | None) -> bool:
     return value.strip().lower() not in ("0", "false", "no", "off")
 
 
+
 class Profiler(TraceLinks):
     """The accounting profiler of one process.
 
@@ -120,22 +121,11 @@ class Profiler(TraceLinks):
 
         # Wrong arguments raise here, before anything is touched.
         options = check_options(
-            run_dir=run_dir,
-            role=role,
-            enabled=enabled,
-            measure_cpu=measure_cpu,
-            backend=backend,
-            backend_window=backend_window,
-            window_phase=window_phase,
-            annotate=annotate,
-            snapshot_interval_s=snapshot_interval_s,
-            sample_interval_s=sample_interval_s,
-            max_paths=max_paths,
-            max_counters=max_counters,
-            lines_project=lines_project,
-            timeline_hz=timeline_hz,
-            trace=trace,
-            trace_capacity=trace_capacity,
+            run_dir=run_dir, role=role, enabled=enabled, measure_cpu=measure_cpu, backend=backend,
+            backend_window=backend_window, window_phase=window_phase, annotate=annotate,
+            snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
+            max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
+            timeline_hz=timeline_hz, trace=trace, trace_capacity=trace_capacity,
         )
         self._options: Options = options
         adopt_ray_job_env()  # a Ray worker of a job joined after ray.init(): before the environment is read

@@ -50,7 +50,8 @@ def _choose_source(source: str) -> tuple[str | None, str | None]:
         import psutil  # noqa: F401
     except ImportError:
         return None, (
-            "no /proc on this platform and psutil is not installed (pip install with-line-profiler[resources])"
+            "no /proc on this platform and psutil is not installed "
+            "(pip install with-line-profiler[resources])"
         )
     return "psutil", None
 
@@ -116,12 +117,7 @@ class ResourceSampler:
         try:
             if self.source == "proc":
                 self._impl = native_sampler.open_sampler(
-                    self.interval_s,
-                    capacity,
-                    io_path=io_path,
-                    statm_path=statm_path,
-                    stat_path=stat_path,
-                    nvml=nvml,
+                    self.interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml,
                     timeline_hz=self.timeline_hz,
                 )
             elif self.source == "psutil":
@@ -314,15 +310,8 @@ class ResourceSampler:
         impl = self._impl
         if impl is None:
             document["samples"] = samplefile.samples_document(
-                file=None,
-                columns=(),
-                rows=0,
-                size=0,
-                interval_s=self.interval_s,
-                source=None,
-                counts=IntervalCounts(),
-                clock=None,
-                unavailable_reason=self.unavailable_reason,
+                file=None, columns=(), rows=0, size=0, interval_s=self.interval_s, source=None,
+                counts=IntervalCounts(), clock=None, unavailable_reason=self.unavailable_reason,
             )
             return
         if impl.running:
@@ -387,9 +376,7 @@ class ResourceSampler:
             clock=None if writer is None else (writer.monotonic_ref_ns, writer.unix_ref_ns),
             unavailable_reason=reason,
             failed_reads={
-                "io": stats.get("failed_io", 0),
-                "rss": stats.get("failed_rss", 0),
-                "stat": stats.get("failed_stat", 0),
+                "io": stats.get("failed_io", 0), "rss": stats.get("failed_rss", 0), "stat": stats.get("failed_stat", 0)
             },
             overwritten=stats.get("overwritten", 0) + self._pending_lost,
             pending_rows=len(self._pending) // row_bytes,

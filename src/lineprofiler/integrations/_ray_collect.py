@@ -49,11 +49,7 @@ def read_node(known: Mapping[str, Any], probe: Mapping[str, Any], chunk_bytes: i
     adopt_job_env()  # a job Ray started without the profiler's runtime environment
     root = os.environ.get(ENV_RUN_DIR) or ""
     hello: dict[str, Any] = {
-        "kind": "hello",
-        "run_dir": root,
-        "host": None,
-        "machine": layout.machine_id(),
-        "same": False,
+        "kind": "hello", "run_dir": root, "host": None, "machine": layout.machine_id(), "same": False,
         "missing": False,
     }
     try:
@@ -99,19 +95,10 @@ class NodeResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "node_id": self.node_id,
-            "host": self.host,
-            "ip": self.ip,
-            "alive": self.alive,
-            "state": self.state,
-            "files_copied": self.files,
-            "bytes_copied": self.bytes,
-            "files_removed": self.removed,
-            "files_in_place": self.in_place,
-            "node_run_dir": self.node_run_dir,
-            "last_collected_unix_ns": self.last_collected_unix_ns,
-            "reason": self.reason,
-            "errors": self.errors[:20],
+            "node_id": self.node_id, "host": self.host, "ip": self.ip, "alive": self.alive, "state": self.state,
+            "files_copied": self.files, "bytes_copied": self.bytes, "files_removed": self.removed,
+            "files_in_place": self.in_place, "node_run_dir": self.node_run_dir,
+            "last_collected_unix_ns": self.last_collected_unix_ns, "reason": self.reason, "errors": self.errors[:20],
         }
 
 
@@ -169,19 +156,11 @@ def _dead_actors(job_id: str | None, labels: dict[str, str]) -> list[dict[str, A
             reason = "UNSPECIFIED"
         node_id = str((row.get("Address") or {}).get("NodeID") or "")
         message = str(getattr(context, "error_message", "") or "").strip()
-        dead.append(
-            {
-                "actor_id": actor_id,
-                "class_name": row.get("ActorClassName"),
-                "name": row.get("Name") or None,
-                "pid": row.get("Pid"),
-                "node_id": node_id,
-                "host": labels.get(node_id),
-                "reason": reason,
-                "message": message[:300],
-                "end_unix_ms": row.get("EndTime") or None,
-            }
-        )
+        dead.append({
+            "actor_id": actor_id, "class_name": row.get("ActorClassName"), "name": row.get("Name") or None,
+            "pid": row.get("Pid"), "node_id": node_id, "host": labels.get(node_id), "reason": reason,
+            "message": message[:300], "end_unix_ms": row.get("EndTime") or None,
+        })
     return dead
 
 
@@ -211,8 +190,7 @@ def _known_nodes(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "host": _text(node.get("host")),
             "ip": _text(node.get("ip")),
             "files": {
-                rel: mark
-                for rel, mark in (files.items() if isinstance(files, dict) else ())
+                rel: mark for rel, mark in (files.items() if isinstance(files, dict) else ())
                 if isinstance(rel, str) and isinstance(mark, list)
             },
             "last_collected_unix_ns": last if type(last) is int and last > 0 else None,
@@ -262,9 +240,9 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
     if not ray.is_initialized():
         raise RuntimeError("lineprofiler: collect needs a running Ray (call it before ray.shutdown())")
     configured = driver_settings()
-    dest = Path(
-        os.path.abspath(os.fspath(run_dir or configured.get("run_dir") or os.environ.get(ENV_RUN_DIR) or "profile"))
-    )
+    dest = Path(os.path.abspath(os.fspath(
+        run_dir or configured.get("run_dir") or os.environ.get(ENV_RUN_DIR) or "profile"
+    )))
     dest.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout_s
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -286,11 +264,8 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
                 node_id = str(n["NodeID"])
                 before = known_nodes.get(node_id) or {}
                 result = NodeResult(
-                    node_id,
-                    before.get("host") or labels.get(node_id),
-                    n.get("NodeManagerAddress"),
-                    bool(n.get("Alive")),
-                    last_collected_unix_ns=before.get("last_collected_unix_ns"),
+                    node_id, before.get("host") or labels.get(node_id), n.get("NodeManagerAddress"),
+                    bool(n.get("Alive")), last_collected_unix_ns=before.get("last_collected_unix_ns"),
                 )
                 if not result.alive:
                     ran_here = bool(before) or any(a["node_id"] == node_id for a in dead_actors)
@@ -301,19 +276,14 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
                     continue
                 results[node_id] = result
                 streams[node_id] = reader.options(
-                    num_cpus=0,
-                    max_retries=0,
+                    num_cpus=0, max_retries=0,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
                     _generator_backpressure_num_objects=BACKPRESSURE_OBJECTS,
                 ).remote(before.get("files") or {}, probe, CHUNK_BYTES)
             for node_id, known in known_nodes.items():  # collected before, gone from Ray's table since
                 if node_id not in results and node_id not in {str(n["NodeID"]) for n in nodes}:
                     results[node_id] = NodeResult(
-                        node_id,
-                        known.get("host"),
-                        known.get("ip"),
-                        False,
-                        state="left",
+                        node_id, known.get("host"), known.get("ip"), False, state="left",
                         last_collected_unix_ns=known.get("last_collected_unix_ns"),
                     )
             for node_id, stream in streams.items():
@@ -329,17 +299,10 @@ def collect(run_dir: str | os.PathLike[str] | None = None, *, timeout_s: float =
         run = configured.get("run_id") or os.environ.get(ENV_RUN_ID) or (found[0] if found else None)
         for name, document in (
             (STATE_FILE, {"kind": COLLECT_KIND + "-state", "nodes": known_nodes}),
-            (
-                COLLECT_FILE,
-                raycollect.build_document(
-                    run_id=run,
-                    job_id=job_id,
-                    collected_unix_ns=time.time_ns(),
-                    nodes=[r.to_json() for r in ordered],
-                    dead_actors=dead_actors,
-                    caveats=caveats,
-                ),
-            ),
+            (COLLECT_FILE, raycollect.build_document(
+                run_id=run, job_id=job_id, collected_unix_ns=time.time_ns(),
+                nodes=[r.to_json() for r in ordered], dead_actors=dead_actors, caveats=caveats,
+            )),
         ):
             try:
                 _ray_files.write_json(dest / RAY_DIR, name, document)

@@ -253,14 +253,6 @@ def adopt_job_env() -> bool:
     return bool(os.environ.get(ENV_RUN_DIR))
 
 
-launchers.register(
-    launchers.Launcher(
-        "ray",
-        connected,
-        run=ray_run,
-        host=node_host,
-        role=task_role,
-        rank=actor_rank,
-        adopt_env=adopt_job_env,
-    )
-)
+launchers.register(launchers.Launcher(
+    "ray", connected, run=ray_run, host=node_host, role=task_role, rank=actor_rank, adopt_env=adopt_job_env,
+))

@@ -47,7 +47,9 @@ from __future__ import annotations
 try:
     import ray  # noqa: F401  (said here, before a part of this integration needs it)
 except ImportError as _error:  # pragma: no cover - exercised in a subprocess by the tests
-    raise ImportError("lineprofiler.integrations.ray needs Ray: pip install 'with-line-profiler[ray]'") from _error
+    raise ImportError(
+        "lineprofiler.integrations.ray needs Ray: pip install 'with-line-profiler[ray]'"
+    ) from _error
 
 from ..accounting.identity import ENV_PROFILE as ENV_PROFILE
 from ..accounting.identity import ENV_RUN_DIR as ENV_RUN_DIR

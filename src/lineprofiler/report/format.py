@@ -208,4 +208,6 @@ def clip_left(text: str, width: int) -> str:
     """Keep the end of ``text`` (a phase path's leaf matters most) within ``width`` characters."""
     if len(text) <= width:
         return text
-    return "\u2026" + text[-(width - 1) :]
+    return "\u2026" + text[-(width - 1):]
+
+

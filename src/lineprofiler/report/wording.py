@@ -261,6 +261,7 @@ def io_notes(io: SampledIo) -> list[str]:
     return lines
 
 
+
 MEMORY_TREND_NOTE = (
     "trend: the steepest per-process RSS slope in each role (least squares over its rows, 10 s or more); "
     "all processes: summed PSS (RSS where PSS was not measured)"
@@ -283,6 +284,7 @@ def gpu_device_label(host: str, index: int, hosts: int) -> str:
     if hosts > 1:
         label = f"{fmt.printable(host)[: 28 - len(label) - 1]} {label}"
     return label
+
 
 
 def gpu_notes(summary: GpuSummary) -> list[str]:

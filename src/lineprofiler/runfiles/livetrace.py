@@ -205,7 +205,9 @@ def _spans(data: bytes, base: int, capacity: int, recorded: int, n_threads: int)
     return SpanColumns([start, end, phase, thread, cpu])
 
 
-def _each(columns: tuple[array[int], ...], pick: Callable[[array[int]], Iterable[int]]) -> tuple[array[int], ...]:
+def _each(
+    columns: tuple[array[int], ...], pick: Callable[[array[int]], Iterable[int]]
+) -> tuple[array[int], ...]:
     """Each column rebuilt from what ``pick`` takes of it, of its own type."""
     return tuple(array(c.typecode, pick(c)) for c in columns)
 

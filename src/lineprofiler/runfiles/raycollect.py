@@ -61,14 +61,8 @@ def build_document(
 ) -> dict[str, Any]:
     """The collect file's document (``nodes``: one object per node, as ``NodeResult.to_json``)."""
     return {
-        "kind": KIND,
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "job_id": job_id,
-        "collected_unix_ns": collected_unix_ns,
-        "nodes": nodes,
-        "dead_actors": dead_actors,
-        "caveats": caveats,
+        "kind": KIND, "schema_version": SCHEMA_VERSION, "run_id": run_id, "job_id": job_id,
+        "collected_unix_ns": collected_unix_ns, "nodes": nodes, "dead_actors": dead_actors, "caveats": caveats,
     }
 
 

@@ -203,15 +203,7 @@ class SampleTable:
     """
 
     __slots__ = (
-        "path",
-        "columns",
-        "data",
-        "interval_ns",
-        "monotonic_ref_ns",
-        "unix_ref_ns",
-        "pid",
-        "truncated_bytes",
-        "_raw",
+        "path", "columns", "data", "interval_ns", "monotonic_ref_ns", "unix_ref_ns", "pid", "truncated_bytes", "_raw",
     )
 
     def __init__(

@@ -182,9 +182,7 @@ def select(attempts: list[Attempt], wanted: str) -> Attempt | None:
         return exact[0]
     run_id, number = parse_attempt_id(wanted)
     matches = [
-        (a, g)
-        for a in attempts
-        for g in a.members
+        (a, g) for a in attempts for g in a.members
         if run_id in (g.run_id, fmt.printable(g.run_id)) and (number is None or g.attempt == number)
     ]
     if len(matches) > 1 and number is None:

@@ -235,7 +235,8 @@ def derive_caveats(run: Run) -> list[str]:
     if signalled:
         signals = sorted({fmt.printable(w.signal) for w in signalled if w.signal})
         lines.append(
-            f"{len(signalled)} worker(s) flushed on a signal ({', '.join(signals) or 'unnamed'}): {_names(signalled)}"
+            f"{len(signalled)} worker(s) flushed on a signal ({', '.join(signals) or 'unnamed'}): "
+            f"{_names(signalled)}"
         )
 
     unfinished = [w for w in run.workers if w.status == "running" and w.numbers_from != "live" and not is_stale(w, end)]

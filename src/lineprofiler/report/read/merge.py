@@ -158,7 +158,8 @@ def merge_workers(
         first = unreadable[0].reason if unreadable else "no reason recorded"
         count = len(unreadable)
         raise ReportError(
-            f"none of the {count} worker file{'s' if count != 1 else ''} under {run_dir} could be read; first: {first}"
+            f"none of the {count} worker file{'s' if count != 1 else ''} under {run_dir} could be read; "
+            f"first: {first}"
         )
 
     attempts = attempts_mod.partition(groups)
@@ -171,7 +172,9 @@ def merge_workers(
                 f"its attempts: {attempts_mod.known_names(attempts)}"
             )
         chosen = found
-    merged = sorted(chosen.workers, key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.uuid))
+    merged = sorted(
+        chosen.workers, key=lambda w: (w.role, w.host, -1 if w.rank is None else w.rank, w.pid, w.uuid)
+    )
     others = [a.summary() for a in attempts if a is not chosen]
     superseded = sorted(
         (a for a in others if a.status in (SUPERSEDED, RESTARTED)),
@@ -180,12 +183,16 @@ def merge_workers(
     )
     concurrent = [a for a in others if a.status == CONCURRENT]
     newest = next((a for a in others if a.status == NEWEST), None)
-    merged_groups = [attempts_mod.Attempt(group, [group], NEWEST).summary() for group in chosen.members[1:]]
+    merged_groups = [
+        attempts_mod.Attempt(group, [group], NEWEST).summary() for group in chosen.members[1:]
+    ]
 
     # Unreadable files whose name says they belong to another attempt are not this
     # attempt's loss: count them there instead of under CAVEATS.
     own_components = {layout.sanitize_component(g.run_id) for g in chosen.members}
-    other_components = {layout.sanitize_component(g.run_id) for a in attempts if a is not chosen for g in a.members}
+    other_components = {
+        layout.sanitize_component(g.run_id) for a in attempts if a is not chosen for g in a.members
+    }
     own_unreadable = []
     for bad in unreadable:
         component = _file_run_component(bad.path)

@@ -202,7 +202,8 @@ def lanes(run: Run, options: RenderOptions) -> list[Lane]:
     if options.no_samples:
         return []
     return [
-        Lane(process(p.worker), [Span(path, a, b) for a, b, path in p.spans if path]) for p in read_run(run, options)[0]
+        Lane(process(p.worker), [Span(path, a, b) for a, b, path in p.spans if path])
+        for p in read_run(run, options)[0]
     ]
 
 

@@ -44,9 +44,8 @@ def _role(role: dict[str, Any]) -> str:
     for key in ("a", "b"):
         n = role[f"{key}_processes"]
         imbalance = role[f"{key}_imbalance"]
-        about.append(
-            f"{key.upper()} {n} process{'es' if n != 1 else ''}" + (f", imbalance {fmt.ratio(imbalance)}" if n else "")
-        )
+        about.append(f"{key.upper()} {n} process{'es' if n != 1 else ''}"
+                     + (f", imbalance {fmt.ratio(imbalance)}" if n else ""))
     title = f"{fmt.printable(role['role']).upper()}  ({'; '.join(about)})"
     rows = [r for r in role["phases"] if (r["a"] and r["a"]["self_ns"] > 0) or (r["b"] and r["b"]["self_ns"] > 0)]
     if not rows:
@@ -95,7 +94,9 @@ def render_compare_html(doc: dict[str, Any]) -> str:
     alerts = ""
     if notes:
         items = "".join(f"<li>{escape(fmt.printable(n))}</li>" for n in notes)
-        alerts = f'<section class="alerts" data-block="caveats"><h2>CAVEATS and attempts</h2><ul>{items}</ul></section>'
+        alerts = (
+            f'<section class="alerts" data-block="caveats"><h2>CAVEATS and attempts</h2><ul>{items}</ul></section>'
+        )
     error = para(
         f"p50/p99 changes are marked * only beyond the histograms' bucket error: each side is within "
         f"\u00b1{fmt.percent(doc['bucket_relative_error'])} (one bucket), so changes between "

@@ -30,7 +30,7 @@ def _heat(row: LineRow, top_ns: int) -> str:
 
 
 def row_html(row: LineRow, top_ns: int, folder: str) -> str:
-    where = f"{row.path[len(folder) :]}:{row.line}" + (f" [source {row.variant}]" if row.variant else "")
+    where = f"{row.path[len(folder):]}:{row.line}" + (f" [source {row.variant}]" if row.variant else "")
     source = "<source unavailable>" if row.source is None else row.source.strip()
     spread = wording.spread_text(row)
     low = "" if row.min_ns is None else row.min_ns
@@ -53,10 +53,8 @@ def role_html(role: LinesRole) -> str:
     body = ""
     if role.rows:
         top_ns = max(row.time_ns for row in role.rows)
-        about += para(
-            f"top {len(role.rows)} of {fmt.count(role.lines)} lines by time, hits and time summed over "
-            "the role's processes"
-        )
+        about += para(f"top {len(role.rows)} of {fmt.count(role.lines)} lines by time, hits and time summed over "
+                      "the role's processes")
         tab = table("lines", COLUMNS, (row_html(row, top_ns, folder) for row in role.rows)).replace(
             "<table ", f'<table data-role="{escape(role.role, quote=True)}" ', 1
         )
@@ -66,7 +64,7 @@ def role_html(role: LinesRole) -> str:
 
 
 def lines_html(block: LinesBlock) -> str:
-    intro = para("backend=\"lines\" windows; a line's time includes the calls it makes, a recursive function's once")
+    intro = para('backend="lines" windows; a line\'s time includes the calls it makes, a recursive function\'s once')
     roles = "".join(role_html(role) for role in block.roles) or para("no process of this attempt ran a lines window")
     notes = "".join(para(line.strip()) for line in wording.lines_block_notes(block))
     return section("lines", "Lines", intro + roles + notes)

@@ -42,12 +42,8 @@ def header_html(header: Header) -> str:
         ("runtime", "Runtime", fmt.duration(header.runtime_ns)),
         ("processes", "Processes", str(header.processes)),
         ("roles", "Roles", ", ".join(f"{fmt.printable(r)} x{n}" for r, n in header.roles.items())),
-        (
-            "hosts",
-            "Hosts",
-            f"{', '.join(fmt.printable(h) for h in header.hosts)} ({len(header.hosts)} "
-            f"{'node' if len(header.hosts) == 1 else 'nodes'})",
-        ),
+        ("hosts", "Hosts", f"{', '.join(fmt.printable(h) for h in header.hosts)} ({len(header.hosts)} "
+                           f"{'node' if len(header.hosts) == 1 else 'nodes'})"),
         ("started", "Started", wording.utc_time(header.start_ns)),
     ]
     if header.ranks:
@@ -95,24 +91,14 @@ def role_html(role: Role) -> str:
         return f"{title}<p>(no time recorded in phases)</p>"
     shown = role.phases[: len(svg.PALETTE) - 1]
     segments = [
-        svg.Segment(
-            fmt.printable(p.name),
-            p.share,
-            f"{fmt.printable(p.path)}: {fmt.percent(p.share)}, {fmt.duration(p.self_ns)} self",
-            svg.colour(i),
-        )
+        svg.Segment(fmt.printable(p.name), p.share, f"{fmt.printable(p.path)}: {fmt.percent(p.share)}, "
+                    f"{fmt.duration(p.self_ns)} self", svg.colour(i))
         for i, p in enumerate(shown)
     ]
     more, rest_ns, rest_share = role.rest(len(shown))
     if more:
-        segments.append(
-            svg.Segment(
-                f"{more} more",
-                rest_share,
-                f"{more} more phases: {fmt.percent(rest_share)}, {fmt.duration(rest_ns)} self",
-                svg.REST,
-            )
-        )
+        segments.append(svg.Segment(f"{more} more", rest_share, f"{more} more phases: {fmt.percent(rest_share)}, "
+                                    f"{fmt.duration(rest_ns)} self", svg.REST))
     bar = svg.stacked_bar("phase-share", segments, f"phase shares of role {fmt.printable(role.name)}")
     legend = svg.legend([(s.label, s.colour) for s in segments])
     rows = []
@@ -128,30 +114,24 @@ def role_html(role: Role) -> str:
     )
     members = sorted((m for m in role.members if m.has_data), key=lambda m: (-m.busy_ns, m.pid))
     straggler = role.straggler
-    per_process = (
-        svg.bars(
-            "process-busy",
-            [
-                svg.Bar(
-                    m.label,
-                    m.busy_ns,
-                    f"{m.label}: {fmt.duration(m.busy_ns)} in phases"
-                    # at most the whole lifetime: threads' phases in parallel add up to more
-                    + (
-                        f", {fmt.percent(min(1.0, m.busy_ns / m.lifetime_ns))} of its lifetime" if m.lifetime_ns else ""
-                    ),
-                    highlight=m == straggler,
-                    note=f"straggler (> {role.straggler_from:.2f}x the mean)" if m == straggler else "",
-                )
-                for m in members
-            ],
-            f"busy time per process of role {fmt.printable(role.name)}",
-            reference=role.mean_busy_ns,
-            reference_label=f"mean {fmt.duration(role.mean_busy_ns)}",
-        )
-        if members
-        else ""
-    )
+    per_process = svg.bars(
+        "process-busy",
+        [
+            svg.Bar(
+                m.label,
+                m.busy_ns,
+                f"{m.label}: {fmt.duration(m.busy_ns)} in phases"
+                # at most the whole lifetime: threads' phases in parallel add up to more
+                + (f", {fmt.percent(min(1.0, m.busy_ns / m.lifetime_ns))} of its lifetime" if m.lifetime_ns else ""),
+                highlight=m == straggler,
+                note=f"straggler (> {role.straggler_from:.2f}x the mean)" if m == straggler else "",
+            )
+            for m in members
+        ],
+        f"busy time per process of role {fmt.printable(role.name)}",
+        reference=role.mean_busy_ns,
+        reference_label=f"mean {fmt.duration(role.mean_busy_ns)}",
+    ) if members else ""
     sentences = para(wording.busiest_text(role)) + para(wording.time_in_phases_text(role))
     return f"{title}{bar}{legend}{tab}<h3>Busy time per process</h3>{per_process}{sentences}"
 
@@ -232,28 +212,17 @@ def counters_html(dominant: Dominant | None, counters: Counters | None) -> str:
     chart = svg.bars(
         "counter-rates",
         [
-            svg.Bar(
-                f"{fmt.printable(c.name)} ({fmt.printable(role)})",
-                c.per_s or 0.0,
-                f"{fmt.printable(c.name)} in {fmt.printable(c.phase) or '(no phase open)'}: {fmt.count(c.total)}, "
-                f"{fmt.rate(c.per_s)}" + (f", {fmt.per_each(c.each_ns)}" if c.per == "phase" else ""),
-            )
+            svg.Bar(f"{fmt.printable(c.name)} ({fmt.printable(role)})", c.per_s or 0.0,
+                    f"{fmt.printable(c.name)} in {fmt.printable(c.phase) or '(no phase open)'}: {fmt.count(c.total)}, "
+                    f"{fmt.rate(c.per_s)}" + (f", {fmt.per_each(c.each_ns)}" if c.per == "phase" else ""))
             for role, c in charted
         ],
         "counter rates",
     )
-    shown = (
-        (
-            f" The chart shows the {len(charted)} highest rates of {fmt.count(len(all_counters))} counters; the "
-            "table lists every one."
-        )
-        if len(charted) < len(all_counters)
-        else ""
-    )
-    note = para(
-        "Rates are per second of the phase's wall time summed over the role's processes; a counter with "
-        "no phase open is per second of the role's summed process lifetime." + shown
-    )
+    shown = (f" The chart shows the {len(charted)} highest rates of {fmt.count(len(all_counters))} counters; the "
+             "table lists every one.") if len(charted) < len(all_counters) else ""
+    note = para("Rates are per second of the phase's wall time summed over the role's processes; a counter with "
+                "no phase open is per second of the role's summed process lifetime." + shown)
     return section("counters", "Counters", tab + chart + note)
 
 
@@ -267,9 +236,8 @@ def iterations_html(iterations: Iterations) -> str:
             f"{td(fmt.duration(r.p50_ns), r.p50_ns)}{td(fmt.duration(r.p95_ns), r.p95_ns)}"
             f"{td(fmt.duration(r.p99_ns), r.p99_ns)}{td(f'{fmt.printable(r.phase)} ({r.why})', cls='name')}</tr>"
         )
-        chart = svg.latency_histogram(
-            "latency", r.histogram, (("p50", r.p50_ns), ("p95", r.p95_ns), ("p99", r.p99_ns)), f"iterations of {r.role}"
-        )
+        chart = svg.latency_histogram("latency", r.histogram, (("p50", r.p50_ns), ("p95", r.p95_ns),
+                                                                ("p99", r.p99_ns)), f"iterations of {r.role}")
         figures.append(f"<figure>{chart}<figcaption><b>{name(r.role)}</b></figcaption></figure>")
     about = (
         para(f"phase {fmt.printable(iterations.phase)} ({iterations.why})")
@@ -282,11 +250,8 @@ def iterations_html(iterations: Iterations) -> str:
 
 # -- resources ------------------------------------------------------------------------------------------
 
-_LAYERS = (
-    ("disk_read", "read (from disk)", "#4e79a7"),
-    ("cache_read", "read (from page cache)", "#76b7b2"),
-    ("write", "write", "#e15759"),
-)
+_LAYERS = (("disk_read", "read (from disk)", "#4e79a7"), ("cache_read", "read (from page cache)", "#76b7b2"),
+           ("write", "write", "#e15759"))
 
 
 def io_by_phase_html(io: IoByPhase) -> str:
@@ -301,21 +266,13 @@ def io_by_phase_html(io: IoByPhase) -> str:
             f"{td(fmt.count(p.failed) if p.failed else '', p.failed)}</tr>"
         )
         values = (p.read_bytes, p.cache_read_bytes, p.write_bytes)
-        chart_rows.append(
-            (
-                label,
-                [
-                    svg.Segment(lname, v, f"{label}: {lname} {fmt.size(v)}", c)
-                    for (_, lname, c), v in zip(_LAYERS, values, strict=True)
-                ],
-            )
-        )
+        chart_rows.append((label, [svg.Segment(lname, v, f"{label}: {lname} {fmt.size(v)}", c)
+                                   for (_, lname, c), v in zip(_LAYERS, values, strict=True)]))
     tab = table("io-by-phase", ("phase", "read", "write", "rate", "read from page cache", "not measured"), rows)
     chart = svg.stacked_rows("io-by-phase", chart_rows, "bytes per io=True phase")
     legend = svg.legend([(n, c) for _, n, c in _LAYERS])
-    note = para(
-        "Measured exactly at each io=True phase's entry and exit; the rate is over the measured entries' wall time."
-    )
+    note = para("Measured exactly at each io=True phase's entry and exit; the rate is over the measured "
+                "entries' wall time.")
     return section("io-by-phase", "I/O by phase (measured exactly)", tab + chart + legend + note)
 
 
@@ -337,7 +294,7 @@ def io_html(io: SampledIo, header: Header | None) -> str:
         f"{td(fmt.size(io.disk_read_bytes), io.disk_read_bytes)}"
         f"{td(rate(io.disk_read_bytes, io.disk_read_per_s), io.disk_read_per_s)}</tr>",
         f'<tr data-key="cache_read">{td("Read (from page cache)", cls="name")}'
-        f"{td(fmt.size(io.cache_read_bytes), io.cache_read_bytes)}{td('')}</tr>",
+        f'{td(fmt.size(io.cache_read_bytes), io.cache_read_bytes)}{td("")}</tr>',
         f'<tr data-key="write">{td("Write", cls="name")}{td(fmt.size(io.write_bytes), io.write_bytes)}'
         f"{td(rate(io.write_bytes, io.write_per_s), io.write_per_s)}</tr>",
     ]
@@ -345,19 +302,10 @@ def io_html(io: SampledIo, header: Header | None) -> str:
     chart = ""
     tl = io.timeline
     if tl is not None and header is not None:
-        bands = [
-            svg.Band(lname, tl.rates[key], c, f"{lname}: peak {fmt.byte_rate(_peak(tl.rates[key].high))}")
-            for key, lname, c in _LAYERS
-            if key in tl.rates
-        ]
-        chart = svg.over_time(
-            "io-rates",
-            bands,
-            "read and write rates over time",
-            start_ns=header.start_ns,
-            runtime_ns=header.runtime_ns,
-            unit=fmt.byte_rate,
-        )
+        bands = [svg.Band(lname, tl.rates[key], c, f"{lname}: peak {fmt.byte_rate(_peak(tl.rates[key].high))}")
+                 for key, lname, c in _LAYERS if key in tl.rates]
+        chart = svg.over_time("io-rates", bands, "read and write rates over time", start_ns=header.start_ns,
+                              runtime_ns=header.runtime_ns, unit=fmt.byte_rate)
         peak = f"peak write {fmt.byte_rate(tl.peak_write_per_s)}"
         if tl.slot_ns > tl.interval_ns:
             peak += f" over {fmt.duration(tl.slot_ns)}"
@@ -418,37 +366,23 @@ def memory_html(memory: Memory, header: Header | None) -> str:
         for r in memory.roles
     ]
     if memory.total_bins:
-        rows.append(
-            f'<tr data-key="all">{td("all processes (PSS)", cls="name")}'
-            f"{td(fmt.size(max(memory.total_bins)), max(memory.total_bins))}{td('')}</tr>"
-        )
+        rows.append(f'<tr data-key="all">{td("all processes (PSS)", cls="name")}'
+                    f"{td(fmt.size(max(memory.total_bins)), max(memory.total_bins))}{td('')}</tr>")
     tab = table("memory", ("", "peak", "trend"), rows)
     chart = ""
     colours = {r.role: svg.colour(i) for i, r in enumerate(memory.roles)}
     bands, enveloped = rss_bands(memory, colours)
     if bands and header is not None:
-        toggles = (
-            '<div class="toggles">'
-            + "".join(
-                f'<label><input type="checkbox" checked data-toggle="rss:{escape(r, quote=True)}"> {name(r)}</label>'
-                for r in colours
-            )
-            + "</div>"
-        )
-        chart = toggles + svg.over_time(
-            "rss",
-            bands,
-            "RSS per process over time",
-            start_ns=header.start_ns,
-            runtime_ns=header.runtime_ns,
-            unit=fmt.size,
-        )
+        toggles = '<div class="toggles">' + "".join(
+            f'<label><input type="checkbox" checked data-toggle="rss:{escape(r, quote=True)}"> {name(r)}</label>'
+            for r in colours
+        ) + "</div>"
+        chart = toggles + svg.over_time("rss", bands, "RSS per process over time", start_ns=header.start_ns,
+                                        runtime_ns=header.runtime_ns, unit=fmt.size)
         chart += svg.legend([(fmt.printable(r), c) for r, c in colours.items()])
         if enveloped:
-            chart += para(
-                f"Drawn as one band from the lowest to the highest process, with the largest process on "
-                f"its own: {', '.join(enveloped)} (more than {RSS_BANDS_PER_ROLE} processes)."
-            )
+            chart += para(f"Drawn as one band from the lowest to the highest process, with the largest process on "
+                          f"its own: {', '.join(enveloped)} (more than {RSS_BANDS_PER_ROLE} processes).")
     notes = para(wording.largest_text(memory)) + para(wording.MEMORY_TREND_NOTE)
     return section("memory", "Memory (RSS, sampled)", tab + chart + notes)
 
@@ -478,31 +412,17 @@ def gpu_html(gpu: GpuSummary, header: Header | None) -> str:
                 tip = f"busy (any process): mean {fmt.percent(_fraction(d.busy))}"
                 bands.append(svg.Band("busy", d.busy_series, "#9c755f", tip))
             if d.this_run_series is not None:
-                bands.append(
-                    svg.Band(
-                        "this run", d.this_run_series, "#59a14f", f"this run: mean {fmt.percent(_fraction(d.this_run))}"
-                    )
-                )
+                bands.append(svg.Band("this run", d.this_run_series, "#59a14f",
+                                      f"this run: mean {fmt.percent(_fraction(d.this_run))}"))
             if bands and header is not None:
                 body.append(f"<h3>{escape(wording.gpu_device_label(d.host, d.index, hosts))}: busy vs this run</h3>")
-                body.append(
-                    svg.over_time(
-                        "gpu",
-                        bands,
-                        "GPU busy and this run over time",
-                        start_ns=header.start_ns,
-                        runtime_ns=header.runtime_ns,
-                        unit=lambda v: fmt.percent(v / 100),
-                        fixed_top=100.0,
-                        height=140,
-                    )
-                )
+                body.append(svg.over_time("gpu", bands, "GPU busy and this run over time", start_ns=header.start_ns,
+                                          runtime_ns=header.runtime_ns, unit=lambda v: fmt.percent(v / 100),
+                                          fixed_top=100.0, height=140))
                 body.append(svg.legend([(b.label, b.colour) for b in bands]))
     if gpu.vram_allocated_peak is not None:
-        for label, peak, total in (
-            ("VRAM allocated (peak)", gpu.vram_allocated_peak, gpu.vram_allocated_sum),
-            ("VRAM reserved (peak)", gpu.vram_reserved_peak, gpu.vram_reserved_sum),
-        ):
+        for label, peak, total in (("VRAM allocated (peak)", gpu.vram_allocated_peak, gpu.vram_allocated_sum),
+                                   ("VRAM reserved (peak)", gpu.vram_reserved_peak, gpu.vram_reserved_sum)):
             line = f"{label} {fmt.size(peak)}"
             if gpu.vram_processes > 1 and total is not None:
                 line += f": largest of {gpu.vram_processes} processes; {fmt.size(total)} summed"
@@ -523,21 +443,12 @@ def lanes_html(lanes: Sequence[Lane], header: Header | None) -> str:
     paths = sorted({s.path for lane in lanes for s in lane.spans})
     colours = {p: svg.colour(i) for i, p in enumerate(paths)}
     rows = [
-        (
-            lane.process.label,
-            [
-                (
-                    s.start_ns - header.start_ns,
-                    s.end_ns - header.start_ns,
-                    s.path,
-                    f"{fmt.printable(s.path)}: {fmt.duration(s.end_ns - s.start_ns)}",
-                )
-                for s in lane.spans
-            ],
-        )
+        (lane.process.label, [(s.start_ns - header.start_ns, s.end_ns - header.start_ns, s.path,
+                               f"{fmt.printable(s.path)}: {fmt.duration(s.end_ns - s.start_ns)}") for s in lane.spans])
         for lane in lanes
     ]
-    chart = svg.lanes("lanes", rows, "phases open per process over time", runtime_ns=header.runtime_ns, colours=colours)
+    chart = svg.lanes("lanes", rows, "phases open per process over time", runtime_ns=header.runtime_ns,
+                      colours=colours)
     legend = svg.legend([(fmt.printable(p), c) for p, c in colours.items()])
     return section("timeline", "Phases over time", chart + legend)
 

@@ -20,18 +20,8 @@ from ...model import Bucket, Series
 
 #: Colours for phases and series, in order; the last is "the rest".
 PALETTE = (
-    "#4e79a7",
-    "#f28e2b",
-    "#59a14f",
-    "#e15759",
-    "#76b7b2",
-    "#edc948",
-    "#b07aa1",
-    "#ff9da7",
-    "#9c755f",
-    "#86bcb6",
-    "#d37295",
-    "#8cd17d",
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+    "#86bcb6", "#d37295", "#8cd17d",
 )
 REST = "#bab0ac"
 STRAGGLER = "#d62728"
@@ -55,9 +45,8 @@ def _n(x: float) -> str:
 
 def mark(shape: str, tip: str, **attrs: str | float) -> str:
     """One data mark with its tip (``data-tip`` for the script, ``<title>`` without it)."""
-    extra = " ".join(
-        f'{k.rstrip("_").replace("_", "-")}="{attr(v) if isinstance(v, str) else _n(v)}"' for k, v in attrs.items()
-    )
+    extra = " ".join(f'{k.rstrip("_").replace("_", "-")}="{attr(v) if isinstance(v, str) else _n(v)}"'
+                     for k, v in attrs.items())
     return f'<{shape} class="mark" data-tip="{attr(tip)}" {extra}><title>{escape(tip)}</title></{shape}>'
 
 
@@ -109,16 +98,8 @@ class Bar:
     note: str = ""
 
 
-def bars(
-    kind: str,
-    rows: Sequence[Bar],
-    label: str,
-    *,
-    reference: float | None = None,
-    reference_label: str = "",
-    width: float = 720,
-    row: float = 14,
-) -> str:
+def bars(kind: str, rows: Sequence[Bar], label: str, *, reference: float | None = None,
+         reference_label: str = "", width: float = 720, row: float = 14) -> str:
     """Horizontal bars, one per row, labelled on the left; an optional dashed reference line
     (a mean); highlighted rows are drawn in the straggler colour with their note."""
     left, right = 230.0, 70.0
@@ -132,9 +113,8 @@ def bars(
         w = plot * r.value / top if top > 0 else 0.0
         body.append(text(left - 6, y + row - 3, fmt.clip_left(r.label, 38), anchor="end", cls="label"))
         fill = STRAGGLER if r.highlight else "#4e79a7"
-        body.append(
-            mark("rect", r.tip, x=left, y=y + 1, width=max(w, 0.5), height=row - 3, fill=fill, data_value=r.value)
-        )
+        body.append(mark("rect", r.tip, x=left, y=y + 1, width=max(w, 0.5), height=row - 3, fill=fill,
+                         data_value=r.value))
         if r.note:
             body.append(text(left + w + 4, y + row - 3, r.note, cls="note"))
     if reference is not None and top > 0:
@@ -157,14 +137,8 @@ def _log_position(value: float, first: int) -> float:
     return index - first + within
 
 
-def latency_histogram(
-    kind: str,
-    buckets: Sequence[Bucket],
-    quantiles: Sequence[tuple[str, float | None]],
-    label: str,
-    width: float = 360,
-    height: float = 150,
-) -> str:
+def latency_histogram(kind: str, buckets: Sequence[Bucket], quantiles: Sequence[tuple[str, float | None]],
+                      label: str, width: float = 360, height: float = 150) -> str:
     """Entry counts per log bucket (8 per doubling), with quantiles marked as lines."""
     if not buckets:
         return ""
@@ -181,26 +155,14 @@ def latency_histogram(
         x = left + (b.index - first) * bw
         high = "and above" if b.high_ns is None else f"to {fmt.duration(b.high_ns)}"
         tip = f"{fmt.duration(b.low_ns)} {high}: {fmt.count(b.count)} entries"
-        body.append(
-            mark(
-                "rect",
-                tip,
-                x=x,
-                y=top_pad + plot_h - h,
-                width=max(bw - 0.6, 0.6),
-                height=max(h, 0.8),
-                fill="#4e79a7",
-                data_count=b.count,
-            )
-        )
+        body.append(mark("rect", tip, x=x, y=top_pad + plot_h - h, width=max(bw - 0.6, 0.6), height=max(h, 0.8),
+                         fill="#4e79a7", data_count=b.count))
     for q, (name, value) in enumerate(quantiles):
         if value is None:
             continue
         x = left + _log_position(value, first) * bw
-        body.append(
-            f'<line class="q" x1="{_n(x)}" x2="{_n(x)}" y1="{_n(top_pad - 2)}" y2="{_n(top_pad + plot_h)}" '
-            f'data-q="{attr(name)}"/>'
-        )
+        body.append(f'<line class="q" x1="{_n(x)}" x2="{_n(x)}" y1="{_n(top_pad - 2)}" y2="{_n(top_pad + plot_h)}" '
+                    f'data-q="{attr(name)}"/>')
         body.append(text(x + 2, top_pad + 8 + 10 * q, name, cls=f"qlabel q{q}"))
     # Axis: the low edge of the first and last bucket shown, and one in the middle.
     for index in (first + 1, (first + last) // 2, last):
@@ -230,17 +192,8 @@ def _axis_time(left: float, plot_w: float, y: float, runtime_ns: int) -> list[st
     return [text(left + plot_w * k / 4, y, label(runtime_ns * k / 4), anchor="middle") for k in range(5)]
 
 
-def over_time(
-    kind: str,
-    bands: Sequence[Band],
-    label: str,
-    *,
-    start_ns: int,
-    runtime_ns: int,
-    unit: Fmt,
-    fixed_top: float | None = None,
-    height: float = 200,
-) -> str:
+def over_time(kind: str, bands: Sequence[Band], label: str, *, start_ns: int, runtime_ns: int,
+              unit: Fmt, fixed_top: float | None = None, height: float = 200) -> str:
     """Bands over the run's wall clock: x is time from the run's start, :data:`COLUMNS` SVG units
     wide; y from zero to the highest value (or ``fixed_top``). Each band is the envelope of its
     columns' minima and maxima, joined across columns that hold no sample."""
@@ -250,10 +203,8 @@ def over_time(
     plot_w = float(COLUMNS)
     width = left + plot_w + right
     plot_h = height - top_pad - bottom
-    top = (
-        fixed_top
-        if fixed_top is not None
-        else max((v for b in bands for v in b.series.high if v is not None), default=0.0)
+    top = fixed_top if fixed_top is not None else max(
+        (v for b in bands for v in b.series.high if v is not None), default=0.0
     )
     if top <= 0:
         top = 1.0
@@ -297,9 +248,8 @@ def over_time(
     return chart(kind, width, height, body, label)
 
 
-def stacked_rows(
-    kind: str, rows: Sequence[tuple[str, Sequence[Segment]]], label: str, *, width: float = 720, row: float = 18
-) -> str:
+def stacked_rows(kind: str, rows: Sequence[tuple[str, Sequence[Segment]]], label: str, *, width: float = 720,
+                 row: float = 18) -> str:
     """One horizontal stacked bar per row, all on one scale (the largest row's total)."""
     left, right = 230.0, 20.0
     plot = width - left - right
@@ -318,16 +268,8 @@ def stacked_rows(
     return chart(kind, width, row * len(rows) + 4, body, label)
 
 
-def lanes(
-    kind: str,
-    rows: Sequence[tuple[str, Sequence[tuple[float, float, str, str]]]],
-    label: str,
-    *,
-    runtime_ns: int,
-    colours: dict[str, str],
-    width: float = 720,
-    row: float = 14,
-) -> str:
+def lanes(kind: str, rows: Sequence[tuple[str, Sequence[tuple[float, float, str, str]]]], label: str, *,
+          runtime_ns: int, colours: dict[str, str], width: float = 720, row: float = 14) -> str:
     """One lane per process: ``(start, end, key, tip)`` spans in ns from the run's start, each a
     rectangle coloured by its key."""
     left = 230.0
@@ -345,14 +287,8 @@ def lanes(
     return chart(kind, width, row * len(rows) + 18, body, label)
 
 
-def paired_bars(
-    kind: str,
-    rows: Sequence[tuple[str, float | None, float | None, str, str, bool]],
-    label: str,
-    *,
-    width: float = 720,
-    row: float = 20,
-) -> str:
+def paired_bars(kind: str, rows: Sequence[tuple[str, float | None, float | None, str, str, bool]], label: str,
+                *, width: float = 720, row: float = 20) -> str:
     """Two bars per row (A above B) on one scale: ``(label, a, b, tip_a, tip_b, marked)``; a
     marked row's label is drawn in the straggler colour."""
     left, right = 230.0, 20.0
@@ -361,34 +297,22 @@ def paired_bars(
     body = []
     for i, (name, a, b, tip_a, tip_b, marked) in enumerate(rows):
         y = i * row
-        body.append(
-            text(left - 6, y + row / 2 + 3, fmt.clip_left(name, 38), anchor="end", cls="note" if marked else "label")
-        )
+        body.append(text(left - 6, y + row / 2 + 3, fmt.clip_left(name, 38), anchor="end",
+                         cls="note" if marked else "label"))
         for k, (value, tip, fill) in enumerate(((a, tip_a, "#9aa5b1"), (b, tip_b, "#4e79a7"))):
             if value is None:
                 continue
             w = plot * value / top if top > 0 else 0.0
-            body.append(
-                mark(
-                    "rect",
-                    tip,
-                    x=left,
-                    y=y + 2 + k * (row - 4) / 2,
-                    width=max(w, 0.5),
-                    height=(row - 4) / 2 - 1,
-                    fill=fill,
-                )
-            )
+            body.append(mark("rect", tip, x=left, y=y + 2 + k * (row - 4) / 2, width=max(w, 0.5),
+                             height=(row - 4) / 2 - 1, fill=fill))
     return chart(kind, width, row * len(rows) + 4, body, label)
 
 
 def legend(items: Sequence[tuple[str, str]]) -> str:
     """``(label, colour)`` swatches, as HTML."""
-    return (
-        '<ul class="legend">'
-        + "".join(f'<li><span class="swatch" style="background:{c}"></span>{escape(label)}</li>' for label, c in items)
-        + "</ul>"
-    )
+    return '<ul class="legend">' + "".join(
+        f'<li><span class="swatch" style="background:{c}"></span>{escape(label)}</li>' for label, c in items
+    ) + "</ul>"
 
 
 __all__ = [
