@@ -41,10 +41,6 @@ def progress_for(args: argparse.Namespace) -> Progress:
     return for_terminal(quiet=args.quiet)
 
 
-#: What ``open(path, "w")`` gives a new file (less the umask): the reports are the user's files.
-REPORT_FILE_MODE = 0o666
-
-
 def write(path: str, text: str, fmt: str) -> str:
     """Write ``text``, rendered as ``fmt``, to ``path`` through the report's one way out
     (:func:`~.report.render.write`: ended by a newline); returns the path. An unwritable

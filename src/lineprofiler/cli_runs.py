@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from .cli_output import EXIT_FAIL_OVER, EXIT_OK, PROG, REPORT_FILE_MODE, emit, output_format, print_line, progress_for
+from .cli_output import EXIT_FAIL_OVER, EXIT_OK, PROG, emit, output_format, print_line, progress_for
 
 
 def report_command(args: argparse.Namespace) -> int:
@@ -89,8 +89,8 @@ def compare_command(args: argparse.Namespace) -> int:
 
 def export_command(args: argparse.Namespace) -> int:
     from .report.read.merge import ReportError, load_run
+    from .report.render import write
     from .report.render.perfetto import iter_trace_json
-    from .runfiles.output import write_output
 
     progress = progress_for(args)
     try:
@@ -99,8 +99,7 @@ def export_command(args: argparse.Namespace) -> int:
         # Written as it is made (into a temporary file renamed over the name, or into a FIFO or
         # a device): a traced run's spans are never held all at once.
         try:
-            chunks = (chunk.encode("utf-8") for chunk in iter_trace_json(run))
-            write_output(args.perfetto, chunks, mode=REPORT_FILE_MODE)
+            write(args.perfetto, iter_trace_json(run), "json")
         except OSError as error:
             raise ReportError(f"cannot write {args.perfetto}: {error.strerror or error}") from None
     finally:

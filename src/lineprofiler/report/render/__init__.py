@@ -3,15 +3,16 @@
 :func:`render` gives the text of a model in a format (``"text"``, ``"json"`` or ``"html"``):
 the report's :class:`~..model.Report`, a traced run's :class:`~..compute.story.model.Story`, or
 a comparison of two runs (the ``dict`` :func:`.compare.compare_runs` makes); :func:`write` puts
-that text into the file the user named. The command line and 0.10.0's ``write_report`` and
-``write_trace`` both go through them. The renderers are imported when asked for, so that
-``lineprofiler top`` pays for none of them.
+that text (or a Perfetto export's parts, as they are made) into the file the user named. The
+command line, 0.10.0's ``write_report`` and ``write_trace``, and the line profilers' annotated
+pages go through them. The renderers are imported when asked for, so that ``lineprofiler top``
+pays for none of them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 #: The formats every model renders in.
@@ -38,18 +39,22 @@ def render(model: Any, fmt: str, *, caveats: Sequence[str] = (), title: str = ""
     return _comparison(model, fmt)
 
 
-def write(path: str | os.PathLike[str], text: str, fmt: str, *, parents: bool = False) -> str:
-    """``text`` (what :func:`render` gave for ``fmt``) into ``path``, ended by a newline: whole (a
-    temporary file renamed over it), or into it when it is a FIFO, a device or this process's
-    own stdout (:func:`~lineprofiler.runfiles.output.write_output`). ``parents``: missing
-    folders above it are made. Returns ``path``; raises OSError."""
+def write(path: str | os.PathLike[str], text: str | Iterable[str], fmt: str, *, parents: bool = False) -> str:
+    """``text`` (what :func:`render` gave for ``fmt``) into ``path``, ended by a newline (or, given
+    in parts, those parts as they come): whole (a temporary file renamed over it), or into it
+    when it is a FIFO, a device or this process's own stdout
+    (:func:`~lineprofiler.runfiles.output.write_output`). ``parents``: missing folders above it
+    are made. Returns ``path``; raises OSError."""
     from ...runfiles.output import write_output
 
     name = os.fspath(path)
     if parents:
         os.makedirs(os.path.dirname(os.path.abspath(name)), exist_ok=True)
-    whole = text if fmt == "html" or text.endswith("\n") else text + "\n"
-    write_output(name, whole.encode("utf-8"), mode=FILE_MODE)
+    if isinstance(text, str):
+        whole = text if fmt == "html" or text.endswith("\n") else text + "\n"
+        write_output(name, whole.encode("utf-8"), mode=FILE_MODE)
+    else:  # parts written as they are made (a trace export is never held all at once), as they are
+        write_output(name, (part.encode("utf-8") for part in text), mode=FILE_MODE)
     return name
 
 
