@@ -213,6 +213,43 @@ def test_the_checks_can_fail():
     assert adapter_names_in(source) == [1, 3, 4, 5]
 
 
+# -- the report's floors -----------------------------------------------------------------------
+REPORT = "lineprofiler.report"
+#: report/'s floors, lowest first: the ground (model, format, wording) below read, compute, render.
+REPORT_FLOORS = ("read", "compute", "render")
+
+
+def _report_floor(name: str) -> int | None:
+    """0 for the report's ground, 1.. for its floors in REPORT_FLOORS' order; None outside it."""
+    if name != REPORT and not name.startswith(REPORT + "."):
+        return None
+    part = name[len(REPORT) + 1 :].partition(".")[0]
+    return REPORT_FLOORS.index(part) + 1 if part in REPORT_FLOORS else 0
+
+
+def floor_violations(edges: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
+    """The imports inside report/ that point up a floor: the ground importing a floor, read
+    importing compute or render, compute importing render."""
+    edges = graph() if edges is None else edges
+    found = []
+    for src, dsts in edges.items():
+        here = _report_floor(src)
+        if here is None:
+            continue
+        for dst in dsts:
+            there = _report_floor(dst)
+            if there is not None and there > here:
+                found.append((src, dst))
+    return sorted(found)
+
+
+def test_report_floors_point_down():
+    assert floor_violations() == []
+    # ... and the check can fail: read importing render, the ground importing compute.
+    upward = {f"{REPORT}.read.merge": {f"{REPORT}.render.text"}, f"{REPORT}.model": {f"{REPORT}.compute.build"}}
+    assert floor_violations(upward) == sorted((src, dst) for src, dsts in upward.items() for dst in dsts)
+
+
 def main() -> int:
     edges = graph()
     problems = 0

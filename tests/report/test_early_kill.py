@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.read.merge import load_run
 
 PHASE_S = 1.5
 

@@ -184,56 +184,34 @@ def write_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], 
     The same report as ``lineprofiler report RUN_DIR`` (``--json``, ``--html``), built in this
     process. Parent folders of ``path`` are created; the file is written whole (a temporary file
     renamed over it; a FIFO or a device is written into). Raises ``ValueError`` for another format and
-    :class:`lineprofiler.report.merge.ReportError` (one line) when nothing can be reported.
+    :class:`lineprofiler.report.read.merge.ReportError` (one line) when nothing can be reported.
     """
     if format not in _REPORT_FORMATS:
         raise ValueError(f"format must be 'text', 'json' or 'html', got {format!r}")
-    from ..report.build import build_report
-    from ..report.merge import load_run
+    from ..report.compute.build import build_report
+    from ..report.read.merge import load_run
+    from ..report.render import render, write
 
     run = load_run(os.fspath(run_dir))
-    report = build_report(run)
-    if format == "json":
-        from ..report import json as report_json
-
-        text = report_json.dumps(report_json.document(report, run.caveats)) + "\n"
-    elif format == "html":
-        from ..report.html import render_html
-
-        text = render_html(report)
-    else:
-        from ..report.text import render_report
-
-        text = render_report(report) + "\n"
-    return _write_whole(os.fspath(path), text)
-
-
-def _write_whole(path: str, text: str) -> str:
-    """``text`` into ``path`` whole (a temporary file renamed over it, or into it when it is a
-    FIFO or a device), its folders made; the file mode is what ``open(path, "w")`` gives, as
-    these are the user's files."""
-    from ..runfiles.output import write_output
-
-    target = os.path.abspath(path)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    write_output(target, text.encode("utf-8"), mode=0o666)
-    return path
+    return write(path, render(build_report(run), format, caveats=run.caveats), format, parents=True)
 
 
 def write_trace(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], format: str = "html") -> str:  # noqa: A002
     """Write the story of a traced run (``Profiler(trace=True)``) to ``path`` as ``"html"`` (the
     lanes), ``"json"`` or ``"text"``; returns the path. The same as ``lineprofiler trace RUN_DIR``
     (``--html``, ``--json``). Raises ``ValueError`` for another format and
-    :class:`lineprofiler.report.merge.ReportError` (one line) when no worker recorded a trace."""
+    :class:`lineprofiler.report.read.merge.ReportError` (one line) when no worker recorded a trace."""
     if format not in _REPORT_FORMATS:
         raise ValueError(f"format must be 'text', 'json' or 'html', got {format!r}")
-    from ..report.merge import load_run
-    from ..report.story.output import render_story, run_story
+    from ..report.compute.story.assemble import run_story
+    from ..report.read.merge import load_run
+    from ..report.render import render, write
 
     run = load_run(os.fspath(run_dir), no_samples=True)
     result, caveats = run_story(run)
-    text = render_story(result, caveats, format, title=f"lineprofiler trace: {run.name}")
-    return _write_whole(os.fspath(path), text if format == "html" else text + "\n")
+    return write(
+        path, render(result, format, caveats=caveats, title=f"lineprofiler trace: {run.name}"), format, parents=True
+    )
 
 
 # ------------------------------------------------------------------ 0.10.0's top level: ambient line profiling
