@@ -265,6 +265,9 @@ def main() -> int:
     for name, line in named_adapters():
         problems += 1
         print(f"core names an adapter: {name}, line {line}")
+    for src, dst in floor_violations(edges):
+        problems += 1
+        print(f"report imports up a floor: {src} -> {dst}")
     for name, n in long_files():
         problems += 1
         print(f"longer than {MAX_LINES} lines: {name} ({n})")
