@@ -81,7 +81,7 @@ test-asan:
 # Seconds, not minutes: ruff (pyflakes, pycodestyle, bugbear, import order), mypy on src/, and
 # clang-format on every C file, all configured in pyproject.toml and .clang-format.
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check setup.py src tests benchmarks examples
 	$(VENV)/bin/mypy
 	clang-format --dry-run -Werror $$(find src tests -name '*.[ch]')
 
