@@ -29,10 +29,11 @@ OPTIONAL_PEERS := 'ray>=2.40' 'ray[tune]>=2.40' 'viztracer>=0.16'
 
 .PHONY: demo test test-asan lint bench clean
 
-$(VENV)/.installed: pyproject.toml $(C_SOURCES)
+$(VENV)/.installed: pyproject.toml setup.py $(C_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip 'setuptools>=77' wheel
-	CFLAGS="$(WERROR) $(EXTRA_CFLAGS)" LDFLAGS="$(EXTRA_LDFLAGS)" \
+	# A development build: the extensions get the test and benchmark seams (see setup.py).
+	LINEPROFILER_DEV_BUILD=1 CFLAGS="$(WERROR) $(EXTRA_CFLAGS)" LDFLAGS="$(EXTRA_LDFLAGS)" \
 		$(PY) -m pip install -q --no-build-isolation $(INSTALL_MODE) '.[resources,gpu,dev]'
 	# Peers that publish no build for every Python (3.15 has no Ray and no VizTracer yet): one by
 	# one, so a Python without one still gets the rest, and their tests skip naming the version.
@@ -48,15 +49,16 @@ $(VENV)/.installed: pyproject.toml $(C_SOURCES)
 		$(PY) -m pip install -q torch==2.13.0 || { [ -n "$$CI" ] && exit 1; echo "torch not installed: its tests will skip"; }; fi
 	touch $@
 
-# The package (a built copy, without -Werror: a user's compiler may warn where ours does not) and
-# what the examples import, nothing of the test environment. Built from a copy of the tree: an
-# in-tree build shares build/ with make test-asan's, and a non-editable build reuses any .so it
-# finds there newer than the sources, whatever flags made it.
-$(DEMO_VENV)/.installed: pyproject.toml $(PACKAGE_SOURCES)
+# The package (a built copy, without the test seams, and without -Werror: a user's compiler may
+# warn where ours does not) and what the examples import, nothing of the test environment. Built
+# from a copy of the tree: an in-tree build shares build/ with make test-asan's, and a
+# non-editable build reuses any .so it finds there newer than the sources, whatever flags made it.
+$(DEMO_VENV)/.installed: pyproject.toml setup.py $(PACKAGE_SOURCES)
 	rm -rf $(DEMO_VENV)
 	$(PYTHON) -m venv $(DEMO_VENV)
-	tree=$$(mktemp -d) && cp -r pyproject.toml README.md LICENSE src "$$tree" && \
-		$(DEMO_VENV)/bin/python -m pip install -q "$$tree"; rc=$$?; rm -rf "$$tree"; exit $$rc
+	# As a user gets it: no test seams, whatever this shell's environment says.
+	tree=$$(mktemp -d) && cp -r pyproject.toml setup.py README.md LICENSE src "$$tree" && \
+		LINEPROFILER_DEV_BUILD= $(DEMO_VENV)/bin/python -m pip install -q "$$tree"; rc=$$?; rm -rf "$$tree"; exit $$rc
 	$(DEMO_VENV)/bin/python -m pip install -q $(DEMO_PACKAGES) || \
 		echo "$(DEMO_PACKAGES) not installed: the demo's learner falls back to pure Python"
 	touch $@
@@ -83,7 +85,7 @@ test-asan:
 # Seconds, not minutes: ruff (pyflakes, pycodestyle, bugbear, import order), mypy on src/, and
 # clang-format on every C file, all configured in pyproject.toml and .clang-format.
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check setup.py src tests benchmarks examples
 	$(VENV)/bin/mypy
 	clang-format --dry-run -Werror $$(find src tests -name '*.[ch]')
 

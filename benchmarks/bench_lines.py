@@ -414,12 +414,15 @@ def main() -> int:
     ap.add_argument(
         "--floors",
         action="store_true",
-        help="3.12+: also time a C no-op and a C clock read on LINE and PY_RETURN (the events per-line time needs)",
+        help="3.12+: also time a C no-op and a C clock read on LINE and PY_RETURN (the events per-line time needs; "
+        "a development build only)",
     )
     ap.add_argument("--regions", action="store_true", help="also time lineprofiler with the workload inside a region")
     ap.add_argument("--json", metavar="PATH", help="also write every measured time here")
     ap.add_argument("--children", action="store_true", help=f"the workloads in {N_WORKERS} spawn workers instead")
     opts = ap.parse_args()
+    if opts.floors and not hasattr(_tracer, "_floor_noop"):
+        ap.error("--floors needs a development build of the tracer (LINEPROFILER_DEV_BUILD=1; make bench has one)")
     if opts.quick:
         opts.repeat, opts.min_seconds = 3, 0.1
     if opts.repeat < 1 or opts.min_seconds <= 0:

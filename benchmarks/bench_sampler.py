@@ -22,8 +22,8 @@ from pathlib import Path
 from _synthetic import write_synthetic_history
 
 from lineprofiler.accounting import _sampler, sampling
-from lineprofiler.accounting.psutil_sampler import PsutilSampler
-from lineprofiler.report.blocks.resources import reduce_io, reduce_memory
+from lineprofiler.accounting.sampling.psutil_sampler import PsutilSampler
+from lineprofiler.report.compute.blocks.resources import reduce_io, reduce_memory
 from lineprofiler.runfiles.samplefile import read_samples
 
 

@@ -60,20 +60,21 @@ def section(title: str) -> None:
 
 
 def build_in_place() -> None:
-    """Compile every ext module of pyproject.toml next to its package, with gcc and sysconfig."""
-    import tomllib
+    """Compile every extension of setup.py next to its package, with gcc and sysconfig."""
+    import runpy
 
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extensions = runpy.run_path(str(ROOT / "setup.py"), run_name="setup_extensions")["EXTENSIONS"]
     include = sysconfig.get_paths()["include"]
     if not Path(include, "Python.h").exists() and os.environ.get("LP_PYTHON_INCLUDE"):
         include = os.environ["LP_PYTHON_INCLUDE"]  # an interpreter installed without its headers
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    for ext in config["tool"]["setuptools"]["ext-modules"]:
-        target = SRC / (ext["name"].replace(".", "/") + suffix)
+    for ext in extensions:
+        target = SRC / (ext.name.replace(".", "/") + suffix)
         cmd = ["gcc", "-shared", "-fPIC", "-O2", "-std=c11", "-Wall", "-Wextra", f"-I{include}"]
-        cmd += [f"-I{ROOT / d}" for d in ext.get("include-dirs", [])]
-        cmd += [str(ROOT / s) for s in ext["sources"]] + ["-o", str(target)]
-        cmd += [f"-l{lib}" for lib in ext.get("libraries", [])]
+        cmd += [f"-I{ROOT / d}" for d in ext.include_dirs]
+        cmd += [f"-D{name}={value}" for name, value in ext.define_macros]
+        cmd += [str(ROOT / s) for s in ext.sources] + ["-o", str(target)]
+        cmd += [f"-l{lib}" for lib in ext.libraries]
         print("build:", " ".join(cmd[-4:]), flush=True)
         subprocess.run(cmd, check=True)
 

@@ -1,6 +1,8 @@
 """The package's shape, from its own source: no import cycle among its Python modules (imports
 inside functions included), the core (accounting/, lines/, runfiles/) imports nothing from
-integrations/, and no Python file is longer than MAX_LINES.
+integrations/, no module of the core or of report/ names integrations/ at all (not in a string
+given to importlib or ``__import__``, not in a docstring: an integration registers itself), and
+no Python or C file is longer than MAX_LINES.
 
 Also a command: ``python tests/test_architecture.py`` prints every cycle, upward import and long
 file it finds, and exits 1 when there is one.
@@ -17,6 +19,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "lineprofiler"
 MAX_LINES = 650
 CORE = ("lineprofiler.accounting", "lineprofiler.lines", "lineprofiler.runfiles")
 ADAPTERS = "lineprofiler.integrations"
+#: The modules that may not even name an adapter: the core, and the report it feeds.
+NAMES_NO_ADAPTER = (*CORE, "lineprofiler.report")
 
 
 def module_name(path: Path) -> str:
@@ -143,8 +147,33 @@ def upward_imports(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     )
 
 
+def adapter_names_in(source: str, filename: str = "<source>") -> list[int]:
+    """The lines of ``source`` where a string literal names an adapter module: an argument of
+    ``importlib.import_module`` or ``__import__``, a table of module names, a docstring. Import
+    statements are :func:`upward_imports`'s."""
+    tree = ast.parse(source, filename)
+    return sorted(
+        {
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and ADAPTERS in node.value
+        }
+    )
+
+
+def named_adapters() -> list[tuple[str, int]]:
+    return [
+        (name, line)
+        for name, path in modules().items()
+        if name.startswith(NAMES_NO_ADAPTER)
+        for line in adapter_names_in(path.read_text(encoding="utf-8"), str(path))
+    ]
+
+
 def long_files() -> list[tuple[str, int]]:
-    sizes = ((name, len(path.read_text(encoding="utf-8").splitlines())) for name, path in modules().items())
+    """Python modules and C sources (the extensions' .c and .h) over MAX_LINES."""
+    named = [*modules().items(), *((str(p.relative_to(PACKAGE.parent)), p) for p in sorted(PACKAGE.rglob("*.[ch]")))]
+    sizes = ((name, len(path.read_text(encoding="utf-8").splitlines())) for name, path in named)
     return sorted((name, n) for name, n in sizes if n > MAX_LINES)
 
 
@@ -154,6 +183,10 @@ def test_no_import_cycle():
 
 def test_the_core_imports_no_adapter():
     assert upward_imports(graph()) == []
+
+
+def test_the_core_and_the_report_never_name_an_adapter():
+    assert named_adapters() == []
 
 
 def test_no_python_file_is_too_long():
@@ -167,6 +200,54 @@ def test_the_checks_can_fail():
     # re-export of its own submodule.
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     assert cycles({"p": {"p.m"}, "p.m": {"p"}}, frozenset({"p"})) == []
+    # The name finder sees an adapter named through importlib, __import__, a table or a
+    # docstring (launchers.py's table of 0.11.0 named the Ray adapter so), not other text.
+    source = (
+        '"""Uses :mod:`lineprofiler.integrations.ipython`."""\n'
+        "import importlib\n"
+        'importlib.import_module("lineprofiler.integrations.ray")\n'
+        '__import__("lineprofiler.integrations")\n'
+        '_ON_IMPORT = {"ray": ("ray", "lineprofiler.integrations.ray")}\n'
+        'OTHER = "lineprofiler.accounting"\n'
+    )
+    assert adapter_names_in(source) == [1, 3, 4, 5]
+
+
+# -- the report's floors -----------------------------------------------------------------------
+REPORT = "lineprofiler.report"
+#: report/'s floors, lowest first: the ground (model, format, wording) below read, compute, render.
+REPORT_FLOORS = ("read", "compute", "render")
+
+
+def _report_floor(name: str) -> int | None:
+    """0 for the report's ground, 1.. for its floors in REPORT_FLOORS' order; None outside it."""
+    if name != REPORT and not name.startswith(REPORT + "."):
+        return None
+    part = name[len(REPORT) + 1 :].partition(".")[0]
+    return REPORT_FLOORS.index(part) + 1 if part in REPORT_FLOORS else 0
+
+
+def floor_violations(edges: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
+    """The imports inside report/ that point up a floor: the ground importing a floor, read
+    importing compute or render, compute importing render."""
+    edges = graph() if edges is None else edges
+    found = []
+    for src, dsts in edges.items():
+        here = _report_floor(src)
+        if here is None:
+            continue
+        for dst in dsts:
+            there = _report_floor(dst)
+            if there is not None and there > here:
+                found.append((src, dst))
+    return sorted(found)
+
+
+def test_report_floors_point_down():
+    assert floor_violations() == []
+    # ... and the check can fail: read importing render, the ground importing compute.
+    upward = {f"{REPORT}.read.merge": {f"{REPORT}.render.text"}, f"{REPORT}.model": {f"{REPORT}.compute.build"}}
+    assert floor_violations(upward) == sorted((src, dst) for src, dsts in upward.items() for dst in dsts)
 
 
 def main() -> int:
@@ -181,6 +262,12 @@ def main() -> int:
     for src, dst in upward_imports(edges):
         problems += 1
         print(f"core imports an adapter: {src} -> {dst}")
+    for name, line in named_adapters():
+        problems += 1
+        print(f"core names an adapter: {name}, line {line}")
+    for src, dst in floor_violations(edges):
+        problems += 1
+        print(f"report imports up a floor: {src} -> {dst}")
     for name, n in long_files():
         problems += 1
         print(f"longer than {MAX_LINES} lines: {name} ({n})")

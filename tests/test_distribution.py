@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import email.parser
+import json
 import os
 import re
 import subprocess
@@ -135,6 +136,33 @@ def test_wheel_holds_the_package_and_no_c_sources(dists):
     # What only working on lineprofiler needs never comes with a user's extra.
     for tool in ("mpi4py", "pytest", "mypy", "ruff"):
         assert {r.split(";")[1].strip() for r in requires if r.startswith(tool)} == {'extra == "dev"'}, tool
+
+
+#: Name prefixes of the test and benchmark seams that only a development build's extensions have
+#: (LINEPROFILER_DEV_BUILD=1, see setup.py).
+SEAM_PREFIXES = ("_set_", "_advance_", "_floor_")
+
+
+@pytest.mark.slow
+@built_here
+def test_the_wheels_extensions_have_no_test_seams(dists, tmp_path):
+    site = tmp_path / "site"
+    with zipfile.ZipFile(dists["wheel"]) as wheel:
+        wheel.extractall(site)
+    modules = [extension.replace("/", ".") for extension in EXTENSIONS]
+    script = """
+import importlib, json, sys
+found = {}
+for name in sys.argv[2:]:
+    module = importlib.import_module(name)
+    found[name] = [module.__file__, [n for n in dir(module) if n.startswith(tuple(sys.argv[1].split(",")))]]
+json.dump(found, sys.stdout)
+"""
+    env = {**_clean_env(), "PYTHONPATH": str(site)}
+    ran = _run([sys.executable, "-c", script, ",".join(SEAM_PREFIXES), *modules], cwd=tmp_path, env=env)
+    found = json.loads(ran.stdout)
+    assert all(Path(where).is_relative_to(site) for where, _ in found.values()), found
+    assert {name: seams for name, (_, seams) in found.items()} == {name: [] for name in modules}
 
 
 @pytest.mark.slow

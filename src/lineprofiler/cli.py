@@ -386,7 +386,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "trace":
         return trace_command(args)
     if args.command == "top":
-        from .report.top import run_top
+        from .report.render.top import run_top
 
         return run_top(args.run_dir, args.interval, once=args.once)
     if args.command == "attach":

@@ -94,5 +94,5 @@ def _view_html(args: argparse.Namespace, saved: Any) -> int:
         wall_ns=saved.wall_time_ns if len(saved.processes) == 1 else None,
         preamble=render_processes(saved),
     )
-    print_line(write(args.html, text))
+    print_line(write(args.html, text, "html"))
     return EXIT_OK

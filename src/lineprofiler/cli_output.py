@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING
 from ._terminal import printable
 
 if TYPE_CHECKING:
-    from .report.progress import Progress
+    from .report.read.progress import Progress
 
 PROG = "lineprofiler"
 EXIT_OK = 0
@@ -36,24 +36,20 @@ def print_line(text: str, *, file: IO[str] | None = None) -> None:
 
 def progress_for(args: argparse.Namespace) -> Progress:
     """The command's progress line (``-q`` turns it off; see :mod:`.report.progress`)."""
-    from .report.progress import for_terminal
+    from .report.read.progress import for_terminal
 
     return for_terminal(quiet=args.quiet)
 
 
-#: What ``open(path, "w")`` gives a new file (less the umask): the reports are the user's files.
-REPORT_FILE_MODE = 0o666
-
-
-def write(path: str, text: str) -> str:
-    """Write ``text`` to ``path`` whole (a temporary file renamed over it), or into it when it is
-    a FIFO or a device (:func:`~.runfiles.output.write_output`); returns the path. An unwritable
+def write(path: str, text: str, fmt: str) -> str:
+    """Write ``text``, rendered as ``fmt``, to ``path`` through the report's one way out
+    (:func:`~.report.render.write`: ended by a newline); returns the path. An unwritable
     path is the user's to fix: one line, exit status 2."""
-    from .report.merge import ReportError
-    from .runfiles.output import write_output
+    from .report.read.merge import ReportError
+    from .report.render import write as write_text
 
     try:
-        write_output(path, text.encode("utf-8"), mode=REPORT_FILE_MODE)
+        write_text(path, text, fmt)
     except OSError as error:
         raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
     return path
@@ -62,7 +58,7 @@ def write(path: str, text: str) -> str:
 def output_format(args: argparse.Namespace, default_html: str | None) -> tuple[str, str | None]:
     """(format, path to write or None to print) from --json/--html and --format/-o, which agree
     or are refused in one line."""
-    from .report.merge import ReportError
+    from .report.read.merge import ReportError
 
     chosen = "json" if args.json else "html" if args.html is not None else None
     if args.format is not None and chosen is not None and args.format != chosen:
@@ -83,7 +79,7 @@ def emit(fmt: str, path: str | None, text: str) -> None:
     """A rendered report or comparison: to ``path`` (whose name is then printed), else to
     stdout, text escaped line by line and JSON as it is (json.dumps escaped it already)."""
     if path is not None:
-        print_line(write(path, text if fmt == "html" or text.endswith("\n") else text + "\n"))
+        print_line(write(path, text, fmt))
     elif fmt == "json":
         print(text)
     else:

@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
-from .cli_output import (
-    EXIT_FAIL_OVER,
-    EXIT_OK,
-    PROG,
-    REPORT_FILE_MODE,
-    emit,
-    output_format,
-    print_line,
-    progress_for,
-)
+from .cli_output import EXIT_FAIL_OVER, EXIT_OK, PROG, emit, output_format, print_line, progress_for
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from .report.build import build_report
-    from .report.merge import load_run
-    from .report.text import RenderOptions, render_report
+    from .report.compute.blocks import RenderOptions
+    from .report.compute.build import build_report
+    from .report.read.merge import load_run
+    from .report.render import render
 
     fmt, path = output_format(args, os.path.join(args.run_dir, "report.html"))
     progress = progress_for(args)
@@ -34,18 +25,7 @@ def report_command(args: argparse.Namespace) -> int:
         report = build_report(run, options)
     finally:
         progress.close()
-    if fmt == "json":
-        from .report import json as report_json
-
-        # json.dumps escapes every control and non-ASCII character: nothing here needs escaping.
-        text = report_json.dumps(report_json.document(report, run.caveats))
-    elif fmt == "html":
-        from .report.html import render_html
-
-        text = render_html(report)
-    else:
-        text = render_report(report)
-    emit(fmt, path, text)
+    emit(fmt, path, render(report, fmt, caveats=run.caveats))
     return _gate(getattr(report, "story", None), args.fail_over)
 
 
@@ -68,8 +48,9 @@ def _gate(story: Any, fail_over: float | None) -> int:
 
 
 def trace_command(args: argparse.Namespace) -> int:
-    from .report.merge import load_run
-    from .report.story.output import render_story, run_story
+    from .report.compute.story.assemble import run_story
+    from .report.read.merge import load_run
+    from .report.render import render
 
     fmt, path = output_format(args, os.path.join(args.run_dir, "trace.html"))
     progress = progress_for(args)
@@ -79,14 +60,15 @@ def trace_command(args: argparse.Namespace) -> int:
         result, caveats = run_story(run)
     finally:
         progress.close()
-    text = render_story(result, caveats, fmt, title=f"lineprofiler trace: {run.name}", max_spans=args.max_spans)
+    text = render(result, fmt, caveats=caveats, title=f"lineprofiler trace: {run.name}", max_spans=args.max_spans)
     emit(fmt, path, text)
     return _gate(result, args.fail_over)
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from .report.compare import compare_runs, render_compare
-    from .report.merge import ReportError, load_run
+    from .report.read.merge import ReportError, load_run
+    from .report.render import render
+    from .report.render.compare import compare_runs
 
     fmt, out = output_format(args, None)
     runs = []
@@ -101,22 +83,14 @@ def compare_command(args: argparse.Namespace) -> int:
         document = compare_runs(*runs)
     finally:
         progress.close()
-    if fmt == "json":
-        text = json.dumps(document, indent=2, allow_nan=False)  # ASCII, controls escaped
-    elif fmt == "html":
-        from .report.html import render_compare_html
-
-        text = render_compare_html(document)
-    else:
-        text = render_compare(document)
-    emit(fmt, out, text)
+    emit(fmt, out, render(document, fmt))
     return EXIT_OK
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from .report.merge import ReportError, load_run
-    from .report.perfetto import iter_trace_json
-    from .runfiles.output import write_output
+    from .report.read.merge import ReportError, load_run
+    from .report.render import write
+    from .report.render.perfetto import iter_trace_json
 
     progress = progress_for(args)
     try:
@@ -125,8 +99,7 @@ def export_command(args: argparse.Namespace) -> int:
         # Written as it is made (into a temporary file renamed over the name, or into a FIFO or
         # a device): a traced run's spans are never held all at once.
         try:
-            chunks = (chunk.encode("utf-8") for chunk in iter_trace_json(run))
-            write_output(args.perfetto, chunks, mode=REPORT_FILE_MODE)
+            write(args.perfetto, iter_trace_json(run), "json")
         except OSError as error:
             raise ReportError(f"cannot write {args.perfetto}: {error.strerror or error}") from None
     finally:

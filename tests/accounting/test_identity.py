@@ -91,7 +91,7 @@ def test_open_mpis_node_rank_is_not_the_node_index():
 def no_launchers(monkeypatch):
     """An empty registry of launchers, and an environment that names no run, host, role or rank."""
     monkeypatch.setattr(launchers, "_registered", {})
-    monkeypatch.setattr(launchers, "_ON_IMPORT", {})
+    monkeypatch.setattr(launchers, "RUNTIMES", ())
     for name in ("LINEPROFILER_RUN_ID", "LINEPROFILER_HOST", "LINEPROFILER_ROLE", "LINEPROFILER_RUN_DIR",
                  "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
                  "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"):
@@ -125,16 +125,27 @@ def test_a_launcher_that_is_not_connected_is_not_asked(no_launchers):
     assert identity.clean_role(None) == "main"
 
 
-def test_a_launcher_named_by_module_is_imported_only_once_its_runtime_is(no_launchers, monkeypatch, tmp_path, request):
+def test_a_launcher_declared_by_entry_point_is_imported_only_once_its_runtime_is(
+    no_launchers, monkeypatch, tmp_path, request
+):
     (tmp_path / "lp_fake_integration.py").write_text(
         "from lineprofiler.accounting import launchers\n"
         "launchers.register(launchers.Launcher('fake', lambda: True, run=lambda: ('fake-run', 'job1')))\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(launchers, "_ON_IMPORT", {"fake": ("lp_fake_runtime", "lp_fake_integration")})
+    monkeypatch.setattr(launchers, "RUNTIMES", ("fake",))
+    declared = {"fake": "lp_fake_integration"}  # what an installed package's entry point would say
+    monkeypatch.setattr(launchers, "_integration_of", declared.get)
     request.addfinalizer(lambda: sys.modules.pop("lp_fake_integration", None))
     assert identity.resolve_run_id().source == "generated"
     assert "lp_fake_integration" not in sys.modules
-    monkeypatch.setitem(sys.modules, "lp_fake_runtime", types.ModuleType("lp_fake_runtime"))
+    monkeypatch.setitem(sys.modules, "fake", types.ModuleType("fake"))
     assert identity.resolve_run_id().source == "fake"
     assert "fake" in launchers.names()
+
+
+def test_the_ray_integration_declares_its_launcher():
+    """The installed package names, by entry point, the module that registers Ray's launcher."""
+    assert "ray" in launchers.RUNTIMES
+    module = launchers._integration_of("ray")
+    assert module is not None and module.startswith("lineprofiler.")

@@ -22,7 +22,7 @@ try:
 except ImportError:  # a spawn or forkserver child importing this module for its target: no conftest
     START_METHODS, start_method = [], None  # type: ignore[assignment]
 
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.read.merge import load_run
 from lineprofiler.runfiles import layout, livefile
 
 RUN_ID = "livekill"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.read.merge import load_run
 
 LIMIT = 96 * 1024 * 1024
 

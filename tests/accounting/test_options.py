@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lineprofiler.accounting import Profiler
-from lineprofiler.accounting.backends import Backend
-from lineprofiler.accounting.trace_window import Window
+from lineprofiler.accounting.windows import Backend
+from lineprofiler.accounting.windows.trace_window import Window
 
 BAD_BACKENDS = [("nsys", ValueError), (3, TypeError), (3.5, TypeError), (b"torch", TypeError)]
 BAD_WINDOWS = [

@@ -24,9 +24,9 @@ NOT_AT_IMPORT = (
     "lineprofiler.lines", "lineprofiler.report", "lineprofiler.runfiles", "lineprofiler.integrations",
     "lineprofiler.accounting.identity", "lineprofiler.accounting._process", "lineprofiler.accounting._snapshots",
     "lineprofiler.accounting._wiring", "lineprofiler.accounting._sampler", "lineprofiler.accounting.sampling",
-    "lineprofiler.accounting.native_sampler", "lineprofiler.accounting.psutil_sampler",
+    "lineprofiler.accounting.sampling.psutil_sampler",
     "lineprofiler.accounting.capabilities", "lineprofiler.accounting.metadata", "lineprofiler.accounting.gpu",
-    "lineprofiler.accounting.windows", "lineprofiler.accounting.trace_window", "lineprofiler.accounting.backends",
+    "lineprofiler.accounting.windows", "lineprofiler.accounting.windows.trace_window",
 )
 # Modules a default `Profiler(run_dir=...)` must not load while it is constructed: the
 # capability probes and the metadata files wait for the first snapshot, value classes are not
@@ -36,8 +36,7 @@ NOT_AT_CONSTRUCTION = (
     "typing", "dataclasses", "inspect", "pathlib", "urllib", "socket", "secrets", "random", "ctypes", "traceback",
     "importlib.metadata", "importlib.util", "contextlib", "lineprofiler.lines", "lineprofiler.report",
     "lineprofiler.integrations", "lineprofiler.accounting.metadata", "lineprofiler.accounting.windows",
-    "lineprofiler.accounting.trace_window", "lineprofiler.accounting.backends",
-    "lineprofiler.accounting.psutil_sampler",
+    "lineprofiler.accounting.windows.trace_window", "lineprofiler.accounting.sampling.psutil_sampler",
     # json imports re, and re and signal import enum: the start file is written without json.
     "json", "re", "enum", "signal", "warnings",
 )
@@ -117,7 +116,6 @@ print(json.dumps({"disabled": sorted(set(sys.modules) - seen)}))
 """
     names = probe(tmp_path, code)["disabled"]
     never = ("lineprofiler.accounting._wiring", "lineprofiler.accounting.sampling", "lineprofiler.accounting._sampler",
-             "lineprofiler.accounting.native_sampler",
              "lineprofiler.accounting._snapshots", "lineprofiler.accounting._process", "lineprofiler.accounting.gpu",
              "lineprofiler.runfiles.workerfile", "typing", "dataclasses", "signal")
     assert loaded(names, never) == []

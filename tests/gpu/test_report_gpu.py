@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 from lp_report_builders import SimWorker, gpu_document
 
-from lineprofiler.report.blocks import RenderOptions, gpu, sample_infos
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.compute.blocks import RenderOptions, gpu, sample_infos
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import text_blocks
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S  # a whole second, so buckets start at T0
@@ -48,7 +49,7 @@ def summary(run_dir, interval_s=None):
 
 
 def render(run_dir, **options):
-    return gpu.render(load_run(run_dir), RenderOptions(**options))
+    return text_blocks.render_gpu(load_run(run_dir), RenderOptions(**options))
 
 
 def vram(allocated, reserved):
@@ -188,7 +189,7 @@ def test_an_unreadable_sample_file_costs_that_worker_only(tmp_path):
     run = load_run(tmp_path)
     broken = next(w for w in run.workers if w.pid == 11)
     broken.path.with_suffix(".samples").write_bytes(b"not a sample file")
-    assert rows(gpu.render(run, RenderOptions()))["GPU 0"] == ["50.0%", "50.0%", "50.0%"]
+    assert rows(text_blocks.render_gpu(run, RenderOptions()))["GPU 0"] == ["50.0%", "50.0%", "50.0%"]
 
 
 def test_interval_option_sets_the_bucket_width(tmp_path):

@@ -12,7 +12,7 @@ from lp_installed import HAS_VIZTRACER, NVIDIA_DRIVER, ON_A_GPU_HOST, TORCH_HAS_
 from lp_integration_helpers import phases_by_path, worker_documents
 
 from lineprofiler.accounting import Profiler
-from lineprofiler.accounting.backends import Backend
+from lineprofiler.accounting.windows import Backend
 from lineprofiler.runfiles import workerfile
 
 CAPABILITIES = {"torch", "torch_cuda", "nvml", "viztracer", "nvtx", "psutil"}

@@ -23,7 +23,7 @@ from lp_installed import START_METHODS
 from lp_pipeline_helpers import clean_env, documents, run
 
 from helpers.cli import run_cli
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.read.merge import load_run
 
 JOB = Path(__file__).resolve().with_name("one_run_job.py")
 STEPS = 5  # one_run_job.STEPS

@@ -15,9 +15,10 @@ from lp_report_builders import MS, T0, S, SimWorker
 
 from helpers.cli import run_cli
 from lineprofiler.cli import main
-from lineprofiler.report import attempts, merge
-from lineprofiler.report.merge import ReportError, load_run
-from lineprofiler.report.text import ATTEMPT_ROWS, render
+from lineprofiler.report.read import attempts, merge
+from lineprofiler.report.read.merge import ReportError, load_run
+from lineprofiler.report.render.blocks import render
+from lineprofiler.report.render.text import ATTEMPT_ROWS
 from lineprofiler.runfiles import workerfile
 
 

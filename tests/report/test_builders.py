@@ -12,7 +12,7 @@ import json
 
 from lp_report_builders import MS, SimWorker, actor_loop, gpu_document, key_paths, key_shape
 
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.read.merge import load_run
 
 
 def simulated_file(tmp_path):

@@ -8,12 +8,12 @@ import json
 
 from lp_report_builders import MS, US, S, SimWorker
 
-from lineprofiler.report import build
-from lineprofiler.report import json as report_json
-from lineprofiler.report.blocks import RenderOptions, timeline
-from lineprofiler.report.blocks.timeline import ProcessTimeline
-from lineprofiler.report.merge import load_run
-from lineprofiler.report.text import render
+from lineprofiler.report.compute import build
+from lineprofiler.report.compute.blocks import RenderOptions, timeline
+from lineprofiler.report.compute.blocks.timeline import ProcessTimeline
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import json as report_json
+from lineprofiler.report.render.blocks import render
 
 DATALOADERS = 4
 GETITEMS_EACH = 5_760  # 23,040 in all

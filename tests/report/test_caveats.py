@@ -2,9 +2,9 @@
 
 from lp_report_builders import MS, S, SimWorker, actor_loop
 
-from lineprofiler.report import merge
-from lineprofiler.report.merge import load_run
-from lineprofiler.report.text import render
+from lineprofiler.report.read import merge
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render.blocks import render
 from lineprofiler.runfiles import workerfile
 
 

@@ -5,8 +5,8 @@ import json
 import pytest
 from lp_report_builders import MS, SimWorker, expected_quantile
 
-from lineprofiler.report import compare
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import compare
 from lineprofiler.runfiles import histogram
 
 EDGES = histogram.EDGES

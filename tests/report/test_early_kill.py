@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import run_cli
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.read.merge import load_run
 
 PHASE_S = 1.5
 

@@ -25,8 +25,9 @@ from pathlib import Path
 import pytest
 from lp_report_builders import MS, US, S, SimWorker, actor_loop, gpu_document, key_paths, key_shape, learner_loop
 
-from lineprofiler.report import compare, merge
-from lineprofiler.report.text import render
+from lineprofiler.report.read import merge
+from lineprofiler.report.render import compare
+from lineprofiler.report.render.blocks import render
 from lineprofiler.runfiles import samplefile, workerfile
 
 CASES_PER_FAMILY = 1500

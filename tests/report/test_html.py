@@ -16,9 +16,10 @@ from lp_report_builders import MS, SimWorker
 
 from helpers.cli import run_cli
 from lineprofiler.report import format as fmt
-from lineprofiler.report.blocks import timeline
-from lineprofiler.report.html import page
+from lineprofiler.report.compute.blocks import timeline
 from lineprofiler.report.model import Lane, Span
+from lineprofiler.report.render import blocks
+from lineprofiler.report.render.html import page
 
 from . import html_runs
 
@@ -214,10 +215,10 @@ def test_a_failing_section_costs_that_section_and_is_named_at_the_top(demo, monk
         raise ValueError("boom")
 
     monkeypatch.setattr(page, "memory_html", broken)
-    from lineprofiler.report.build import build_report
-    from lineprofiler.report.merge import load_run
+    from lineprofiler.report.compute.build import build_report
+    from lineprofiler.report.read.merge import load_run
 
-    html = page.render_html(build_report(load_run(run_dir)))
+    html = blocks.render_html(build_report(load_run(run_dir)))
     parsed = Page(html)
     assert "the html section memory failed and is missing: ValueError: boom" in parsed.items["caveats"]
     assert 'id="memory"' not in html and 'id="gpu"' in html
@@ -225,8 +226,8 @@ def test_a_failing_section_costs_that_section_and_is_named_at_the_top(demo, monk
 
 def test_lanes_are_drawn_when_the_run_has_a_timeline(tmp_path, capsys, monkeypatch):
     run_dir = html_runs.write_run(tmp_path / "profile")
-    from lineprofiler.report.build import process
-    from lineprofiler.report.merge import load_run
+    from lineprofiler.report.compute.build import process
+    from lineprofiler.report.read.merge import load_run
 
     run = load_run(run_dir)
 
@@ -340,7 +341,7 @@ def test_a_role_of_many_processes_is_one_rss_envelope_and_its_largest_process(tm
 
 
 def test_the_rss_envelope_is_the_lowest_and_highest_of_each_column():
-    from lineprofiler.report import series
+    from lineprofiler.report.compute import series
     from lineprofiler.report.model import Series
 
     a = Series(0, 10.0, [1.0, None, 5.0], [2.0, None, 6.0])

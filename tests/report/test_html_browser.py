@@ -56,10 +56,10 @@ def demo(tmp_path_factory):
     run_dir = html_runs.write_run(root / "profile")
     out = root / "report.html"
     assert main(["report", str(run_dir), "--html", str(out)]) == 0
-    from lineprofiler.report.build import build_report
-    from lineprofiler.report.json import document
-    from lineprofiler.report.merge import load_run
-    from lineprofiler.report.text import render_report
+    from lineprofiler.report.compute.build import build_report
+    from lineprofiler.report.read.merge import load_run
+    from lineprofiler.report.render.blocks import render_report
+    from lineprofiler.report.render.json import document
 
     run = load_run(run_dir)
     report = build_report(run)

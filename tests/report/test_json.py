@@ -7,9 +7,11 @@ import re
 from pathlib import Path
 
 from lineprofiler.cli import main
-from lineprofiler.report import build, compare, model
-from lineprofiler.report import json as report_json
-from lineprofiler.report.merge import load_run
+from lineprofiler.report import model
+from lineprofiler.report.compute import build
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import compare
+from lineprofiler.report.render import json as report_json
 from lineprofiler.runfiles import histogram
 
 from . import html_runs

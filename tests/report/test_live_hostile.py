@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.read.merge import load_run
 from lineprofiler.runfiles import histogram, livefile
 
 RUN_ID = "hostile"

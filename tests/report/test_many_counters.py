@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import run_cli as lineprofiler
-from lineprofiler.report.html.page import CHART_COUNTERS
-from lineprofiler.report.text import COUNTER_ROWS
+from lineprofiler.report.render.html.page import CHART_COUNTERS
+from lineprofiler.report.render.text import COUNTER_ROWS
 
 OUTSIDE = 10_000
 INSIDE = 500

@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from lineprofiler.report.blocks import RenderOptions, resources
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.compute.blocks import RenderOptions, resources
+from lineprofiler.report.read.merge import load_run
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 

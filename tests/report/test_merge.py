@@ -5,8 +5,8 @@ import json
 import pytest
 from lp_report_builders import MS, T0, S, SimWorker, actor_loop, expected_quantile
 
-from lineprofiler.report import reading
-from lineprofiler.report.merge import ReportError, load_run
+from lineprofiler.report.read import reading
+from lineprofiler.report.read.merge import ReportError, load_run
 from lineprofiler.runfiles import workerfile
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report import merge, parallel
-from lineprofiler.report.blocks import RenderOptions, resources, sampled
+from lineprofiler.report.compute.blocks import RenderOptions, resources, sampled
+from lineprofiler.report.read import merge, parallel
 from lineprofiler.runfiles import layout, workerfile
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -89,7 +89,7 @@ def test_both_the_worker_files_and_the_sample_files_go_to_the_pool(run_dir, monk
 
 POOL_SCRIPT = """
 import os, sys
-from lineprofiler.report import parallel
+from lineprofiler.report.read import parallel
 
 def where(item):
     return item, os.getpid()

@@ -22,11 +22,11 @@ from lp_report_builders import MS, T0, S, SimWorker
 
 from helpers.cli import run_cli
 from lineprofiler.cli import main
-from lineprofiler.report import perfetto
-from lineprofiler.report.blocks import timeline
-from lineprofiler.report.build import process
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.compute.blocks import timeline
+from lineprofiler.report.compute.build import process
 from lineprofiler.report.model import Lane, Span
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import perfetto
 from lineprofiler.runfiles.samplefile import BASE_COLUMNS
 
 from . import html_runs

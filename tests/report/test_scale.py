@@ -15,9 +15,10 @@ import sys
 import pytest
 from lp_report_builders import SimWorker
 
-from lineprofiler.report.compare import compare_runs, render_compare
-from lineprofiler.report.merge import load_run
-from lineprofiler.report.text import render, short_names
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render.blocks import render
+from lineprofiler.report.render.compare import compare_runs, render_compare
+from lineprofiler.report.render.text import short_names
 from lineprofiler.runfiles import histogram, workerfile
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report.blocks import RenderOptions, resources, timeline
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.compute.blocks import RenderOptions, resources, timeline
+from lineprofiler.report.read.merge import load_run
 from lineprofiler.runfiles import samplefile
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sampler reads /proc")

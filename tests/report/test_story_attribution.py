@@ -8,7 +8,7 @@ import random
 from bisect import bisect_right
 from collections import defaultdict
 
-from lineprofiler.report.story.attribution import overlaps
+from lineprofiler.report.compute.story.attribution import overlaps
 
 
 def _walk(spans, opened, segments):

@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 from lineprofiler.cli import main
-from lineprofiler.report.merge import load_run
-from lineprofiler.report.perfetto import trace_json
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render.perfetto import trace_json
 from lineprofiler.runfiles import tracesection, workerfile
 
 from . import chromium

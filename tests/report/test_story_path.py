@@ -8,9 +8,9 @@ import json
 from lp_report_builders import MS, US
 
 from lineprofiler.cli import main
-from lineprofiler.report.build import build_report
-from lineprofiler.report.merge import load_run
-from lineprofiler.report.story.assemble import story
+from lineprofiler.report.compute.build import build_report
+from lineprofiler.report.compute.story.assemble import story
+from lineprofiler.report.read.merge import load_run
 
 from .test_story_docs import Host, TracedWorker, write_all
 

@@ -3,10 +3,10 @@
 from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, expected_quantile, gpu_document, learner_loop
 
 from lineprofiler.report import format as fmt
-from lineprofiler.report import text
-from lineprofiler.report.blocks import phases, sampled
-from lineprofiler.report.merge import load_run
-from lineprofiler.report.text import RenderOptions, render
+from lineprofiler.report.compute.blocks import RenderOptions, phases, sampled
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import blocks, text
+from lineprofiler.report.render.blocks import render
 
 # The seed's actor: 75 iterations of 64 simulations; mcts entries average 10.036 ms (752.7 ms in
 # all, so 4,800 simulations run at 6,377.0/s and cost 156.8 us each); 1.8 ms of each mcts is
@@ -187,7 +187,7 @@ def test_names_from_worker_files_cannot_break_the_layout(tmp_path):
 
 
 def test_the_resource_and_gpu_blocks_follow_iterations_in_order():
-    assert [(origin, name) for origin, name, _, _ in text.PRINTERS][4:] == [
+    assert [(origin, name) for origin, name, _, _ in blocks.PRINTERS][4:] == [
         ("core", "render_iterations"),
         ("lines", "render_lines"),  # with --lines only
         ("resources", "render_io_by_phase"),

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from lineprofiler.accounting import _sampler
-from lineprofiler.report.blocks.resources import reduce_io
+from lineprofiler.report.compute.blocks.resources import reduce_io
 from lineprofiler.runfiles.samplefile import (
     FLAG_CHILD_REAPED,
     FLAG_REAP_UNKNOWN,

@@ -18,7 +18,7 @@ except ImportError:  # a spawn or forkserver child importing this module for its
     START_METHODS, start_method = [], None  # type: ignore[assignment]
 
 from lineprofiler.accounting import _sampling_testing, sampling
-from lineprofiler.report.blocks.resources import reduce_io
+from lineprofiler.report.compute.blocks.resources import reduce_io
 from lineprofiler.runfiles.samplefile import FLAG_SEGMENT_START, read_samples
 
 from .conftest import fork_warnings, threads_now, wait_for_stat

@@ -10,8 +10,9 @@ import pytest
 
 from lineprofiler.accounting import Profiler
 from lineprofiler.report import format as fmt
-from lineprofiler.report.blocks import RenderOptions, resources
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.compute.blocks import RenderOptions, resources
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import text_blocks
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="needs smaps_rollup")
 
@@ -58,7 +59,7 @@ def test_forked_readers_are_not_counted_once_each(tmp_path):
     total = max(mem.total_bins)
     rss_sum = sum(m.peak_bytes for m in mem.members)
     assert SIZE * 0.9 < total < 0.6 * rss_sum, (total, rss_sum)
-    line = next(x for x in resources.render_memory(run, RenderOptions()) if x.startswith("all processes"))
+    line = next(x for x in text_blocks.render_memory(run, RenderOptions()) if x.startswith("all processes"))
     assert fmt.size(total) in line  # "1.1 GB" once the sum passes 1000 MB, as on a loaded machine
 
 

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from lineprofiler.accounting import sampling
-from lineprofiler.report.blocks.resources import reduce_io
+from lineprofiler.report.compute.blocks.resources import reduce_io
 from lineprofiler.runfiles.samplefile import read_samples
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")

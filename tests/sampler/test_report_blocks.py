@@ -12,8 +12,9 @@ import pytest
 from lp_report_builders import SimWorker
 
 from lineprofiler.accounting import _sampling_testing, sampling
-from lineprofiler.report.blocks import RenderOptions, resources
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.compute.blocks import RenderOptions, resources
+from lineprofiler.report.read.merge import load_run
+from lineprofiler.report.render import text_blocks
 from lineprofiler.runfiles.samplefile import BASE_COLUMNS
 
 S = 1_800_000_000_000_000_000  # the run's start, unix ns
@@ -75,14 +76,14 @@ def run(tmp_path):
 
 
 def test_sampled_io_block(run):
-    lines = resources.render_io(run, RenderOptions())
-    assert lines[:2] == ["I/O", resources.RULE]
+    lines = text_blocks.render_io(run, RenderOptions())
+    assert lines[:2] == ["I/O", text_blocks.RULE]
     # Seed layout: label to 26, value right-aligned to 42, rate to 58.
     assert lines[2] == "Read (from disk)                  100.0 kB        8.3 kB/s"
     assert lines[3] == "Read (from page cache)              4.9 MB"
     assert lines[4] == "Write                               3.6 MB      150.0 kB/s"
     assert lines[5].startswith("  write ") and lines[5].endswith("  peak 216.7 kB/s")
-    spark = lines[5][len("  write ") : len("  write ") + resources.SPARK_WIDTH]
+    spark = lines[5][len("  write ") : len("  write ") + text_blocks.SPARK_WIDTH]
     assert spark.count("█") >= 1 and spark.strip() and len(lines[5]) == 8 + 42 + len("  peak 216.7 kB/s")
     # (no phase open): learner's rows 5-9 (2.5 MB from cache) + actor's 2.6 MB, of 8.6 MB.
     assert "  (no phase open) 59.3% of these bytes" in lines
@@ -91,8 +92,8 @@ def test_sampled_io_block(run):
 
 
 def test_memory_block(run):
-    lines = resources.render_memory(run, RenderOptions())
-    assert lines[:2] == ["MEMORY (RSS, sampled)", resources.RULE]
+    lines = text_blocks.render_memory(run, RenderOptions())
+    assert lines[:2] == ["MEMORY (RSS, sampled)", text_blocks.RULE]
     assert "actor  x1                          50.0 MB          +0 B/h" in lines
     # 1 MB every 12 s is 300 MB an hour.
     assert "learner  x1                       110.0 MB     +300.0 MB/h" in lines
@@ -101,7 +102,7 @@ def test_memory_block(run):
     # A level, so scaled from its lowest to its highest: the learner's growth shows as a ramp.
     spark = total[len("all processes (PSS)               160.0 MB  ") :]
     assert len(spark) == resources.MEMORY_BINS and spark[0] == "▁" and spark[-1] == "█"
-    assert list(spark) == sorted(spark, key=resources.SPARK.index)
+    assert list(spark) == sorted(spark, key=text_blocks.SPARK.index)
     assert "  largest: learner pid 11 on node1, 110.0 MB at 2m" in lines
 
 
@@ -126,10 +127,10 @@ def test_io_by_phase_block_in_the_seed_layout(tmp_path):
     b = SimWorker("actor")
     _io_phase(b, "iteration/load_batch", 108_700_000, 0, 168_000_000, 247_558_000, failed=2)
     b.write(tmp_path / "one")
-    lines = resources.render_io_by_phase(load_run(tmp_path / "one"), RenderOptions())
+    lines = text_blocks.render_io_by_phase(load_run(tmp_path / "one"), RenderOptions())
     assert lines == [
         "I/O BY PHASE (measured exactly)",
-        resources.RULE,
+        text_blocks.RULE,
         "  iteration/load_batch      r   408.7 MB   w        0 B    327.6 MB/s",
         "                            + 359.3 MB read from page cache",
         "                            ! 2 entries not measured (counter read failed)",
@@ -140,7 +141,7 @@ def test_io_by_phase_block_in_the_seed_layout(tmp_path):
     c = SimWorker("learner")
     _io_phase(c, "save", 0, 1000, 0, 10**9)
     c.write(tmp_path / "two")
-    lines = resources.render_io_by_phase(load_run(tmp_path / "two"), RenderOptions())
+    lines = text_blocks.render_io_by_phase(load_run(tmp_path / "two"), RenderOptions())
     assert any(line.startswith("  learner: save") for line in lines)
 
 
@@ -155,10 +156,10 @@ def test_no_samples_opens_no_sample_file(run):
     sys.addaudithook(hook)  # cannot be removed: disarmed below
     try:
         options = RenderOptions(no_samples=True)
-        assert resources.render_io(run, options) == []
-        assert resources.render_memory(run, options) == []
+        assert text_blocks.render_io(run, options) == []
+        assert text_blocks.render_memory(run, options) == []
         assert opened == []
-        resources.render_io(run, RenderOptions())
+        text_blocks.render_io(run, RenderOptions())
         assert opened  # the hook does see the files when they are read
     finally:
         armed[0] = False
@@ -170,9 +171,9 @@ def test_missing_and_truncated_sample_files_are_caveats(run):
     with open(actor.path.with_suffix(".samples"), "ab") as handle:
         handle.write(b"\x01" * 21)
     options = RenderOptions()
-    lines = resources.render_io(run, options)
+    lines = text_blocks.render_io(run, options)
     assert "Write                               2.6 MB      216.7 kB/s" in lines
-    assert resources.render_memory(run, options)[3].startswith("actor  x1 ")
+    assert text_blocks.render_memory(run, options)[3].startswith("actor  x1 ")
     missing, partial = (w.path.with_suffix(".samples").relative_to(run.run_dir) for w in (learner, actor))
     assert sorted(options.caveats) == sorted([
         f"{missing}: sample file is missing; learner pid 11 on node1 is left out of I/O and MEMORY",
@@ -189,9 +190,9 @@ def test_unavailable_samples_say_why(tmp_path):
     assert document["samples"]["unavailable_reason"] == "resource sampling was turned off"
     worker.write(tmp_path, samples=document["samples"])
     run = load_run(tmp_path)
-    lines = resources.render_io(run, RenderOptions())
+    lines = text_blocks.render_io(run, RenderOptions())
     assert lines[2] == "  not measured in 1 of 1 processes: resource sampling was turned off"
-    assert resources.render_memory(run, RenderOptions())[2].startswith("  not measured in 1 of 1")
+    assert text_blocks.render_memory(run, RenderOptions())[2].startswith("  not measured in 1 of 1")
 
 
 def test_no_proc_and_no_psutil_is_a_reason_not_an_error(tmp_path, monkeypatch):
@@ -227,9 +228,9 @@ def test_no_proc_with_psutil_falls_back_to_psutil(tmp_path):
 def test_workers_without_samples_objects_show_no_blocks(tmp_path):
     SimWorker("r").write(tmp_path, samples=None)
     run = load_run(tmp_path)
-    assert resources.render_io(run, RenderOptions()) == []
-    assert resources.render_memory(run, RenderOptions()) == []
-    assert resources.render_io_by_phase(run, RenderOptions()) == []
+    assert text_blocks.render_io(run, RenderOptions()) == []
+    assert text_blocks.render_memory(run, RenderOptions()) == []
+    assert text_blocks.render_io_by_phase(run, RenderOptions()) == []
 
 
 def test_sample_file_names_cannot_leave_the_worker_folder(tmp_path):
@@ -246,7 +247,7 @@ def test_sample_file_names_cannot_leave_the_worker_folder(tmp_path):
 
     sys.addaudithook(hook)
     try:
-        lines = resources.render_io(load_run(tmp_path), RenderOptions())
+        lines = text_blocks.render_io(load_run(tmp_path), RenderOptions())
     finally:
         armed[0] = False
     assert not any("secret" in name for name in opened)

@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 from lineprofiler.accounting import sampling
-from lineprofiler.report.blocks.resources import reduce_io
+from lineprofiler.report.compute.blocks.resources import reduce_io
 from lineprofiler.runfiles.samplefile import read_samples
 
 

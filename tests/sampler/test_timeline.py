@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from lineprofiler.report.blocks import RenderOptions, timeline
-from lineprofiler.report.merge import load_run
+from lineprofiler.report.compute.blocks import RenderOptions, timeline
+from lineprofiler.report.read.merge import load_run
 from lineprofiler.runfiles import samplefile
 
 from .conftest import wait_for_stat

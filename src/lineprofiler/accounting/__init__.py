@@ -1,12 +1,13 @@
 """The always-on accounting layer: phases, counters, histograms, samples, worker files.
 
 ``from lineprofiler.accounting import Profiler``; see ``docs/accounting.md``. The module-level
-functions (``start``, ``stop``, ``phase``, ``count``, ``write_report``, ...) and the 0.10.0
-keywords ``Profiler`` also takes are 0.10.0's API (docs/migrating-from-0.10.md).
+functions (``start``, ``stop``, ``phase``, ``count``, ``write_report``, ...: :mod:`.legacy`) and
+the 0.10.0 keywords ``Profiler`` also takes are 0.10.0's API (docs/migrating-from-0.10.md).
 """
 
+# A 0.10.0 name that 0.11.0 lacks raises one line saying what to use instead.
+from .legacy import __getattr__ as __getattr__
 from .legacy import (
-    Profiler,
     count,
     current,
     install_profiler,
@@ -23,9 +24,7 @@ from .legacy import (
     write_report,
     write_trace,
 )
-
-# A 0.10.0 name that 0.11.0 lacks raises one line saying what to use instead.
-from .legacy import __getattr__ as __getattr__
+from .profiler import Profiler
 
 __all__ = [
     "Profiler",

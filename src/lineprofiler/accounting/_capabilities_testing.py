@@ -1,4 +1,5 @@
-"""Test hooks of :mod:`.capabilities`. Production code never imports this module.
+"""Test hooks of :mod:`.capabilities`. Production code never imports this module. Pure Python:
+any build has them (no development build needed).
 
 The costly probes run once per process and their answers are cached; a test that changes what
 is installed (a blocked package, a stub NVML library) calls :func:`forget_probes` so that the

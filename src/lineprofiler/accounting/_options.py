@@ -1,7 +1,7 @@
 """The profiler's arguments, checked once and here only, before anything is touched.
 
 A wrong type raises TypeError and a wrong value ValueError, with the argument's name first.
-:class:`~.trace_window.Window` uses the same checks for the backend, the window and its phase, so
+:class:`~.windows.trace_window.Window` uses the same checks for the backend, the window and its phase, so
 ``Profiler(...)`` and ``Window(...)`` refuse the same things with the same exceptions.
 """
 
@@ -13,9 +13,10 @@ from .._record import Record
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-#: The heavy profilers a window can run (``backend=``): the values of :class:`.backends.Backend`.
+#: The heavy profilers a window can run (``backend=``): the values of :class:`.windows.Backend`.
 BACKENDS = ("torch", "viztracer", "lines")
 MAX_CAP = 1_000_000
 SAMPLE_INTERVAL_RANGE_S = (0.001, 86400.0)
@@ -138,7 +139,7 @@ class Options(Record):
         self.backend_window = backend_window
         self.window_phase = window_phase
         #: ``backend="lines"``: the project folder whose lines are profiled, absolute; None for
-        #: the default (decided in the process, see ``lines_window.project_folder``).
+        #: the default (decided in the process, see ``windows.lines_window.project_folder``).
         self.lines_project = lines_project
         self.annotate = annotate
         self.snapshot_interval_s = snapshot_interval_s
@@ -257,3 +258,110 @@ def check_options(
         trace=trace,
         trace_capacity=capacity,
     )
+
+
+# ------------------------------------------------------------------ 0.10.0's keywords
+
+_ENV_TRACE = "LINEPROFILER_TRACE"
+_ENV_RUN_ID = "LINEPROFILER_RUN_ID"  # identity.ENV_RUN_ID, which this module does not import
+_TRACE_ON = ("1", "true", "phases", "on", "yes")
+_TRACE_AUTO = ("auto", "functions")
+_TRACE_OFF = ("0", "false", "off", "no", "")
+_NO_AUTO_TRACE = (
+    "0.11.0 traces the phases you name, not function calls: trace='auto' records the spans of "
+    "phase() entries only (trace_functions= is not used)"
+)
+
+#: What 0.10.0's Profiler methods that 0.11.0 lacks raise, each saying what to use instead.
+NOT_IN_011 = {
+    "io_counters": "Profiler.io_counters() is not in 0.11.0: open the phase with `phase(name, io=True)` and read "
+    "its I/O in the report",
+    "merged_tree": "Profiler.merged_tree() is not in 0.11.0: call profiler.flush() and read the run with "
+    "`lineprofiler report RUN_DIR --json` or write_report(run_dir, path, format='json')",
+    "deltas": "Profiler.deltas() is not in 0.11.0: compare two flushed runs with `lineprofiler compare A B --json`",
+    "on_snapshot": "Profiler.on_snapshot() is not in 0.11.0: watch a running job with `lineprofiler top RUN_DIR`",
+}
+
+# Printed once per process and kind: a warning per call would flood a training loop.
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str, *, stacklevel: int = 3) -> None:
+    """A RuntimeWarning the first time ``key`` is met in this process; never raises."""
+    if key in _warned:
+        return
+    _warned.add(key)
+    import warnings
+
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
+    except Exception:  # noqa: BLE001 - under -W error a warning raises; a guest never raises into its host
+        pass
+
+
+def trace_mode(trace: object) -> str:
+    """0.10.0's ``trace=`` (or ``LINEPROFILER_TRACE`` when None) as ``"off"``, ``"phases"`` or
+    ``"auto"``; a value it would refuse is refused, naming the ones it takes."""
+    if trace is None:
+        trace = os.environ.get(_ENV_TRACE, "")
+    if trace is True or trace is False:
+        return "phases" if trace else "off"
+    text = str(trace).strip().lower()
+    for mode, spellings in (("phases", _TRACE_ON), ("auto", _TRACE_AUTO), ("off", _TRACE_OFF)):
+        if text in spellings:
+            return mode
+    known = ", ".join(_TRACE_ON + _TRACE_OFF[:-1])
+    raise ValueError(f"trace must be True, False, 'auto' or one of {known}; got {trace!r}")
+
+
+def check_010_keywords(enabled: object, thread_names: object, run_id: object, trace: object) -> str:
+    """Refuse what 0.10.0 code passes that 0.11.0 cannot honour; the trace mode of ``trace``."""
+    if isinstance(enabled, str):
+        raise TypeError(
+            "Profiler()'s third positional argument is enabled (a bool) since 0.11.0, not run_id: "
+            "pass run_id=... by keyword"
+        )
+    if thread_names:
+        raise NotImplementedError(
+            "Profiler(thread_names=True) is not built in 0.11.0: open a phase named after the thread "
+            "yourself, `with profiler.phase(threading.current_thread().name):`"
+        )
+    if run_id is not None and (not isinstance(run_id, str) or not run_id):
+        raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
+    return trace_mode(trace)
+
+
+def export_run_id(run_id: str | None) -> Callable[[], None]:
+    """Set ``LINEPROFILER_RUN_ID`` to ``run_id`` (0.10.0's ``run_id=``; nothing when None);
+    returns what puts the environment back as it was."""
+    inherited = os.environ.get(_ENV_RUN_ID)
+    if run_id is not None:
+        os.environ[_ENV_RUN_ID] = run_id
+
+    def undo() -> None:
+        if run_id is None:
+            return
+        if inherited is None:
+            os.environ.pop(_ENV_RUN_ID, None)
+        else:
+            os.environ[_ENV_RUN_ID] = inherited
+
+    return undo
+
+
+def warn_010_keywords(mode: str, trace_functions: object, strict_names: object, source: object) -> None:
+    """Once per process each: the 0.10.0 keywords accepted with less than 0.10.0 did. Called from
+    ``Profiler.__init__``, so that the warning names the line that constructed the profiler."""
+    if mode == "auto" or (trace_functions is not None and mode != "off"):
+        warn_once("trace", _NO_AUTO_TRACE, stacklevel=4)
+    if strict_names:
+        warn_once(
+            "strict_names",
+            "Profiler(strict_names=True) is accepted but phase names are not checked in 0.11.0; "
+            "the report lists each distinct path, so compare them there",
+            stacklevel=4,
+        )
+    if source is not None:
+        warn_once(
+            "source", "Profiler(source=...) is ignored: 0.11.0 records the source itself (metadata files)", stacklevel=4
+        )

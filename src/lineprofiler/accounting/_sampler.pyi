@@ -1,4 +1,4 @@
-"""The native resource sampler (C). Its Python side is lineprofiler.accounting.native_sampler; the facade, sampling."""
+"""The native resource sampler (C); its Python side and facade is lineprofiler.accounting.sampling."""
 
 from os import PathLike
 from typing import TypedDict

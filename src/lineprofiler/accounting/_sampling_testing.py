@@ -1,4 +1,5 @@
-"""Test hooks of the resource samplers. Production code never imports this module.
+"""Test hooks of the resource samplers. Production code never imports this module. Pure Python
+(the samplers' paths are constructor arguments): any build has them, no development build needed.
 
 * :func:`read_proc_from`: every sampler made from then on reads a folder's ``io``, ``statm`` and
   ``stat`` files instead of ``/proc/self``'s (unless it is given its own paths).
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from . import native_sampler
+from . import sampling as native_sampler
 
 PROC_DIR_ENV = "LINEPROFILER_TEST_PROC_DIR"
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from ..runfiles.layout import RunPaths
     from ._surfaces import ProcessServices
 
 #: How long a write waits for the one before it (a signal's flush racing the thread's).
@@ -58,9 +59,63 @@ def attach_live(recorder: Any, path: str, root: str, identity: dict[str, Any]) -
     return None
 
 
+def worker_document(profiler: Any, status: str, final: bool) -> dict[str, Any]:
+    """The worker file's document of ``profiler`` (a :class:`~.profiler.Profiler`, which this
+    module does not import) now: its tree, counters and trace, what its attachments contribute
+    and the errors it kept."""
+    assert profiler.recorder is not None and profiler.identity is not None and profiler._start_unix_ns is not None
+    tree = profiler.recorder.snapshot()
+    now_ns = time.time_ns()
+    config = profiler._options.config()
+    config["cpu_clock"] = _phases.cpu_clock_source() if profiler.measure_cpu else None
+    document = workerfile.build_document(
+        identity=dict(profiler.identity.to_json(), fork_parent_pid=profiler._fork_parent_pid),
+        status=status,
+        start_unix_ns=profiler._start_unix_ns,
+        now_unix_ns=now_ns,
+        elapsed_ns=time.monotonic_ns() - profiler._start_mono_ns,
+        final=final,
+        signal=profiler._signal_name,
+        interval_s=profiler.snapshot_interval_s,
+        writes=profiler._snapshots.writes + 1,  # the document is only ever read if this write succeeds
+        failures=profiler._snapshots.failures,
+        last_error=profiler._snapshots.last_error,
+        config=config,
+        tree=tree,
+        own_io_excluded=_phases.own_io(),
+        trace=_trace_section(profiler, final),
+    )
+    profiler._attachments.call("contribute", document)
+    errors = list(profiler._errors) + list(tree["errors"])
+    dropped = profiler._errors_dropped + tree["errors_dropped"]
+    if dropped:
+        errors.append(f"{dropped} more errors not kept")
+    document["errors"] = errors + document["errors"]
+    document["live_file"] = os.path.basename(profiler._live_path) if profiler._live_path is not None else None
+    return document
+
+
+def _trace_section(profiler: Any, final: bool) -> dict[str, Any] | None:
+    """The document's ``trace``: a clock pair taken first (one at each flush), then the spans.
+
+    A full ring is megabytes of JSON and a few hundred milliseconds with the GIL held, too
+    much for every periodic snapshot of the user's process: where the live file holds the
+    rings (the report reads a running or killed worker's trace from there), a periodic
+    snapshot says so instead, and only the final one (exit, signal) writes them out."""
+    if not profiler.trace or profiler.recorder is None:
+        return None
+    if not final and profiler._live_path is not None:
+        profiler.recorder.trace_clock_pair()
+        return {"clock": "monotonic", "in_live_file": True}
+    # The spans come as one bytes object of columns, which the worker file's writer puts in
+    # a spans file beside it (runfiles.spanfile): no Python object per span, no JSON.
+    profiler.recorder.trace_clock_pair()
+    return profiler.recorder.trace_snapshot(columns=True)
+
+
 class SnapshotWriter:
-    """Writes the documents ``build(status, final)`` makes to ``path``, inside ``root`` (the run
-    directory, below which nothing is followed).
+    """Writes the documents ``build(status, final)`` makes to ``path``, inside the run directory
+    of ``paths`` (its ``root``, below which nothing is followed).
 
     ``record_error`` receives each failure's line for the worker file's ``errors``. One lock
     keeps two writes (the thread's and a signal's or close()'s) from interleaving. ``process``
@@ -72,11 +127,11 @@ class SnapshotWriter:
         build: Callable[[str, bool], dict[str, Any]],
         record_error: Callable[[str], None],
         interval_s: float | None,
-        root: str,
+        paths: RunPaths,
         process: ProcessServices,
     ) -> None:
         self._build = build
-        self.root = root
+        self.root = paths.root
         self.process = process
         self._record_error = record_error
         self.interval_s = interval_s

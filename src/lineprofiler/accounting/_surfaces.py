@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..runfiles.layout import RunPaths
 from ._phases import Recorder
 from .identity import Identity
 
@@ -44,6 +45,10 @@ class WindowOwner(Protocol):
 
     @property
     def run_dir(self) -> Path: ...
+
+    @property
+    def run_paths(self) -> RunPaths:
+        """The run directory, which names every file in it."""
 
     @property
     def path(self) -> Path | None:

@@ -15,9 +15,10 @@ from .sampling import ResourceSampler
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
+    from ..runfiles.layout import RunPaths
     from ._options import Options
     from ._surfaces import WiringTarget
 
@@ -33,8 +34,55 @@ class Wiring(Record):
     def __init__(self, sync_fn: Callable[[], object] | None, annotator: Any, window: Any) -> None:
         self.sync_fn = sync_fn
         self.annotator = annotator
-        #: A trace_window.Window (torch, viztracer) or a lines_window.LinesWindow (lines).
+        #: A windows.trace_window.Window (torch, viztracer) or a windows.lines_window.LinesWindow (lines).
         self.window = window
+
+
+class Attachments:
+    """The objects that live and die with a profiler (the sampler, a backend window).
+
+    Any of these optional methods is called, and a failure in one is recorded in the worker
+    file's ``errors``, never raised: ``start()`` (when added, if recording), ``stop()`` (before
+    the final flush), ``before_fork()``, ``after_fork_parent()``, ``after_fork_child()``,
+    ``contribute(document)`` (at each snapshot: add keys such as ``"samples"`` or ``"gpu"``),
+    ``close()``. A fork made while other threads run Python calls ``before_crowded_fork()`` and
+    ``after_crowded_fork_parent()`` instead of the first two where the attachment has them: such
+    a fork must not wait for any thread (each wait for the GIL costs a turn behind every busy
+    thread), and Python warns of forking a multi-threaded process anyway, so a thread that holds
+    nothing the child needs may stay up.
+    """
+
+    __slots__ = ("_items", "_record_error")
+
+    def __init__(self, record_error: RecordError) -> None:
+        self._items: list[Any] = []
+        self._record_error = record_error
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._items))
+
+    def add(self, attachment: Any) -> None:
+        self._items.append(attachment)
+        self._call_one(attachment, "start")
+
+    def call(self, method: str, *args: Any) -> None:
+        """``method(*args)`` on every attachment that has it."""
+        for attachment in list(self._items):
+            self._call_one(attachment, method, *args)
+
+    def call_fork_hook(self, method: str, fallback: str) -> None:
+        """``method()`` on every attachment, ``fallback()`` on one without it."""
+        for attachment in list(self._items):
+            self._call_one(attachment, method if hasattr(attachment, method) else fallback)
+
+    def _call_one(self, attachment: Any, method: str, *args: Any) -> None:
+        fn = getattr(attachment, method, None)
+        if fn is None:
+            return
+        try:
+            fn(*args)
+        except Exception as error:
+            self._record_error(f"attachment {type(attachment).__name__}.{method}: {type(error).__name__}: {error}")
 
 
 def _failed(record_error: RecordError, what: str, error: Exception) -> None:
@@ -47,8 +95,8 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
     * ``set_sync(gpu.make_sync())``: None (no cost at all) unless torch is installed; a
       pending check when it is installed but not imported yet.
     * ``annotate=True``: a :class:`gpu.Annotator`, combined with the window's hooks.
-    * ``backend=...``: a :class:`.trace_window.Window` (torch, viztracer) or a
-      :class:`~.lines_window.LinesWindow` (lines) watching ``window_phase``, attached so that it
+    * ``backend=...``: a :class:`.windows.trace_window.Window` (torch, viztracer) or a
+      :class:`~.windows.lines_window.LinesWindow` (lines) watching ``window_phase``, attached so that it
       is cut and written at exit and restarted in a fork child.
     * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
     """
@@ -70,12 +118,12 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
 
 def _window_and_annotation(target: WiringTarget, options: Options, record_error: RecordError) -> tuple[Any, Any]:
     """``annotate=True`` and ``backend=...``: the annotator, the window and their phase hooks."""
-    from . import capabilities, trace_window
-    from .backends import Backend
+    from . import capabilities
     from .identity import resolve_host
+    from .windows import Backend, trace_window
 
     annotator: Any = None
-    window: Any = None  # a trace_window.Window or a lines_window.LinesWindow
+    window: Any = None  # a windows.trace_window.Window or a windows.lines_window.LinesWindow
     if options.annotate:
         try:
             annotator = gpu.Annotator()
@@ -84,7 +132,7 @@ def _window_and_annotation(target: WiringTarget, options: Options, record_error:
     if options.backend is not None and options.backend_window is not None and options.window_phase is not None:
         try:
             if options.backend == Backend.LINES.value:
-                from .lines_window import LinesWindow  # loads the line layer: only when asked for
+                from .windows.lines_window import LinesWindow  # loads the line layer: only when asked for
 
                 window = LinesWindow(
                     target,
@@ -94,7 +142,7 @@ def _window_and_annotation(target: WiringTarget, options: Options, record_error:
                 )
             else:
                 window = trace_window.Window(
-                    options.backend, target.run_dir, options.backend_window, options.window_phase, host=resolve_host()
+                    options.backend, target.run_paths, options.backend_window, options.window_phase, host=resolve_host()
                 )
         except Exception as error:
             _failed(record_error, "backend window", error)
@@ -117,14 +165,14 @@ def _window_and_annotation(target: WiringTarget, options: Options, record_error:
     return annotator, window
 
 
-def make_sampler(run_dir: str, options: Options, record_error: RecordError) -> ResourceSampler | None:
+def make_sampler(paths: RunPaths, options: Options, record_error: RecordError) -> ResourceSampler | None:
     """The resource sampler (RSS, /proc I/O, NVML): a native thread whose rows each snapshot
     appends beside the worker file. None with ``sample_interval_s=None``, or when it cannot be
-    made (recorded). ``run_dir`` is text: pathlib is not loaded while a profiler starts."""
+    made (recorded). ``paths`` is the profiler's run directory, whose sample files the sampler asks it for."""
     if options.sample_interval_s is None:
         return None
     try:
-        return ResourceSampler(run_dir, interval_s=options.sample_interval_s, timeline_hz=options.timeline_hz)
+        return ResourceSampler(paths, interval_s=options.sample_interval_s, timeline_hz=options.timeline_hz)
     except Exception as error:  # the environment never makes construction raise
         record_error(f"resource sampler not started: {type(error).__name__}: {error}")
         return None

@@ -5,11 +5,13 @@ environment does not: a runtime whose workers learn their job, host, role and ra
 :mod:`.identity` asks :func:`connected` for the launcher this process runs under, and then asks
 that launcher for what the environment does not say. An integration registers its launcher when
 it is imported (:func:`register`). A runtime's worker process runs the user's code, which imports
-the runtime but never the integration, so a launcher is also named here by the module that
-answers for it (:data:`_ON_IMPORT`): that module is imported, and registers itself, only once the
-runtime's own module is, which costs the processes of every other run one dict lookup.
+the runtime but never the integration, so an integration also declares itself as an entry point
+of the group :data:`ENTRY_POINTS` (``pyproject.toml``), named after the runtime's module, whose
+value is the module that registers it when imported. Those are read, and that module imported,
+only once the runtime's own module is (:data:`RUNTIMES`), which costs the processes of every other
+run one dict lookup per runtime: reading the installed packages' entry points costs far more.
 
-Nothing here imports an integration at module load, nor the runtimes.
+Nothing here imports an integration at module load, nor the runtimes, and nothing here names one.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ TYPE_CHECKING = False  # typing is not imported at run time: every process of a 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-#: A launcher's name -> (its runtime's module, the module of ours that registers it when imported).
-_ON_IMPORT = {"ray": ("ray", "lineprofiler.integrations.ray")}
+#: The runtimes whose processes learn their job by asking them, by the name of their top-level
+#: module, which is also their launcher's name and the name of the entry point that answers for it.
+RUNTIMES = ("ray",)
+#: The entry-point group where an integration declares the launcher it registers when imported.
+ENTRY_POINTS = "lineprofiler.launchers"
 
 
 def _none() -> None:
@@ -70,19 +75,31 @@ def register(launcher: Launcher) -> None:
 
 def names() -> frozenset[str]:
     """The names of every launcher this module knows, registered or not yet imported."""
-    return frozenset(_registered) | frozenset(_ON_IMPORT)
+    return frozenset(_registered) | frozenset(RUNTIMES)
+
+
+def _integration_of(runtime: str) -> str | None:
+    """The module that registers the launcher of ``runtime`` when imported, as an installed
+    package declares it (its entry point named ``runtime`` in :data:`ENTRY_POINTS`), or None."""
+    from importlib.metadata import entry_points  # here: only a process that imported a runtime
+
+    for entry in entry_points(group=ENTRY_POINTS, name=runtime):
+        return entry.module
+    return None
 
 
 def _import_pending() -> None:
     """Import the integration of each runtime that is imported but whose launcher is not
     registered yet. An integration that cannot be imported (its runtime blocked or broken) is
     tried again at the next question, as if it were the first."""
-    for name, (runtime, module) in _ON_IMPORT.items():
-        if name not in _registered and runtime in sys.modules:
-            import importlib  # here: only a process that imported a runtime gets this far
+    for runtime in RUNTIMES:
+        if runtime not in _registered and runtime in sys.modules:
+            import importlib
 
             try:
-                importlib.import_module(module)
+                module = _integration_of(runtime)
+                if module is not None:
+                    importlib.import_module(module)
             except ImportError:
                 pass
 

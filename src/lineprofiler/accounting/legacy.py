@@ -1,5 +1,6 @@
 """0.10.0's API where 0.11.0 changed it: the accounting layer's module-level functions, on top
-of 0.11.0's :class:`~lineprofiler.accounting.profiler.Profiler`; the top level's
+of :class:`~lineprofiler.accounting.profiler.Profiler` (which takes 0.10.0's keywords itself, and
+keeps the installed profiler these functions resolve to); the top level's
 ``start_profiling``/``stop_profiling``, on top of :class:`~lineprofiler.LineProfiler`; and the
 one-line errors for the 0.10.0 names 0.11.0 lacks (``lineprofiler.accounting``'s and the top
 level's). The table of every name is ``docs/migrating-from-0.10.md``.
@@ -10,10 +11,10 @@ without holding a profiler: they resolve to the one profiler installed in the pr
 in code that is often run unprofiled, so they are no-ops that never raise: a guest in the
 user's process must not break it.
 
-What 0.11.0 has not built (function spans of ``trace="auto"``, ``thread_names``) is either
-accepted with a one-time warning saying what is lost, or refused with one line naming what to
-use instead; never a quietly different result. 0.10.0 names with no counterpart at all raise
-:class:`AttributeError` from the module ``__getattr__`` with the same kind of line.
+What 0.11.0 has not built is either accepted with a one-time warning saying what is lost, or
+refused with one line naming what to use instead; never a quietly different result. 0.10.0
+names with no counterpart at all raise :class:`AttributeError` from the module ``__getattr__``
+with the same kind of line.
 
 Imported by ``import lineprofiler.accounting``, so it imports only what that already loads; the
 rest (warnings, the report) is imported by the functions that need it.
@@ -23,11 +24,12 @@ from __future__ import annotations
 
 import os
 
-from . import profiler as _base
+from . import _phases
+from . import profiler as _core  # _core._installed: the installed profiler, read at each call
+from .profiler import Profiler, install_profiler, installed_profiler, uninstall_profiler
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from types import FrameType
     from typing import Any
 
@@ -53,51 +55,17 @@ __all__ = [
 ]
 
 _ENV_PROFILE = "LINEPROFILER_PROFILE"
-_ENV_RUN_ID = "LINEPROFILER_RUN_ID"
-_ENV_TRACE = "LINEPROFILER_TRACE"
 _REPORT_FORMATS = ("text", "json", "html")
-
-_NO_AUTO_TRACE = (
-    "0.11.0 traces the phases you name, not function calls: trace='auto' records the spans of "
-    "phase() entries only (trace_functions= is not used)"
-)
 _TRACE_SECTION = (
     "Profiler(trace=True) keeps every phase entry as a span (the worker file's 'trace' section names "
     "its spans file; lineprofiler export RUN_DIR --perfetto PATH writes a timeline)"
 )
-_TRACE_ON = ("1", "true", "phases", "on", "yes")
-_TRACE_AUTO = ("auto", "functions")
-_TRACE_OFF = ("0", "false", "off", "no", "")
-
-# Printed once per process and kind: a warning per call would flood a training loop.
-_warned: set[str] = set()
 
 
-def _warn_once(key: str, message: str, *, stacklevel: int = 3) -> None:
-    if key in _warned:
-        return
-    _warned.add(key)
-    import warnings
+def _warn_once(key: str, message: str) -> None:
+    from ._options import warn_once  # not at import: only a call that went wrong gets here
 
-    try:
-        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
-    except Exception:  # noqa: BLE001 - under -W error a warning raises; a guest never raises into its host
-        pass
-
-
-def _trace_mode(trace: object) -> str:
-    """0.10.0's ``trace=`` (or ``LINEPROFILER_TRACE`` when None) as ``"off"``, ``"phases"`` or
-    ``"auto"``; a value it would refuse is refused, naming the ones it takes."""
-    if trace is None:
-        trace = os.environ.get(_ENV_TRACE, "")
-    if trace is True or trace is False:
-        return "phases" if trace else "off"
-    text = str(trace).strip().lower()
-    for mode, spellings in (("phases", _TRACE_ON), ("auto", _TRACE_AUTO), ("off", _TRACE_OFF)):
-        if text in spellings:
-            return mode
-    known = ", ".join(_TRACE_ON + _TRACE_OFF[:-1])
-    raise ValueError(f"trace must be True, False, 'auto' or one of {known}; got {trace!r}")
+    warn_once(key, message, stacklevel=4)
 
 
 def _env_says_on(value: str | None) -> bool:
@@ -106,181 +74,10 @@ def _env_says_on(value: str | None) -> bool:
     return text not in ("", "0", "false", "no", "off")
 
 
-class Profiler(_base.Profiler):
-    """0.11.0's accounting profiler, also taking the keyword arguments 0.10.0 code passes.
-
-    The first four arguments and every 0.11.0 keyword mean what they mean in 0.11.0 (see
-    :class:`lineprofiler.accounting.profiler.Profiler`). 0.10.0's keywords:
-
-    - ``install=True``: the module-level :func:`phase`, :func:`count` and :func:`current`
-      resolve to this profiler until it closes;
-    - ``run_id=``: the run id, as ``LINEPROFILER_RUN_ID`` would give it (exported to children);
-    - ``cuda_sync=False`` turns off the CUDA synchronisation of ``phase(sync=True)``;
-      ``None`` and ``True`` keep 0.11.0's (it synchronises when torch with CUDA is in use);
-    - ``trace=True`` (or ``LINEPROFILER_TRACE=1``) and ``trace_capacity=``: exact spans of every
-      phase entry, as 0.11.0's ``trace=True``; ``trace="auto"`` traces the named phases only (a
-      one-time warning says so, and that ``trace_functions=`` is not used);
-    - ``strict_names=``, ``source=``: accepted, with a one-time warning saying what is not done;
-    - ``thread_names=True``: refused (``NotImplementedError``), it would change the tree's shape.
-    """
-
-    def __init__(
-        self,
-        run_dir: str | os.PathLike[str] | None = None,
-        role: str | None = None,
-        enabled: bool | None = None,
-        measure_cpu: bool = True,
-        *,
-        install: bool = False,
-        run_id: str | None = None,
-        strict_names: bool = False,
-        thread_names: bool = False,
-        trace: bool | str | None = None,
-        trace_capacity: int | None = None,
-        trace_functions: list[str] | None = None,
-        source: dict[str, object] | None = None,
-        cuda_sync: bool | None = None,
-        **options: Any,
-    ) -> None:
-        if isinstance(enabled, str):
-            raise TypeError(
-                "Profiler()'s third positional argument is enabled (a bool) since 0.11.0, not run_id: "
-                "pass run_id=... by keyword"
-            )
-        if thread_names:
-            raise NotImplementedError(
-                "Profiler(thread_names=True) is not built in 0.11.0: open a phase named after the thread "
-                "yourself, `with profiler.phase(threading.current_thread().name):`"
-            )
-        if run_id is not None and (not isinstance(run_id, str) or not run_id):
-            raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
-        mode = _trace_mode(trace)
-        will_record = enabled if enabled is not None else _base._env_enabled(os.environ.get(_ENV_PROFILE))
-        sets_run_id = run_id is not None and will_record
-        inherited_run_id = os.environ.get(_ENV_RUN_ID)
-        if sets_run_id:
-            os.environ[_ENV_RUN_ID] = run_id  # type: ignore[assignment]  # read below, and inherited by children
-        try:
-            super().__init__(
-                run_dir, role, enabled, measure_cpu, trace=mode != "off", trace_capacity=trace_capacity, **options
-            )
-        except BaseException:
-            if sets_run_id:  # a wrong argument leaves the environment as it found it
-                if inherited_run_id is None:
-                    os.environ.pop(_ENV_RUN_ID, None)
-                else:
-                    os.environ[_ENV_RUN_ID] = inherited_run_id
-            raise
-        self.strict_names = strict_names
-        self.thread_names = False
-        if mode == "auto" or (trace_functions is not None and mode != "off"):
-            _warn_once("trace", _NO_AUTO_TRACE)
-        if strict_names:
-            _warn_once(
-                "strict_names",
-                "Profiler(strict_names=True) is accepted but phase names are not checked in 0.11.0; "
-                "the report lists each distinct path, so compare them there",
-            )
-        if source is not None:
-            _warn_once("source", "Profiler(source=...) is ignored: 0.11.0 records the source itself (metadata files)")
-        if cuda_sync is False:
-            self.set_sync(None)
-        if install:
-            install_profiler(self)
-
-    def close(self) -> None:
-        """Close as 0.11.0 does, and stop being the installed profiler (0.10.0's rule)."""
-        uninstall_profiler(self)
-        super().close()
-
-    # ------------------------------------------------------------ 0.10.0's methods
-
-    def snapshot(self) -> None:
-        """0.10.0's name for :meth:`flush`: write the worker file now."""
-        self.flush()
-
-    def current_phase(self) -> str:
-        """The ``/``-joined path of the innermost phase open in this thread, or ``""``."""
-        if self.recorder is None or self._closed:
-            return ""
-        try:
-            return self.recorder.current_path() or ""
-        except Exception:  # noqa: BLE001 - a tag for a log line must not raise
-            return ""
-
-    def profile(self, func: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
-        """Decorate a function so that each call is a phase (its name, or ``name=``)."""
-        import functools
-
-        def decorate(target: Callable[..., Any]) -> Callable[..., Any]:
-            phase_name = name or target.__name__
-
-            @functools.wraps(target)
-            def timed(*args: Any, **kwargs: Any) -> Any:
-                with self.phase(phase_name):
-                    return target(*args, **kwargs)
-
-            return timed
-
-        return decorate if func is None else decorate(func)
-
-    def io_counters(self) -> None:
-        raise NotImplementedError(
-            "Profiler.io_counters() is not in 0.11.0: open the phase with `phase(name, io=True)` and read "
-            "its I/O in the report"
-        )
-
-    def merged_tree(self) -> None:
-        raise NotImplementedError(
-            "Profiler.merged_tree() is not in 0.11.0: call profiler.flush() and read the run with "
-            "`lineprofiler report RUN_DIR --json` or write_report(run_dir, path, format='json')"
-        )
-
-    def deltas(self) -> None:
-        raise NotImplementedError(
-            "Profiler.deltas() is not in 0.11.0: compare two flushed runs with `lineprofiler compare A B --json`"
-        )
-
-    def on_snapshot(self, callback: Callable[..., Any]) -> None:
-        raise NotImplementedError(
-            "Profiler.on_snapshot() is not in 0.11.0: watch a running job with `lineprofiler top RUN_DIR`"
-        )
-
-
 # ------------------------------------------------------------------ the installed profiler
 
-_installed: _base.Profiler | None = None
-"""The profiler the module-level functions resolve to: one per process, not per thread, so
-that the threads a worker starts are instrumented too."""
-
-_NOOP = _base._phases.Noop()  # phase() and count() when none is installed, in C
+_NOOP = _phases.Noop()  # phase() and count() when none is installed, in C
 _NULL_PHASE = _NOOP.phase("none")  # what a phase() that cannot record returns
-
-
-def install_profiler(profiler: _base.Profiler) -> None:
-    """Make ``profiler`` the one :func:`phase`, :func:`count` and :func:`current` resolve to."""
-    global _installed  # noqa: PLW0603 - the point of the function
-    if not isinstance(profiler, _base.Profiler):
-        raise TypeError(f"install_profiler() takes a lineprofiler.accounting.Profiler, got {type(profiler).__name__}")
-    previous = _installed
-    if previous is not None and previous is not profiler and not previous._closed:
-        _warn_once(
-            "reinstall",
-            "an accounting Profiler was already installed; module-level phase() and count() now use the new one",
-        )
-    _installed = profiler
-
-
-def uninstall_profiler(profiler: _base.Profiler | None = None) -> None:
-    """Uninstall ``profiler`` if it is the installed one (any profiler when ``None``)."""
-    global _installed  # noqa: PLW0603 - the point of the function
-    if profiler is None or _installed is profiler:
-        _installed = None
-
-
-def installed_profiler() -> _base.Profiler | None:
-    """The installed profiler, or ``None``."""
-    return _installed
 
 
 def start(run_dir: str | os.PathLike[str] | None = None, role: str | None = None, **kwargs: Any) -> Profiler:
@@ -297,7 +94,7 @@ def start(run_dir: str | os.PathLike[str] | None = None, role: str | None = None
 
 def stop() -> None:
     """Close the installed profiler, if there is one."""
-    profiler = _installed
+    profiler = _core._installed
     if profiler is not None:
         profiler.close()
 
@@ -308,7 +105,7 @@ def phase(name: str, io: bool = False, sync: bool = False, sample: float = 1.0, 
     ``sample`` other than 1.0 and ``async_work=True`` are accepted with a one-time warning:
     0.11.0 measures every entry (exact, where 0.10.0 scaled an estimate) and marks nothing.
     """
-    profiler = _installed
+    profiler = _core._installed
     if profiler is None:
         try:
             return _NOOP.phase(name)
@@ -329,7 +126,7 @@ def phase(name: str, io: bool = False, sync: bool = False, sample: float = 1.0, 
 
 def count(name: str, n: int = 1) -> None:
     """Add ``n`` to the counter ``name`` on the installed profiler; a no-op when none is. Never raises."""
-    profiler = _installed
+    profiler = _core._installed
     if profiler is not None:
         try:
             profiler.count(name, n)
@@ -339,46 +136,41 @@ def count(name: str, n: int = 1) -> None:
 
 def current() -> str:
     """The path of the innermost phase open in this thread on the installed profiler, or ``""``."""
-    profiler = _installed
-    if profiler is None or profiler.recorder is None or profiler._closed:
-        return ""
-    try:
-        return profiler.recorder.current_path() or ""
-    except Exception:  # noqa: BLE001 - a tag for a log line must not raise
-        return ""
+    profiler = _core._installed
+    return "" if profiler is None else profiler.current_phase()
 
 
 def signal_ready(channel: str, key: object) -> None:
     """:meth:`Profiler.signal` on the installed profiler; a no-op with none installed."""
-    profiler = _installed
+    profiler = _core._installed
     if profiler is not None:
         profiler.signal(channel, key)
 
 
 def wait_on(channel: str, key: object) -> None:
     """:meth:`Profiler.wait_on` on the installed profiler; a no-op with none installed."""
-    profiler = _installed
+    profiler = _core._installed
     if profiler is not None:
         profiler.wait_on(channel, key)
 
 
 def trace_begin(channel: str, key: object) -> None:
     """:meth:`Profiler.trace_begin` on the installed profiler; a no-op with none installed."""
-    profiler = _installed
+    profiler = _core._installed
     if profiler is not None:
         profiler.trace_begin(channel, key)
 
 
 def trace_mark(channel: str, key: object, name: str, sample: float = 1.0) -> None:
     """:meth:`Profiler.trace_mark` on the installed profiler; a no-op with none installed."""
-    profiler = _installed
+    profiler = _core._installed
     if profiler is not None:
         profiler.trace_mark(channel, key, name, sample)
 
 
 def trace_end(channel: str, key: object) -> None:
     """:meth:`Profiler.trace_end` on the installed profiler; a no-op with none installed."""
-    profiler = _installed
+    profiler = _core._installed
     if profiler is not None:
         profiler.trace_end(channel, key)
 
@@ -392,56 +184,34 @@ def write_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], 
     The same report as ``lineprofiler report RUN_DIR`` (``--json``, ``--html``), built in this
     process. Parent folders of ``path`` are created; the file is written whole (a temporary file
     renamed over it; a FIFO or a device is written into). Raises ``ValueError`` for another format and
-    :class:`lineprofiler.report.merge.ReportError` (one line) when nothing can be reported.
+    :class:`lineprofiler.report.read.merge.ReportError` (one line) when nothing can be reported.
     """
     if format not in _REPORT_FORMATS:
         raise ValueError(f"format must be 'text', 'json' or 'html', got {format!r}")
-    from ..report.build import build_report
-    from ..report.merge import load_run
+    from ..report.compute.build import build_report
+    from ..report.read.merge import load_run
+    from ..report.render import render, write
 
     run = load_run(os.fspath(run_dir))
-    report = build_report(run)
-    if format == "json":
-        from ..report import json as report_json
-
-        text = report_json.dumps(report_json.document(report, run.caveats)) + "\n"
-    elif format == "html":
-        from ..report.html import render_html
-
-        text = render_html(report)
-    else:
-        from ..report.text import render_report
-
-        text = render_report(report) + "\n"
-    return _write_whole(os.fspath(path), text)
-
-
-def _write_whole(path: str, text: str) -> str:
-    """``text`` into ``path`` whole (a temporary file renamed over it, or into it when it is a
-    FIFO or a device), its folders made; the file mode is what ``open(path, "w")`` gives, as
-    these are the user's files."""
-    from ..runfiles.output import write_output
-
-    target = os.path.abspath(path)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    write_output(target, text.encode("utf-8"), mode=0o666)
-    return path
+    return write(path, render(build_report(run), format, caveats=run.caveats), format, parents=True)
 
 
 def write_trace(run_dir: str | os.PathLike[str], path: str | os.PathLike[str], format: str = "html") -> str:  # noqa: A002
     """Write the story of a traced run (``Profiler(trace=True)``) to ``path`` as ``"html"`` (the
     lanes), ``"json"`` or ``"text"``; returns the path. The same as ``lineprofiler trace RUN_DIR``
     (``--html``, ``--json``). Raises ``ValueError`` for another format and
-    :class:`lineprofiler.report.merge.ReportError` (one line) when no worker recorded a trace."""
+    :class:`lineprofiler.report.read.merge.ReportError` (one line) when no worker recorded a trace."""
     if format not in _REPORT_FORMATS:
         raise ValueError(f"format must be 'text', 'json' or 'html', got {format!r}")
-    from ..report.merge import load_run
-    from ..report.story.output import render_story, run_story
+    from ..report.compute.story.assemble import run_story
+    from ..report.read.merge import load_run
+    from ..report.render import render, write
 
     run = load_run(os.fspath(run_dir), no_samples=True)
     result, caveats = run_story(run)
-    text = render_story(result, caveats, format, title=f"lineprofiler trace: {run.name}")
-    return _write_whole(os.fspath(path), text if format == "html" else text + "\n")
+    return write(
+        path, render(result, format, caveats=caveats, title=f"lineprofiler trace: {run.name}"), format, parents=True
+    )
 
 
 # ------------------------------------------------------------------ 0.10.0's top level: ambient line profiling

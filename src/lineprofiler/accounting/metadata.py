@@ -17,7 +17,6 @@ import os
 import sys
 import time
 
-from ..runfiles import layout
 from ..runfiles.metadata import (
     METADATA_FILE,
     METADATA_KIND,
@@ -26,15 +25,16 @@ from ..runfiles.metadata import (
     read_metadata,
     write_document,
 )
-from . import capabilities
+from . import _phases, capabilities
 from .identity import machine_name
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any
 
+    from ..runfiles.layout import RunPaths
     from ._options import Options
     from ._wiring import Wiring
     from .identity import Identity
@@ -121,7 +121,7 @@ def describe(
 
 def write_process_files(
     identity: Identity,
-    run_dir: Path,
+    paths: RunPaths,
     worker_file: Path,
     options: Options,
     wiring: Wiring,
@@ -137,10 +137,38 @@ def write_process_files(
     directory replaces it); two processes of a new run racing on it each leave a complete file
     of the run. Raises what writing raises; the profiler records it, and ``notes``.
     """
-    own = layout.metadata_path(run_dir, worker_file)
+    run_dir = paths.path
+    own = paths.metadata(worker_file)
     extra = describe(identity, run_dir, worker_file, options, wiring, final)
     write_metadata(run_dir, extra, relative=own.relative_to(run_dir).as_posix(), notes=notes)
     if not final:
-        current = read_metadata(layout.run_metadata_path(run_dir), root=run_dir)
+        current = read_metadata(paths.run_metadata(), root=run_dir)
         if current is None or (current.get("run_id"), current.get("attempt")) != (identity.run_id, identity.attempt):
             write_metadata(run_dir, extra, notes=notes)
+
+
+def write_recorded(
+    identity: Identity,
+    paths: RunPaths,
+    worker_file: Path,
+    options: Options,
+    wiring: Wiring,
+    record_error: Callable[[str], None],
+    *,
+    final: bool = False,
+) -> None:
+    """:func:`write_process_files` for a recording profiler: its failure and notes go to
+    ``record_error`` (the worker file's ``errors``), never raised."""
+    notes: list[str] = []
+    # The profiler's own I/O, as the snapshot's is: never billed to a phase open around a
+    # flush() that writes these files.
+    token = _phases.own_io_begin()
+    try:
+        write_process_files(identity, paths, worker_file, options, wiring, final=final, notes=notes)
+    except Exception as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        record_error(f"metadata: {type(error).__name__}: {reason}")
+    finally:
+        _phases.own_io_end(token)
+    for note in notes:
+        record_error(f"metadata: {note}")

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from ..runfiles.layout import RunPaths
     from ._options import Options
     from ._snapshots import SnapshotWriter
     from ._wiring import Wiring
@@ -56,6 +57,11 @@ def _env_enabled(value: str | None) -> bool:
         return True
     return value.strip().lower() not in ("0", "false", "no", "off")
 
+
+def _not_in_011(method: str) -> NotImplementedError:
+    from ._options import NOT_IN_011  # not at import: only 0.10.0 code calls these
+
+    return NotImplementedError(NOT_IN_011[method])
 
 
 class Profiler(TraceLinks):
@@ -83,6 +89,11 @@ class Profiler(TraceLinks):
     (else ``"main"``) and ``LINEPROFILER_PROFILE`` (``0`` disables). Enabling exports
     ``LINEPROFILER_PROFILE=1``, ``LINEPROFILER_RUN_DIR`` and ``LINEPROFILER_RUN_ID`` so that
     spawned children join the same run.
+
+    0.10.0's keywords (``docs/migrating-from-0.10.md``): ``install=True`` (the module-level
+    ``phase``/``count``/``current`` use it until it closes), ``run_id=``, ``cuda_sync=False``,
+    ``trace="auto"`` (the named phases only), ``strict_names=``, ``source=`` and
+    ``trace_functions=`` (accepted, warning once of what is not done); ``thread_names=True`` raises.
     """
 
     # phase() and count() are bound C methods stored on the instance (see __init__), so a call
@@ -113,49 +124,80 @@ class Profiler(TraceLinks):
         max_counters: int = _phases.DEFAULT_MAX_COUNTERS,
         lines_project: str | os.PathLike[str] | None = None,
         timeline_hz: float = 10.0,
-        trace: bool = False,
+        trace: bool | str | None = None,
         trace_capacity: int | None = None,
+        install: bool = False,
+        run_id: str | None = None,
+        strict_names: bool = False,
+        thread_names: bool = False,
+        trace_functions: list[str] | None = None,
+        source: dict[str, object] | None = None,
+        cuda_sync: bool | None = None,
     ) -> None:
-        from ._options import check_options
-        from .identity import ENV_PROFILE, ENV_RUN_DIR, adopt_ray_job_env, clean_role
+        from ._options import check_010_keywords, check_options, export_run_id, warn_010_keywords
+        from .identity import ENV_PROFILE
 
         # Wrong arguments raise here, before anything is touched.
-        options = check_options(
-            run_dir=run_dir, role=role, enabled=enabled, measure_cpu=measure_cpu, backend=backend,
-            backend_window=backend_window, window_phase=window_phase, annotate=annotate,
-            snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
-            max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
-            timeline_hz=timeline_hz, trace=trace, trace_capacity=trace_capacity,
-        )
+        trace_mode = check_010_keywords(enabled, thread_names, run_id, trace)
+        will_record = enabled if enabled is not None else _env_enabled(os.environ.get(ENV_PROFILE))
+        undo_run_id = export_run_id(run_id if will_record else None)  # read by resolve_run_id, and by children
+        try:
+            options = check_options(
+                run_dir=run_dir, role=role, enabled=enabled, measure_cpu=measure_cpu, backend=backend,
+                backend_window=backend_window, window_phase=window_phase, annotate=annotate,
+                snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
+                max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
+                timeline_hz=timeline_hz, trace=trace_mode != "off", trace_capacity=trace_capacity,
+            )
+            self._start(options)
+        except BaseException:
+            undo_run_id()  # a wrong argument leaves the environment as it found it
+            raise
+        self.strict_names = strict_names
+        self.thread_names = False
+        warn_010_keywords(trace_mode, trace_functions, strict_names, source)
+        if cuda_sync is False:
+            self.set_sync(None)
+        if install:
+            install_profiler(self)
+
+    def _start(self, options: Options) -> None:
+        """Set up this process's recording from the checked ``options``."""
+        from ..runfiles.layout import RunPaths
+        from .identity import ENV_PROFILE, ENV_RUN_DIR, adopt_ray_job_env, clean_role
+
         self._options: Options = options
         adopt_ray_job_env()  # a Ray worker of a job joined after ray.init(): before the environment is read
         self._noop = _phases.Noop()
+        enabled = options.enabled
         self.enabled: bool = enabled if enabled is not None else _env_enabled(os.environ.get(ENV_PROFILE))
-        self.measure_cpu = measure_cpu
+        self.measure_cpu = options.measure_cpu
         self.backend = options.backend
         self.backend_window = options.backend_window
-        self.window_phase = window_phase
+        self.window_phase = options.window_phase
         self.lines_project = options.lines_project
-        self.annotate = annotate
+        self.annotate = options.annotate
         self.snapshot_interval_s = options.snapshot_interval_s
         self.sample_interval_s = options.sample_interval_s
         self.timeline_hz = options.timeline_hz
-        self.max_paths = max_paths
-        self.max_counters = max_counters
+        self.max_paths = options.max_paths
+        self.max_counters = options.max_counters
         self.trace = options.trace
         self._tracing = False  # signal() and wait_on() record: tracing on, in a recorder that records
-        # Paths are kept as text and made Paths when asked for: pathlib costs a process
-        # milliseconds to import, more than the rest of a profiler's start.
-        self._run_dir: str = os.path.abspath(os.fspath(run_dir or os.environ.get(ENV_RUN_DIR) or DEFAULT_RUN_DIR))
-        self.role = clean_role(role)
+        # The run directory and every file name in it, asked for by each part. Paths are kept as
+        # text and made Paths when asked for: pathlib costs a process milliseconds to import,
+        # more than the rest of a profiler's start.
+        run_dir = options.run_dir or os.environ.get(ENV_RUN_DIR) or DEFAULT_RUN_DIR
+        self._paths = RunPaths(os.path.abspath(os.fspath(run_dir)))
+        self.role = clean_role(options.role)
         self.recorder: _phases.Recorder | None = None
         self.identity: Identity | None = None
         self._path: str | None = None  # the worker file
         self._live_path: str | None = None
         self._start_unix_ns: int | None = None
         self._start_mono_ns = 0
-        self.window: Any = None  # trace_window.Window or lines_window.LinesWindow, with backend=...
-        self._attachments: list[Any] = []
+        self.window: Any = None  # a windows.trace_window.Window or lines_window.LinesWindow
+        self._attachments: Any = ()  # an enabled profiler's _wiring.Attachments
         self._errors: list[str] = []
         self._errors_dropped = 0
         self._closed = False
@@ -181,19 +223,22 @@ class Profiler(TraceLinks):
         from .identity import ENV_ATTEMPT, ENV_RUN_ID, parent_run_id, resolve_host, resolve_run_id
 
         self._snapshots: SnapshotWriter = SnapshotWriter(
-            self._document, self._record_error, self.snapshot_interval_s, self._run_dir, PROCESS
+            self._document, self._record_error, self.snapshot_interval_s, self._paths, PROCESS
         )
         self._snapshots.before_periodic = self._write_metadata_if_due
+        self._attachments = _wiring.Attachments(self._record_error)
         self._metadata_lock = threading.Lock()
         self._run: RunId = resolve_run_id()
         if self._run.source == "generated":
             # A forkserver child whose server predates the parent's profiler: join the parent.
-            self._run = parent_run_id(self._run_dir, resolve_host()) or self._run
+            self._run = parent_run_id(self._paths.root, resolve_host()) or self._run
         os.environ[ENV_PROFILE] = "1"
-        os.environ[ENV_RUN_DIR] = self._run_dir
+        os.environ[ENV_RUN_DIR] = self._paths.root
         os.environ[ENV_RUN_ID] = self._run.run_id
         os.environ[ENV_ATTEMPT] = str(self._run.attempt)
-        self.recorder = _phases.Recorder(measure_cpu=measure_cpu, max_paths=max_paths, max_counters=max_counters)
+        self.recorder = _phases.Recorder(
+            measure_cpu=options.measure_cpu, max_paths=options.max_paths, max_counters=options.max_counters
+        )
         self.recorder.make_primary()
         if options.trace:
             from ._options import TRACE_LINKS_CAPACITY
@@ -207,7 +252,7 @@ class Profiler(TraceLinks):
         self.window = self._wiring.window
         self._begin_process(start_thread=False)
         PROCESS.register(self)
-        sampler = _wiring.make_sampler(self._run_dir, options, self._record_error)
+        sampler = _wiring.make_sampler(self._paths, options, self._record_error)
         if sampler is not None:
             self.add_attachment(sampler)
         # The metadata files wait for the first snapshot (see the module docstring).
@@ -222,12 +267,11 @@ class Profiler(TraceLinks):
         """Identity, times and the start file of this process (again in a fork child)."""
         import time
 
-        from ..runfiles import layout
         from .identity import build_identity
 
         self.identity = build_identity(self._options.role, self._run)
-        self._path = self._snapshots.path = layout.worker_file(
-            self._run_dir, self.identity.host, self.identity.run_id, self.identity.pid, self.identity.uuid
+        self._path = self._snapshots.path = self._paths.worker_file(
+            self.identity.host, self.identity.run_id, self.identity.pid, self.identity.uuid
         )
         self._start_unix_ns = time.time_ns()
         self._start_mono_ns = time.monotonic_ns()
@@ -239,14 +283,13 @@ class Profiler(TraceLinks):
 
     def _attach_live(self) -> None:
         """The live file beside the worker file: everything recorded survives a SIGKILL."""
-        from ..runfiles import layout
         from ._snapshots import attach_live
 
         self._live_path = None
         if self.recorder is None or self._path is None or self.identity is None:
             return
-        path = layout.beside(self._path, layout.LIVE_SUFFIX)
-        error = attach_live(self.recorder, path, self._run_dir, self.identity.to_json())
+        path = self._paths.live(self._path)
+        error = attach_live(self.recorder, path, self._paths.root, self.identity.to_json())
         if error is None:
             self._live_path = path
         else:
@@ -261,6 +304,7 @@ class Profiler(TraceLinks):
 
         Idempotent; ``with profiler:`` calls it on exit. Later phases and counts are no-ops.
         """
+        uninstall_profiler(self)  # 0.10.0's rule: a closed profiler is no longer the installed one
         if not self.enabled or self._closed:
             return
         from ._process import PROCESS
@@ -277,7 +321,7 @@ class Profiler(TraceLinks):
         self._closed = True
         self._tracing = False
         self._snapshots.stop_thread()
-        self._call_attachments("close")
+        self._attachments.call("close")
         if self.recorder is not None:
             self.recorder.stop()
         self.phase = self._noop.phase  # type: ignore[method-assign]
@@ -295,10 +339,9 @@ class Profiler(TraceLinks):
             # writes its own.
             if self.recorder is not None:
                 self.recorder.live_detach()
-            own = (layout.sidecar_path(self.path), layout.live_path(self.path), layout.timeline_path(self.path))
-            for path in (self.path, *own):
+            for path in (self.path, *self._paths.began_beside(self.path)):
                 try:
-                    layout.remove(path, root=self.run_dir)
+                    layout.remove(path, root=self._paths.root)
                 except OSError:
                     pass
         PROCESS.unregister(self)
@@ -317,9 +360,12 @@ class Profiler(TraceLinks):
     @property
     def run_dir(self) -> Path:
         """The run directory, absolute."""
-        from pathlib import Path
+        return self._paths.path
 
-        return Path(self._run_dir)
+    @property
+    def run_paths(self) -> RunPaths:
+        """The run directory and the name of every file in it, as the profiler's parts ask for them."""
+        return self._paths
 
     @property
     def path(self) -> Path | None:
@@ -357,9 +403,7 @@ class Profiler(TraceLinks):
         (named after its worker file), or None when disabled."""
         if self.path is None or self.identity is None:
             return None
-        from ..runfiles import layout
-
-        return layout.metadata_path(self.run_dir, self.path)
+        return self._paths.metadata(self.path)
 
     # ------------------------------------------------------------------ snapshots
 
@@ -378,7 +422,7 @@ class Profiler(TraceLinks):
             return
         self._final_done = True
         self._snapshots.stop_thread()
-        self._call_attachments("stop")
+        self._attachments.call("stop")
         self._snapshots.write("exited", final=True)
 
     def _flush_for_signal(self, name: str, *, ending: bool = False) -> None:
@@ -393,7 +437,7 @@ class Profiler(TraceLinks):
             # attachments as an exit would, so an open backend window writes its trace and the
             # sampler takes its last row. A signal the process survives leaves them running.
             self._write_metadata_if_due()
-            self._call_attachments("stop")
+            self._attachments.call("stop")
         self._snapshots.write("signalled", final=True)
         # From the end of the write: a slow disk does not make a storm cost more writes.
         self._last_signal_flush_ns = time.monotonic_ns()
@@ -405,57 +449,9 @@ class Profiler(TraceLinks):
             self._errors_dropped += 1
 
     def _document(self, status: str, final: bool) -> dict[str, Any]:
-        import time
+        from ._snapshots import worker_document
 
-        from ..runfiles import workerfile
-
-        assert self.recorder is not None and self.identity is not None and self._start_unix_ns is not None
-        tree = self.recorder.snapshot()
-        now_ns = time.time_ns()
-        config = self._options.config()
-        config["cpu_clock"] = _phases.cpu_clock_source() if self.measure_cpu else None
-        document = workerfile.build_document(
-            identity=dict(self.identity.to_json(), fork_parent_pid=self._fork_parent_pid),
-            status=status,
-            start_unix_ns=self._start_unix_ns,
-            now_unix_ns=now_ns,
-            elapsed_ns=time.monotonic_ns() - self._start_mono_ns,
-            final=final,
-            signal=self._signal_name,
-            interval_s=self.snapshot_interval_s,
-            writes=self._snapshots.writes + 1,  # the document is only ever read if this write succeeds
-            failures=self._snapshots.failures,
-            last_error=self._snapshots.last_error,
-            config=config,
-            tree=tree,
-            own_io_excluded=_phases.own_io(),
-            trace=self._trace_section(final),
-        )
-        self._call_attachments("contribute", document)
-        errors = list(self._errors) + list(tree["errors"])
-        dropped = self._errors_dropped + tree["errors_dropped"]
-        if dropped:
-            errors.append(f"{dropped} more errors not kept")
-        document["errors"] = errors + document["errors"]
-        document["live_file"] = os.path.basename(self._live_path) if self._live_path is not None else None
-        return document
-
-    def _trace_section(self, final: bool) -> dict[str, Any] | None:
-        """The document's ``trace``: a clock pair taken first (one at each flush), then the spans.
-
-        A full ring is megabytes of JSON and a few hundred milliseconds with the GIL held, too
-        much for every periodic snapshot of the user's process: where the live file holds the
-        rings (the report reads a running or killed worker's trace from there), a periodic
-        snapshot says so instead, and only the final one (exit, signal) writes them out."""
-        if not self.trace or self.recorder is None:
-            return None
-        if not final and self._live_path is not None:
-            self.recorder.trace_clock_pair()
-            return {"clock": "monotonic", "in_live_file": True}
-        # The spans come as one bytes object of columns, which the worker file's writer puts in
-        # a spans file beside it (runfiles.spanfile): no Python object per span, no JSON.
-        self.recorder.trace_clock_pair()
-        return self.recorder.trace_snapshot(columns=True)
+        return worker_document(self, status, final)
 
     def _write_metadata_if_due(self) -> None:
         """The first metadata files, once: from the first snapshot after construction (the
@@ -476,55 +472,18 @@ class Profiler(TraceLinks):
             return
         from . import metadata  # not at import: it loads the capability probes
 
-        notes: list[str] = []
-        # The profiler's own I/O, as the snapshot's is: never billed to a phase open around a
-        # flush() that writes these files.
-        token = _phases.own_io_begin()
-        try:
-            metadata.write_process_files(
-                identity, self.run_dir, worker_file, self._options, self._wiring, final=final, notes=notes
-            )
-        except Exception as error:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
-            self._record_error(f"metadata: {type(error).__name__}: {reason}")
-        finally:
-            _phases.own_io_end(token)
-        for note in notes:
-            self._record_error(f"metadata: {note}")
+        metadata.write_recorded(
+            identity, self._paths, worker_file, self._options, self._wiring, self._record_error, final=final
+        )
 
     # ------------------------------------------------------------------ attachments and hooks
 
     def add_attachment(self, attachment: Any) -> None:
-        """Attach an object that lives and dies with this profiler (the sampler, a backend).
-
-        Any of these optional methods is called, and a failure in one is recorded in the
-        worker file's ``errors``, never raised: ``start()`` (now, if recording), ``stop()``
-        (before the final flush), ``before_fork()``, ``after_fork_parent()``,
-        ``after_fork_child()``, ``contribute(document)`` (at each snapshot: add keys such as
-        ``"samples"`` or ``"gpu"``), ``close()``. A fork made while other threads run Python
-        calls ``before_crowded_fork()`` and ``after_crowded_fork_parent()`` instead of the
-        first two where the attachment has them: such a fork must not wait for any thread
-        (each wait for the GIL costs a turn behind every busy thread), and Python warns of
-        forking a multi-threaded process anyway, so a thread that holds nothing the child
-        needs may stay up.
-        """
+        """Attach an object that lives and dies with this profiler (the sampler, a backend): see
+        :class:`._wiring.Attachments` for the methods of it that are called, and when."""
         if not self.enabled or self._closed:
             return
-        self._attachments.append(attachment)
-        self._call_one(attachment, "start")
-
-    def _call_attachments(self, method: str, *args: Any) -> None:
-        for attachment in list(self._attachments):
-            self._call_one(attachment, method, *args)
-
-    def _call_one(self, attachment: Any, method: str, *args: Any) -> None:
-        fn = getattr(attachment, method, None)
-        if fn is None:
-            return
-        try:
-            fn(*args)
-        except Exception as error:
-            self._record_error(f"attachment {type(attachment).__name__}.{method}: {type(error).__name__}: {error}")
+        self._attachments.add(attachment)
 
     def set_sync(self, fn: Callable[[], object] | None) -> None:
         """``fn()`` runs before the clock read at both ends of ``sync=True`` phases."""
@@ -541,6 +500,50 @@ class Profiler(TraceLinks):
         if self.recorder is not None:
             self.recorder.set_watch(name, fn)
 
+    # ------------------------------------------------------------------ 0.10.0's methods
+
+    def snapshot(self) -> None:
+        """0.10.0's name for :meth:`flush`: write the worker file now."""
+        self.flush()
+
+    def current_phase(self) -> str:
+        """The ``/``-joined path of the innermost phase open in this thread, or ``""``."""
+        if self.recorder is None or self._closed:
+            return ""
+        try:
+            return self.recorder.current_path() or ""
+        except Exception:  # noqa: BLE001 - a tag for a log line must not raise
+            return ""
+
+    def profile(self, func: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
+        """Decorate a function so that each call is a phase (its name, or ``name=``)."""
+        import functools
+
+        def decorate(target: Callable[..., Any]) -> Callable[..., Any]:
+            phase_name = name or target.__name__
+
+            @functools.wraps(target)
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                with self.phase(phase_name):
+                    return target(*args, **kwargs)
+
+            return timed
+
+        return decorate if func is None else decorate(func)
+
+    # 0.10.0's methods that 0.11.0 lacks: each raises one line saying what to use instead.
+    def io_counters(self) -> None:
+        raise _not_in_011("io_counters")
+
+    def merged_tree(self) -> None:
+        raise _not_in_011("merged_tree")
+
+    def deltas(self) -> None:
+        raise _not_in_011("deltas")
+
+    def on_snapshot(self, callback: Callable[..., Any]) -> None:
+        raise _not_in_011("on_snapshot")
+
     # ------------------------------------------------------------------ fork (called by PROCESS)
 
     def _before_fork(self, *, crowded: bool = False) -> None:
@@ -552,7 +555,7 @@ class Profiler(TraceLinks):
         self._restart_after_fork = not crowded and self._snapshots.running
         if self._restart_after_fork:
             self._snapshots.stop_thread(wait_os_thread=True)
-        self._call_fork_hook("before_crowded_fork" if crowded else "before_fork", "before_fork")
+        self._attachments.call_fork_hook("before_crowded_fork" if crowded else "before_fork", "before_fork")
 
     def _after_fork_parent(self) -> None:
         from ._process import PROCESS
@@ -560,12 +563,8 @@ class Profiler(TraceLinks):
         if self._restart_after_fork:
             self._restart_after_fork = False
             PROCESS.after_fork_returns(self._start_thread)
-        crowded = self._fork_crowded
-        self._call_fork_hook("after_crowded_fork_parent" if crowded else "after_fork_parent", "after_fork_parent")
-
-    def _call_fork_hook(self, method: str, fallback: str) -> None:
-        for attachment in list(self._attachments):
-            self._call_one(attachment, method if hasattr(attachment, method) else fallback)
+        hook = "after_crowded_fork_parent" if self._fork_crowded else "after_fork_parent"
+        self._attachments.call_fork_hook(hook, "after_fork_parent")
 
     def _after_fork_child(self, note: str | None = None) -> None:
         """Become the child's own profiler: a new identity, files and tree. ``note`` goes into
@@ -598,7 +597,7 @@ class Profiler(TraceLinks):
         # Attachments first: the child's start file below asks them to contribute, so they must
         # have forgotten the parent's state (a window's progress, VRAM peaks), and a sampler
         # must have reopened this process's /proc descriptors and emptied its ring.
-        self._call_attachments("after_fork_child")
+        self._attachments.call("after_fork_child")
         # After a fork() made from C, CPython never reset its GIL: its condition variable still
         # counts the parent's waiting threads, and a Python thread started here to contend for
         # it can wait forever (seen: the child's main thread and its new snapshot thread both
@@ -606,6 +605,41 @@ class Profiler(TraceLinks):
         self._begin_process(start_thread=note is None)
         self._mp_registered = False
         PROCESS.mp_register(self)
+
+
+# ------------------------------------------------------------------ the installed profiler (0.10.0's)
+
+_installed: Profiler | None = None
+"""The profiler 0.10.0's module-level ``phase``, ``count`` and ``current`` resolve to: one per
+process, not per thread, so that the threads a worker starts are instrumented too."""
+
+
+def install_profiler(profiler: Profiler) -> None:
+    """Make ``profiler`` the one 0.10.0's module-level ``phase``, ``count`` and ``current`` resolve to."""
+    global _installed  # noqa: PLW0603 - the point of the function
+    if not isinstance(profiler, Profiler):
+        raise TypeError(f"install_profiler() takes a lineprofiler.accounting.Profiler, got {type(profiler).__name__}")
+    previous = _installed
+    if previous is not None and previous is not profiler and not previous._closed:
+        from ._options import warn_once
+
+        warn_once(
+            "reinstall",
+            "an accounting Profiler was already installed; module-level phase() and count() now use the new one",
+        )
+    _installed = profiler
+
+
+def uninstall_profiler(profiler: Profiler | None = None) -> None:
+    """Uninstall ``profiler`` if it is the installed one (any profiler when ``None``)."""
+    global _installed  # noqa: PLW0603 - the point of the function
+    if profiler is None or _installed is profiler:
+        _installed = None
+
+
+def installed_profiler() -> Profiler | None:
+    """The installed profiler, or ``None``."""
+    return _installed
 
 
 if TYPE_CHECKING:

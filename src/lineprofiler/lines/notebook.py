@@ -1,6 +1,6 @@
 """The file names IPython gives the code of notebook cells, which lie outside any project folder:
 every LineProfiler made under IPython includes them (the ``%lprofile`` magics of
-:mod:`lineprofiler.integrations.ipython` too).
+the IPython integration too).
 
 Found from the running shell, without importing IPython: outside IPython there is none.
 """

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config import ProfilerConfig
 from ..runfiles import linesfile
@@ -36,7 +35,7 @@ from .monitoring import TOOL_NAME, MonitoringHold
 from .notebook import cell_globs
 from .project import ProjectFilter, find_project_root
 from .regions import RegionBook, RegionScope
-from .render import HINT_API, check_options, own_time, render_global, render_nothing, render_regions, render_stats
+from .render import HINT_API, PrintedProfile, render_nothing
 from .saved import SavedProfile, document_from_stats, host_name, process_info
 from .stats import FunctionStats, StatsKey, stats_from_records
 
@@ -61,7 +60,7 @@ class TracerError(RuntimeError):
     original. What was recorded before it is kept and get_stats() still returns it."""
 
 
-class LineProfiler:
+class LineProfiler(PrintedProfile):
     """Hits and time per line, for the code of one project folder.
 
     ``project_folder`` (default: the git work tree holding the current directory, else the
@@ -422,71 +421,16 @@ class LineProfiler:
         region ``"(overflow)"`` holds."""
         return self._regions.overflowed
 
-    def print_regions(self, top_n: int = 10, min_time_us: float = 0.0, stream: IO[str] | None = None) -> None:
-        """Per region, the region that took the most time first: its time, its share of the
-        profiled time, its entries, and its ``top_n`` slowest lines."""
-        check_options("time", min_time_us, top_n, "top_n")
-        text = render_regions(
-            self.region_stats(),
-            self.region_entries(),
-            top_n=top_n,
-            min_time_us=min_time_us,
-            root=self._filter.folder,
-            total_ns=own_time(self.get_stats()),
-            max_regions=self.max_regions,
-            overflowed=self.regions_overflowed,
-        )
-        (stream if stream is not None else sys.stdout).write(text)
+    # -- printing (PrintedProfile prints and draws) --------------------------------------------
 
-    # -- printing ----------------------------------------------------------------------------
+    def _shown_folder(self) -> Path | None:
+        return self._filter.folder
 
-    def print_stats(
-        self,
-        min_time_us: float = 0,
-        top_n_lines: int | None = None,
-        sort_by: str = "time",
-        file: IO[str] | None = None,
-    ) -> None:
-        """Per function (total time at least ``min_time_us``): file, qualname, total time, and a
-        table of line, hits, time, time per hit, % of the function and source. ``sort_by`` is
-        ``'time'``, ``'hits'`` or ``'line'`` and orders functions and lines; ``top_n_lines``
-        keeps that many lines per function. When the profiler ran but recorded nothing, says
-        which folder it traced and what ran outside it."""
-        check_options(sort_by, min_time_us, top_n_lines, "top_n_lines")
-        stats = self.get_stats()
-        text = self.nothing_recorded() if not stats else None
-        if text is None:
-            text = render_stats(
-                stats,
-                min_time_us=min_time_us,
-                top_n_lines=top_n_lines,
-                sort_by=sort_by,
-                root=self._filter.folder,
-            )
-        (file if file is not None else sys.stdout).write(text)
+    def _nothing_text(self, stats: Mapping[StatsKey, FunctionStats]) -> str | None:
+        return self.nothing_recorded() if not stats else None
 
-    def print_global_top_stats(
-        self,
-        top_n: int | None = 20,
-        min_time_us: float = 0,
-        sort_by: str = "time",
-        file: IO[str] | None = None,
-    ) -> None:
-        """The top ``top_n`` lines over all functions (each at least ``min_time_us``), as
-        ``file:line function``, ordered by ``sort_by`` (``'time'``, ``'hits'`` or ``'line'``)."""
-        check_options(sort_by, min_time_us, top_n, "top_n")
-        stats = self.get_stats()
-        text = self.nothing_recorded() if not stats else None
-        if text is None:
-            text = render_global(
-                stats,
-                top_n=top_n,
-                min_time_us=min_time_us,
-                sort_by=sort_by,
-                root=self._filter.folder,
-                total_ns=self.wall_time_ns,
-            )
-        (file if file is not None else sys.stdout).write(text)
+    def _shown_wall_ns(self) -> int | None:
+        return self.wall_time_ns
 
     def nothing_recorded(self, *, hint: str = HINT_API) -> str | None:
         """When the profiler has been on but no project line ran: the explanation (the folder
@@ -515,16 +459,6 @@ class LineProfiler:
     #: The name line_profiler's users reach for.
     dump_stats = dump
 
-    def to_html(self, path: str | os.PathLike[str], title: str = "lineprofiler") -> Path:
-        """Write one self-contained HTML page (nothing fetched from the network) of every
-        profiled file's source, each line's hits, time, self time and time per hit in the
-        margin, heat-coloured by time, after a table of the functions; returns its path.
-        Missing folders above it are made (as 0.10.0 did); OSError when it cannot be written."""
-        from .annotate import write_annotated
-
-        stats, folder = self.get_stats(), self._filter.folder
-        return write_annotated(path, stats, parents=True, title=title, root=folder, wall_ns=self.wall_time_ns)
-
     @staticmethod
     def load(path: str | os.PathLike[str]) -> SavedProfile:
         """Read a line-stats file, or every process file in a directory (merged: the same file,
@@ -538,7 +472,7 @@ class LineProfiler:
     # -- for lineprofiler's own layers -------------------------------------------------------
     # Not for users: what a child's session, ``lineprofiler run``, the lines window of the
     # accounting layer and the process endings call. Each is named by a Protocol where it is
-    # used (children.Recording, endings.EndingProfiler, runner, accounting.lines_window).
+    # used (children.Recording, endings.EndingProfiler, runner, accounting.windows.lines_window).
 
     @property
     def include(self) -> tuple[str, ...]:

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 
 from .._terminal import printable
+from ..report.format import table_duration
 from ..runfiles.linesrecords import REGIONS_OVERFLOW as OVERFLOW_REGION
 from .stats import FunctionStats, LineStats, StatsKey
 
@@ -25,6 +28,7 @@ __all__ = [
     "HINT_API",
     "HINT_CLI",
     "HINT_MAGIC",
+    "PrintedProfile",
     "SORT_KEYS",
     "check_options",
     "format_ns",
@@ -57,15 +61,8 @@ def check_options(sort_by: object, min_time_us: object, top_n: object, top_name:
             raise ValueError(f"{top_name} must be >= 1 or None; got {top_n!r}")
 
 
-def format_ns(ns: float) -> str:
-    """A duration with a unit that keeps three or four significant digits."""
-    if ns < 1e3:
-        return f"{ns:.0f} ns"
-    if ns < 1e6:
-        return f"{ns / 1e3:.2f} us"
-    if ns < 1e9:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e9:.3f} s"
+#: A line table's duration (``156.80 us``), formatted where the report's units are.
+format_ns = table_duration
 
 
 def _display_path(filename: str, root: Path | None) -> str:
@@ -368,3 +365,122 @@ def render_report(
             render_global(stats, top_n=top_n, min_time_us=min_time_us, sort_by=sort_by, root=root, total_ns=total_ns)
         )
     return "".join(parts)
+
+
+# -- what a profile prints and draws ----------------------------------------------------------------
+
+
+class PrintedProfile:
+    """The printing and the page of a profile, written once for :class:`~lineprofiler.LineProfiler`
+    and :class:`~lineprofiler.lines.saved.SavedProfile` (as cProfile's go through pstats). A
+    profile gives its stats, its regions and the few things in which the two differ: the folder
+    names are shown relative to, what to say when nothing was recorded, the wall time its
+    percentages and page use, and the source hashes its page checks files against."""
+
+    # -- what a profile gives ----------------------------------------------------------------
+
+    def get_stats(self) -> dict[StatsKey, FunctionStats]:
+        raise NotImplementedError
+
+    def region_stats(self) -> dict[str, dict[StatsKey, FunctionStats]]:
+        raise NotImplementedError
+
+    def region_entries(self) -> dict[str, int]:
+        raise NotImplementedError
+
+    @property
+    def max_regions(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def regions_overflowed(self) -> int:
+        raise NotImplementedError
+
+    def _shown_folder(self) -> Path | None:
+        """The folder file names are shown relative to."""
+        raise NotImplementedError
+
+    def _nothing_text(self, stats: Mapping[StatsKey, FunctionStats]) -> str | None:
+        """What to print instead of the tables when nothing was recorded; None otherwise."""
+        raise NotImplementedError
+
+    def _shown_wall_ns(self) -> int | None:
+        """The wall time ``% wall`` and the page's facts use; None: not shown."""
+        raise NotImplementedError
+
+    def _source_hashes(self) -> Mapping[str, str | None] | None:
+        """The sha256 per file the stats were recorded with (None: read the files as they are)."""
+        return None
+
+    # -- printing ----------------------------------------------------------------------------
+
+    def print_stats(
+        self,
+        min_time_us: float = 0,
+        top_n_lines: int | None = None,
+        sort_by: str = "time",
+        file: IO[str] | None = None,
+    ) -> None:
+        """Per function (total time at least ``min_time_us``): file, qualname, total time, and a
+        table of line, hits, time, time per hit, % of the function and source. ``sort_by`` is
+        ``'time'``, ``'hits'`` or ``'line'`` and orders functions and lines; ``top_n_lines``
+        keeps that many lines per function. When the profiler ran but recorded nothing, says
+        which folder it traced and what ran outside it."""
+        check_options(sort_by, min_time_us, top_n_lines, "top_n_lines")
+        stats = self.get_stats()
+        text = self._nothing_text(stats) or render_stats(
+            stats, min_time_us=min_time_us, top_n_lines=top_n_lines, sort_by=sort_by, root=self._shown_folder()
+        )
+        (file if file is not None else sys.stdout).write(text)
+
+    def print_global_top_stats(
+        self,
+        top_n: int | None = 20,
+        min_time_us: float = 0,
+        sort_by: str = "time",
+        file: IO[str] | None = None,
+    ) -> None:
+        """The top ``top_n`` lines over all functions (each at least ``min_time_us``), as
+        ``file:line function``, ordered by ``sort_by`` (``'time'``, ``'hits'`` or ``'line'``);
+        ``% wall`` is shown for one process only (the wall times of processes overlap)."""
+        check_options(sort_by, min_time_us, top_n, "top_n")
+        stats = self.get_stats()
+        text = self._nothing_text(stats) or render_global(
+            stats,
+            top_n=top_n,
+            min_time_us=min_time_us,
+            sort_by=sort_by,
+            root=self._shown_folder(),
+            total_ns=self._shown_wall_ns(),
+        )
+        (file if file is not None else sys.stdout).write(text)
+
+    def print_regions(self, top_n: int = 10, min_time_us: float = 0.0, stream: IO[str] | None = None) -> None:
+        """Per region, the region that took the most time first: its time, its share of the
+        profiled time, its entries, and its ``top_n`` slowest lines."""
+        check_options("time", min_time_us, top_n, "top_n")
+        text = render_regions(
+            self.region_stats(),
+            self.region_entries(),
+            top_n=top_n,
+            min_time_us=min_time_us,
+            root=self._shown_folder(),
+            total_ns=own_time(self.get_stats()),
+            max_regions=self.max_regions,
+            overflowed=self.regions_overflowed,
+        )
+        (stream if stream is not None else sys.stdout).write(text)
+
+    def to_html(self, path: str | os.PathLike[str], title: str = "lineprofiler") -> Path:
+        """Write one self-contained HTML page (nothing fetched from the network) of every
+        profiled file's source, each line's hits, time, self time and time per hit in the
+        margin, heat-coloured by time, after a table of the functions; returns its path. A
+        saved profile's file sources are taken from disk only when their sha256 is the one the
+        files recorded. Missing folders above it are made (as 0.10.0 did); OSError when it
+        cannot be written."""
+        from .annotate import write_annotated
+
+        hashes = self._source_hashes()
+        options = {"hashes": hashes} if hashes is not None else {}
+        stats, folder, wall = self.get_stats(), self._shown_folder(), self._shown_wall_ns()
+        return write_annotated(path, stats, parents=True, title=title, root=folder, wall_ns=wall, **options)

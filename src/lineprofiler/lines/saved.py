@@ -13,11 +13,11 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..runfiles import linesfile
 from ..runfiles.linesfile import LinesFile, MergedFunction, MergedLines
-from .render import check_options, own_time, render_global, render_nothing, render_regions, render_stats
+from .render import PrintedProfile, render_nothing
 from .sourcefile import source_lines
 from .stats import FunctionStats, LineStats, StatsKey
 
@@ -139,7 +139,7 @@ def _lineno(line: Any) -> int:
     return int(line.lineno)
 
 
-class SavedProfile:
+class SavedProfile(PrintedProfile):
     """Line stats read back from files: one process's, or several merged (same file, function
     and line summed). ``get_stats()``, ``print_stats()`` and ``print_global_top_stats()`` work as
     on a :class:`~lineprofiler.LineProfiler`.
@@ -203,23 +203,13 @@ class SavedProfile:
         own and those of the names the merge folded in."""
         return self.merged.regions_overflowed
 
-    def print_regions(self, top_n: int = 10, min_time_us: float = 0.0, stream: IO[str] | None = None) -> None:
-        """As :meth:`LineProfiler.print_regions <lineprofiler.LineProfiler.print_regions>`."""
-        check_options("time", min_time_us, top_n, "top_n")
-        text = render_regions(
-            self.region_stats(),
-            self.region_entries(),
-            top_n=top_n,
-            min_time_us=min_time_us,
-            root=self.project_folder,
-            total_ns=own_time(self.get_stats()),
-            max_regions=self.max_regions,
-            overflowed=self.regions_overflowed,
-        )
-        (stream if stream is not None else sys.stdout).write(text)
+    # -- printing (PrintedProfile prints and draws) --------------------------------------------
 
-    def _nothing(self) -> str | None:
-        if self._stats_nonempty():
+    def _shown_folder(self) -> Path | None:
+        return self.project_folder
+
+    def _nothing_text(self, stats: Mapping[StatsKey, FunctionStats]) -> str | None:
+        if self.merged.functions:
             return None
         finished = [p for p in self.processes if p.finished]
         if not finished:
@@ -228,57 +218,11 @@ class SavedProfile:
         outside = sum(int(p.profile.get("codes_outside") or 0) for p in finished)
         return render_nothing(first.profile["project_folder"], outside, [])
 
-    def _stats_nonempty(self) -> bool:
-        return bool(self.merged.functions)
+    def _shown_wall_ns(self) -> int | None:
+        # The wall times of processes overlap: shown for one process only.
+        return self.wall_time_ns if len(self.processes) == 1 else None
 
-    def print_stats(
-        self,
-        min_time_us: float = 0,
-        top_n_lines: int | None = None,
-        sort_by: str = "time",
-        file: IO[str] | None = None,
-    ) -> None:
-        """As :meth:`LineProfiler.print_stats <lineprofiler.LineProfiler.print_stats>`."""
-        check_options(sort_by, min_time_us, top_n_lines, "top_n_lines")
-        text = self._nothing() or render_stats(
-            self.get_stats(),
-            min_time_us=min_time_us,
-            top_n_lines=top_n_lines,
-            sort_by=sort_by,
-            root=self.project_folder,
-        )
-        (file if file is not None else sys.stdout).write(text)
-
-    def to_html(self, path: str | os.PathLike[str], title: str = "lineprofiler") -> Path:
-        """As :meth:`LineProfiler.to_html <lineprofiler.LineProfiler.to_html>`; a file's source
-        is taken from disk only when its sha256 is the one the files recorded."""
-        from .annotate import write_annotated
+    def _source_hashes(self) -> Mapping[str, str | None]:
         from .annotate.sources import file_hashes
 
-        hashes = file_hashes(self.processes, self.merged.conflicts)
-        wall = self.wall_time_ns if len(self.processes) == 1 else None
-        stats = self.get_stats()
-        folder = self.project_folder
-        return write_annotated(path, stats, parents=True, title=title, root=folder, hashes=hashes, wall_ns=wall)
-
-    def print_global_top_stats(
-        self,
-        top_n: int | None = 20,
-        min_time_us: float = 0,
-        sort_by: str = "time",
-        file: IO[str] | None = None,
-    ) -> None:
-        """As :meth:`LineProfiler.print_global_top_stats
-        <lineprofiler.LineProfiler.print_global_top_stats>`; ``% wall`` is shown for a single
-        process only (the wall times of processes overlap)."""
-        check_options(sort_by, min_time_us, top_n, "top_n")
-        total = self.wall_time_ns if len(self.processes) == 1 else None
-        text = self._nothing() or render_global(
-            self.get_stats(),
-            top_n=top_n,
-            min_time_us=min_time_us,
-            sort_by=sort_by,
-            root=self.project_folder,
-            total_ns=total,
-        )
-        (file if file is not None else sys.stdout).write(text)
+        return file_hashes(self.processes, self.merged.conflicts)

@@ -1,7 +1,8 @@
 """Human formatting for the report: durations, counts, rates, bytes, percentages.
 
 The one place units are formatted, so every block of the report (text.py's, the resource and
-GPU blocks, compare) prints the same way: ``2h 31m``, ``9.4ms``, ``156.8us``, ``4,800``,
+GPU blocks, compare) prints the same way, and the line tables' durations too
+(:func:`table_duration`): ``2h 31m``, ``9.4ms``, ``156.8us``, ``4,800``,
 ``6,377.0/s``, ``408.7 MB``, ``1.1 GB/s``. Bytes use decimal (SI) units, spelled ``B``, ``kB``,
 ``MB``, ``GB`` ... as disk and network rates are usually quoted. Every function accepts None
 and prints ``n/a`` for it: "could not measure" is never printed as zero.
@@ -35,6 +36,19 @@ def _finite(value: float | int | None) -> bool:
     if isinstance(value, int):
         return abs(value) < 10**300  # beyond a float: no unit makes it readable
     return math.isfinite(value)
+
+
+def table_duration(ns: float) -> str:
+    """A duration for the line tables (``print_stats``, the annotated page), in a unit that keeps
+    three or four significant digits: ``850 ns``, ``156.80 us``, ``9.40 ms``, ``12.300 s``. The
+    columns of those tables line up on it; the report's blocks use :func:`duration`."""
+    if ns < 1e3:
+        return f"{ns:.0f} ns"
+    if ns < 1e6:
+        return f"{ns / 1e3:.2f} us"
+    if ns < 1e9:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e9:.3f} s"
 
 
 def duration(ns: float | int | None) -> str:

@@ -1,6 +1,6 @@
 """The report as data: one typed model per block, computed once from a merged run.
 
-Every renderer reads these and nothing else: ``report/text.py`` prints them, ``report/json.py``
+Every renderer reads these and nothing else: ``report/render/text.py`` prints them, ``report/render/json.py``
 serialises them (the field names here are the JSON keys), ``report/html/`` draws them. So a
 number has one computation and appears the same wherever it is shown.
 

@@ -3,8 +3,9 @@
 A renderer formats numbers with :mod:`.format`; where the text and the HTML page print the same
 sentence (the header's lines about attempts, a role's title and straggler, the notes under I/O,
 MEMORY, GPU and LINES), or the same name (a phase's shortest unambiguous suffix, a wall-clock
-instant), it comes from here, so the two cannot drift apart. Reads only :mod:`.model`,
-:mod:`.format` and :mod:`.statuses`.
+instant), it comes from here, so the two cannot drift apart. Reads only :mod:`.model` and
+:mod:`.format`. It also spells the statuses the report tells apart, a worker's (from its file)
+and an attempt's (from merge), so that every floor of the report says them the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +16,19 @@ from typing import Any
 
 from . import format as fmt
 from .model import Attempt, GpuSummary, Header, LineRow, LinesBlock, LinesRole, Memory, Role, SampledIo
-from .statuses import CONCURRENT, NEWEST, RESTARTED
+
+# -- statuses --------------------------------------------------------------------------------------
+
+#: The statuses of a worker that exited (normally, or flushing on a signal): its file is final.
+FINAL_STATUSES = ("exited", "signalled")
+
+# What an attempt is to the one the report shows (see :mod:`.read.attempts`): the newest, another job
+# overlapping it in time, one that ended before it began, or one a launcher restarted since.
+NEWEST = "newest"
+CONCURRENT = "concurrent"
+SUPERSEDED = "superseded"
+RESTARTED = "restarted"
+
 
 #: How many bins a text sparkline has: the blocks compute their series in this many bins.
 SPARK_WIDTH = 42

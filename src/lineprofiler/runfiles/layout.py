@@ -223,6 +223,66 @@ def artifact_path(run_dir: str | os.PathLike[str], tool: str, host: str, pid: in
     return _path(run_dir) / BACKEND_DIR / artifact_name(tool, host, pid)
 
 
+class RunPaths:
+    """One run directory, and the name of every file a process writes in it: a profiler makes
+    one and hands it to each of its parts (snapshots, sampler, windows, metadata), which ask it
+    for their paths rather than join their own. Text where a profiler starts (pathlib is loaded
+    when a Path is first asked for); the names are this module's functions'."""
+
+    __slots__ = ("root",)
+
+    root: str
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        object.__setattr__(self, "root", os.fspath(root))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("RunPaths is read-only")
+
+    def __repr__(self) -> str:
+        return f"RunPaths({self.root!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunPaths) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    @classmethod
+    def of(cls, run_dir: RunPaths | str | os.PathLike[str]) -> RunPaths:
+        """``run_dir`` itself when it is one, else the run directory it names (as given)."""
+        return run_dir if isinstance(run_dir, RunPaths) else cls(run_dir)
+
+    @property
+    def path(self) -> Path:
+        return _path(self.root)
+
+    def worker_file(self, host: str, run_id: str, pid: int, uuid8: str) -> str:
+        return worker_file(self.root, host, run_id, pid, uuid8)
+
+    def live(self, worker_file: str) -> str:
+        return beside(worker_file, LIVE_SUFFIX)
+
+    def sidecar(self, worker_file: str | os.PathLike[str]) -> Path:
+        return sidecar_path(worker_file)
+
+    def began_beside(self, worker_file: str | os.PathLike[str]) -> tuple[Path, Path, Path]:
+        """The files a process begins beside its worker file: samples, live, timeline."""
+        return sidecar_path(worker_file), live_path(worker_file), timeline_path(worker_file)
+
+    def metadata(self, worker_file: str | os.PathLike[str]) -> Path:
+        return metadata_path(self.root, worker_file)
+
+    def run_metadata(self) -> Path:
+        return run_metadata_path(self.root)
+
+    def lines(self, worker_file: str | os.PathLike[str]) -> Path:
+        return lines_path(self.root, worker_file)
+
+    def artifact(self, tool: str, host: str, pid: int) -> Path:
+        return artifact_path(self.root, tool, host, pid)
+
+
 # ---------------------------------------------------------------------------------------------
 # Telling one file from another, across the processes of a machine
 # ---------------------------------------------------------------------------------------------

@@ -136,7 +136,7 @@ UNFINISHED_REASON = (
     "Python's signal module, or is still running"
 )
 #: A line-stats file larger than this is not read (``view``, ``load``); the report's limit is
-#: :data:`lineprofiler.report.blocks.lines.MAX_FILE_BYTES`.
+#: :data:`lineprofiler.report.compute.blocks.lines.MAX_FILE_BYTES`.
 MAX_FILE_BYTES = 256 * 1024 * 1024
 _FILE_RE = re.compile(r"^l_.+_\d+_[0-9a-f]{8}\.json$")
 #: How many levels of folders below a directory find_lines_files looks in (an accounting run

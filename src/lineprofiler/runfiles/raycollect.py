@@ -1,6 +1,6 @@
 """``RUN_DIR/ray/collect.json``: what the last Ray collect brought to the run directory, and what not.
 
-``lineprofiler.integrations.ray.collect`` writes it on the driver after each collect (with
+The Ray integration's ``collect`` writes it on the driver after each collect (with
 :func:`build_document`); the report reads it (with :func:`read_collect_file`) to name the nodes
 whose files did not arrive and the actors that died without a final flush. Its ``caveats`` are
 one line each, written for the report by the collect that knew why. No file means the run was

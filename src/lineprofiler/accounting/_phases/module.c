@@ -103,7 +103,9 @@ static PyMethodDef lp_mod_methods[] = {
     {"thread_cpu_ns", lp_mod_thread_cpu_ns, METH_NOARGS,
      "This thread's CPU time as phases read it (-1: failed)."},
     {"cpu_clock_source", lp_mod_cpu_clock_source, METH_NOARGS, "How thread CPU time is read."},
+#ifdef LP_DEV_SEAMS
     {"_set_io_path", lp_mod_set_io_path, METH_O, "Test seam: read I/O counters from another file."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 

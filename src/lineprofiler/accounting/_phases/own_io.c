@@ -203,6 +203,9 @@ PyObject *lp_mod_own_io(PyObject *module, PyObject *Py_UNUSED(ignored))
     return lp_io_dict(v);
 }
 
+#ifdef LP_DEV_SEAMS
+/* _set_io_path(path): a development build's test seam (LP_DEV_SEAMS, see setup.py), never in a
+ * wheel: phase boundaries read their I/O counters from another file. */
 PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg)
 {
     lp_state *st = lp_get_state(module);
@@ -221,3 +224,4 @@ PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg)
     }
     Py_RETURN_NONE;
 }
+#endif /* LP_DEV_SEAMS */

@@ -16,8 +16,8 @@
  * (tid -1, phase = ticks missed), never a stretched interval.
  *
  * The files: proc.c opens the descriptors and NVML and reads one row; thread.c is the ring, the
- * tick and the thread; timeline.c the timeline's ring and tick; module.c is the Python type and
- * the module.
+ * tick and the thread; timeline.c the timeline's ring and tick; sampler_type.c is the Python
+ * type, stats.c what its stats() reports, module.c the module.
  *
  * Concurrency: every method runs with the GIL held and never releases it, so methods never run
  * concurrently with each other; the only other party is the sampler thread, which takes
@@ -198,6 +198,12 @@ void lp_tick(lp_core *c);
 int lp_thread_start(lp_core *c);
 void lp_thread_stop(lp_core *c);
 int64_t lp_thread_cpu_total(lp_core *c);
+
+/* sampler_type.c */
+extern PyType_Spec lp_sampler_spec;
+
+/* stats.c */
+PyObject *lp_core_stats(lp_core *c);
 
 /* timeline.c */
 int lp_timeline_alloc(lp_core *c);

@@ -1,211 +1,16 @@
-/* lineprofiler.lines._tracer: the Python face of the line tracer (the Tracer and Hook types,
- * the test switches, the module) and the calibration of its clock. What the tracer records and
- * how is described in tracer.h. */
+/* lineprofiler.lines._tracer: the Python face of the line tracer (the Tracer type, the module).
+ * The Hook type is hook.c's, the clock's calibration clock.c's, the test switches (in a
+ * development build only) dev_seams.c's. What the tracer records and how is described in
+ * tracer.h. */
 #include "tracer.h"
 
-#include <errno.h>
-#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#if LP_HAVE_TSC
-#include <cpuid.h>
-#endif
-
-#if PY_VERSION_HEX >= 0x030C0000
-#define LP_T_PYSSIZET Py_T_PYSSIZET
-#define LP_READONLY   Py_READONLY
-#else
-#define LP_T_PYSSIZET T_PYSSIZET
-#define LP_READONLY   READONLY
-#endif
 
 static lp_state *lp_get_state(PyObject *module)
 {
     return (lp_state *)PyModule_GetState(module);
 }
-
-static const char *const lp_hook_names[LP_HOOK_COUNT] = {
-    "line", "start", "resume", "return", "yield", "unwind", "throw", "thread",
-};
-
-/* ===================================================================== clock calibration */
-
-#if LP_HAVE_TSC
-/* The TSC may stand in for a clock only when it ticks at a constant rate in
- * every power state (CPUID 0x80000007 EDX bit 8, "invariant TSC"), and the
- * kernel has not demoted it to an unreliable clocksource. */
-static int lp_tsc_usable(void)
-{
-    unsigned int a, b, c, d;
-    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) {
-        return 0;
-    }
-    if (!__get_cpuid(0x80000007u, &a, &b, &c, &d) || !(d & (1u << 8))) {
-        return 0;
-    }
-    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
-    if (f != NULL) {
-        char buf[64] = {0};
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        /* The kernel falls back to these when it found the TSC unstable. */
-        if (strncmp(buf, "hpet", 4) == 0 || strncmp(buf, "acpi_pm", 7) == 0 ||
-            strncmp(buf, "jiffies", 7) == 0) {
-            return 0;
-        }
-    }
-    return 1;
-}
-#endif
-
-/* Reads (tsc, ns) as close together as it can: the TSC is read on both sides
- * of the monotonic read and the midpoint kept. */
-static void lp_clock_pair(int64_t *tsc, int64_t *ns)
-{
-#if LP_HAVE_TSC
-    int64_t a = (int64_t)__rdtsc();
-    *ns = lp_monotonic_ns();
-    int64_t b = (int64_t)__rdtsc();
-    *tsc = a + (b - a) / 2;
-#else
-    *ns = lp_monotonic_ns();
-    *tsc = *ns;
-#endif
-}
-
-/* Nanoseconds per tick of the tracer's clock. For the TSC this is measured
- * against CLOCK_MONOTONIC from import to now, and waits (GIL released) until
- * that interval is at least 20 ms, so the scale is good to a few ppm. */
-static double lp_ns_per_tick(lp_TracerObject *tr)
-{
-    if (tr->clock != LP_CLOCK_TSC) {
-        return 1.0;
-    }
-    lp_state *st = tr->st;
-    int idle = st->active != (PyObject *)tr;
-    if (idle && tr->idle_scale > 0.0) {
-        return tr->idle_scale;
-    }
-    int64_t tsc, ns;
-    lp_clock_pair(&tsc, &ns);
-    if (ns - st->cal_ns0 < 20000000) {
-        struct timespec req;
-        int64_t wait = 20000000 - (ns - st->cal_ns0);
-        req.tv_sec = (time_t)(wait / 1000000000);
-        req.tv_nsec = (long)(wait % 1000000000);
-        Py_BEGIN_ALLOW_THREADS
-        while (nanosleep(&req, &req) != 0 && errno == EINTR) {
-        }
-        Py_END_ALLOW_THREADS
-        lp_clock_pair(&tsc, &ns);
-    }
-    if (tsc <= st->cal_tsc0) {
-        return 1.0;
-    }
-    double scale = (double)(ns - st->cal_ns0) / (double)(tsc - st->cal_tsc0);
-    if (idle) {
-        tr->idle_scale = scale;
-    }
-    return scale;
-}
-
-static const char *lp_clock_name(int clock)
-{
-    switch (clock) {
-    case LP_CLOCK_TSC:
-        return "tsc";
-    case LP_CLOCK_MONOTONIC:
-        return "monotonic";
-    default:
-        return "test";
-    }
-}
-
-/* ===================================================================== hook type */
-
-static PyObject *lp_on_nothing(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    LP_UNUSED(self);
-    LP_UNUSED(args);
-    LP_UNUSED(nargsf);
-    LP_UNUSED(kwnames);
-    Py_RETURN_NONE;
-}
-
-static vectorcallfunc lp_hook_func(int kind)
-{
-    vectorcallfunc f = lp_path_callback(kind);
-    return f != NULL ? f : lp_on_nothing;
-}
-
-/* Returns a new reference to a Hook of `kind` bound to tr. */
-PyObject *lp_hook_new(lp_TracerObject *tr, int kind, lp_thread *th)
-{
-    lp_HookObject *h = PyObject_GC_New(lp_HookObject, tr->st->hook_type);
-    if (h == NULL) {
-        return NULL;
-    }
-    h->vectorcall = lp_hook_func(kind);
-    h->tracer = (lp_TracerObject *)Py_NewRef((PyObject *)tr);
-    h->thread = th;
-    h->kind = kind;
-    PyObject_GC_Track(h);
-    return (PyObject *)h;
-}
-
-static int lp_hook_traverse(lp_HookObject *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self));
-    Py_VISIT(self->tracer);
-    return 0;
-}
-
-static int lp_hook_clear(lp_HookObject *self)
-{
-    /* A cleared hook must stay safe to call: point it at a no-op. */
-    self->vectorcall = lp_on_nothing;
-    Py_CLEAR(self->tracer);
-    return 0;
-}
-
-static void lp_hook_dealloc(lp_HookObject *self)
-{
-    PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->tracer);
-    PyObject_GC_Del(self);
-    Py_DECREF(tp);
-}
-
-static PyObject *lp_hook_repr(lp_HookObject *self)
-{
-    return PyUnicode_FromFormat("<lineprofiler hook %s>", lp_hook_names[self->kind]);
-}
-
-static PyMemberDef lp_hook_members[] = {
-    {"__vectorcalloffset__", LP_T_PYSSIZET, offsetof(lp_HookObject, vectorcall), LP_READONLY, NULL},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyType_Slot lp_hook_slots[] = {
-    {Py_tp_doc, "A callback of the line tracer (made by Tracer.hook(); not for direct use)."},
-    {Py_tp_call, PyVectorcall_Call},
-    {Py_tp_members, lp_hook_members},
-    {Py_tp_traverse, lp_hook_traverse},
-    {Py_tp_clear, lp_hook_clear},
-    {Py_tp_dealloc, lp_hook_dealloc},
-    {Py_tp_repr, lp_hook_repr},
-    {0, NULL},
-};
-
-static PyType_Spec lp_hook_spec = {
-    .name = "lineprofiler.lines._tracer.Hook",
-    .basicsize = sizeof(lp_HookObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-             Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_IMMUTABLETYPE,
-    .slots = lp_hook_slots,
-};
 
 /* ===================================================================== tracer methods */
 
@@ -672,148 +477,6 @@ static PyType_Spec lp_tracer_spec = {
 };
 
 /* ===================================================================== module functions */
-
-PyDoc_STRVAR(lp_set_test_clock_doc,
-             "_set_test_clock(enabled, callback_cost=0, now=0)\n--\n\n"
-             "TEST ONLY. While enabled, tracers that start recording from empty read a\n"
-             "fake clock instead of the real one: it stands still except when\n"
-             "_advance_test_clock() moves it, and every timed slow path of a callback\n"
-             "(deciding whether code is ours, growing a table) advances it by\n"
-             "callback_cost between its two clock reads, as if it had spent that long.\n"
-             "The common path of a callback reads the clock once and does not advance\n"
-             "it. One tick is one nanosecond.");
-
-static PyObject *lp_set_test_clock(PyObject *module, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"enabled", "callback_cost", "now", NULL};
-    int enabled;
-    long long cost = 0, now = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "p|LL:_set_test_clock", kwlist, &enabled, &cost, &now)) {
-        return NULL;
-    }
-    if (cost < 0 || now < 0) {
-        PyErr_SetString(PyExc_ValueError, "_set_test_clock: callback_cost and now must be >= 0");
-        return NULL;
-    }
-    lp_state *st = lp_get_state(module);
-    st->test_clock = enabled;
-    st->test_cost = cost;
-    st->test_now = now;
-    Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(lp_advance_test_clock_doc,
-             "_advance_test_clock(ns)\n--\n\n"
-             "TEST ONLY. Moves the fake clock forward by ns and returns the new reading.");
-
-static PyObject *lp_advance_test_clock(PyObject *module, PyObject *arg)
-{
-    long long ns = PyLong_AsLongLong(arg);
-    if (ns == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (ns < 0) {
-        PyErr_SetString(PyExc_ValueError, "_advance_test_clock: ns must be >= 0");
-        return NULL;
-    }
-    lp_state *st = lp_get_state(module);
-    st->test_now += ns;
-    return PyLong_FromLongLong(st->test_now);
-}
-
-PyDoc_STRVAR(lp_set_foreign_limit_doc,
-             "_set_foreign_limit(n)\n--\n\n"
-             "TEST ONLY. How many foreign-code decisions a tracer caches before it drops\n"
-             "them all (default 65536). Returns the previous limit.");
-
-static PyObject *lp_set_foreign_limit(PyObject *module, PyObject *arg)
-{
-    Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (n < 1) {
-        PyErr_SetString(PyExc_ValueError, "_set_foreign_limit: n must be >= 1");
-        return NULL;
-    }
-    lp_state *st = lp_get_state(module);
-    Py_ssize_t prev = st->foreign_limit;
-    st->foreign_limit = n;
-    return PyLong_FromSsize_t(prev);
-}
-
-PyDoc_STRVAR(lp_set_presize_doc, "_set_presize(enabled)\n--\n\n"
-                                 "TEST ONLY. Whether new code records size their line arrays from\n"
-                                 "co_lines() (the default) or start empty and grow line by line, which\n"
-                                 "exercises the growth path. Returns the previous setting.");
-
-static PyObject *lp_set_presize(PyObject *module, PyObject *arg)
-{
-    int on = PyObject_IsTrue(arg);
-    if (on < 0) {
-        return NULL;
-    }
-    lp_state *st = lp_get_state(module);
-    int prev = st->presize;
-    st->presize = on;
-    return PyBool_FromLong(prev);
-}
-
-/* A trace function that does nothing: what any C trace function costs at least. */
-static int lp_noop_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
-{
-    LP_UNUSED(obj);
-    LP_UNUSED(frame);
-    LP_UNUSED(what);
-    LP_UNUSED(arg);
-    return 0;
-}
-
-PyDoc_STRVAR(lp_set_noop_trace_doc,
-             "_set_noop_trace(enabled)\n--\n\n"
-             "BENCHMARK ONLY. Installs (or removes) a C trace function that returns at once on\n"
-             "the calling thread: the floor under any trace-function profiler.");
-
-static PyObject *lp_set_noop_trace(PyObject *module, PyObject *arg)
-{
-    int on = PyObject_IsTrue(arg);
-    if (on < 0) {
-        return NULL;
-    }
-    if (on && lp_get_state(module)->active != NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "_set_noop_trace: a tracer is recording");
-        return NULL;
-    }
-    PyEval_SetTrace(on ? lp_noop_trace : NULL, NULL);
-    Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(lp_floor_noop_doc, "_floor_noop(*args)\n--\n\n"
-                                "BENCHMARK ONLY. A sys.monitoring callback that does nothing: what an\n"
-                                "event costs before any profiler work.");
-
-static PyObject *lp_floor_noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    LP_UNUSED(module);
-    LP_UNUSED(args);
-    LP_UNUSED(nargs);
-    Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(lp_floor_clock_doc, "_floor_clock(*args)\n--\n\n"
-                                 "BENCHMARK ONLY. A sys.monitoring callback that only reads the tracer's\n"
-                                 "clock: the least any per-line timing pays per event.");
-
-static PyObject *lp_floor_clock(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    LP_UNUSED(args);
-    LP_UNUSED(nargs);
-    lp_state *st = lp_get_state(module);
-    /* Without a TSC no tracer uses LP_CLOCK_TSC (and lp_tsc() is never reached). */
-    st->floor_sink += st->default_clock == LP_CLOCK_TSC ? lp_tsc() : lp_monotonic_ns();
-    Py_RETURN_NONE;
-}
-
 PyDoc_STRVAR(lp_default_clock_doc, "default_clock()\n--\n\n"
                                    "The clock new tracers use: 'tsc' (an invariant cycle counter, scaled to\n"
                                    "ns against CLOCK_MONOTONIC at report time) or 'monotonic'.");
@@ -824,14 +487,6 @@ static PyObject *lp_default_clock(PyObject *module, PyObject *Py_UNUSED(ignored)
 }
 
 static PyMethodDef lp_module_methods[] = {
-    {"_set_test_clock", (PyCFunction)(void (*)(void))lp_set_test_clock, METH_VARARGS | METH_KEYWORDS,
-     lp_set_test_clock_doc},
-    {"_advance_test_clock", (PyCFunction)lp_advance_test_clock, METH_O, lp_advance_test_clock_doc},
-    {"_set_foreign_limit", (PyCFunction)lp_set_foreign_limit, METH_O, lp_set_foreign_limit_doc},
-    {"_set_presize", (PyCFunction)lp_set_presize, METH_O, lp_set_presize_doc},
-    {"_set_noop_trace", (PyCFunction)lp_set_noop_trace, METH_O, lp_set_noop_trace_doc},
-    {"_floor_noop", (PyCFunction)(void (*)(void))lp_floor_noop, METH_FASTCALL, lp_floor_noop_doc},
-    {"_floor_clock", (PyCFunction)(void (*)(void))lp_floor_clock, METH_FASTCALL, lp_floor_clock_doc},
     {"default_clock", (PyCFunction)lp_default_clock, METH_NOARGS, lp_default_clock_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -868,6 +523,11 @@ static int lp_exec(PyObject *module)
     if (PyModule_AddIntConstant(module, "MONITORING", LP_MONITORING) < 0) {
         return -1;
     }
+#ifdef LP_DEV_SEAMS
+    if (lp_add_dev_seams(module) < 0) {
+        return -1;
+    }
+#endif
     return 0;
 }
 

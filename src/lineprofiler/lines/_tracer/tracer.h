@@ -47,7 +47,9 @@
  * The files: this header holds the types and every helper a callback calls on
  * its hot path, as always-inline functions, so that a callback compiles to one
  * function as it did when the tracer was one file; the slow paths they fall
- * back to are out of line in tables.c.
+ * back to are out of line in tables.c and errors.c; module.c is the Tracer type
+ * and the module, hook.c the Hook type, clock.c the clock's calibration,
+ * dev_seams.c the test switches of a development build.
  *
  * Failure policy: a callback never raises an error of its own. The first
  * error is kept, the tracer stops recording ("broken"), and the Python layer
@@ -287,9 +289,12 @@ enum {
 /* Symbols shared between the files of this extension. The extension is built with
  * -fvisibility=hidden, so none of them is exported or called through the PLT. */
 
-/* tables.c */
+/* errors.c */
 void lp_fail(lp_TracerObject *tr);
 int lp_raise_user_exc(lp_thread *th);
+int lp_ask_filter(lp_TracerObject *tr, lp_thread *th, PyObject *code);
+
+/* tables.c */
 lp_code *lp_decide(lp_TracerObject *tr, lp_thread *th, PyObject *code);
 lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts);
 lp_thread *lp_thread_slow(lp_TracerObject *tr, uintptr_t key);
@@ -314,8 +319,18 @@ void lp_eval_install(void);
 void lp_eval_uninstall(void);
 #endif
 
-/* module.c */
+/* hook.c */
+extern const char *const lp_hook_names[LP_HOOK_COUNT];
+extern PyType_Spec lp_hook_spec;
 PyObject *lp_hook_new(lp_TracerObject *tr, int kind, lp_thread *th);
+
+/* clock.c */
+int lp_tsc_usable(void); /* with a TSC only */
+void lp_clock_pair(int64_t *tsc, int64_t *ns);
+double lp_ns_per_tick(lp_TracerObject *tr);
+const char *lp_clock_name(int clock);
+
+int lp_add_dev_seams(PyObject *module); /* dev_seams.c, a development build's only */
 
 /* ===================================================================== hot path: clock */
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from ... import __version__
 from ..._terminal import printable
-from ...runfiles.output import write_output
 from ..render import _display_path, format_ns
 from ..stats import FunctionStats, LineStats, StatsKey
 from .assets import CSS, JS
@@ -405,10 +404,6 @@ def render_annotated(
     )
 
 
-#: What ``open(path, "w")`` gives a new file (less the umask): the page is the user's file.
-PAGE_FILE_MODE = 0o666
-
-
 def write_annotated(
     path: str | os.PathLike[str],
     stats: Mapping[StatsKey, FunctionStats],
@@ -416,14 +411,13 @@ def write_annotated(
     parents: bool = False,
     **options: Any,
 ) -> Path:
-    """Write :func:`render_annotated`'s page to ``path`` whole (a temporary file renamed over
-    it, or into it when it is a FIFO or a device) and return the path; with ``parents``,
-    missing folders above it are made. OSError when it cannot be written (a folder that does
-    not exist, a directory at ``path``)."""
-    target = Path(os.path.abspath(os.fspath(path)))
-    if target.is_dir():
+    """Write :func:`render_annotated`'s page to ``path`` through the report's one way out
+    (:func:`lineprofiler.report.render.write`: whole, or into a FIFO or a device) and return
+    the path; with ``parents``, missing folders above it are made. OSError when it cannot be
+    written (a folder that does not exist, a directory at ``path``)."""
+    from ...report.render import write
+
+    if os.path.isdir(os.path.abspath(os.fspath(path))):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", os.fspath(path))
-    if parents:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    write_output(target, render_annotated(stats, **options).encode("utf-8"), mode=PAGE_FILE_MODE)
+    write(path, render_annotated(stats, **options), "html", parents=parents)
     return Path(os.fspath(path))

@@ -1,0 +1,111 @@
+"""Who ran: the header's model (the run's name, span, processes, hosts and ranks, and the
+attempts it names without merging them: superseded, concurrent, merged by time), and one model
+per role (its processes, imbalance, busiest process, time in phases and phase shares, each phase
+named by its shortest unambiguous suffix)."""
+
+from __future__ import annotations
+
+from ... import format as fmt
+from ...model import Attempt, Header, PhaseShare, Process, Role
+from ...read.run import AttemptSummary, RoleStats, Run, Worker
+from ...wording import short_names
+from . import RenderOptions
+
+
+def attempt(summary: AttemptSummary) -> Attempt:
+    """An attempt the header names, as the model holds it."""
+    return Attempt(
+        name=summary.name,
+        run_id=summary.run_id,
+        attempt=summary.attempt,
+        files=summary.files,
+        roles=dict(sorted(summary.roles.items())),
+        start_ns=summary.start_ns,
+        end_ns=summary.end_ns,
+        span_ns=summary.span_ns,
+        status=summary.status,
+        merged=list(summary.merged),
+    )
+
+
+def header(run: Run, options: RenderOptions) -> Header:
+    return Header(
+        run_dir=str(run.run_dir),
+        run=run.name,
+        run_id=run.run_id,
+        attempt=run.attempt,
+        runtime_ns=run.runtime_ns,
+        start_ns=run.start_ns,
+        end_ns=run.end_ns,
+        processes=len(run.workers),
+        roles={role.name: len(role.workers) - len(role.unprofiled_workers) for role in run.roles.values()},
+        hosts=run.hosts,
+        ranks=run.ranks,
+        job_ids=run.job_ids,
+        launchers=sorted({w.launcher for w in run.workers if w.launcher}),
+        superseded=[attempt(a) for a in run.superseded],
+        concurrent=[attempt(a) for a in run.concurrent],
+        merged=[attempt(a) for a in run.merged],
+        status=run.status,
+        newest=attempt(run.newest) if run.newest is not None else None,
+        unprofiled={role.name: n for role in run.roles.values() if (n := len(role.unprofiled_workers))},
+    )
+
+
+def process(worker: Worker) -> Process:
+    return Process(
+        label=worker.label,
+        role=worker.role,
+        host=worker.host,
+        pid=worker.pid,
+        rank=worker.rank,
+        busy_ns=worker.busy_ns,
+        lifetime_ns=worker.elapsed_ns,
+        has_data=worker.has_data,
+    )
+
+
+def _role(role: RoleStats) -> Role:
+    total = role.phase_time_ns
+    # Entries still open at a worker's last snapshot count with their time so far (a process
+    # killed four hours into a phase still shows those hours).
+    ranked = sorted(
+        (p for p in role.phases.values() if p.self_with_open_ns > 0), key=lambda p: (-p.self_with_open_ns, p.path)
+    )
+    phases: list[PhaseShare] = []
+    if ranked and total > 0:
+        names = short_names([p.path for p in ranked])
+        phases = [
+            PhaseShare(p.path, names[p.path], p.self_with_open_ns, p.self_with_open_ns / total, p.open_entries)
+            for p in ranked
+        ]
+    slowest = role.slowest
+    lifetime = role.lifetime_ns
+    unprofiled = len(role.unprofiled_workers)
+    return Role(
+        name=role.name,
+        processes=len(role.workers) - unprofiled,
+        without_data=len(role.workers) - unprofiled - len(role.data_workers),
+        imbalance=role.imbalance,
+        phase_time_ns=total,
+        busy_ns=role.busy_ns,
+        lifetime_ns=lifetime,
+        mean_busy_ns=role.mean_busy_ns,
+        busy_fraction=role.busy_fraction,
+        phases=phases,
+        busiest=process(slowest) if slowest is not None else None,
+        members=[process(w) for w in role.workers if not w.forked_unprofiled],
+        unprofiled=unprofiled,
+    )
+
+
+def roles(run: Run, options: RenderOptions) -> list[Role]:
+    blocks = [_role(role) for role in run.roles.values()]
+    open_entries = sum(p.open_entries for role in run.roles.values() for p in role.phases.values())
+    if open_entries:
+        options.add_caveat(
+            f"{fmt.count(open_entries)} phase entr{'y was' if open_entries == 1 else 'ies were'} still open at "
+            "the last snapshot: the role blocks count their time so far; DOMINANT PHASES, wait% and the "
+            "percentiles cover closed entries only"
+        )
+    return blocks
