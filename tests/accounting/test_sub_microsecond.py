@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers.cli import run_cli
 from lineprofiler.accounting import _phases
 from lineprofiler.runfiles import histogram, workerfile
 
@@ -49,11 +50,7 @@ def test_the_report_shows_a_sub_microsecond_p50(tmp_path: Path) -> None:
     histogram's first bucket used to make it "1.0us" whatever the phase took."""
     done = subprocess.run([sys.executable, "-c", EMPTY_PHASES, str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    report = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "report", str(tmp_path), "--json", "--no-samples"],
-        capture_output=True,
-        text=True,
-    )
+    report = run_cli("report", tmp_path, "--json", "--no-samples")
     assert report.returncode == 0, report.stderr
     doc = json.loads(report.stdout)
     (phase,) = [p for p in doc["dominant"]["phases"] if p["path"] == "empty"]

@@ -2,13 +2,12 @@
 
 import io
 import json
-import subprocess
-import sys
 import threading
 
 import pytest
 from lp_helpers import func_stats, marks, write_module
 
+from helpers.cli import run_cli
 from lineprofiler import LineProfiler
 
 WORK = """\
@@ -203,12 +202,7 @@ def test_regions_survive_dump_load_and_view(prof, mod, tmp_path):
     merged = LineProfiler.load(tmp_path / "out")
     assert body_hits(merged.region_stats(), "rollout", mod.work) == 10
     assert merged.region_entries()["rollout"] == 2
-    result = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "view", str(path), "--sort", "self"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_cli("view", path, "--sort", "self")
     assert result.returncode == 0, result.stderr
     after = result.stdout[result.stdout.index("REGIONS") :]
     assert "Region: rollout" in after and "Region: inner" in after and "Entries: 1" in after

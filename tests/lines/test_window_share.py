@@ -14,6 +14,7 @@ import textwrap
 
 import pytest
 
+from helpers.cli import run_cli
 from helpers.env import clean_env
 
 SCRIPT = textwrap.dedent(
@@ -55,13 +56,7 @@ def test_a_line_run_by_four_threads_at_once_is_at_most_the_whole_window(tmp_path
     argv = [sys.executable, str(folder / "threads.py"), str(run_dir), str(folder)]
     done = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), cwd=folder, timeout=300)
     assert done.returncode == 0, done.stderr
-    result = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "report", str(run_dir), "--lines", "--json", "--lines-top", "50"],
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        timeout=120,
-    )
+    result = run_cli("report", run_dir, "--lines", "--json", "--lines-top", "50")
     assert result.returncode == 0, result.stderr
     (role,) = json.loads(result.stdout)["lines"]["roles"]
     rows = {(row["function"], row["source"].strip()): row for row in role["rows"]}

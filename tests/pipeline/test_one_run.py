@@ -185,12 +185,11 @@ def test_a_sequential_rerun_is_still_a_superseded_attempt(tmp_path):
     assert any(line.startswith(f"Newest attempt {second} (shown by default; not merged): 2 worker file(s)")
                for line in older)
 
-    bad = run([sys.executable, "-m", "lineprofiler", "report", run_dir, "--attempt", "nope"])
+    bad = run_cli("report", run_dir, "--attempt", "nope")
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
     assert "no attempt 'nope'" in bad.stderr and second in bad.stderr and "Traceback" not in bad.stderr
 
-    compared = run([sys.executable, "-m", "lineprofiler", "compare", run_dir, run_dir, "--attempt-a", first_id,
-                    "--json"])
+    compared = run_cli("compare", run_dir, run_dir, "--attempt-a", first_id, "--json")
     assert compared.returncode == 0, compared.stderr
     document = json.loads(compared.stdout)
     assert (document["a"]["run_id"], document["b"]["run_id"]) == (first_id, second)

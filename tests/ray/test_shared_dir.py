@@ -7,13 +7,11 @@ above all the live files the actors map, and the report must hold every entry th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import clean_env
+from helpers.cli import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -89,13 +87,7 @@ def test_the_report_after_the_job_has_every_entry(shared, job):
     work, seen = shared
     run_dir = _run_dir(work, job)
     made = {role: stopped["entries"] for role, stopped in seen[job]["stopped"].items()}
-    result = subprocess.run(
-        [sys.executable, "-m", "lineprofiler", "report", "--json", str(run_dir)],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_cli("report", "--json", run_dir)
     assert result.returncode == 0 and result.stderr == "", result.stderr
     final = json.loads(result.stdout)
     assert _entries_by_role(final) == {role: (n, n) for role, n in made.items()}
