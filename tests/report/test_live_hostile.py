@@ -18,12 +18,12 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from helpers.bounds import time_bound
 from lineprofiler.report.read.merge import load_run
 from lineprofiler.runfiles import histogram, livefile
 
@@ -94,26 +94,6 @@ def run(seed: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
     return copy, copy / live.relative_to(run_dir)
-
-
-class Hang(Exception):
-    pass
-
-
-@contextmanager
-def time_bound(seconds: float) -> Iterator[None]:
-    """Raises Hang in the block if it runs past ``seconds`` (a loop that would never end)."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise Hang(f"still running after {seconds}s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def read_or_refuse(path: Path, data: bytes | None = None) -> livefile.LiveFile | None:

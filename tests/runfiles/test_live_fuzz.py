@@ -13,7 +13,6 @@ comes first, and must have run at least :data:`MIN_CASES`."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import shutil
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.bounds import time_bound
 from helpers.cli import run_cli
 from lineprofiler.runfiles import livefile
 
@@ -190,24 +190,6 @@ def cases(seed: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:
             data[at : at + 1] = rng.randbytes(1)
             done.append(f"random byte at {at}")
         yield "; ".join(done), bytes(data)
-
-
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def time_bound(seconds: float) -> Iterator[None]:
-    def expire(signum: int, frame: object) -> None:
-        raise Hang(f"still running after {seconds}s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def make_run(folder: Path) -> tuple[Path, Path]:
