@@ -90,8 +90,8 @@ def _integration_of(runtime: str) -> str | None:
 
 def _import_pending() -> None:
     """Import the integration of each runtime that is imported but whose launcher is not
-    registered yet. An integration that cannot be imported (its runtime blocked or broken) is
-    tried again at the next question, as if it were the first."""
+    registered yet. An integration that cannot be imported (its runtime blocked or broken, an
+    installed package's metadata unreadable) is tried again at the next question, as if it were the first."""
     for runtime in RUNTIMES:
         if runtime not in _registered and runtime in sys.modules:
             import importlib
@@ -100,7 +100,7 @@ def _import_pending() -> None:
                 module = _integration_of(runtime)
                 if module is not None:
                     importlib.import_module(module)
-            except ImportError:
+            except Exception:  # noqa: BLE001 - a broken integration or package metadata: no launcher, never a raise
                 pass
 
 
