@@ -27,7 +27,10 @@ TIMEOUT_S = 420
 
 
 def ray_skip_reason() -> str | None:
-    if importlib.util.find_spec("ray") is None:
+    spec = importlib.util.find_spec("ray")
+    # tests/ is on sys.path (for tests/helpers), so this folder itself is found as a namespace
+    # package named ray, with no origin: only a regular package is Ray.
+    if spec is None or spec.origin is None:
         version = f"{sys.version_info[0]}.{sys.version_info[1]}"
         return f"Ray is not installed for Python {version}: pip install 'with-line-profiler[ray]'"
     if os.environ.get("LP_ASAN"):
