@@ -29,6 +29,7 @@ import pytest
 
 from helpers.bounds import time_bound
 from helpers.cli import run_cli
+from helpers.env import clean_env
 from lineprofiler.runfiles import livefile
 
 CASES = 12_000
@@ -197,7 +198,7 @@ def make_run(folder: Path) -> tuple[Path, Path]:
     script = folder / "job.py"
     script.write_text(JOB)
     run_dir = folder / "run"
-    env = {"LINEPROFILER_RUN_ID": "fuzz", "PATH": "/usr/bin:/bin"}
+    env = clean_env(LINEPROFILER_RUN_ID="fuzz")  # LD_PRELOAD kept: under ASan the child needs it
     for role, mode in (("healthy", "exit"), ("victim", "kill")):
         done = subprocess.run(
             [sys.executable, str(script), str(run_dir), role, mode],
