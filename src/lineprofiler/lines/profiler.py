@@ -373,7 +373,7 @@ class LineProfiler(PrintedProfile):
             return self._wall_ns + extra
 
     def get_stats(self) -> dict[StatsKey, FunctionStats]:
-        """Per function of the project: ``(filename, first_lineno, qualname) -> FunctionStats``.
+        """Per function of the project: ``StatsKey(filename, qualname, first_lineno) -> FunctionStats``.
 
         Lines still open while enabled are not included until they end. Code objects that share
         a key (a function defined again, a module re-run) are added together.
