@@ -86,12 +86,12 @@ class LineProfiler(PrintedProfile):
     def __init__(
         self,
         project_folder: str | os.PathLike[str] | None = None,
+        config: ProfilerConfig | None = None,  # second, as in 0.10.0
         *,
         include: str | Iterable[str] | None = None,
         exclude: str | Iterable[str] | None = None,
         children: bool = False,
         output_dir: str | os.PathLike[str] | None = None,
-        config: ProfilerConfig | None = None,
         backend: str | None = None,
         engine: str | None = None,
     ) -> None:
