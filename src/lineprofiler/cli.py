@@ -371,9 +371,14 @@ def _add_attach_parser(commands: Any) -> None:
 def _add_format_options(parser: argparse.ArgumentParser, what: str) -> None:
     """``--format`` and ``-o``: the spelling of 0.10.0 (and of most tools) beside ours."""
     parser.add_argument(
-        "--format", choices=("text", "json", "html"), help=f"{what}'s format (the same as --json or --html)"
+        "--format", choices=("text", "json", "html"),
+        help=f"{what}'s format (as --json or --html, but html without -o is printed, as in 0.10.0)"
     )
-    parser.add_argument("-o", "--output", metavar="PATH", help=f"write {what} to PATH (any format) and print its path")
+    parser.add_argument(
+        "-o", "--output", metavar="PATH",
+        help=f"write {what} to PATH and print its path; with no format given, PATH's suffix says it "
+        "(.html, .json; else text)",
+    )
 
 
 def _dispatch(args: argparse.Namespace) -> int:

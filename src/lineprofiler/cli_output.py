@@ -55,24 +55,40 @@ def write(path: str, text: str, fmt: str) -> str:
     return path
 
 
+#: ``-o PATH`` with no format asked for: the format its suffix names (any other suffix: text).
+SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".json": "json"}
+
+
 def output_format(args: argparse.Namespace, default_html: str | None) -> tuple[str, str | None]:
     """(format, path to write or None to print) from --json/--html and --format/-o, which agree
-    or are refused in one line."""
+    or are refused in one line.
+
+    As in 0.10.0, ``-o page.html`` alone writes HTML (and ``-o x.json`` JSON): the suffix says the
+    format when no flag does. ``--format html`` alone prints the page, as 0.10.0 did; ``--html``
+    alone writes ``default_html``."""
     from .report.read.merge import ReportError
 
     chosen = "json" if args.json else "html" if args.html is not None else None
     if args.format is not None and chosen is not None and args.format != chosen:
         raise ReportError(f"--format {args.format} and --{chosen} ask for two formats: give one")
-    fmt = args.format or chosen or "text"
+    fmt = args.format or chosen or _suffix_format(args.output) or "text"
     html_path = args.html or None
     if args.output is not None and html_path is not None and args.output != html_path:
         raise ReportError("--html PATH and -o PATH name two files: give one")
     path = args.output or html_path
-    if fmt == "html" and path is None:
+    if fmt == "html" and path is None and args.html is not None:
         path = default_html
         if path is None:
             raise ReportError("an HTML comparison needs a file: add -o PATH")
     return fmt, path
+
+
+def _suffix_format(path: str | None) -> str | None:
+    if path is None:
+        return None
+    import os.path
+
+    return SUFFIX_FORMATS.get(os.path.splitext(path)[1].lower())
 
 
 def emit(fmt: str, path: str | None, text: str) -> None:

@@ -49,10 +49,13 @@ def _gate(story: Any, fail_over: float | None) -> int:
 
 def trace_command(args: argparse.Namespace) -> int:
     from .report.compute.story.assemble import run_story
-    from .report.read.merge import load_run
+    from .report.read.merge import ReportError, load_run
     from .report.render import render
 
     fmt, path = output_format(args, os.path.join(args.run_dir, "trace.html"))
+    if args.max_spans is not None and fmt == "text":
+        # 0.10.0 drew the page by default: here --max-spans alone would change nothing, silently.
+        raise ReportError("--max-spans N limits the spans of the HTML page: add --html (or -o PATH.html)")
     progress = progress_for(args)
     try:
         run = load_run(args.run_dir, no_samples=True, attempt=args.attempt, progress=progress)

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._bounded_read import read_regular
+from ._env_switch import env_says_on
 
 __all__ = ["ENV_ENABLED", "ProfilerConfig", "find_project_root", "get_config", "read_tool_table"]
 
 #: Turns :func:`~lineprofiler.start_profiling` on when set to anything but ``0``, ``false``,
 #: ``no``, ``off`` (any case) or empty.
 ENV_ENABLED = "LINEPROFILER_ENABLED"
-_OFF = frozenset({"", "0", "false", "no", "off"})
 _KEYS = ("include", "exclude", "functions")
 #: A ``pyproject.toml`` larger than this is not read (the largest real ones are tens of KB).
 MAX_PYPROJECT_BYTES = 4 * 1024 * 1024
@@ -88,7 +88,7 @@ def find_project_root(start_path: str | os.PathLike[str] | None = None) -> Path:
 def read_tool_table(root: str | os.PathLike[str]) -> ProfilerConfig:
     """The ``[tool.lineprofiler]`` table of ``root/pyproject.toml`` (no file, no table: nothing
     narrowed), with ``enabled`` from the environment."""
-    enabled = os.environ.get(ENV_ENABLED, "").strip().lower() not in _OFF
+    enabled = env_says_on(ENV_ENABLED, empty_is_on=False)
     path = Path(root) / "pyproject.toml"
     try:
         document = tomllib.loads(read_regular(path, MAX_PYPROJECT_BYTES).decode("utf-8"))

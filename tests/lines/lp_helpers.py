@@ -23,7 +23,7 @@ def marks(func) -> dict[str, int]:
 def func_stats(stats, func):
     """The FunctionStats of func, found by its key."""
     code = inspect.unwrap(func).__code__
-    return stats[(code.co_filename, code.co_firstlineno, code.co_qualname)]
+    return stats[(code.co_filename, code.co_qualname, code.co_firstlineno)]
 
 
 def hits(stats, func) -> dict[str, int]:

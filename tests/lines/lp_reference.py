@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from types import CodeType, FrameType
 
-Result = dict[tuple[str, int, str], dict[int, list[int]]]
+Result = dict[tuple[str, str, int], dict[int, list[int]]]
 
 
 class Reference:
@@ -85,7 +85,7 @@ class Reference:
     def result(self) -> Result:
         out: Result = {}
         for code, lines in self.data.items():
-            key = (code.co_filename, code.co_firstlineno, code.co_qualname)
+            key = (code.co_filename, code.co_qualname, code.co_firstlineno)
             acc = out.setdefault(key, {})
             for line, (hits, t) in lines.items():
                 slot = acc.setdefault(line, [0, 0])

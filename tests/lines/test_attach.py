@@ -168,7 +168,7 @@ def test_exact_hits_in_the_window_and_nothing_left(tmp_path: Path) -> None:
     assert stderr == ""
     assert proc.returncode == 3
     stats = SavedProfile.load(out).get_stats()
-    by_name = {key[2]: fs for key, fs in stats.items()}
+    by_name = {key.qualname: fs for key, fs in stats.items()}
     source = script.read_text().splitlines()
 
     def hits(qualname: str, text: str) -> int:
@@ -396,7 +396,7 @@ def test_target_exiting_during_the_window_keeps_what_it_recorded(tmp_path: Path)
     assert (stdout, stderr, proc.returncode) == ("leaving\n", "", 5)
     saved = SavedProfile.load(out)
     assert saved.processes[0].process["status"] == "exited"
-    step = next(fs for key, fs in saved.get_stats().items() if key[2] == "step")
+    step = next(fs for key, fs in saved.get_stats().items() if key.qualname == "step")
     assert [line.hits for line in step.lines.values()] == [STEPS]
 
 

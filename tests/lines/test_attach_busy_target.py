@@ -115,6 +115,6 @@ def test_a_busy_target_starts_given_the_time(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert f"lineprofiler: recording pid {proc.pid} (python" in result.stderr and "9 thread(s)" in result.stderr
     assert (stdout, stderr, proc.returncode) == (NOTHING_LEFT, "", 0)
-    work = next(fs for key, fs in SavedProfile.load(out).get_stats().items() if key[2] == "work")
+    work = next(fs for key, fs in SavedProfile.load(out).get_stats().items() if key.qualname == "work")
     assert all(line.hits > 0 for line in work.lines.values())
     assert list(_tmpdir(tmp_path).iterdir()) == []

@@ -101,6 +101,6 @@ def test_a_target_forking_through_the_attach_prints_nothing_new(tmp_path: Path, 
     assert stderr == ""
     assert stdout == "forks in the window True tools [None, None, None, None, None, None] threads 1\n"
     assert proc.returncode == 0
-    step = next(fs for key, fs in SavedProfile.load(out).get_stats().items() if key[2] == "step")
+    step = next(fs for key, fs in SavedProfile.load(out).get_stats().items() if key.qualname == "step")
     assert all(line.hits > 0 for line in step.lines.values())
     assert list(_tmpdir(tmp_path).iterdir()) == []

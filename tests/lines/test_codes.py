@@ -32,8 +32,8 @@ def test_freed_and_reused_code_objects_are_decided_again(tmp_path):
             del mine
     assert reused > n // 2
     stats = p.get_stats()
-    assert list(stats) == [(inside, 1, "<module>")]
-    assert {ln: s.hits for ln, s in stats[(inside, 1, "<module>")].lines.items()} == {1: n, 2: n}
+    assert list(stats) == [(inside, "<module>", 1)]
+    assert {ln: s.hits for ln, s in stats[(inside, "<module>", 1)].lines.items()} == {1: n, 2: n}
 
 
 def test_foreign_code_is_not_kept_alive(tmp_path):
@@ -73,8 +73,8 @@ def test_many_foreign_code_objects_stay_correct(tmp_path):
         set_foreign_limit(previous)
     assert previous == 65536
     stats = p.get_stats()
-    assert {k[0] for k in stats} == {inside}
-    assert stats[(inside, 1, "g")].lines[2].hits == 10
+    assert {k.filename for k in stats} == {inside}
+    assert stats[(inside, "g", 1)].lines[2].hits == 10
 
 
 def test_line_arrays_grow_under_open_frames(here, test_clock):

@@ -57,12 +57,12 @@ SCRIPT = textwrap.dedent(
             cov.stop()
     lines = sorted(cov.get_data().lines(covmod.__file__) or [])
     stats = p.get_stats()
-    during = stats[(covmod.__file__, 5, "during")]
+    during = stats[(covmod.__file__, "during", 5)]
     print(json.dumps({
         "holder": holder,
         "covered": lines,
         "during_hits": {str(k): v.hits for k, v in during.lines.items()},
-        "functions": sorted(k[2] for k in stats),
+        "functions": sorted(k.qualname for k in stats),
     }))
     """
 )

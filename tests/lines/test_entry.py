@@ -27,7 +27,7 @@ def main(n):
 
 
 def _hits(stats, name):
-    for (_, _, qualname), fs in stats.items():
+    for (_, qualname, _), fs in stats.items():
         if qualname == name:
             return {ln: line.hits for ln, line in fs.lines.items()}
     return {}
@@ -45,8 +45,8 @@ def test_one_line_functions_and_recursion(tmp_path):
     assert _hits(stats, "<lambda>") == {3: 10}
     assert _hits(stats, "main") == {7: 1, 8: 11, 9: 10, 10: 10, 11: 1, 12: 1, 13: 1}
     # main's line 11 calls rec: its time includes all six rec frames
-    rec_time = sum(line.time_ns for line in next(fs for k, fs in stats.items() if k[2] == "rec").lines.values())
-    main_lines = next(fs for k, fs in stats.items() if k[2] == "main").lines
+    rec_time = sum(line.time_ns for line in next(fs for k, fs in stats.items() if k.qualname == "rec").lines.values())
+    main_lines = next(fs for k, fs in stats.items() if k.qualname == "main").lines
     assert main_lines[11].time_ns >= rec_time / 6
 
 

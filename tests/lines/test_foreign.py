@@ -40,7 +40,7 @@ def main(rounds):
 
 
 def _hits(stats, name):
-    for (_, _, qualname), fs in stats.items():
+    for (_, qualname, _), fs in stats.items():
         if qualname == name:
             return {ln: line.hits for ln, line in fs.lines.items()}
     return {}
@@ -64,8 +64,8 @@ def _check(p, rounds, blocks=1):
     assert _hits(stats, "leaf") == {2: calls_leaf, 3: calls_leaf}
     assert _hits(stats, "middle") == {6: 4 * rounds}
     assert _hits(stats, "main") == {9: blocks, 10: rounds + blocks, 11: rounds, 12: rounds, 13: blocks}
-    assert not any("lp_outside" in key[0] for key in stats)
-    total = {key[2]: fs.time_ns for key, fs in stats.items()}
+    assert not any("lp_outside" in key.filename for key in stats)
+    total = {key.qualname: fs.time_ns for key, fs in stats.items()}
     # callees, through foreign frames, are inside main's lines (middle's include leaf's)
     assert total["main"] >= total["middle"] and total["main"] >= total["leaf"]
 

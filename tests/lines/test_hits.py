@@ -67,7 +67,8 @@ def test_methods_keyed_by_qualname(here):
     assert hits(stats, wl.Shape.double) == {"double": 7}
     for key, fs in stats.items():
         assert isinstance(fs, FunctionStats)
-        assert key == (fs.filename, fs.first_lineno, fs.qualname) == fs.key
+        assert key == (fs.filename, fs.qualname, fs.first_lineno) == fs.key  # 0.10.0's order
+        assert (key.filename, key.qualname, key.first_lineno) == tuple(key)
         assert all(isinstance(ln, LineStats) and ln.lineno == n for n, ln in fs.lines.items())
         assert fs.time_ns == sum(ln.time_ns for ln in fs.lines.values())
 

@@ -119,7 +119,7 @@ if __name__ == "__main__":
             except TracerError as error:
                 print("TRACER ERROR", r, repr(error.__cause__))
                 raise SystemExit(3)
-            key = (probe.__code__.co_filename, probe.__code__.co_firstlineno, probe.__code__.co_qualname)
+            key = (probe.__code__.co_filename, probe.__code__.co_qualname, probe.__code__.co_firstlineno)
             got = stats[key].lines[line].hits if key in stats else 0
             if got != PROBES * (r + 1) or not profiler._tracer.recording:
                 print("NOT RECORDING", r, got, profiler._tracer.recording)

@@ -121,7 +121,7 @@ def test_locations_disabled_by_an_earlier_holder_are_rearmed(tmp_path):
     with b:
         m.work(5)
     stats = b.get_stats()
-    assert stats[(m.__file__, 1, "work")].lines[3].hits == 5
+    assert stats[(m.__file__, "work", 1)].lines[3].hits == 5
 
 
 def test_foreign_code_disabled_then_rearmed_by_another_tool(here):
@@ -135,7 +135,7 @@ def test_foreign_code_disabled_then_rearmed_by_another_tool(here):
             json.dumps([1, 2])
             mon.restart_events()
             wl.loop(2)
-    assert {k[0] for k in p.get_stats()} <= {wl.__file__, __file__}
+    assert {k.filename for k in p.get_stats()} <= {wl.__file__, __file__}
     assert hits(p.get_stats(), wl.loop)["body"] == 6
 
 

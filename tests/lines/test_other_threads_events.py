@@ -105,7 +105,7 @@ with lp:
 acc.close()
 out = {{}}
 for key, fs in lp.get_stats().items():
-    out[key[2]] = {{"calls": fs.calls, "total": fs.time_ns,
+    out[key.qualname] = {{"calls": fs.calls, "total": fs.time_ns,
                     "lines": {{str(n): [x.hits, x.time_ns, x.self_ns] for n, x in fs.lines.items()}}}}
 print(json.dumps(out))
 """

@@ -128,7 +128,7 @@ def test_a_decorated_function_outside_the_project_is_recorded(project, tmp_path)
 
     stats = LineProfiler.load(out_dir / "lines.json").get_stats()
     lib = os.path.realpath(elsewhere / "lib.py")
-    kept = {(os.path.realpath(f), q) for f, _, q in stats}
+    kept = {(os.path.realpath(f), q) for f, q, _ in stats}
     assert (lib, "far") in kept and (lib, "near") not in kept
-    (far,) = [s for (f, _, q), s in stats.items() if q == "far"]
+    (far,) = [s for (f, q, _), s in stats.items() if q == "far"]
     assert far.lines[3].hits >= 1

@@ -14,7 +14,7 @@ SRC = "def work(n):\n    t = 0\n    for i in range(n):\n        t += i\n    retu
 
 
 def keys_files(stats):
-    return {os.path.realpath(k[0]) for k in stats}
+    return {os.path.realpath(k.filename) for k in stats}
 
 
 def test_code_outside_the_folder_is_absent(tmp_path):
@@ -161,7 +161,7 @@ def test_pseudo_files_need_include(tmp_path):
     with p2:
         exec(code, {})
     stats = p2.get_stats()
-    assert {k[0] for k in stats} == {"<generated>"}
+    assert {k.filename for k in stats} == {"<generated>"}
     assert all(ln.source is None for fs in stats.values() for ln in fs.lines.values())
 
 

@@ -45,7 +45,7 @@ ONE_LINERS = textwrap.dedent(
     p = LineProfiler(project_folder=sys.argv[1])
     with p:
         pytarget.loop(25)
-    out = {name: {str(ln): s.hits for ln, s in st.lines.items()} for (_, _, name), st in p.get_stats().items()}
+    out = {name: {str(ln): s.hits for ln, s in st.lines.items()} for (_, name, _), st in p.get_stats().items()}
     print(json.dumps(out))
     """
 )
@@ -98,7 +98,7 @@ ALONGSIDE = textwrap.dedent(
     text = io.StringIO()
     pstats.Stats(tracer, stream=text).print_stats("pytarget")
     out = {
-        "lines": {name: {str(ln): s.hits for ln, s in st.lines.items()} for (_, _, name), st in p.get_stats().items()},
+        "lines": {name: {str(ln): s.hits for ln, s in st.lines.items()} for (_, name, _), st in p.get_stats().items()},
         "covered": sorted(cov.get_data().lines(pytarget.__file__) or []),
         "cprofile_saw_loop": "pytarget.py:7(loop)" in text.getvalue(),
         "tools": {str(k): v for k, v in tools.items() if v},
@@ -135,7 +135,7 @@ SAMPLED = textwrap.dedent(
         while time.monotonic() < end:
             pytarget.double(calls)
             calls += 1
-    (double,) = [st for (_, _, name), st in p.get_stats().items() if name == "double"]
+    (double,) = [st for (_, name, _), st in p.get_stats().items() if name == "double"]
     hits = {str(ln): s.hits for ln, s in double.lines.items()}
     print(json.dumps({"calls": calls, "hits": hits}), flush=True)
     """

@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent(
             calls += time.perf_counter_ns() - t0
     line = None
     for key, fs in profiler.get_stats().items():
-        if key[2] == "nap":
+        if key.qualname == "nap":
             line = fs.lines[3]
     print(json.dumps({"clock": profiler.clock, "line_ns": line.time_ns, "hits": line.hits,
                       "measured_ns": sum(box), "calls_ns": calls}))

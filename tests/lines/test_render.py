@@ -133,7 +133,7 @@ def test_source_unavailable(tmp_path):
     with p:
         exec(code, {})
     stats = p.get_stats()
-    assert {k[2] for k in stats} == {"<module>", "f"}
+    assert {k.qualname for k in stats} == {"<module>", "f"}
     assert all(ln.source is None for fs in stats.values() for ln in fs.lines.values())
     out = printed(p.print_stats)
     assert "<source unavailable>" in out and "Function: f at ghost.py:1" in out

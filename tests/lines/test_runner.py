@@ -214,7 +214,7 @@ def test_output_to_a_file_and_to_a_directory(project, tmp_path):
     (proc,) = saved.processes
     assert proc.status == "exited" and proc.process["exit_code"] == 3
     assert proc.process["argv"][0] == "app/main.py"
-    assert any(key[2] == "work" for key in saved.get_stats())
+    assert any(key.qualname == "work" for key in saved.get_stats())
     view = run_cli("view", target, cwd=project)
     assert view.returncode == 0 and "Function: work at helper.py" in view.stdout
     out = run_cli_process("run", "-o", f"{tmp_path}/dir/", "app/main.py", cwd=project)

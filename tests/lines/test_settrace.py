@@ -97,7 +97,7 @@ def test_311_stale_hook_restored_after_disable_removes_itself(here):
         assert sys.gettrace() is None
     finally:
         sys.settrace(None)
-    assert not any(k[2] == "loop" for k in p.get_stats())
+    assert not any(k.qualname == "loop" for k in p.get_stats())
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11 installs through the audited settrace path")

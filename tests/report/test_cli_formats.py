@@ -58,10 +58,15 @@ def test_output_writes_the_format_to_the_file(run_dir, tmp_path, fmt):
         assert body == printed
 
 
-def test_html_without_a_path_goes_where_html_goes(run_dir):
+def test_html_without_a_path_is_printed_as_in_0_10_0(run_dir, tmp_path):
     done = run_cli("report", str(run_dir), "--format", "html")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == str(run_dir / "report.html")
+    ours = tmp_path / "ours.html"
+    assert run_cli("report", str(run_dir), "--html", str(ours)).returncode == 0
+    assert done.stdout.rstrip() == ours.read_text().rstrip()
+    assert not (run_dir / "report.html").exists()  # --html alone writes it; --format html prints
+    compared = run_cli("compare", str(run_dir), str(run_dir), "--format", "html")
+    assert compared.returncode == 0 and compared.stdout.startswith("<!DOCTYPE html>")
 
 
 def test_compare_takes_the_same_options(run_dir, tmp_path):
@@ -76,7 +81,6 @@ def test_compare_takes_the_same_options(run_dir, tmp_path):
     [
         (["report", "{run}", "--format", "json", "--html"], "ask for two formats"),
         (["report", "{run}", "--html", "a.html", "-o", "b.html"], "name two files"),
-        (["compare", "{run}", "{run}", "--format", "html"], "add -o PATH"),
     ],
 )
 def test_disagreeing_options_are_one_line_and_status_2(run_dir, tmp_path, args, message):

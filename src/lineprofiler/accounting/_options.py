@@ -71,6 +71,11 @@ def check_window(value: Any) -> tuple[int, int]:
         raise TypeError(f"backend_window must be a (start, stop) pair of ints, not {value!r}") from None
     if not (_is_int(start) and _is_int(stop)):
         raise TypeError(f"backend_window must be a (start, stop) pair of ints, not {value!r}")
+    if start == stop >= 1:
+        raise ValueError(
+            f"backend_window must satisfy 1 <= start < stop, not {value!r}: the stop entry is not profiled "
+            f"(0.10.0's ({start}, {stop}) profiled entry {start} alone: pass ({start}, {stop + 1}))"
+        )
     if not 1 <= start < stop:
         raise ValueError(f"backend_window must satisfy 1 <= start < stop, not {value!r}")
     return start, stop
@@ -314,13 +319,18 @@ def trace_mode(trace: object) -> str:
     raise ValueError(f"trace must be True, False, 'auto' or one of {known}; got {trace!r}")
 
 
-def check_010_keywords(enabled: object, thread_names: object, run_id: object, trace: object) -> str:
+def positional_error(given: int) -> TypeError:
+    """``Profiler()`` given more than ``run_dir`` and ``role`` by position: 0.10.0's third and
+    fourth positional arguments were ``run_id`` and ``enabled``, so no other reading is safe."""
+    return TypeError(
+        f"Profiler() takes only run_dir and role by position ({given} positional arguments given): pass "
+        "the others by keyword, as Profiler(run_dir, role, run_id=..., enabled=..., measure_cpu=...) "
+        "(0.10.0's third and fourth positional arguments were run_id and enabled)"
+    )
+
+
+def check_010_keywords(thread_names: object, run_id: object, trace: object) -> str:
     """Refuse what 0.10.0 code passes that 0.11.0 cannot honour; the trace mode of ``trace``."""
-    if isinstance(enabled, str):
-        raise TypeError(
-            "Profiler()'s third positional argument is enabled (a bool) since 0.11.0, not run_id: "
-            "pass run_id=... by keyword"
-        )
     if thread_names:
         raise NotImplementedError(
             "Profiler(thread_names=True) is not built in 0.11.0: open a phase named after the thread "
@@ -349,9 +359,20 @@ def export_run_id(run_id: str | None) -> Callable[[], None]:
     return undo
 
 
-def warn_010_keywords(mode: str, trace_functions: object, strict_names: object, source: object) -> None:
-    """Once per process each: the 0.10.0 keywords accepted with less than 0.10.0 did. Called from
+def warn_010_keywords(
+    mode: str, trace_functions: object, strict_names: object, source: object, window: tuple[int, int] | bool | None
+) -> None:
+    """Once per process each: the 0.10.0 keywords accepted with less than 0.10.0 did, or read
+    otherwise (``window``: an enabled profiler's backend window). Called from
     ``Profiler.__init__``, so that the warning names the line that constructed the profiler."""
+    if isinstance(window, tuple):
+        start, stop = window
+        warn_once(
+            "backend_window",
+            f"backend_window=({start}, {stop}) profiles entries {start} to {stop - 1}: the stop entry is not "
+            f"profiled; 0.10.0 profiled entries {start} to {stop} (pass ({start}, {stop + 1}) for that)",
+            stacklevel=4,
+        )
     if mode == "auto" or (trace_functions is not None and mode != "off"):
         warn_once("trace", _NO_AUTO_TRACE, stacklevel=4)
     if strict_names:
@@ -363,5 +384,7 @@ def warn_010_keywords(mode: str, trace_functions: object, strict_names: object, 
         )
     if source is not None:
         warn_once(
-            "source", "Profiler(source=...) is ignored: 0.11.0 records the source itself (metadata files)", stacklevel=4
+            "source",
+            "Profiler(source=...) is ignored: 0.11.0 records no source commit (0.10.0's report header showed it)",
+            stacklevel=4,
         )

@@ -153,6 +153,14 @@ class Identity(Record):
         }
 
 
+def profile_env_on() -> bool:
+    """Whether ``LINEPROFILER_PROFILE`` leaves a profiler on: unset or empty does; ``0``, ``false``,
+    ``no`` and ``off`` (any case) do not, with a warning where 0.10.0 read the value as on."""
+    from .._env_switch import env_says_on
+
+    return env_says_on(ENV_PROFILE, empty_is_on=True)
+
+
 def adopt_ray_job_env() -> None:
     """A worker of a job that its launcher joined after the job had started (``lp_ray.init``
     after the user's or a framework's ``ray.init()``) finds the run's settings with the launcher,

@@ -68,10 +68,11 @@ def _warn_once(key: str, message: str) -> None:
     warn_once(key, message, stacklevel=4)
 
 
-def _env_says_on(value: str | None) -> bool:
+def _env_says_on(name: str) -> bool:
     # 0.11.0's spelling of on and off, but absent or empty means off, as in 0.10.0's start().
-    text = (value or "").strip().lower()
-    return text not in ("", "0", "false", "no", "off")
+    from .._env_switch import env_says_on
+
+    return env_says_on(name, empty_is_on=False)
 
 
 # ------------------------------------------------------------------ the installed profiler
@@ -88,7 +89,7 @@ def start(run_dir: str | os.PathLike[str] | None = None, role: str | None = None
     otherwise a disabled profiler that writes nothing. (``Profiler()`` itself is on by default.)
     """
     if kwargs.get("enabled") is None:
-        kwargs["enabled"] = run_dir is not None or _env_says_on(os.environ.get(_ENV_PROFILE))
+        kwargs["enabled"] = run_dir is not None or _env_says_on(_ENV_PROFILE)
     return Profiler(run_dir, role, install=True, **kwargs)
 
 
@@ -258,7 +259,7 @@ def start_profiling(
     for problem in config.problems:
         warnings.warn(problem, RuntimeWarning, stacklevel=2)
     profiler = LineProfiler(project_folder, config=config)
-    if enabled if enabled is not None else _env_says_on(os.environ.get(_ENV_LINES_ENABLED)):
+    if enabled if enabled is not None else _env_says_on(_ENV_LINES_ENABLED):
         profiler.enable()
         _ambient_lines = profiler
     return profiler

@@ -52,12 +52,6 @@ _MAX_ERRORS = 32
 # read. The engine keeps its own errors to the same length (LP_MAX_ERROR_TEXT).
 
 
-def _env_enabled(value: str | None) -> bool:
-    if value is None:
-        return True
-    return value.strip().lower() not in ("0", "false", "no", "off")
-
-
 def _not_in_011(method: str) -> NotImplementedError:
     from ._options import NOT_IN_011  # not at import: only 0.10.0 code calls these
 
@@ -67,7 +61,7 @@ def _not_in_011(method: str) -> NotImplementedError:
 class Profiler(TraceLinks):
     """The accounting profiler of one process.
 
-    ``Profiler(run_dir=None, role=None, enabled=None, measure_cpu=True, *, backend=None,
+    ``Profiler(run_dir=None, role=None, *, enabled=None, measure_cpu=True, backend=None,
     backend_window=None, window_phase=None, annotate=False, snapshot_interval_s=5.0,
     sample_interval_s=1.0, timeline_hz=10.0, max_paths=10000, max_counters=10000, lines_project=None)``
 
@@ -107,13 +101,20 @@ class Profiler(TraceLinks):
         """Add ``n`` to the counter ``name`` under the phase open in this thread."""
         self._noop.count(name, n)
 
+    def __new__(cls, *args: object, **kwargs: object) -> Profiler:
+        if len(args) > 2:  # Python's own TypeError would not say to pass them by keyword
+            from ._options import positional_error
+
+            raise positional_error(len(args))
+        return super().__new__(cls)
+
     def __init__(
         self,
         run_dir: str | os.PathLike[str] | None = None,
         role: str | None = None,
+        *,
         enabled: bool | None = None,
         measure_cpu: bool = True,
-        *,
         backend: object = None,
         backend_window: Sequence[int] | None = None,
         window_phase: str | None = None,
@@ -135,11 +136,11 @@ class Profiler(TraceLinks):
         cuda_sync: bool | None = None,
     ) -> None:
         from ._options import check_010_keywords, check_options, export_run_id, warn_010_keywords
-        from .identity import ENV_PROFILE
+        from .identity import profile_env_on
 
         # Wrong arguments raise here, before anything is touched.
-        trace_mode = check_010_keywords(enabled, thread_names, run_id, trace)
-        will_record = enabled if enabled is not None else _env_enabled(os.environ.get(ENV_PROFILE))
+        trace_mode = check_010_keywords(thread_names, run_id, trace)
+        will_record = enabled if enabled is not None else profile_env_on()
         undo_run_id = export_run_id(run_id if will_record else None)  # read by resolve_run_id, and by children
         try:
             options = check_options(
@@ -155,7 +156,7 @@ class Profiler(TraceLinks):
             raise
         self.strict_names = strict_names
         self.thread_names = False
-        warn_010_keywords(trace_mode, trace_functions, strict_names, source)
+        warn_010_keywords(trace_mode, trace_functions, strict_names, source, self.enabled and options.backend_window)
         if cuda_sync is False:
             self.set_sync(None)
         if install:
@@ -164,13 +165,12 @@ class Profiler(TraceLinks):
     def _start(self, options: Options) -> None:
         """Set up this process's recording from the checked ``options``."""
         from ..runfiles.layout import RunPaths
-        from .identity import ENV_PROFILE, ENV_RUN_DIR, adopt_ray_job_env, clean_role
+        from .identity import ENV_PROFILE, ENV_RUN_DIR, adopt_ray_job_env, clean_role, profile_env_on
 
         self._options: Options = options
         adopt_ray_job_env()  # a Ray worker of a job joined after ray.init(): before the environment is read
         self._noop = _phases.Noop()
-        enabled = options.enabled
-        self.enabled: bool = enabled if enabled is not None else _env_enabled(os.environ.get(ENV_PROFILE))
+        self.enabled: bool = options.enabled if options.enabled is not None else profile_env_on()
         self.measure_cpu = options.measure_cpu
         self.backend = options.backend
         self.backend_window = options.backend_window

@@ -90,6 +90,7 @@ def _make_magics() -> Any:
     from .._terminal import printable
     from ..lines.decorate import code_of
     from ..lines.render import HINT_MAGIC, SORT_KEYS, render_global, render_report, render_stats
+    from ..lines.stats import StatsKey
 
     @magics_class
     class LineProfilerMagics(Magics):
@@ -155,12 +156,12 @@ def _make_magics() -> Any:
             stats = profiler.collect_stats(errors)
             text = profiler.nothing_recorded(hint=HINT_MAGIC)
             if text is None and chosen:
-                keys = [(c.co_filename, c.co_firstlineno, c.co_qualname) for c in chosen]
+                keys = [StatsKey.of(c) for c in chosen]
                 shown = {key: stats[key] for key in keys if key in stats}
                 parts = [render_stats(shown, min_time_us=min_us, sort_by=sort_by, root=profiler.project_folder)]
                 parts = parts if shown else []
                 for c in chosen:
-                    if (c.co_filename, c.co_firstlineno, c.co_qualname) not in stats:
+                    if StatsKey.of(c) not in stats:
                         where = f"{printable(c.co_filename)}:{c.co_firstlineno}"
                         parts.append(f"Function: {printable(c.co_qualname)} at {where}: did not run\n\n")
                 text = "".join(parts) + render_global(

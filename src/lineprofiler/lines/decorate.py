@@ -224,7 +224,7 @@ class ProfileBuiltin:
 
     def __init__(self, profiler: ProjectMembership | None) -> None:
         self._profiler = profiler
-        #: Decorated functions outside the project folder: (filename, first line, qualname).
+        #: Decorated functions outside the project folder, by their get_stats() key.
         self.outside: list[StatsKey] = []
         self._previous: Any = _ABSENT
 
@@ -244,7 +244,7 @@ class ProfileBuiltin:
             return
         if self._profiler.add_function(func):
             return  # recorded where it is, as kernprof records what it decorates
-        key = (code.co_filename, code.co_firstlineno, code.co_qualname)
+        key = StatsKey.of(code)
         if key not in self.outside:
             self.outside.append(key)
 

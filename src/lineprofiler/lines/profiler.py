@@ -86,12 +86,12 @@ class LineProfiler(PrintedProfile):
     def __init__(
         self,
         project_folder: str | os.PathLike[str] | None = None,
+        config: ProfilerConfig | None = None,  # second, as in 0.10.0
         *,
         include: str | Iterable[str] | None = None,
         exclude: str | Iterable[str] | None = None,
         children: bool = False,
         output_dir: str | os.PathLike[str] | None = None,
-        config: ProfilerConfig | None = None,
         backend: str | None = None,
         engine: str | None = None,
     ) -> None:
@@ -373,7 +373,7 @@ class LineProfiler(PrintedProfile):
             return self._wall_ns + extra
 
     def get_stats(self) -> dict[StatsKey, FunctionStats]:
-        """Per function of the project: ``(filename, first_lineno, qualname) -> FunctionStats``.
+        """Per function of the project: ``StatsKey(filename, qualname, first_lineno) -> FunctionStats``.
 
         Lines still open while enabled are not included until they end. Code objects that share
         a key (a function defined again, a module re-run) are added together.

@@ -4,7 +4,8 @@ A region is a state of the thread that enters it: while it is the innermost regi
 thread, every project line that starts on that thread (in the functions it calls too, and in a
 generator resumed there) is recorded in the region's own table as well as in the totals.
 Another thread is not in it; a generator resumed on this thread outside the region is not
-either. Nested regions do not add up: a line belongs to the innermost one.
+either. Nested regions do not add up: a line belongs to the innermost one (0.10.0 billed it to
+every open region; the first nesting recorded in a process warns once that it reads otherwise).
 
 The tracer keeps the current region as a number per thread and picks the region's table when a
 line starts, so a region costs no Python code per line, and nothing at all where none is used.
@@ -105,9 +106,12 @@ class RegionBook:
         return stack
 
     def enter(self, name: str, number: int) -> None:
-        self.stack().append(self._tracer.set_region(number))
+        outer = self._tracer.set_region(number)
+        self.stack().append(outer)
         if self._tracer.started:
             self.entries[name] = self.entries.get(name, 0) + 1
+            if 0 < outer < len(self._names) and outer != number:
+                _warn_nested_once(self._names[outer], name)
 
     def leave(self) -> None:
         stack = self.stack()
@@ -129,6 +133,30 @@ class RegionBook:
             for number, records in sorted(per_number.items())
             if 0 < number < len(self._names)
         }
+
+
+_nested_warned = False
+
+
+def _warn_nested_once(outer: str, inner: str) -> None:
+    """The first nesting a process records: 0.10.0 billed a line to every open region, so its
+    outer region's table read differently there."""
+    global _nested_warned  # noqa: PLW0603 - once per process
+    if _nested_warned:
+        return
+    _nested_warned = True
+    import warnings
+
+    try:
+        warnings.warn(
+            f"region {inner!r} opened inside region {outer!r}: a line is billed to the innermost region "
+            f"of its thread only, so {outer!r}'s table leaves out what runs in {inner!r} (0.10.0 billed it "
+            f"to every open region): add the inner region's table to the outer's for 0.10.0's reading",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    except Exception:  # noqa: BLE001 - under -W error a warning raises; a region never raises into its code
+        pass
 
 
 class RegionScope:

@@ -567,7 +567,7 @@ def _outside_notes(builtin: ProfileBuiltin, folder: Path) -> list[str]:
     return [
         f"lineprofiler: @profile on {qualname} ({filename}:{lineno}) was not profiled: its file is outside "
         f"the project folder {folder} (pass --include {filename}, or --project DIR)"
-        for filename, lineno, qualname in builtin.outside
+        for filename, qualname, lineno in builtin.outside
     ]
 
 

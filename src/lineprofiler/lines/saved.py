@@ -129,7 +129,7 @@ def _function_stats(functions: Iterable[MergedFunction]) -> dict[StatsKey, Funct
             x.lineno: LineStats(x.lineno, x.hits, x.time_ns, x.source, x.self_ns)
             for x in sorted(fn.lines.values(), key=_lineno)
         }
-        key = (filename, fn.first_line, fn.qualname)
+        key = StatsKey(filename, fn.qualname, fn.first_line)
         total = sum(x.time_ns for x in lines.values())
         out[key] = FunctionStats(filename, fn.first_line, fn.qualname, total, lines, fn.calls, fn.source_changed)
     return out

@@ -5,13 +5,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import CodeType
+from typing import NamedTuple
 
 from .sourcefile import SourceStamps, source_lines
 
 __all__ = ["FunctionStats", "LineStats", "StatsKey", "stats_from_records"]
 
-#: get_stats() keys, as line_profiler keys them: (filename, first_lineno, qualname).
-StatsKey = tuple[str, int, str]
+class StatsKey(NamedTuple):
+    """A get_stats() key: ``(filename, qualname, first_lineno)``, the order of 0.10.0's
+    ``(filename, function_name, first_line)``, so ``for (_, name, _), stats in get_stats().items()``
+    still reads the name. Read it by attribute (``key.qualname``) rather than by position."""
+
+    filename: str
+    qualname: str
+    first_lineno: int
+
+    @classmethod
+    def of(cls, code: CodeType) -> StatsKey:
+        """The key of the function a code object is."""
+        return cls(code.co_filename, code.co_qualname, code.co_firstlineno)
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ class FunctionStats:
 
     @property
     def key(self) -> StatsKey:
-        return (self.filename, self.first_lineno, self.qualname)
+        return StatsKey(self.filename, self.qualname, self.first_lineno)
 
     @property
     def time_us(self) -> float:
@@ -102,7 +114,7 @@ def stats_from_records(
     (:func:`~.sourcefile.source_lines`), except from a file ``stamps`` says changed since."""
     merged: dict[StatsKey, tuple[list[int], dict[int, list[int]]]] = {}
     for code, calls, lines in records:
-        key = (code.co_filename, code.co_firstlineno, code.co_qualname)
+        key = StatsKey.of(code)
         count, acc = merged.setdefault(key, ([0], {}))
         count[0] += calls
         for lineno, hits, ns, self_ns in lines:
@@ -113,7 +125,7 @@ def stats_from_records(
     out: dict[StatsKey, FunctionStats] = {}
     texts: dict[str, tuple[bool, list[str] | None]] = {}
     for key, (count, acc) in merged.items():
-        filename = key[0]
+        filename = key.filename
         known = texts.get(filename)
         if known is None:
             changed = stamps is not None and stamps.changed(filename)
@@ -124,7 +136,9 @@ def stats_from_records(
             for lineno, (hits, ns, self_ns) in sorted(acc.items())
         }
         total = sum(ln.time_ns for ln in lines_out.values())
-        out[key] = FunctionStats(key[0], key[1], key[2], total, lines_out, count[0], source_changed=changed)
+        out[key] = FunctionStats(
+            filename, key.first_lineno, key.qualname, total, lines_out, count[0], source_changed=changed
+        )
     return out
 
 
