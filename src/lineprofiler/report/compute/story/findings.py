@@ -5,6 +5,13 @@ critical path spent in it; a thread that was off-CPU is "waiting" only where a `
 names what for, and otherwise its cause is said to be unknown (being blocked is not being a
 queue: a sleep, a lock or a disk read look the same from outside). A finding whose cost cannot
 be measured says "unknown" and ranks last.
+
+One finding per (process, phase): a phase on the critical path that was also mostly off-CPU is
+one finding (the off-CPU one, which says its time on the path too), not two. Each finding says
+which part of its cost someone can remove (``removable_ns``, what ``--fail-over`` gates on): the
+time others waited for a process on the path, a late wake-up, a late arrival at a collective,
+off-CPU time on the path; a process that is on the path because it is the only one, running its
+own phases, is where the time went, not a cost to remove.
 """
 
 from __future__ import annotations
@@ -35,8 +42,14 @@ def findings(
     out: list[Finding] = []
     if path is not None:
         out.extend(_path_findings(traces, path, run_ns))
-    out.extend(_blocked_findings(traces, path, run_ns))
+    blocked = _blocked_findings(traces, path, run_ns)
+    said = {(f.process, f.figures["phase"]) for f in blocked}
+    out = [f for f in out if f.kind != "critical_path" or (f.process, f.figures["phase"]) not in said]
+    out.extend(blocked)
     out.extend(_skew_findings(traces, skews, run_ns))
+    for finding in out:
+        if finding.removable_ns is not None and run_ns > 0:
+            finding.removable_fraction = finding.removable_ns / run_ns
     out.sort(key=lambda f: (f.cost_ns is None, -(f.cost_ns or 0)))
     return out
 
@@ -69,6 +82,8 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
                 cost_fraction=share.fraction,
                 process=share.process,
                 figures={"path_ns": share.duration_ns, "run_ns": run_ns, "phase": share.phase, "pid": trace.worker.pid},
+                # The next process on the path waited for this one: a faster or wider feeder removes it.
+                removable_ns=share.duration_ns if fed else None,
             )
         )
     wake = [s for s in path.segments if s.kind == "wake"]
@@ -84,6 +99,7 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
                 cost_ns=wake_ns,
                 cost_fraction=wake_ns / run_ns,
                 figures={"wake_ns": wake_ns, "waits": len(wake), "run_ns": run_ns},
+                removable_ns=wake_ns,
             )
         )
     return out
@@ -148,6 +164,8 @@ def _blocked_phases(trace: WorkerTrace, path: CriticalPath | None, run_ns: int) 
                 cost_fraction=on_path / run_ns,
                 process=trace.index,
                 figures={"wall_ns": wall, "cpu_ns": cpu, "off_cpu": off, "on_path_ns": on_path, "phase": name},
+                # Its off-CPU share of its time on the path: the wait that, removed, shortens the run.
+                removable_ns=round(off * on_path) if on_path else None,
             )
         )
     return found
@@ -197,6 +215,7 @@ def _skew_findings(traces: Sequence[WorkerTrace], skews: Sequence[SkewPhase], ru
                 cost_fraction=share,
                 process=row.straggler_process,
                 figures=figures,
+                removable_ns=row.late_ns,
             )
         )
     return out
