@@ -42,10 +42,7 @@ def findings(
     out: list[Finding] = []
     if path is not None:
         out.extend(_path_findings(traces, path, run_ns))
-    blocked = _blocked_findings(traces, path, run_ns)
-    said = {(f.process, f.figures["phase"]) for f in blocked}
-    out = [f for f in out if f.kind != "critical_path" or (f.process, f.figures["phase"]) not in said]
-    out.extend(blocked)
+    out = _one_per_phase(out, _blocked_findings(traces, path, run_ns))
     out.extend(_skew_findings(traces, skews, run_ns))
     for finding in out:
         if finding.removable_ns is not None and run_ns > 0:
@@ -68,9 +65,13 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
         phase = fmt.printable(share.phase) if share.phase else "no phase"
         fed = channels.get(share.process)
         via = ""
+        figures: dict[str, float | int | str | None] = {
+            "path_ns": share.duration_ns, "run_ns": run_ns, "phase": share.phase, "pid": trace.worker.pid
+        }
         if fed:
             name, count = fed.most_common(1)[0]
-            via = f"; {count} of its signal(s) on {fmt.printable(name)!r} woke the next process on the path"
+            via = f"; {_woke(count, name)}"
+            figures["channel"], figures["signals"] = name, count
         out.append(
             Finding(
                 kind="critical_path",
@@ -81,7 +82,7 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
                 cost_ns=share.duration_ns,
                 cost_fraction=share.fraction,
                 process=share.process,
-                figures={"path_ns": share.duration_ns, "run_ns": run_ns, "phase": share.phase, "pid": trace.worker.pid},
+                figures=figures,
                 # The next process on the path waited for this one: a faster or wider feeder removes it.
                 removable_ns=share.duration_ns if fed else None,
             )
@@ -103,6 +104,28 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
             )
         )
     return out
+
+
+def _woke(count: object, channel: object) -> str:
+    return f"{count} of its signal(s) on {fmt.printable(str(channel))!r} woke the next process on the path"
+
+
+def _one_per_phase(on_path: list[Finding], blocked: list[Finding]) -> list[Finding]:
+    """One finding per (process, phase): a phase on the critical path that was mostly off-CPU is
+    its off-CPU finding (which gives its time on the path), told which process it woke, and with
+    the larger of the two removable costs."""
+    twins = {(f.process, f.figures["phase"]): f for f in on_path if f.kind == "critical_path"}
+    for finding in blocked:
+        twin = twins.get((finding.process, finding.figures["phase"]))
+        if twin is None:
+            continue
+        on_path.remove(twin)
+        if "channel" in twin.figures:
+            finding.text += f"; {_woke(twin.figures['signals'], twin.figures['channel'])}"
+            finding.figures["channel"], finding.figures["signals"] = twin.figures["channel"], twin.figures["signals"]
+        if twin.removable_ns is not None:
+            finding.removable_ns = max(finding.removable_ns or 0, twin.removable_ns)
+    return on_path + blocked
 
 
 def _on_path_ns(path: CriticalPath | None, process: int, phase: str) -> int:
