@@ -4,7 +4,7 @@ running process, for a window).
 
 Exit status: 0 when a report was printed (even with CAVEATS), 2 when nothing could be reported
 or the command line was wrong, 1 for an internal error, 3 when ``--fail-over PCT`` found a finding
-costing more than PCT % of the run (the report is written first). Errors are one line on stderr, never a
+whose removable cost is more than PCT % of the run (the report is written first). Errors are one line on stderr, never a
 traceback (set ``LINEPROFILER_DEBUG=1`` to see one for an internal error).
 
 Everything printed here goes through :func:`~lineprofiler._terminal.printable`, line by line:
@@ -154,8 +154,10 @@ def _add_fail_over_option(sub: argparse.ArgumentParser) -> None:
         "--fail-over",
         type=_percent,
         metavar="PCT",
-        help=f"exit with status {EXIT_FAIL_OVER} when a finding of a traced run costs more than PCT %% of the run "
-        "(after writing the report): a regression gate",
+        help=f"exit with status {EXIT_FAIL_OVER} when a finding of a traced run names a cost someone can remove "
+        "of more than PCT %% of the run (after writing the report): a regression gate. Only these gate: a process "
+        "others waited for on the critical path, wake-up latency after a signal, a late arrival at a collective "
+        "(skew), off-CPU time on the critical path; a phase that is merely big does not",
     )
 
 

@@ -16,7 +16,7 @@ PROG = "lineprofiler"
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
-#: ``--fail-over``: a finding cost more than the given share of the run.
+#: ``--fail-over``: a finding's removable cost was more than the given share of the run.
 EXIT_FAIL_OVER = 3
 
 

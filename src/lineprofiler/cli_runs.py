@@ -31,16 +31,18 @@ def report_command(args: argparse.Namespace) -> int:
 
 def _gate(story: Any, fail_over: float | None) -> int:
     """``--fail-over``: after the report is written, the status it asks for, with one line on
-    stderr per finding over it."""
+    stderr per finding whose removable cost is over it. Only a cost someone can remove gates
+    (``Finding.removable_ns``: others waiting for a process on the critical path, a late wake-up,
+    a late arrival at a collective, off-CPU time on the path); a phase that is merely big never does."""
     if fail_over is None:
         return EXIT_OK
     if story is None:
         print_line(f"{PROG}: --fail-over: no worker of this run recorded a trace: no finding to gate", file=sys.stderr)
         return EXIT_OK
-    over = [f for f in story.findings if f.cost_fraction is not None and f.cost_fraction * 100 > fail_over]
+    over = [f for f in story.findings if f.removable_fraction is not None and f.removable_fraction * 100 > fail_over]
     for finding in over:
         print_line(
-            f"{PROG}: a finding costs {finding.cost_fraction * 100:.1f}% of the run, over --fail-over "
+            f"{PROG}: a finding costs {finding.removable_fraction * 100:.1f}% of the run, over --fail-over "
             f"{fail_over:g}%: {finding.text}",
             file=sys.stderr,
         )

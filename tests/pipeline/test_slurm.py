@@ -119,7 +119,7 @@ def test_a_job_on_two_nodes_is_one_run_that_names_both_nodes_and_the_job(run_dir
     assert "Ranks 0-3   Job 4242 (slurm)" in text
     assert re.search(r"^TRAINER  \(4 processes, imbalance \d+\.\d\d\)$", text, re.M), text
     # the straggler slept 4x as long per step: it is the one named
-    assert re.search(r"busiest: trainer pid \d+ on node08 \(rank 3\)", text), text
+    assert re.search(r"straggler: trainer pid \d+ on node08 \(rank 3\)", text), text
     assert "CAVEATS" not in text, text
 
 

@@ -1,6 +1,6 @@
 """A demo-sized run with every block of the report, for the HTML, JSON and Perfetto tests.
 
-Two actors on two nodes with counters (one a straggler), a learner with an ``io=True``
+Three actors on two nodes with counters (uneven work: more iterations for some), a learner with an ``io=True``
 checkpoint and a phase whose boundary read failed, resource samples for every worker (RSS,
 the ``/proc/self/io`` counters, one GPU's busy and per-process columns), NVML and VRAM
 information, one worker killed before any data and a superseded attempt: so the report has

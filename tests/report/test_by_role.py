@@ -1,6 +1,7 @@
 """The report of a trainer and its DataLoader workers, read role by role: each role's own loop
 under ITERATIONS, fork children that never profiled anything named as such, a straggler only
-past the stated threshold, and a stall only where the whole job made no progress."""
+when slower per unit of work past the stated threshold (uneven work is said as such), and a
+stall only where the whole job made no progress."""
 
 from __future__ import annotations
 
@@ -131,30 +132,45 @@ def test_a_fork_child_of_a_job_still_running_just_started(tmp_path):
 # -- stragglers ------------------------------------------------------------------------------------
 
 
-def role_of_two(tmp_path, busy_a_ns: int, busy_b_ns: int):
-    for busy in (busy_a_ns, busy_b_ns):
+def role_of_two(tmp_path, a: tuple[int, int], b: tuple[int, int]):
+    """Two DataLoader workers, each ``(entries, ns per entry)`` of ``getitem``."""
+    for entries, each_ns in (a, b):
         worker = SimWorker("dataloader")
-        with worker.phase("getitem"):
-            worker.work(busy)
+        for _ in range(entries):
+            with worker.phase("getitem"):
+                worker.work(each_ns)
         worker.write(tmp_path)
     run = load_run(tmp_path)
     return run, render(run)
 
 
-def test_an_imbalance_of_1_04_is_noise_not_a_straggler(tmp_path):
-    run, text = role_of_two(tmp_path, 1040 * MS, 960 * MS)
+def test_a_difference_per_entry_within_the_bar_is_noise_not_a_straggler(tmp_path):
+    # 1.08x per entry: past 1.04, within the histograms' own error on two medians.
+    run, text = role_of_two(tmp_path, (10, 104 * MS), (10, 96 * MS))
     assert "DATALOADER  (2 processes, imbalance 1.04)" in text
-    assert "busiest:" not in text and "straggler" not in text
+    assert "straggler" not in text and "uneven work" not in text
     (role,) = build.build_report(run).roles
-    assert role.straggler is None
+    assert role.straggler is None and role.straggler_bar > 1.10
 
 
-def test_an_imbalance_of_1_5_is_a_straggler_with_the_threshold_said(tmp_path):
-    run, text = role_of_two(tmp_path, 1500 * MS, 500 * MS)
+def test_a_process_slower_per_entry_is_a_straggler_with_the_threshold_said(tmp_path):
+    run, text = role_of_two(tmp_path, (10, 150 * MS), (10, 50 * MS))
     (role,) = build.build_report(run).roles
-    assert role.imbalance == 1.5 and role.straggler is not None
-    line = next(line for line in text.splitlines() if "busiest:" in line)
-    assert line.endswith("1.5s in phases vs a mean of 1.0s (straggler: > 1.10x the role's mean)")
+    assert role.imbalance == 1.5 and role.straggler is not None and role.straggler.busy_ns == 1500 * MS
+    line = next(line for line in text.splitlines() if "straggler:" in line)
+    assert "per entry of getitem (the median entry)" in line and "x the others' median" in line
+    assert line.endswith(
+        f"(straggler: > {role.straggler_bar:.2f}x the others' median per entry of getitem, "
+        "1.10x raised to the histograms' own error)"
+    )
+
+
+def test_more_entries_at_the_same_speed_is_uneven_work_not_a_straggler(tmp_path):
+    run, text = role_of_two(tmp_path, (16, 100 * MS), (12, 100 * MS))
+    (role,) = build.build_report(run).roles
+    assert role.imbalance is not None and role.imbalance > 1.10 and role.straggler is None
+    assert role.uneven_work is not None and (role.uneven_work.most, role.uneven_work.fewest) == (16, 12)
+    assert "uneven work: 16 vs 12 entries of getitem" in text and "not a straggler" in text
 
 
 # -- stalls ----------------------------------------------------------------------------------------

@@ -44,7 +44,8 @@ def test_the_document_is_the_model(tmp_path, capsys):
     assert counter["total"] == run.roles["actor"].counters[("iteration/self_play/mcts", "mcts_simulations")]
     assert counter["per"] == "phase" and counter["per_s"] == counter["total"] / (stats.wall_ns / 1e9)
     actor = doc["roles"][0]
-    assert actor["name"] == "actor" and actor["straggler"]["label"] == actor["busiest"]["label"]
+    # The actors ran at the same speed, some more iterations than others: uneven work, no straggler.
+    assert actor["name"] == "actor" and actor["straggler"] is None and actor["uneven_work"]["most"] > 0
     assert abs(sum(p["share"] for p in actor["phases"]) - 1.0) < 1e-9
     assert doc["gpu"]["devices"][0]["idle"] == 100 - doc["gpu"]["devices"][0]["busy"]
     assert doc["caveats"] and doc["header"]["superseded"][0]["run_id"] == "20260813T2010-aa12bc"

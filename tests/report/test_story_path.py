@@ -90,6 +90,29 @@ def test_fail_over_exits_non_zero_after_writing_the_report(tmp_path, capsys):
     assert len(err) == 1 and "over --fail-over 10%" in err[0]  # -q: no progress lines
 
 
+def test_a_single_trainer_busy_in_its_step_is_not_a_cost_to_remove(tmp_path, capsys):
+    trainer = TracedWorker("trainer", NODE, pid=6201)
+    for _ in range(10):
+        with trainer.phase("step"):
+            trainer.work(20 * MS)
+    write_all(tmp_path, [trainer])
+    result, _ = story(load_run(tmp_path))
+    assert result is not None
+    (finding,) = result.findings
+    assert finding.kind == "critical_path" and finding.cost_fraction == 1.0 and finding.removable_ns is None
+    assert main(["trace", str(tmp_path), "--fail-over", "20", "-q"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_the_slow_feeder_is_a_removable_cost(tmp_path):
+    _, slow, _ = slow_actor_run(tmp_path)
+    result, _ = story(load_run(tmp_path))
+    assert result is not None
+    feeder = result.findings[0]
+    assert f"pid {slow.pid}" in feeder.text and feeder.removable_ns == feeder.cost_ns
+    assert feeder.figures["channel"] == "batches"
+
+
 def test_a_sleeping_actor_without_links_is_not_called_a_queue(tmp_path, capsys):
     actor = TracedWorker("actor", NODE, pid=6001)
     for _ in range(10):
@@ -314,3 +337,6 @@ def test_a_blocked_phase_on_the_path_costs_the_time_the_path_spent_in_it(tmp_pat
     share = sum(s.duration_ns for s in result.path.shares if s.phase == "step/wait_for_batch")
     assert share == 10 * 30 * MS
     assert blocked.cost_ns == share and "it was on the critical path for 300.0ms" in blocked.text
+    # One finding per (process, phase): the phase is not also a critical_path finding.
+    assert [f.kind for f in result.findings if f.figures["phase"] == "step/wait_for_batch"] == ["blocked_unknown"]
+    assert blocked.removable_ns == share  # all of it off-CPU, all of it on the path

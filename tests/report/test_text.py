@@ -189,6 +189,7 @@ def test_names_from_worker_files_cannot_break_the_layout(tmp_path):
 def test_the_resource_and_gpu_blocks_follow_iterations_in_order():
     assert [(origin, name) for origin, name, _, _ in blocks.PRINTERS][4:] == [
         ("core", "render_iterations"),
+        ("core", "render_windows"),  # a run with a backend window only
         ("lines", "render_lines"),  # with --lines only
         ("resources", "render_io_by_phase"),
         ("resources", "render_io"),

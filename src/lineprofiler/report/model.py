@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .model_windows import BackendWindow
+
 #: What ``report --json`` calls its document, and the version of its schema.
 KIND = "lineprofiler-report"
 VERSION = 1
@@ -117,8 +119,8 @@ class Header:
 
 # -- roles ----------------------------------------------------------------------------------------
 
-#: A role's busiest process is a straggler past this imbalance (its busy time over the role's
-#: mean): at or below it, the difference is noise (a 1.04 is one process's 40 ms in a second).
+#: A process is a straggler past this multiple of the others' median time per unit of work (an
+#: entry of its role's loop, or a unit counted in it); below it is noise (1.04: 40 ms in a second).
 STRAGGLER_FROM = 1.10
 
 
@@ -135,6 +137,19 @@ class Process:
     busy_ns: int
     lifetime_ns: int
     has_data: bool
+    #: Units of work it did (``Role.unit``); its median loop entry over its units per entry.
+    work: int | None = None
+    per_unit_ns: float | None = None
+
+
+@dataclass
+class UnevenWork:
+    """The most and the fewest units of work (``Role.unit``) one process of a role did."""
+
+    most: int
+    fewest: int
+    most_label: str
+    fewest_label: str
 
 
 @dataclass
@@ -171,15 +186,17 @@ class Role:
     #: Fork children of its processes that inherited the profiler and recorded nothing: they
     #: ran, unprofiled, and are in none of its numbers.
     unprofiled: int = 0
-    #: The busiest process is a straggler past this imbalance.
     straggler_from: float = STRAGGLER_FROM
-
-    @property
-    def straggler(self) -> Process | None:
-        """The busiest process when the role is imbalanced past :data:`STRAGGLER_FROM`."""
-        if self.busiest is None or not self.mean_busy_ns or self.imbalance is None:
-            return None
-        return self.busiest if self.imbalance > self.straggler_from else None
+    #: Work counted in ``"entry"`` (of ``unit_phase``, its loop), ``"counter"`` (of ``unit_counter``).
+    unit: str | None = None
+    unit_phase: str | None = None
+    unit_counter: str | None = None
+    #: ``straggler_from`` raised to the histograms' own error: ``(1 + RELATIVE_ERROR) ** 2``.
+    straggler_bar: float = STRAGGLER_FROM
+    #: The process slower per unit of work past the bar; its time per unit over the others' median.
+    straggler: Process | None = None
+    straggler_ratio: float | None = None
+    uneven_work: UnevenWork | None = None
 
     def rest(self, shown: int) -> tuple[int, int, float]:
         """``(phases, self_ns, share)`` of the phases past the first ``shown``."""
@@ -360,7 +377,7 @@ class MemoryRole:
     role: str
     processes: int
     peak_bytes: int
-    #: The steepest per-process least-squares RSS slope (None: no process ran long enough).
+    #: The steepest per-process RSS slope past its warm-up (None: none ran long enough past it).
     trend_bytes_per_s: float | None
 
 
@@ -373,6 +390,10 @@ class Memory:
     total_bins: list[float] | None
     largest: ProcessMemory | None
     members: list[ProcessMemory]
+    #: A trend leaves out the first ``trend_warmup_share`` of each process's samples (warm-up)
+    #: and needs ``trend_min_ns`` after it.
+    trend_warmup_share: float = 0.0
+    trend_min_ns: int = 0
 
 
 @dataclass
@@ -573,6 +594,8 @@ class Report:
     gpu: GpuSummary | None = None
     #: ``--lines``: the top lines of each role from its ``backend="lines"`` windows.
     lines: LinesBlock | None = None
+    #: Each process's backend window and the file it wrote.
+    windows: list[BackendWindow] = field(default_factory=list)
     #: Per-process phase lanes, when the run recorded a timeline.
     lanes: list[Lane] = field(default_factory=list)
     #: The TIMELINE block: per role, which phase when, and the stalls.
@@ -591,6 +614,7 @@ __all__ = [
     "STRAGGLER_FROM",
     "VERSION",
     "Attempt",
+    "BackendWindow",
     "Bucket",
     "Counter",
     "CounterGroup",
@@ -622,4 +646,5 @@ __all__ = [
     "Stall",
     "Timeline",
     "TimelineRole",
+    "UnevenWork",
 ]

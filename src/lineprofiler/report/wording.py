@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import format as fmt
-from .model import Attempt, GpuSummary, Header, LineRow, LinesBlock, LinesRole, Memory, Role, SampledIo
+from .model import Attempt, BackendWindow, GpuSummary, Header, LineRow, LinesBlock, LinesRole, Memory, Role, SampledIo
 
 # -- statuses --------------------------------------------------------------------------------------
 
@@ -197,20 +197,48 @@ def role_title(role: Role) -> str:
     return f"{fmt.printable(role.name).upper()}  ({', '.join(parts)})"
 
 
+def unit_name(role: Role, plural: bool = False) -> str:
+    """What the role's work is counted in: ``entry of getitem`` / ``entries of getitem``, or
+    ``unit of samples`` / ``samples`` for a counter."""
+    if role.unit == "counter" and role.unit_counter is not None:
+        name = fmt.printable(role.unit_counter)
+        return name if plural else f"unit of {name}"
+    phase = fmt.printable(role.unit_phase or "")
+    return f"{'entries' if plural else 'entry'} of {phase}"
+
+
 def straggler_rule(role: Role) -> str:
-    """``straggler: > 1.10x the role's mean``."""
-    return f"straggler: > {role.straggler_from:.2f}x the role's mean"
+    """``straggler: > 1.11x the others' median per entry of step, beyond the histograms' error``."""
+    rule = f"straggler: > {role.straggler_bar:.2f}x the others' median per {unit_name(role)}"
+    if role.straggler_bar > role.straggler_from:
+        rule += f", {role.straggler_from:.2f}x raised to the histograms' own error"
+    return rule
 
 
-def busiest_text(role: Role) -> str | None:
-    """The straggler sentence, when the role is imbalanced past its threshold."""
+def straggler_note(role: Role) -> str:
+    """The HTML bar's note beside the straggler."""
+    return f"straggler ({fmt.ratio(role.straggler_ratio)}x the others' median per {unit_name(role)})"
+
+
+def straggler_lines(role: Role) -> list[str]:
+    """The sentences under a role: its straggler (slower per unit of work), and its uneven work
+    (the busiest had more to do): never the busiest process called a straggler for that alone."""
+    lines = []
     straggler = role.straggler
-    if straggler is None:
-        return None
-    return (
-        f"busiest: {straggler.label}, {fmt.duration(straggler.busy_ns)} in phases vs a mean of "
-        f"{fmt.duration(role.mean_busy_ns)} ({straggler_rule(role)})"
-    )
+    if straggler is not None:
+        how = "the median entry" if role.unit == "entry" else "the median entry over its units per entry"
+        lines.append(
+            f"straggler: {straggler.label}, {fmt.duration(straggler.per_unit_ns)} per {unit_name(role)} ({how}), "
+            f"{fmt.ratio(role.straggler_ratio)}x the others' median ({straggler_rule(role)})"
+        )
+    uneven = role.uneven_work
+    if uneven is not None:
+        speed = "" if straggler is not None else f"; no process slower per {unit_name(role)}: not a straggler"
+        lines.append(
+            f"uneven work: {fmt.count(uneven.most)} vs {fmt.count(uneven.fewest)} {unit_name(role, plural=True)} "
+            f"({uneven.most_label}; {uneven.fewest_label}){speed}"
+        )
+    return lines
 
 
 def time_in_phases_text(role: Role) -> str | None:
@@ -226,6 +254,23 @@ def time_in_phases_text(role: Role) -> str | None:
 
 #: How a user picks another loop than the one ITERATIONS found.
 CHOOSE_LOOP = "Profiler(window_phase=NAME) picks another"
+
+
+# -- backend windows -------------------------------------------------------------------------------
+
+
+def backend_window_text(window: BackendWindow) -> str:
+    """``trainer pid 7 on node1: torch, entries 100..109 of iteration, done: run/backend/...json``."""
+    parts = [fmt.printable(window.backend)]
+    if window.phase is not None and window.start is not None and window.stop is not None:
+        parts.append(f"entries {window.start}..{window.stop - 1} of {fmt.printable(window.phase)}")
+    state = fmt.printable(window.state) + (" (cut short: the process ended inside it)" if window.truncated else "")
+    parts.append(state)
+    head = f"{window.label}: {', '.join(parts)}"
+    if window.path is not None:
+        return f"{head}: {fmt.printable(window.path)}"
+    why = f" ({fmt.printable(window.reason)})" if window.reason else ""
+    return f"{head}: no file written{why}"
 
 
 # -- I/O and memory --------------------------------------------------------------------------------
@@ -262,10 +307,14 @@ def io_notes(io: SampledIo) -> list[str]:
 
 
 
-MEMORY_TREND_NOTE = (
-    "trend: the steepest per-process RSS slope in each role (least squares over its rows, 10 s or more); "
-    "all processes: summed PSS (RSS where PSS was not measured)"
-)
+def memory_trend_note(memory: Memory) -> str:
+    """What a trend is fitted over, and what it leaves out (a warm-up is not a leak)."""
+    return (
+        f"trend: the steepest per-process RSS slope in each role, least squares over its rows after its "
+        f"warm-up (the first {fmt.percent(memory.trend_warmup_share, 0)} of its samples, left out), where "
+        f"those span {fmt.duration(memory.trend_min_ns)} or more (else n/a); "
+        "all processes: summed PSS (RSS where PSS was not measured)"
+    )
 
 
 def largest_text(memory: Memory) -> str | None:

@@ -22,6 +22,7 @@ from .blocks.iterations import iteration_phase, iterations, role_loop, role_wind
 from .blocks.phases import DOMINANT_ROWS, buckets, counter, counters, dominant
 from .blocks.roles import attempt, header, process, roles
 from .blocks.story import story_block
+from .blocks.windows import windows
 
 Compute = Callable[[Run, RenderOptions], Any]
 
@@ -56,6 +57,7 @@ BLOCKS: tuple[Block, ...] = (
     Block("core", "render_dominant", "dominant", dominant, "render_dominant"),
     Block("core", "render_counters", "counters", counters, "render_counters"),
     Block("core", "render_iterations", "iterations", iterations, "render_iterations"),
+    Block("core", "render_windows", "windows", windows, "render_windows"),
     Block("lines", "lines_block", "lines", lines.lines_block, "render_lines"),
     Block("resources", "render_io_by_phase", "io_by_phase", resources.io_by_phase, "render_io_by_phase"),
     Block("resources", "render_io", "io", resources.sampled_io, "render_io"),

@@ -68,6 +68,10 @@ def _iterations(r: Report) -> str:
     return page.iterations_html(r.iterations) if r.iterations is not None and r.iterations.roles else ""
 
 
+def _windows(r: Report) -> str:
+    return page.windows_html(r.windows) if r.windows else ""
+
+
 def _lines(r: Report) -> str:
     return lines_html(r.lines) if r.lines is not None else ""
 
@@ -104,6 +108,7 @@ _OUTPUTS: dict[str, tuple[Printer | None, Section | None]] = {
     "dominant": (text.dominant_lines, Section("dominant", "Dominant phases", _dominant)),
     "counters": (text.counters_lines, Section("counters", "Counters", _counters)),
     "iterations": (text.iterations_lines, Section("iterations", "Iterations", _iterations)),
+    "windows": (text.windows_lines, Section("windows", "Backend windows", _windows)),
     "lines": (text_blocks.lines_lines, Section("lines", "Lines", _lines)),
     "io_by_phase": (text_blocks.io_by_phase_lines, Section("io-by-phase", "I/O by phase", _io_by_phase)),
     "io": (text_blocks.io_lines, Section("io", "I/O", _io)),

@@ -18,12 +18,11 @@ from typing import Any
 
 from ...runfiles import histogram
 from ..compute.story import model as story_model
-from ..model import KIND, VERSION, DeviceUse, Header, Report, Role
+from ..model import KIND, VERSION, DeviceUse, Header, Report
 
 #: Properties serialised beside a class's fields (what the text prints from them).
 _PROPERTIES: dict[type, tuple[str, ...]] = {
     DeviceUse: ("idle",),
-    Role: ("straggler",),
     story_model.Story: ("duration_ns", "kept_line", "lanes"),
     story_model.CriticalPath: ("duration_ns",),
     story_model.Segment: ("duration_ns",),

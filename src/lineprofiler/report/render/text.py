@@ -5,7 +5,7 @@ Each ``*_lines(model)`` function prints one block; a block whose model is absent
 :func:`.blocks.render` computes the model first).
 
 The order: header, one block per role, DOMINANT PHASES (with counters under their phase),
-COUNTERS not shown there, ITERATIONS, then LINES (``--lines``), I/O BY PHASE, I/O, MEMORY, GPU,
+COUNTERS not shown there, ITERATIONS, BACKEND WINDOWS, then LINES (``--lines``), I/O BY PHASE, I/O, MEMORY, GPU,
 TIMELINE and STORY (printed by :mod:`.text_blocks`), then CAVEATS: the order of ``build.BLOCKS``.
 A block that fails to compute or to print costs that block only: it is named under CAVEATS and
 the rest is printed.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import format as fmt
-from ..model import Counter, Counters, Dominant, Header, IterationRole, Iterations, Role
+from ..model import BackendWindow, Counter, Counters, Dominant, Header, IterationRole, Iterations, Role
 
 # The sentences the HTML page prints too are worded in .wording; re-exported where they were.
 from ..wording import (
@@ -26,10 +26,11 @@ from ..wording import (
     SPARK_WIDTH,
     attempt_facts,
     attempt_lines,
-    busiest_text,
+    backend_window_text,
     role_title,
     roles_text,
     short_names,
+    straggler_lines,
     time_in_phases_text,
     utc_time,
 )
@@ -96,7 +97,7 @@ def role_lines(role: Role) -> list[str]:
     if more:
         label = f"({fmt.count(more)} more phases)"
         lines.append(f"{label:<{NAME_WIDTH}}{fmt.percent(rest_share):>6}{fmt.duration(rest_ns):>13}")
-    lines.extend(f"  {sentence}" for sentence in (busiest_text(role), time_in_phases_text(role)) if sentence)
+    lines.extend(f"  {sentence}" for sentence in (*straggler_lines(role), time_in_phases_text(role)) if sentence)
     return lines
 
 
@@ -194,6 +195,23 @@ def iterations_lines(iterations: Iterations | None) -> list[str]:
     return lines
 
 
+# -- backend windows ---------------------------------------------------------------------------
+
+#: Backend windows the text names, one line each, before one line counts the rest.
+WINDOW_ROWS = 8
+
+
+def windows_lines(windows: list[BackendWindow]) -> list[str]:
+    """BACKEND WINDOWS: each window, and the file it wrote."""
+    if not windows:
+        return []
+    lines = ["BACKEND WINDOWS  (the file each process's window wrote)"]
+    lines.extend(f"  {backend_window_text(w)}" for w in windows[:WINDOW_ROWS])
+    if len(windows) > WINDOW_ROWS:
+        lines.append(f"  ... and {fmt.count(len(windows) - WINDOW_ROWS)} more (--json lists them)")
+    return lines
+
+
 # -- caveats and the whole report --------------------------------------------------------------
 
 
@@ -226,4 +244,5 @@ __all__ = [
     "role_lines",
     "roles_lines",
     "short_names",
+    "windows_lines",
 ]

@@ -31,8 +31,8 @@ from ..model import (
     TimelineRole,
 )
 from ..read.run import Run
+from ..wording import SPARK_WIDTH as SPARK_WIDTH
 from ..wording import (
-    MEMORY_TREND_NOTE,
     common_folder,
     gpu_device_label,
     gpu_notes,
@@ -41,10 +41,10 @@ from ..wording import (
     lines_block_notes,
     lines_role_notes,
     lines_role_title,
+    memory_trend_note,
     spread_text,
     window_text,
 )
-from ..wording import SPARK_WIDTH as SPARK_WIDTH
 
 # -- LINES -----------------------------------------------------------------------------------
 
@@ -215,7 +215,7 @@ def memory_lines(memory: Memory | None) -> list[str]:
     largest = largest_text(memory)
     if largest is not None:
         lines.append(f"  {largest}")
-    lines.append(f"  {MEMORY_TREND_NOTE}")
+    lines.append(f"  {memory_trend_note(memory)}")
     return lines
 
 

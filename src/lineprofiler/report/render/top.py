@@ -68,6 +68,7 @@ class _Process:
     identity: dict[str, Any] = field(default_factory=dict)
     created_unix_ns: int = 0
     status: str | None = None  # the worker file's times.status
+    elapsed_ns: int | None = None  # the worker file's times.elapsed_ns: its lifetime, once final
     worker_mtime_ns: int = -1
     previous: _Sample | None = None
     current: _Sample | None = None
@@ -181,6 +182,8 @@ class Top:
         times = document.get("times")
         if isinstance(times, dict) and isinstance(times.get("status"), str):
             proc.status = times["status"]
+            elapsed = times.get("elapsed_ns")
+            proc.elapsed_ns = elapsed if isinstance(elapsed, int) and not isinstance(elapsed, bool) else None
 
     def shown(self) -> tuple[list[_Process], int]:
         """The processes of the newest attempt, and how many others there are. The newest is
@@ -215,6 +218,8 @@ class Top:
         shown, others = self.shown()
         first = all(p.previous is None for p in shown)
         span = "since start" if first else f"last {self.interval_s:g}s"
+        if first and shown and all(p.status in FINAL_STATUSES for p in shown):
+            span = "over each process's lifetime (finished)"
         run_id = shown[0].identity.get("run_id", shown[0].run_component) if shown else "?"
         lines = [
             f"lineprofiler top  {time.strftime('%H:%M:%S')}  rates: {span}  (q quits)  "
@@ -261,6 +266,7 @@ class Top:
         deltas: dict[str, list[float]] = {}  # path -> [entries/s, self_ns, wall_ns, entries]
         counters: dict[tuple[str, str], list[float]] = {}  # -> [rate, total]
         seconds = 0.0
+        busy_ns = 0.0
         for proc in procs:
             if proc.current is None:
                 continue
@@ -268,12 +274,13 @@ class Top:
                 base, dt = proc.previous, proc.current.at - proc.previous.at
             elif first:
                 base = _Sample(0.0, {}, {})
-                dt = max(time.time() - proc.created_unix_ns / 1e9, 1e-3) if proc.created_unix_ns else 0.0
+                dt = self._lifetime_s(proc)
             else:
                 continue  # appeared this interval: its rates start with the next frame
             if dt <= 0:
                 continue
             seconds += dt
+            top_level_ns = 0
             for path, (entries, self_ns, wall_ns) in proc.current.phases.items():
                 old = base.phases.get(path, (0, 0, 0))
                 row = deltas.setdefault(path, [0.0, 0.0, 0.0, 0.0])
@@ -281,13 +288,18 @@ class Top:
                 row[1] += self_ns - old[1]
                 row[2] += wall_ns - old[2]
                 row[3] += entries - old[0]
+                if "/" not in path:
+                    top_level_ns += wall_ns - old[2]
+            # As the report counts it: a process's top-level phases, at most its whole time (threads
+            # in phases at once), and entries counted when they exit (one that began before the
+            # interval counts whole in it).
+            busy_ns += min(max(top_level_ns, 0), dt * 1e9)
             for key, total in proc.current.counters.items():
                 row = counters.setdefault(key, [0.0, 0.0])
                 row[0] += (total - base.counters.get(key, 0)) / dt
                 row[1] += total
         phase_ns = sum(max(row[1], 0.0) for row in deltas.values())
-        # Entries are counted when they exit: one that began before the interval can push this past 100%.
-        busy = fmt.percent(min(phase_ns / (seconds * 1e9), 1.0)) if seconds > 0 else fmt.NA
+        busy = fmt.percent(busy_ns / (seconds * 1e9)) if seconds > 0 else fmt.NA
         plural = "es" if len(procs) != 1 else ""
         lines = [f"role {fmt.printable(role)}  ({len(procs)} process{plural}, in phases {busy})"]
         lines.append(f"  {'phase':<40} {'share':>7} {'entries/s':>12} {'mean':>10}")
@@ -307,6 +319,15 @@ class Top:
             lines.append(f"  counter {where}: {fmt.rate(per_s)}, total {fmt.count(int(so_far))}")
         lines.extend(self._process_lines(procs, now))
         return lines
+
+    @staticmethod
+    def _lifetime_s(proc: _Process) -> float:
+        """How long a process has lived, for the first frame's rates: a finished one's whole
+        lifetime from its worker file (as the report counts it), not the time since it started
+        up to now, which, read a day later, makes every rate and share of it near nothing."""
+        if proc.status in FINAL_STATUSES and proc.elapsed_ns is not None and proc.elapsed_ns > 0:
+            return proc.elapsed_ns / 1e9
+        return max(time.time() - proc.created_unix_ns / 1e9, 1e-3) if proc.created_unix_ns else 0.0
 
     def _process_lines(self, procs: list[_Process], now: float) -> list[str]:
         by_state: dict[str, list[str]] = {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import compress
@@ -148,10 +149,15 @@ class RunResources:
 # One sample file: sampled.py's summary, plus PSS and a trend that short processes get too
 # ---------------------------------------------------------------------------------------------
 
-#: The least a process's samples must span for a trend: ten seconds of ten rows or more. (The
-#: minute sampled.py asks for left every process of a run shorter than a minute at n/a.)
+#: The least a process's samples must span for a trend, after its warm-up: ten seconds of ten
+#: rows or more. (The minute sampled.py asks for left every process of a run shorter than a
+#: minute at n/a.)
 MIN_TREND_NS = 10 * 10**9
 MIN_TREND_ROWS = 10
+#: The first part of a process's sampled span that is its warm-up (imports, caches, allocator
+#: pools, a DataLoader's prefetch): left out of its trend, so memory that grows and then stays
+#: flat is not extrapolated into a leak.
+WARMUP_SHARE = 1 / 3
 
 
 @dataclass
@@ -174,9 +180,14 @@ def _measured(table: SampleTable, name: str) -> tuple[array, array]:
 
 
 def rss_trend(table: SampleTable) -> float | None:
-    """The least-squares slope of RSS over time, bytes per second, fitted over every measured
-    row; None under MIN_TREND_ROWS rows or MIN_TREND_NS."""
+    """The least-squares slope of RSS over time, bytes per second, fitted over the measured rows
+    past the warm-up (the first :data:`WARMUP_SHARE` of the sampled span); None when those are
+    fewer than MIN_TREND_ROWS rows or span less than MIN_TREND_NS."""
     t, rss = _measured(table, "rss_bytes")
+    if not rss:
+        return None
+    first = bisect_left(t, t[0] + int((t[-1] - t[0]) * WARMUP_SHARE))
+    t, rss = t[first:], rss[first:]
     if len(rss) < MIN_TREND_ROWS or t[-1] - t[0] < MIN_TREND_NS:
         return None
     origin = t[0]
@@ -420,7 +431,14 @@ def memory(run: Run, options: RenderOptions) -> Memory | None:
     if res.workers == 0:
         return None
     out = Memory(
-        processes=res.workers, reasons=_reasons(res.reasons), roles=[], total_bins=None, largest=None, members=[]
+        processes=res.workers,
+        reasons=_reasons(res.reasons),
+        roles=[],
+        total_bins=None,
+        largest=None,
+        members=[],
+        trend_warmup_share=WARMUP_SHARE,
+        trend_min_ns=MIN_TREND_NS,
     )
     start = res.span[0] if res.span is not None else None
     for role, members in sorted(res.memory_by_role.items()):

@@ -1,15 +1,16 @@
 """Who ran: the header's model (the run's name, span, processes, hosts and ranks, and the
 attempts it names without merging them: superseded, concurrent, merged by time), and one model
-per role (its processes, imbalance, busiest process, time in phases and phase shares, each phase
-named by its shortest unambiguous suffix)."""
+per role (its processes, imbalance, busiest process, straggler or uneven work, time in phases and
+phase shares, each phase named by its shortest unambiguous suffix)."""
 
 from __future__ import annotations
 
 from ... import format as fmt
-from ...model import Attempt, Header, PhaseShare, Process, Role
+from ...model import STRAGGLER_FROM, Attempt, Header, PhaseShare, Process, Role
 from ...read.run import AttemptSummary, RoleStats, Run, Worker
 from ...wording import short_names
 from . import RenderOptions
+from .stragglers import stragglers, uneven_work
 
 
 def attempt(summary: AttemptSummary) -> Attempt:
@@ -65,7 +66,7 @@ def process(worker: Worker) -> Process:
     )
 
 
-def _role(role: RoleStats) -> Role:
+def _role(role: RoleStats, run: Run) -> Role:
     total = role.phase_time_ns
     # Entries still open at a worker's last snapshot count with their time so far (a process
     # killed four hours into a phase still shows those hours).
@@ -82,6 +83,20 @@ def _role(role: RoleStats) -> Role:
     slowest = role.slowest
     lifetime = role.lifetime_ns
     unprofiled = len(role.unprofiled_workers)
+    found = stragglers(role, run)
+    members = []
+    straggler = busiest = None
+    for worker in role.workers:
+        if worker.forked_unprofiled:
+            continue
+        member = process(worker)
+        member.work, member.per_unit_ns = found.work.get(id(worker), (None, None))
+        members.append(member)
+        if worker is found.straggler:
+            straggler = member
+        if worker is slowest:
+            busiest = member
+    unit = found.unit
     return Role(
         name=role.name,
         processes=len(role.workers) - unprofiled,
@@ -93,14 +108,21 @@ def _role(role: RoleStats) -> Role:
         mean_busy_ns=role.mean_busy_ns,
         busy_fraction=role.busy_fraction,
         phases=phases,
-        busiest=process(slowest) if slowest is not None else None,
-        members=[process(w) for w in role.workers if not w.forked_unprofiled],
+        busiest=busiest,
+        members=members,
         unprofiled=unprofiled,
+        unit=unit.kind if unit is not None else None,
+        unit_phase=unit.phase if unit is not None else None,
+        unit_counter=unit.counter if unit is not None else None,
+        straggler_bar=unit.bar if unit is not None else STRAGGLER_FROM,
+        straggler=straggler,
+        straggler_ratio=found.ratio,
+        uneven_work=uneven_work(found),
     )
 
 
 def roles(run: Run, options: RenderOptions) -> list[Role]:
-    blocks = [_role(role) for role in run.roles.values()]
+    blocks = [_role(role, run) for role in run.roles.values()]
     open_entries = sum(p.open_entries for role in run.roles.values() for p in role.phases.values())
     if open_entries:
         options.add_caveat(

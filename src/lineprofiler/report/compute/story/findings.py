@@ -5,6 +5,13 @@ critical path spent in it; a thread that was off-CPU is "waiting" only where a `
 names what for, and otherwise its cause is said to be unknown (being blocked is not being a
 queue: a sleep, a lock or a disk read look the same from outside). A finding whose cost cannot
 be measured says "unknown" and ranks last.
+
+One finding per (process, phase): a phase on the critical path that was also mostly off-CPU is
+one finding (the off-CPU one, which says its time on the path too), not two. Each finding says
+which part of its cost someone can remove (``removable_ns``, what ``--fail-over`` gates on): the
+time others waited for a process on the path, a late wake-up, a late arrival at a collective,
+off-CPU time on the path; a process that is on the path because it is the only one, running its
+own phases, is where the time went, not a cost to remove.
 """
 
 from __future__ import annotations
@@ -35,8 +42,11 @@ def findings(
     out: list[Finding] = []
     if path is not None:
         out.extend(_path_findings(traces, path, run_ns))
-    out.extend(_blocked_findings(traces, path, run_ns))
+    out = _one_per_phase(out, _blocked_findings(traces, path, run_ns))
     out.extend(_skew_findings(traces, skews, run_ns))
+    for finding in out:
+        if finding.removable_ns is not None and run_ns > 0:
+            finding.removable_fraction = finding.removable_ns / run_ns
     out.sort(key=lambda f: (f.cost_ns is None, -(f.cost_ns or 0)))
     return out
 
@@ -55,9 +65,13 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
         phase = fmt.printable(share.phase) if share.phase else "no phase"
         fed = channels.get(share.process)
         via = ""
+        figures: dict[str, float | int | str | None] = {
+            "path_ns": share.duration_ns, "run_ns": run_ns, "phase": share.phase, "pid": trace.worker.pid
+        }
         if fed:
             name, count = fed.most_common(1)[0]
-            via = f"; {count} of its signal(s) on {fmt.printable(name)!r} woke the next process on the path"
+            via = f"; {_woke(count, name)}"
+            figures["channel"], figures["signals"] = name, count
         out.append(
             Finding(
                 kind="critical_path",
@@ -68,7 +82,9 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
                 cost_ns=share.duration_ns,
                 cost_fraction=share.fraction,
                 process=share.process,
-                figures={"path_ns": share.duration_ns, "run_ns": run_ns, "phase": share.phase, "pid": trace.worker.pid},
+                figures=figures,
+                # The next process on the path waited for this one: a faster or wider feeder removes it.
+                removable_ns=share.duration_ns if fed else None,
             )
         )
     wake = [s for s in path.segments if s.kind == "wake"]
@@ -84,9 +100,32 @@ def _path_findings(traces: Sequence[WorkerTrace], path: CriticalPath, run_ns: in
                 cost_ns=wake_ns,
                 cost_fraction=wake_ns / run_ns,
                 figures={"wake_ns": wake_ns, "waits": len(wake), "run_ns": run_ns},
+                removable_ns=wake_ns,
             )
         )
     return out
+
+
+def _woke(count: object, channel: object) -> str:
+    return f"{count} of its signal(s) on {fmt.printable(str(channel))!r} woke the next process on the path"
+
+
+def _one_per_phase(on_path: list[Finding], blocked: list[Finding]) -> list[Finding]:
+    """One finding per (process, phase): a phase on the critical path that was mostly off-CPU is
+    its off-CPU finding (which gives its time on the path), told which process it woke, and with
+    the larger of the two removable costs."""
+    twins = {(f.process, f.figures["phase"]): f for f in on_path if f.kind == "critical_path"}
+    for finding in blocked:
+        twin = twins.get((finding.process, finding.figures["phase"]))
+        if twin is None:
+            continue
+        on_path.remove(twin)
+        if "channel" in twin.figures:
+            finding.text += f"; {_woke(twin.figures['signals'], twin.figures['channel'])}"
+            finding.figures["channel"], finding.figures["signals"] = twin.figures["channel"], twin.figures["signals"]
+        if twin.removable_ns is not None:
+            finding.removable_ns = max(finding.removable_ns or 0, twin.removable_ns)
+    return on_path + blocked
 
 
 def _on_path_ns(path: CriticalPath | None, process: int, phase: str) -> int:
@@ -148,6 +187,8 @@ def _blocked_phases(trace: WorkerTrace, path: CriticalPath | None, run_ns: int) 
                 cost_fraction=on_path / run_ns,
                 process=trace.index,
                 figures={"wall_ns": wall, "cpu_ns": cpu, "off_cpu": off, "on_path_ns": on_path, "phase": name},
+                # Its off-CPU share of its time on the path: the wait that, removed, shortens the run.
+                removable_ns=round(off * on_path) if on_path else None,
             )
         )
     return found
@@ -197,6 +238,7 @@ def _skew_findings(traces: Sequence[WorkerTrace], skews: Sequence[SkewPhase], ru
                 cost_fraction=share,
                 process=row.straggler_process,
                 figures=figures,
+                removable_ns=row.late_ns,
             )
         )
     return out

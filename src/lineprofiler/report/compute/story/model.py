@@ -179,7 +179,13 @@ class LifecycleChannel:
 
 @dataclass
 class Finding:
-    """One sentence with the figures it came from, ranked by ``cost_ns`` (None: unknown)."""
+    """One sentence with the figures it came from, ranked by ``cost_ns`` (None: unknown).
+
+    ``removable_ns`` is the part of the cost that is waiting someone can remove (another process
+    waiting for this one on the critical path, a late wake-up, a late arrival at a collective,
+    off-CPU time on the critical path); None where the finding only says where the time went
+    (a phase that is big is not a cost to remove). ``--fail-over`` gates on it alone.
+    """
 
     kind: str
     text: str
@@ -187,6 +193,9 @@ class Finding:
     cost_fraction: float | None
     process: int | None = None
     figures: dict[str, float | int | str | None] = field(default_factory=dict)
+    removable_ns: int | None = None
+    #: ``removable_ns`` over the run's traced length.
+    removable_fraction: float | None = None
 
 
 @dataclass

@@ -17,6 +17,7 @@ from ... import format as fmt
 from ... import wording
 from ...compute import series
 from ...model import (
+    BackendWindow,
     Counter,
     Counters,
     Dominant,
@@ -124,7 +125,7 @@ def role_html(role: Role) -> str:
                 # at most the whole lifetime: threads' phases in parallel add up to more
                 + (f", {fmt.percent(min(1.0, m.busy_ns / m.lifetime_ns))} of its lifetime" if m.lifetime_ns else ""),
                 highlight=m == straggler,
-                note=f"straggler (> {role.straggler_from:.2f}x the mean)" if m == straggler else "",
+                note=wording.straggler_note(role) if m == straggler else "",
             )
             for m in members
         ],
@@ -132,8 +133,13 @@ def role_html(role: Role) -> str:
         reference=role.mean_busy_ns,
         reference_label=f"mean {fmt.duration(role.mean_busy_ns)}",
     ) if members else ""
-    sentences = para(wording.busiest_text(role)) + para(wording.time_in_phases_text(role))
+    sentences = "".join(para(line) for line in wording.straggler_lines(role)) + para(wording.time_in_phases_text(role))
     return f"{title}{bar}{legend}{tab}<h3>Busy time per process</h3>{per_process}{sentences}"
+
+
+def windows_html(windows: Sequence[BackendWindow]) -> str:
+    """Each process's backend window and the file it wrote (the same sentences as the text)."""
+    return section("windows", "Backend windows", "".join(para(wording.backend_window_text(w)) for w in windows))
 
 
 def roles_html(roles: Sequence[Role]) -> str:
@@ -383,7 +389,7 @@ def memory_html(memory: Memory, header: Header | None) -> str:
         if enveloped:
             chart += para(f"Drawn as one band from the lowest to the highest process, with the largest process on "
                           f"its own: {', '.join(enveloped)} (more than {RSS_BANDS_PER_ROLE} processes).")
-    notes = para(wording.largest_text(memory)) + para(wording.MEMORY_TREND_NOTE)
+    notes = para(wording.largest_text(memory)) + para(wording.memory_trend_note(memory))
     return section("memory", "Memory (RSS, sampled)", tab + chart + notes)
 
 
