@@ -7,6 +7,8 @@ Every run is written by the real writers (worker files, sample files) and read b
 from __future__ import annotations
 
 import sys
+from array import array
+from pathlib import Path
 
 import pytest
 from lp_report_builders import SimWorker
@@ -15,7 +17,7 @@ from lineprofiler.accounting import _sampling_testing, sampling
 from lineprofiler.report.compute.blocks import RenderOptions, resources
 from lineprofiler.report.read.merge import load_run
 from lineprofiler.report.render import text_blocks
-from lineprofiler.runfiles.samplefile import BASE_COLUMNS
+from lineprofiler.runfiles.samplefile import BASE_COLUMNS, SampleTable
 
 S = 1_800_000_000_000_000_000  # the run's start, unix ns
 STEP = 12 * 10**9  # 12 s between rows
@@ -94,9 +96,11 @@ def test_sampled_io_block(run):
 def test_memory_block(run):
     lines = text_blocks.render_memory(run, RenderOptions())
     assert lines[:2] == ["MEMORY (RSS, sampled)", text_blocks.RULE]
-    assert "actor  x1                          50.0 MB          +0 B/h" in lines
-    # 1 MB every 12 s is 300 MB an hour.
-    assert "learner  x1                       110.0 MB     +300.0 MB/h" in lines
+    # Eleven rows: past the warm-up (the first third of the span) seven are left, fewer than a
+    # trend needs, so neither process gets a rate (the learner's 1 MB every 12 s is not
+    # extrapolated from them). test_memory_trend_past_the_warm_up has one.
+    assert "actor  x1                          50.0 MB             n/a" in lines
+    assert "learner  x1                       110.0 MB             n/a" in lines
     total = next(line for line in lines if line.startswith("all processes"))
     assert total.startswith("all processes (PSS)               160.0 MB  ")  # RSS stands in: not measured
     # A level, so scaled from its lowest to its highest: the learner's growth shows as a ramp.
@@ -104,6 +108,17 @@ def test_memory_block(run):
     assert len(spark) == resources.MEMORY_BINS and spark[0] == "▁" and spark[-1] == "█"
     assert list(spark) == sorted(spark, key=text_blocks.SPARK.index)
     assert "  largest: learner pid 11 on node1, 110.0 MB at 2m" in lines
+
+
+def test_memory_trend_past_the_warm_up():
+    """A process that warms up (+110 MB in its first 40 s) then grows 1 MB every 12 s: the trend
+    is the growth after the warm-up, 300 MB an hour, not the warm-up's slope."""
+    rows = 31  # 0 .. 360 s: 20 rows past the first third
+    t = [k * STEP for k in range(rows)]
+    rss = [100_000_000 + min(k, 4) * 27_500_000 + k * 1_000_000 for k in range(rows)]
+    rows_major = array("q", [v for row in zip(t, rss, strict=True) for v in row])
+    table = SampleTable(Path("learner.samples"), ("t_ns", "rss_bytes"), rows_major, STEP, 0, 0, 11)
+    assert resources.rss_trend(table) == pytest.approx(1_000_000 / 12)
 
 
 def _io_phase(worker, path, read, write, rchar, wall_ns, **io):
