@@ -7,6 +7,10 @@ like: the C macro LP_DEV_SEAMS); a wheel, an install from the sdist and ``make d
 
 -Werror is added by the Makefile and CI (CFLAGS), not here, so a user's newer compiler cannot
 turn a new warning into a failed install.
+
+A wheel's extensions are linked stripped (-s): the debug info more than quadrupled them. A
+development build keeps its symbols, and so does any build whose CFLAGS ask for -g or a sanitizer
+(make test-asan), whose reports need them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ DEV_BUILD = os.environ.get("LINEPROFILER_DEV_BUILD") == "1"
 DEV_MACROS = [("LP_DEV_SEAMS", "1")] if DEV_BUILD else []
 # Hidden visibility: the files of one extension call each other directly, and only PyInit is exported.
 COMPILE_ARGS = ["-std=c11", "-Wall", "-Wextra", "-O2", "-fvisibility=hidden"]
+USER_CFLAGS = os.environ.get("CFLAGS", "").split()
+KEEPS_SYMBOLS = DEV_BUILD or any(flag.startswith(("-g", "-fsanitize")) for flag in USER_CFLAGS)
+LINK_ARGS = [] if KEEPS_SYMBOLS else ["-s"]
 
 
 def files(folder: str, names: str) -> list[str]:
@@ -36,6 +43,7 @@ def extension(name: str, sources: list[str], depends: list[str], **options: list
         include_dirs=["src/lineprofiler"],
         define_macros=DEV_MACROS,
         extra_compile_args=COMPILE_ARGS,
+        extra_link_args=LINK_ARGS,
         **options,
     )
 
@@ -70,13 +78,13 @@ SAMPLER = extension(
 
 
 class BuildExt(build_ext):
-    """build_ext that rebuilds everything when the seams were switched on or off since the last
-    build in this build folder: build_ext reuses an extension newer than its sources, whatever
-    macros made it, so a wheel could otherwise ship a development build's seams."""
+    """build_ext that rebuilds everything when the seams or the stripping were switched on or off
+    since the last build in this build folder: build_ext reuses an extension newer than its
+    sources, whatever macros made it, so a wheel could otherwise ship a development build's seams."""
 
     def run(self) -> None:
         stamp = Path(self.build_temp) / "lineprofiler-dev-seams"
-        wanted = "1" if DEV_BUILD else "0"
+        wanted = f"seams={int(DEV_BUILD)} stripped={int(not KEEPS_SYMBOLS)}"
         if not stamp.is_file() or stamp.read_text(encoding="ascii") != wanted:
             self.force = True
         super().run()

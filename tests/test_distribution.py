@@ -138,6 +138,21 @@ def test_wheel_holds_the_package_and_no_c_sources(dists):
         assert {r.split(";")[1].strip() for r in requires if r.startswith(tool)} == {'extra == "dev"'}, tool
 
 
+@pytest.mark.slow
+@built_here
+@pytest.mark.skipif(
+    any(flag.startswith(("-g", "-fsanitize")) for flag in os.environ.get("CFLAGS", "").split()),
+    reason="CFLAGS ask for debug info or a sanitizer: setup.py keeps the symbols such a build needs",
+)
+def test_the_wheels_extensions_are_stripped(dists):
+    """No debug info and no symbol table: they more than quadrupled the extensions."""
+    with zipfile.ZipFile(dists["wheel"]) as wheel:
+        for name in wheel.namelist():
+            if name.endswith(".so"):
+                data = wheel.read(name)
+                assert data.startswith(b"\x7fELF") and b".debug_info" not in data and b".symtab" not in data, name
+
+
 #: Name prefixes of the test and benchmark seams that only a development build's extensions have
 #: (LINEPROFILER_DEV_BUILD=1, see setup.py).
 SEAM_PREFIXES = ("_set_", "_advance_", "_floor_")

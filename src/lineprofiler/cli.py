@@ -316,6 +316,12 @@ def _add_view_parser(commands: Any) -> None:
         metavar="PATH",
         help="write the merged profile as annotated, heat-coloured source in one HTML file and print its path",
     )
+    view.add_argument(
+        "--shade",
+        choices=("self", "inclusive"),
+        default="self",
+        help="--html's heat colour: by self time (default: the hot lines) or by time with calls (the callers)",
+    )
     _add_table_options(view)
 
 

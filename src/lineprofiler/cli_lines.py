@@ -93,6 +93,7 @@ def _view_html(args: argparse.Namespace, saved: Any) -> int:
         hashes=file_hashes(saved.processes, saved.merged.conflicts),
         wall_ns=saved.wall_time_ns if len(saved.processes) == 1 else None,
         preamble=render_processes(saved),
+        shade=args.shade,
     )
     print_line(write(args.html, text, "html"))
     return EXIT_OK

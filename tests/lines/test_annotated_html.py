@@ -298,6 +298,42 @@ def test_self_time_and_calls_where_measured_and_a_dash_where_not(tmp_path):
     assert rows["2"][3] == "500 ns" and rows["6"][3] == "-"
 
 
+def _shades(page: str) -> dict[str, int]:
+    """Line number -> its heat class (0 to 10), from the source rows of a one-file page."""
+    found = re.findall(r'<tr id="L\d+-(\d+)" data-f="\d+" data-l="\d+" class="h(\d+)"', page)
+    return {line: int(heat) for line, heat in found}
+
+
+def test_shading_is_by_self_time_unless_asked_for_the_inclusive_time():
+    # main()'s call line holds all the time, callees included, but almost none of its own; the
+    # hot line is the loop inside work().
+    main_ = FunctionStats("/p/a.py", 1, "main", 10_000, {2: LineStats(2, 1, 10_000, "work()", self_ns=100)})
+    work = FunctionStats("/p/a.py", 4, "work", 9_900, {5: LineStats(5, 50, 9_900, "x += 1", self_ns=9_900)})
+    stats = {f.key: f for f in (main_, work)}
+    by_self = render_annotated(stats)
+    assert _shades(by_self) == {"2": 1, "5": 10}
+    assert "self time" in by_self.split("Shading:", 1)[1].split("</p>", 1)[0]
+    by_time = render_annotated(stats, shade="inclusive")
+    assert _shades(by_time) == {"2": 10, "5": 10}
+    with pytest.raises(ValueError, match="shade"):
+        render_annotated(stats, shade="hot")
+
+
+def test_view_html_shades_by_self_time_or_as_asked(tmp_path, capsys):
+    profiler = profile_project(tmp_path / "project")
+    saved = tmp_path / "lines.json"
+    profiler.dump(str(saved))
+    pages = {}
+    for shade in ("self", "inclusive"):
+        out = tmp_path / f"{shade}.html"
+        assert main(["view", str(saved), "--html", str(out), "--shade", shade]) == 0
+        pages[shade] = out.read_text(encoding="utf-8")
+    assert "the lines where the time goes are darkest" in pages["self"]
+    assert "the callers are darkest" in pages["inclusive"]
+    api = profiler.to_html(tmp_path / "api.html", shade="inclusive").read_text(encoding="utf-8")
+    assert "the callers are darkest" in api
+
+
 def big_project(folder: Path, n_files: int, n_lines: int) -> dict:
     """``n_files`` files of ``n_lines`` lines on disk, each line recorded in one function."""
     stats = {}

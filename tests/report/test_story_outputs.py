@@ -101,6 +101,13 @@ def test_the_lanes_in_chromium(tmp_path):
         browser.mouse("mouseMoved", box[0], box[1])
         tip = browser.evaluate("[getComputedStyle(tip).display, tip.textContent]")
         assert tip[0] == "block" and f"pid {slow.pid}" in tip[1] and "99.7% of the run" in tip[1]
+        # A legend of the phases' colours and the marks, and a time axis from the run's start.
+        legend = browser.evaluate("[...document.querySelectorAll('.story-legend li')].map(li => li.textContent)")
+        assert {"produce", "step", "critical path", "link: signal to wait"} <= set(legend)
+        ticks = "[...document.querySelectorAll('#story-lanes text.tick[data-at]')].map(t => t.textContent)"
+        axis = browser.evaluate(ticks)
+        assert len(axis) == 6 and axis[0] == "+0ns"
+        assert f"traced length {axis[-1][1:]}." in page.read_text()  # the axis ends at the run's end
         # The wheel zooms around the pointer; a drag pans; a double click resets.
         width = "document.querySelector('#story-lanes rect.span').getBoundingClientRect().width"
         before = browser.evaluate(width)
@@ -108,6 +115,8 @@ def test_the_lanes_in_chromium(tmp_path):
         browser.call("Input.dispatchMouseEvent", type="mouseWheel", x=box[0], y=box[1], deltaX=0, deltaY=-100)
         assert browser.evaluate("+document.getElementById('story-lanes').dataset.zoom") == pytest.approx(1.5625)
         assert browser.evaluate(width) == pytest.approx(before * 1.5625, rel=0.01)
+        zoomed_axis = browser.evaluate(ticks)  # the labels follow the zoom: the plot shows less time
+        assert zoomed_axis != axis and len(zoomed_axis) == 6
         transform = "document.querySelector('#story-lanes g.zoom').getAttribute('transform')"
         zoomed = browser.evaluate(transform)
         browser.mouse("mousePressed", box[0], box[1], "left")
@@ -117,4 +126,5 @@ def test_the_lanes_in_chromium(tmp_path):
         browser.call("Input.dispatchMouseEvent", type="mousePressed", x=box[0], y=box[1], button="left", clickCount=2)
         browser.call("Input.dispatchMouseEvent", type="mouseReleased", x=box[0], y=box[1], button="left", clickCount=2)
         assert browser.evaluate("+document.getElementById('story-lanes').dataset.zoom") == 1
+        assert browser.evaluate(ticks) == axis  # the script labels as the page does
         assert browser.errors() == []

@@ -471,16 +471,18 @@ class PrintedProfile:
         )
         (stream if stream is not None else sys.stdout).write(text)
 
-    def to_html(self, path: str | os.PathLike[str], title: str = "lineprofiler") -> Path:
+    def to_html(self, path: str | os.PathLike[str], title: str = "lineprofiler", *, shade: str = "self") -> Path:
         """Write one self-contained HTML page (nothing fetched from the network) of every
         profiled file's source, each line's hits, time, self time and time per hit in the
-        margin, heat-coloured by time, after a table of the functions; returns its path. A
-        saved profile's file sources are taken from disk only when their sha256 is the one the
-        files recorded. Missing folders above it are made (as 0.10.0 did); OSError when it
-        cannot be written."""
+        margin, heat-coloured by self time (``shade="inclusive"``: by time, calls included),
+        after a table of the functions; returns its path. A saved profile's file sources are
+        taken from disk only when their sha256 is the one the files recorded. Missing folders
+        above it are made (as 0.10.0 did); OSError when it cannot be written."""
         from .annotate import write_annotated
 
         hashes = self._source_hashes()
         options = {"hashes": hashes} if hashes is not None else {}
         stats, folder, wall = self.get_stats(), self._shown_folder(), self._shown_wall_ns()
-        return write_annotated(path, stats, parents=True, title=title, root=folder, wall_ns=wall, **options)
+        return write_annotated(
+            path, stats, parents=True, title=title, root=folder, wall_ns=wall, shade=shade, **options
+        )

@@ -93,6 +93,18 @@ def _heat(ns: int, top: int) -> int:
     return max(1, min(10, math.ceil(10 * ns / top)))
 
 
+#: What the shading measures: a line's self time (where the time goes) or its time with the calls
+#: it makes (where the time is spent from: the callers, main() first, darkest).
+SHADES = ("self", "inclusive")
+
+
+def _line_shade_ns(line: LineStats, shade: str) -> int:
+    """The time a line is shaded by; its time where self time was not measured."""
+    if shade == "self" and line.self_ns is not None:
+        return line.self_ns
+    return line.time_ns
+
+
 def _self_ns(f: FunctionStats) -> int | None:
     """A function's self time: the sum of its lines', when every line has one."""
     values = [line.self_ns for line in f.lines.values()]
@@ -129,11 +141,13 @@ class _Page:
         root: Path | None,
         hashes: Mapping[str, str | None],
         limits: Limits,
+        shade: str,
     ) -> None:
         self.limits = limits
+        self.shade = shade
         self.hashes = hashes
         self.functions = sorted(stats.values(), key=lambda f: (-f.time_ns, f.filename, f.first_lineno, f.qualname))
-        self.top_line_ns = max((ln.time_ns for f in self.functions for ln in f.lines.values()), default=0)
+        self.top_line_ns = max((self._line_heat_ns(ln) for f in self.functions for ln in f.lines.values()), default=0)
         files: dict[str, _File] = {}
         for index, f in enumerate(self.functions):
             entry = files.get(f.filename)
@@ -151,6 +165,16 @@ class _Page:
         self.shown: list[tuple[int, _File, FileText, list[int]]] = []
         self.left_out: list[_File] = []
         self._choose()
+
+    def _line_heat_ns(self, line: LineStats) -> int:
+        return _line_shade_ns(line, self.shade)
+
+    def _line_heat(self, line: LineStats) -> int:
+        return _heat(self._line_heat_ns(line), self.top_line_ns)
+
+    def _function_heat_ns(self, f: FunctionStats) -> int:
+        own = _self_ns(f) if self.shade == "self" else None
+        return f.time_ns if own is None else own
 
     # -- what fits
 
@@ -201,7 +225,7 @@ class _Page:
 
     def function_table(self) -> str:
         limit = self.limits.functions
-        top = self.functions[0].time_ns if self.functions else 0
+        top = max((self._function_heat_ns(f) for f in self.functions), default=0)
         rows = []
         for index, f in enumerate(self.functions[:limit]):
             anchor = self.anchor.get(index)
@@ -212,7 +236,7 @@ class _Page:
             calls_v = "" if f.calls is None else f.calls
             own_v = "" if own is None else own
             rows.append(
-                f'<tr data-f="{index}" class="h{_heat(f.time_ns, top)}"><td class="name">{link}</td>'
+                f'<tr data-f="{index}" class="h{_heat(self._function_heat_ns(f), top)}"><td class="name">{link}</td>'
                 f'<td class="name">{where}</td><td data-v="{calls_v}">{_count(f.calls)}</td>'
                 f'<td data-v="{f.hits}">{f.hits:,}</td><td data-v="{f.time_ns}">{format_ns(f.time_ns)}</td>'
                 f'<td data-v="{own_v}">{_duration(own)}</td>'
@@ -252,7 +276,7 @@ class _Page:
                 where = f'<a href="#L{number}-{ln.lineno}">{where}</a>'
             source = None if ln.source is None else ln.source.strip()
             rows.append(
-                f'<tr data-f="{index}" data-l="{ln.lineno}" class="h{_heat(ln.time_ns, self.top_line_ns)}">'
+                f'<tr data-f="{index}" data-l="{ln.lineno}" class="h{self._line_heat(ln)}">'
                 f'<td data-v="{ln.time_ns}">{format_ns(ln.time_ns)}</td><td data-v="{ln.hits}">{ln.hits:,}</td>'
                 f'<td data-v="{ln.time_ns / ln.hits if ln.hits else ""}">{_per_hit(ln)}</td>'
                 f'<td class="name">{where}</td><td class="name">{_text(f.qualname)}</td>'
@@ -287,13 +311,13 @@ class _Page:
             f = self.functions[first_index]
             out.append(
                 f'<tr id="L{number}-{lineno}" data-f="{first_index}" data-l="{lineno}" '
-                f'class="h{_heat(first_line.time_ns, self.top_line_ns)}"><td>{lineno}</td>'
+                f'class="h{self._line_heat(first_line)}"><td>{lineno}</td>'
                 f"{_numbers(f, first_line)}{source}</tr>"
             )
             for index, line in recorded[1:]:
                 other = self.functions[index]
                 out.append(
-                    f'<tr data-f="{index}" data-l="{lineno}" class="also h{_heat(line.time_ns, self.top_line_ns)}">'
+                    f'<tr data-f="{index}" data-l="{lineno}" class="also h{self._line_heat(line)}">'
                     f'<td></td>{_numbers(other, line)}<td class="src in">\u21b3 in {_text(other.qualname)}</td></tr>'
                 )
         if text.whole and previous < text.last:
@@ -342,6 +366,14 @@ class _Page:
         )
 
 
+_SHADING_NOTE = {
+    "self": "the line's self time (its time less the calls it makes) against the largest of the page, so the "
+    "lines where the time goes are darkest.",
+    "inclusive": "the line's time, calls included, against the slowest line of the page, so the callers are "
+    "darkest.",
+}
+
+
 def render_annotated(
     stats: Mapping[StatsKey, FunctionStats],
     *,
@@ -351,13 +383,17 @@ def render_annotated(
     wall_ns: int | None = None,
     preamble: str | None = None,
     limits: Limits | None = None,
+    shade: str = "self",
 ) -> str:
     """The whole page for ``stats`` (what ``get_stats()`` returns). ``root``: file names are
     shown relative to it; ``hashes``: the source sha256 per file the stats were recorded with
     (a saved profile's), which the file on disk must match to be shown; ``wall_ns``: how long
     the profiler was enabled; ``preamble``: text shown first, as it is (``view``'s lines on the
-    processes read)."""
-    page = _Page(stats, root, hashes or {}, limits or Limits())
+    processes read); ``shade``: "self" (the default: the hot lines darkest) or "inclusive" (a
+    line's time with its calls: the callers darkest)."""
+    if shade not in SHADES:
+        raise ValueError(f"shade must be one of {', '.join(map(repr, SHADES))}, not {shade!r}")
+    page = _Page(stats, root, hashes or {}, limits or Limits(), shade)
     parts = [f"<h1>{_text(title)}</h1>"]
     facts = [
         f"{len(page.functions):,} function{'s' if len(page.functions) != 1 else ''}",
@@ -374,8 +410,7 @@ def render_annotated(
     else:
         parts.append(
             '<p class="note">A line\'s time runs from its start to the next line of its frame, so it includes the '
-            "calls it makes. Shading: the line's time against the slowest line of the page. Greyed lines did not "
-            "run (or are not code).</p>"
+            f"calls it makes. Shading: {_SHADING_NOTE[shade]} Greyed lines did not run (or are not code).</p>"
         )
         nav = ['<a href="#functions">Functions</a>', '<a href="#slowest">Slowest lines</a>']
         nav += [f'<a href="#file{n}">{escape(e.shown_name)}</a>' for n, e, _, _ in page.shown[:12]]

@@ -5,6 +5,7 @@ comparison page share; and the style sheet and script inlined into every page.
 The page reads the same without the script: tables are in their report order, tips are the
 marks' ``<title>``s, and the per-role toggles stay hidden. The script adds a styled tip that
 follows the pointer, sorting by a click on a column head, and the toggles. System fonts only.
+A table wider than the window (800 px) scrolls sideways in its own box, never past the page.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ nav{position:sticky;top:0;background:rgba(255,255,255,.95);border-bottom:1px sol
 z-index:2}
 nav a{margin-right:14px;color:var(--muted);text-decoration:none;font-size:13px}
 nav a:hover{color:var(--fg)}
-table{border-collapse:collapse;margin:6px 0 10px;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;margin:6px 0 10px;font-variant-numeric:tabular-nums;display:block;max-width:100%;
+overflow-x:auto}
 th,td{padding:3px 10px;text-align:right;border-bottom:1px solid var(--line);white-space:nowrap}
 th{font-size:12px;color:var(--muted);font-weight:600;background:var(--soft)}
 th:first-child,td:first-child{text-align:left}

@@ -4,8 +4,9 @@ The lanes are one SVG: a row per traced thread of each process drawn (the critic
 first), its exact spans as boxes (inner phases thinner), the critical path as a red bar under
 the rows it ran on, matched links as arrows from signal to wait (thick on the path; an arrow the
 clocks put backwards is dashed and says so), and entries still open when a killed worker's file
-was written hatched up to its last known moment. Hover shows a mark's figures; the wheel zooms
-around the pointer, dragging pans, a double click resets. ``max_spans`` bounds the boxes (the
+was written hatched up to its last known moment; under them a time axis from the run's start
+(its labels follow the zoom), and a legend of the colours and marks. Hover shows a mark's
+figures; the wheel zooms around the pointer, dragging pans, a double click resets. ``max_spans`` bounds the boxes (the
 longest kept) and the page says how many it left out. The page reads run files only, through
 the :class:`~..story.model.Story`.
 """
@@ -23,6 +24,7 @@ from .markup import name, page, para, section
 #: Boxes drawn at most, by default (the longest).
 MAX_SPANS = 20_000
 _LABEL_W, _PLOT_W, _ROW_H, _GAP = 230, 950, 16, 6
+_AXIS_H, _TICKS, _LEGEND_PHASES = 24, 5, 16
 _COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#bab0ac")
 
 _STYLE = """
@@ -35,6 +37,13 @@ svg.story .arrow.on-path{stroke:#d62728;stroke-width:2;opacity:1}
 svg.story .arrow.backwards{stroke:#8a5a00;stroke-dasharray:4 3;opacity:1}
 svg.story .lane-label{font-size:10px;fill:#1d2330}
 svg.story .row{fill:#f5f6f8}
+svg.story .tick{font-size:10px;fill:#5b6472}
+svg.story .tick-line{stroke:#c9ced6;vector-effect:non-scaling-stroke}
+.story-legend .line{display:inline-block;width:14px;height:0;border-top:2px solid #333;margin-right:5px;
+vertical-align:3px}
+.story-legend .line.on-path{border-color:#d62728}
+.story-legend .line.backwards{border-top:2px dashed #8a5a00}
+.story-legend .swatch.open{background:#fff;border:1px dashed #b3261e}
 ol.findings li{margin:4px 0}
 """
 
@@ -45,9 +54,24 @@ _SCRIPT = """
   if (!svg) { return; }
   var g = svg.querySelector("g.zoom"), x0 = +svg.getAttribute("data-x0"), w = +svg.getAttribute("data-w");
   var k = 1, tx = 0, drag = null;
+  var ticks = svg.querySelectorAll("text.tick"), runNs = +svg.getAttribute("data-ns");
+  function duration(ns) {  // the report's format.duration, up to hours
+    if (ns < 999.5) { return ns.toFixed(0) + "ns"; }
+    if (ns < 999950) { return (ns / 1e3).toFixed(1) + "us"; }
+    if (ns < 999950000) { return (ns / 1e6).toFixed(1) + "ms"; }
+    if (ns < 59950000000) { return (ns / 1e9).toFixed(1) + "s"; }
+    var s = Math.round(ns / 1e9);
+    if (s < 600) { return Math.floor(s / 60) + "m " + String(s % 60).padStart(2, "0") + "s"; }
+    return Math.round(ns / 6e10) + "m";
+  }
   function apply() {
     g.setAttribute("transform", "translate(" + (x0 + tx) + ",0) scale(" + k + ",1) translate(" + (-x0) + ",0)");
     svg.setAttribute("data-zoom", String(k));
+    // A tick stays where it is drawn; its label is the time under it at this zoom.
+    Array.prototype.forEach.call(ticks, function (t) {
+      var at = +t.getAttribute("data-at");
+      t.textContent = "+" + duration(Math.max(0, (at - tx) / k) / w * runNs);
+    });
   }
   function clamp() { tx = Math.min(0, Math.max(w - w * k, tx)); }
   function units(e) {
@@ -84,8 +108,8 @@ def _drawn(story: Story, max_spans: int) -> dict[int, list[LaneSpan]]:
     }
 
 
-def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, int, int]:
-    """The lanes, how many boxes were drawn and how many spans were left out."""
+def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, str, int, int]:
+    """The lanes, their legend, how many boxes were drawn and how many spans were left out."""
     start, span = story.run_start_ns, max(1, story.duration_ns)
 
     def x(t: int) -> float:
@@ -102,7 +126,8 @@ def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, int, int]:
             process = story.processes[lane.process]
             text = f"{process.role} {process.pid} {process.host}" + (f" {thread_name}" if len(used) > 1 else "")
             labels.append(text)
-    height = len(rows) * (_ROW_H + _GAP) + 10
+    lanes_h = len(rows) * (_ROW_H + _GAP)
+    height = lanes_h + _AXIS_H
     marks: list[str] = []
     for n in range(len(rows)):
         marks.append(
@@ -181,21 +206,57 @@ def lanes_svg(story: Story, max_spans: int = MAX_SPANS) -> tuple[str, int, int]:
     text = "".join(
         f'<text class="lane-label" x="4" y="{n * (_ROW_H + _GAP) + 12}">{name(label)}</text>'
         for n, label in enumerate(labels)
-    )
+    ) + _axis(lanes_h, story.duration_ns)
     width = _LABEL_W + _PLOT_W
     svg = (
         f'<svg class="story" id="story-lanes" viewBox="0 0 {width} {height}" data-x0="{_LABEL_W}" data-w="{_PLOT_W}" '
+        f'data-ns="{max(1, story.duration_ns)}" '
         f'data-arrows="{arrows}" role="img" aria-label="exact spans per process over time">'
         f'<defs><clipPath id="story-plot"><rect x="{_LABEL_W}" y="0" width="{_PLOT_W}" height="{height}"/></clipPath>'
         f'</defs><g clip-path="url(#story-plot)"><g class="zoom">{"".join(marks)}</g></g>'
         f'<rect x="0" y="0" width="{_LABEL_W - 2}" height="{height}" fill="#fff"/>{text}</svg>'
     )
-    return svg, boxes, left_out
+    return svg, _legend(story, drawn), boxes, left_out
+
+
+def _axis(top: float, duration_ns: int) -> str:
+    """Ticks at fifths of the plot, labelled with the time from the run's start (the script
+    relabels them on zoom); the first label starts at the plot's edge, the last ends at it."""
+    parts = []
+    for k in range(_TICKS + 1):
+        at = _PLOT_W * k / _TICKS
+        anchor = "start" if k == 0 else "end" if k == _TICKS else "middle"
+        parts.append(
+            f'<line class="tick-line" x1="{_LABEL_W + at:.1f}" y1="0" x2="{_LABEL_W + at:.1f}" y2="{top + 3}"/>'
+            f'<text class="tick" x="{_LABEL_W + at:.1f}" y="{top + 14}" text-anchor="{anchor}" data-at="{at:.1f}">'
+            f"+{escape(fmt.duration(duration_ns * k / _TICKS))}</text>"
+        )
+    return "".join(parts) + f'<text class="tick" x="4" y="{top + 14}">time from the run\'s start</text>'
+
+
+def _legend(story: Story, drawn: dict[int, list[LaneSpan]]) -> str:
+    """The colours (one per top-level phase drawn; inner phases thinner) and the other marks."""
+    tops = sorted({s.phase.split("/", 1)[0] for spans in drawn.values() for s in spans})
+    items = [
+        f'<li><span class="swatch" style="background:{_colour(top)}"></span>{name(top)}</li>'
+        for top in tops[:_LEGEND_PHASES]
+    ]
+    if len(tops) > _LEGEND_PHASES:
+        items.append(f"<li>and {len(tops) - _LEGEND_PHASES:,} more phases</li>")
+    items.append('<li><span class="swatch" style="background:#d62728;height:4px"></span>critical path</li>')
+    if story.arrows:
+        items.append('<li><span class="line"></span>link: signal to wait</li>')
+        items.append('<li><span class="line on-path"></span>link on the critical path</li>')
+    if any(a.backwards for a in story.arrows):
+        items.append('<li><span class="line backwards"></span>link the clocks put backwards</li>')
+    if any(s.open for spans in drawn.values() for s in spans):
+        items.append('<li><span class="swatch open"></span>still open when killed</li>')
+    return f'<ul class="legend story-legend">{"".join(items)}</ul>'
 
 
 def story_html(story: Story, max_spans: int = MAX_SPANS) -> str:
     """The story's section of a page."""
-    svg, boxes, left_out = lanes_svg(story, max_spans)
+    svg, legend, boxes, left_out = lanes_svg(story, max_spans)
     summary = (
         f"{len(story.processes)} traced process(es), {story.kept_line}; traced length "
         f"{fmt.duration(story.duration_ns)}. Drawn: {fmt.count(boxes)} span(s) of {len(story.lanes)} process(es)"
@@ -228,6 +289,7 @@ def story_html(story: Story, max_spans: int = MAX_SPANS) -> str:
         f"<style>{_STYLE}</style>{para(summary)}"
         + (f'<h3>Findings</h3><ol class="findings">{findings}</ol>' if findings else "")
         + path
+        + legend
         + f'<div class="wide">{svg}</div><script>{_SCRIPT}</script>'
         + _lifecycles_html(story)
     )

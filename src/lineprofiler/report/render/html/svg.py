@@ -189,7 +189,9 @@ def _axis_time(left: float, plot_w: float, y: float, runtime_ns: int) -> list[st
     """Five ticks from the run's start; under a minute in the report's durations, since whole
     seconds would repeat."""
     label = fmt.duration if runtime_ns < 60 * 10**9 else fmt.moment
-    return [text(left + plot_w * k / 4, y, label(runtime_ns * k / 4), anchor="middle") for k in range(5)]
+    # The last label ends at the plot's edge, so it never runs past the chart.
+    anchors = ("middle",) * 4 + ("end",)
+    return [text(left + plot_w * k / 4, y, label(runtime_ns * k / 4), anchor=anchors[k]) for k in range(5)]
 
 
 def over_time(kind: str, bands: Sequence[Band], label: str, *, start_ns: int, runtime_ns: int,
