@@ -182,6 +182,18 @@ def test_0_10_recipe_runs_unchanged_while_an_outer_phase_stays_open(tmp_path):
     assert all(set(row) == {f"profile/epoch/step/{k}" for k in ("wall_s", "wait", "p50_ms", "calls")} for row in logged)
 
 
+def test_a_snapshot_interval_counts_an_open_phase_that_deltas_leaves_out(tmp_path):
+    seen = []
+    with Profiler(str(tmp_path), "w", snapshot_interval_s=0.03) as profiler:
+        profiler.on_snapshot(seen.append)
+        with profiler.phase("epoch"):  # open throughout: its time so far is open_ns
+            wait_for(lambda: len(seen) >= 2)
+            assert ("epoch",) not in profiler.deltas()
+    epoch = seen[-1].interval[("epoch",)]
+    assert epoch.calls == 0 and epoch.wall_ns == 0
+    assert 0 < epoch.open_ns <= seen[-1].interval_s * 1e9 * 1.5
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux /proc/self/io")
 def test_io_counters_count_a_read_in_an_io_phase(tmp_path):
     data = tmp_path / "data.bin"
