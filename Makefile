@@ -24,8 +24,11 @@ DEMO_VENV ?= .venv-demo
 DEMO_PACKAGES ?= numpy
 # The versions of pyproject.toml's extras `ray` and `viztracer`, and Ray's `tune` extra (Ray
 # Train's dependencies too) for tests/ray/test_ray_tune.py; after plain Ray, so that a Python
-# where Tune's dependencies do not install still gets Ray.
-OPTIONAL_PEERS := 'ray>=2.40' 'ray[tune]>=2.40' 'viztracer>=0.16'
+# where Tune's dependencies do not install still gets Ray. Then the metric exporters' packages
+# (extras `tensorboard`, `wandb`, `mlflow`, and tensorboard to read the event files back), whose
+# dependencies (grpcio, pyarrow) publish wheels for some Pythons only.
+OPTIONAL_PEERS := 'ray>=2.40' 'ray[tune]>=2.40' 'viztracer>=0.16' \
+	'tensorboardX>=2.6' 'tensorboard>=2.15' 'wandb>=0.16' 'mlflow>=2.10'
 
 .PHONY: demo test test-asan lint bench clean
 

@@ -284,9 +284,6 @@ ERRORS = """
     attempt("no run", lambda: accounting.write_report(sys.argv[1] + "-missing", "report.txt"))
     attempt("bad option", lambda: accounting.Profiler(run_dir=sys.argv[1], run_id="r9", snapshot_interval_s="5"))
     said["run id after a bad option"] = os.environ.get("LINEPROFILER_RUN_ID")
-    with accounting.Profiler(run_dir=sys.argv[1]) as profiler:
-        attempt("merged_tree", profiler.merged_tree)
-        attempt("io_counters", profiler.io_counters)
     said["hasattr Backend"] = hasattr(accounting, "Backend")
     said["unknown"] = getattr(lineprofiler, "no_such_name", "default")
     print(json.dumps(said))
@@ -312,8 +309,6 @@ def test_what_0_11_cannot_provide_fails_with_one_line_naming_the_replacement(tmp
     error("run_id third", "TypeError", "run_id=")
     error("format pdf", "ValueError", "'text', 'json' or 'html'")
     error("no run", "ReportError", "no such directory")
-    error("merged_tree", "NotImplementedError", "lineprofiler report RUN_DIR --json")
-    error("io_counters", "NotImplementedError", "io=True")
     error("bad option", "TypeError", "snapshot_interval_s")
     assert said["run id after a bad option"] is None
     assert said["hasattr Backend"] is False

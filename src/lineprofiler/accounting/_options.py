@@ -277,16 +277,6 @@ _NO_AUTO_TRACE = (
     "phase() entries only (trace_functions= is not used)"
 )
 
-#: What 0.10.0's Profiler methods that 0.11.0 lacks raise, each saying what to use instead.
-NOT_IN_011 = {
-    "io_counters": "Profiler.io_counters() is not in 0.11.0: open the phase with `phase(name, io=True)` and read "
-    "its I/O in the report",
-    "merged_tree": "Profiler.merged_tree() is not in 0.11.0: call profiler.flush() and read the run with "
-    "`lineprofiler report RUN_DIR --json` or write_report(run_dir, path, format='json')",
-    "deltas": "Profiler.deltas() is not in 0.11.0: compare two flushed runs with `lineprofiler compare A B --json`",
-    "on_snapshot": "Profiler.on_snapshot() is not in 0.11.0: watch a running job with `lineprofiler top RUN_DIR`",
-}
-
 # Printed once per process and kind: a warning per call would flood a training loop.
 _warned: set[str] = set()
 

@@ -139,6 +139,9 @@ class SnapshotWriter:
         #: Called by the periodic thread before each of its snapshots (the profiler's first
         #: metadata files); must not raise.
         self.before_periodic: Callable[[], None] | None = None
+        #: Called by the periodic thread after each of its snapshots (``on_snapshot``'s
+        #: callbacks, see _reads); must not raise.
+        self.after_periodic: Callable[[], None] | None = None
         self._thread: _Periodic | None = None
         self._warned = False
         self._reset()
@@ -295,5 +298,8 @@ class _Periodic(threading.Thread):
                 if before is not None:
                     before()
                 self.writer.write("running")
+                after = self.writer.after_periodic
+                if after is not None:
+                    after()
             except BaseException:  # neither raises; this is the last guard
                 return

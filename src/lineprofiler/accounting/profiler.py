@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from ..runfiles.layout import RunPaths
     from ._options import Options
+    from ._reads import IoSnapshot, PhaseTree, Reads, SnapshotCallback
     from ._snapshots import SnapshotWriter
     from ._wiring import Wiring
     from .identity import Identity, RunId
@@ -52,10 +53,10 @@ _MAX_ERRORS = 32
 # read. The engine keeps its own errors to the same length (LP_MAX_ERROR_TEXT).
 
 
-def _not_in_011(method: str) -> NotImplementedError:
-    from ._options import NOT_IN_011  # not at import: only 0.10.0 code calls these
+def _reads(profiler: Profiler) -> Reads:
+    from ._reads import reads_of  # not at import: 0.10.0's in-process reads, on the live recorder
 
-    return NotImplementedError(NOT_IN_011[method])
+    return reads_of(profiler)
 
 
 class Profiler(TraceLinks):
@@ -531,18 +532,17 @@ class Profiler(TraceLinks):
 
         return decorate if func is None else decorate(func)
 
-    # 0.10.0's methods that 0.11.0 lacks: each raises one line saying what to use instead.
-    def io_counters(self) -> None:
-        raise _not_in_011("io_counters")
+    def io_counters(self) -> IoSnapshot:
+        return _reads(self).io_counters()
 
-    def merged_tree(self) -> None:
-        raise _not_in_011("merged_tree")
+    def merged_tree(self) -> PhaseTree:
+        return _reads(self).merged_tree()
 
-    def deltas(self) -> None:
-        raise _not_in_011("deltas")
+    def deltas(self) -> PhaseTree:
+        return _reads(self).deltas()
 
-    def on_snapshot(self, callback: Callable[..., Any]) -> None:
-        raise _not_in_011("on_snapshot")
+    def on_snapshot(self, callback: SnapshotCallback) -> SnapshotCallback:
+        return _reads(self).on_snapshot(callback)
 
     # ------------------------------------------------------------------ fork (called by PROCESS)
 

@@ -1,1 +1,2 @@
-"""Adapters to other people's runtimes: Ray and IPython. Each is imported only when used."""
+"""Adapters to other people's runtimes (Ray, IPython) and metric stores (TensorBoard, W&B, MLflow). Each
+is imported only when used."""
