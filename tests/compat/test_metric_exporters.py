@@ -1,6 +1,7 @@
 """The TensorBoard, W&B and MLflow exporters against the real packages, offline: each snapshot
 interval's scalars (time share, p50/p99, wait%, counter rates, tags by phase path) are read
-back from what the package wrote. A missing package is one error at attach(), not at import."""
+back from what the package wrote. A missing package is one error at attach(), not at import.
+Each real package's test runs in a process of its own: their writer threads outlive the test."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 
 import pytest
 
+from helpers.isolation import in_own_process
 from lineprofiler.accounting import Profiler
 
 STEP_TAGS = {
@@ -35,6 +37,7 @@ def train_until_exported(profiler, intervals=3):
     return seen
 
 
+@in_own_process
 def test_tensorboard_event_files_hold_each_phase_scalars(tmp_path):
     pytest.importorskip("tensorboardX", reason="tensorboardX (the tensorboard extra) is not installed")
     accumulator = pytest.importorskip(
@@ -55,6 +58,7 @@ def test_tensorboard_event_files_hold_each_phase_scalars(tmp_path):
     assert all(e.value >= 4.0 for e in events.Scalars("lineprofiler/train/step/p50_ms"))
 
 
+@in_own_process
 def test_wandb_offline_run_holds_the_history(tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb", reason="wandb (the wandb extra) is not installed")
     from lineprofiler.integrations import wandb as lp_wandb
@@ -81,6 +85,7 @@ def test_wandb_offline_run_holds_the_history(tmp_path, monkeypatch):
     assert data.count(b"lineprofiler/train/step/p50_ms") >= 2
 
 
+@in_own_process
 def test_mlflow_local_store_holds_each_interval(tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow", reason="mlflow (the mlflow extra) is not installed")
     from lineprofiler.integrations import mlflow as lp_mlflow
@@ -108,8 +113,9 @@ def test_mlflow_local_store_holds_each_interval(tmp_path, monkeypatch):
     ],
 )
 def test_a_missing_package_is_one_error_at_attach_not_at_import(tmp_path, monkeypatch, adapter, package, extra, kwargs):
-    monkeypatch.setitem(sys.modules, package, None)  # import of it raises ImportError
-    monkeypatch.setitem(sys.modules, "torch", None)
+    # An import of any of them raises ImportError, submodules an earlier test imported included.
+    for name in [package, "torch", *(m for m in sys.modules if m.startswith((package + ".", "torch.")))]:
+        monkeypatch.setitem(sys.modules, name, None)
     module = importlib.import_module(f"lineprofiler.integrations.{adapter}")
     with Profiler(str(tmp_path), "w", snapshot_interval_s=None) as profiler:
         with pytest.raises(ImportError, match=rf"with-line-profiler\[{extra}\]") as raised:
