@@ -11,7 +11,6 @@ The live files are real: written by real profiler processes, killed with SIGKILL
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import struct
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from helpers.bounds import time_bound
+from helpers.runs import healthy_and_killed
 from lineprofiler.report.read.merge import load_run
 from lineprofiler.runfiles import histogram, livefile
 
@@ -59,32 +59,9 @@ prof.close()
 """.format(steps=STEPS)
 
 
-def make_run(folder: Path) -> tuple[Path, Path]:
-    """A run directory of a worker that exited (role ``healthy``) and one SIGKILLed before its
-    first snapshot (role ``victim``); returns the run directory and the victim's live file."""
-    script = folder / "job.py"
-    script.write_text(JOB)
-    run_dir = folder / "run"
-    # The test's own environment (LD_PRELOAD under ASan), with a run id of its own.
-    env = {**os.environ, "LINEPROFILER_RUN_ID": RUN_ID}
-    for role, mode in (("healthy", "exit"), ("victim", "kill")):
-        done = subprocess.run(
-            [sys.executable, str(script), str(run_dir), role, mode],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-        expected = -signal.SIGKILL if mode == "kill" else 0
-        assert done.returncode == expected, done.stderr
-    victims = [p for p in run_dir.glob("workers/*/*.live") if '"victim"' in p.with_suffix(".json").read_text()]
-    assert len(victims) == 1
-    return run_dir, victims[0]
-
-
 @pytest.fixture(scope="module")
 def seed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return make_run(tmp_path_factory.mktemp("seed"))
+    return healthy_and_killed(tmp_path_factory.mktemp("seed"), JOB, RUN_ID)
 
 
 @pytest.fixture

@@ -16,10 +16,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import signal
 import struct
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -29,7 +26,7 @@ import pytest
 
 from helpers.bounds import time_bound
 from helpers.cli import run_cli
-from helpers.env import clean_env
+from helpers.runs import healthy_and_killed
 from lineprofiler.runfiles import livefile
 
 CASES = 12_000
@@ -193,28 +190,9 @@ def cases(seed: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:
         yield "; ".join(done), bytes(data)
 
 
-def make_run(folder: Path) -> tuple[Path, Path]:
-    """A healthy worker that exited, and a victim SIGKILLed before its first snapshot."""
-    script = folder / "job.py"
-    script.write_text(JOB)
-    run_dir = folder / "run"
-    env = clean_env(LINEPROFILER_RUN_ID="fuzz")  # LD_PRELOAD kept: under ASan the child needs it
-    for role, mode in (("healthy", "exit"), ("victim", "kill")):
-        done = subprocess.run(
-            [sys.executable, str(script), str(run_dir), role, mode],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-        assert done.returncode == (-signal.SIGKILL if mode == "kill" else 0), done.stderr
-    (victim,) = [p for p in run_dir.glob("workers/*/*.live") if '"victim"' in p.with_suffix(".json").read_text()]
-    return run_dir, victim
-
-
 @pytest.fixture(scope="module")
 def seed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return make_run(tmp_path_factory.mktemp("fuzz-seed"))
+    return healthy_and_killed(tmp_path_factory.mktemp("fuzz-seed"), JOB, "fuzz")
 
 
 def _check(live: livefile.LiveFile) -> None:
