@@ -155,7 +155,7 @@ def test_the_wheels_extensions_are_stripped(dists):
 
 #: Name prefixes of the test and benchmark seams that only a development build's extensions have
 #: (LINEPROFILER_DEV_BUILD=1, see setup.py).
-SEAM_PREFIXES = ("_set_", "_advance_", "_floor_")
+SEAM_PREFIXES = ("_set_", "_advance_", "_floor_", "_hold_")
 
 
 @pytest.mark.slow

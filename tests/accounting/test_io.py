@@ -183,3 +183,58 @@ def test_the_sampler_threads_own_reads_never_land_in_a_phase(tmp_path):
     out = json.loads(result.stdout)
     assert out["io"]["measured_entries"] == entries and out["io"]["failed_reads"] == 0
     assert out["io"]["rchar"] == entries * out["size"]  # the payload's bytes, and not one of the sampler's
+
+
+PREEMPTED_SAMPLER = """
+import json, os, sys, threading
+from lineprofiler.accounting import _phases, _phases_testing
+path, holds = sys.argv[1], int(sys.argv[2])
+size = os.path.getsize(path)
+rec = _phases.Recorder(measure_cpu=False)
+rec.make_primary()
+entries = 0
+done = threading.Event()
+held = []
+def preempted_sampler():
+    while not done.is_set():
+        held.append(_phases_testing.hold_own_read("/proc/self/stat", 0.005))
+thread = threading.Thread(target=preempted_sampler)
+thread.start()
+fd = os.open(path, os.O_RDONLY)
+try:
+    while len(held) < holds:
+        with rec.phase("load", io=True):
+            assert os.pread(fd, size, 0) == b"z" * size
+        entries += 1
+finally:
+    os.close(fd)
+    done.set()
+    thread.join()
+phase = next(p for p in rec.snapshot()["phases"] if p["path"] == "load")
+print(json.dumps({"size": size, "io": phase["io_bytes"], "entries": entries}))
+"""
+
+
+def test_a_sampler_preempted_inside_its_own_read_is_waited_for(tmp_path):
+    # A sampler thread preempted between its /proc read's return (the kernel has counted the
+    # bytes) and adding them to the profiler's own I/O holds that window for a scheduler slice.
+    # A boundary that gave up after a fixed number of sched_yield calls (about a millisecond)
+    # billed the read to the user's phase (seen in CI under ASan: 323 bytes, one
+    # /proc/self/stat). Here every own read holds its window 5 ms, 60 times over.
+    import json
+    import subprocess
+    import sys
+
+    payload = tmp_path / "payload.bin"
+    payload.write_bytes(b"z" * 4096)
+    result = subprocess.run(
+        [sys.executable, "-c", PREEMPTED_SAMPLER, str(payload), "60"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["entries"] > 60  # phases ran while the windows were open
+    assert out["io"]["measured_entries"] == out["entries"] and out["io"]["failed_reads"] == 0
+    assert out["io"]["rchar"] == out["entries"] * out["size"]

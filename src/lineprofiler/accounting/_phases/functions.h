@@ -76,6 +76,7 @@ PyObject *lp_mod_own_io_end(PyObject *module, PyObject *token);
 PyObject *lp_mod_own_io(PyObject *module, PyObject *ignored);
 #ifdef LP_DEV_SEAMS
 PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg); /* a development build's only */
+PyObject *lp_mod_hold_own_read(PyObject *module, PyObject *args);
 #endif
 
 /* stack.c */

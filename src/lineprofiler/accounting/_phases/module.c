@@ -105,6 +105,8 @@ static PyMethodDef lp_mod_methods[] = {
     {"cpu_clock_source", lp_mod_cpu_clock_source, METH_NOARGS, "How thread CPU time is read."},
 #ifdef LP_DEV_SEAMS
     {"_set_io_path", lp_mod_set_io_path, METH_O, "Test seam: read I/O counters from another file."},
+    {"_hold_own_read", lp_mod_hold_own_read, METH_VARARGS,
+     "Test seam: read a file as the sampler does and stay inside its window for hold_ns."},
 #endif
     {NULL, NULL, 0, NULL},
 };

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ===================================================================== fork statics */
@@ -81,11 +82,18 @@ int lp_io_now(lp_state *st, lp_io_counters *out, int count_own)
     return (int)n;
 }
 
+/* How long a boundary waits for a sampler read in flight. The window is one pread, a few
+ * microseconds, unless the sampler thread was preempted inside it: on a loaded host (two cores,
+ * a dozen runnable threads) that lasts a scheduler slice or more, longer than any fixed number
+ * of sched_yield calls (seen in CI: one /proc/self/stat read, 323 bytes, billed to a phase). */
+#define LP_IO_SETTLE_NS (50 * 1000 * 1000)
+
 /* The reads of an io=True phase boundary: the profiler's own bytes so far, then the process's
  * counters, taken where no read of the sampler thread is half counted (see own_io_seq). The
- * sampler's window is one pread of a /proc file, done without the GIL, so this waits a few
- * microseconds at most; a sampler descheduled inside one is given up on after a bounded
- * number of tries, and the boundary is read as it stands. Called with the GIL held. Returns 1 when `out` was read. */
+ * sampler never takes the GIL, so waiting for it with the GIL held cannot deadlock: spin, then
+ * yield, then sleep (which lets the scheduler run or migrate a preempted sampler), and only past
+ * LP_IO_SETTLE_NS read the boundary as it stands. Called with the GIL held. Returns 1 when
+ * `out` was read. */
 int lp_io_measure(lp_state *st, int64_t *own, lp_io_counters *out)
 {
     if (st->io_fork_generation != atomic_load_explicit(&lp_fork_generation, memory_order_relaxed)) {
@@ -96,18 +104,30 @@ int lp_io_measure(lp_state *st, int64_t *own, lp_io_counters *out)
             atomic_compare_exchange_strong(&st->own_io_seq, &stuck, stuck + 1u);
         }
     }
-    for (int tries = 0; tries < 1000; tries++) {
+    int64_t deadline = 0;
+    for (int tries = 0;; tries++) {
         uint32_t before = atomic_load(&st->own_io_seq);
-        if (before & 1u) {
-            if (tries >= 16) {
-                sched_yield();
+        if (!(before & 1u)) {
+            lp_own_io_load(st, own);
+            int ok = lp_io_now(st, out, 1) > 0;
+            if (atomic_load(&st->own_io_seq) == before) {
+                return ok;
             }
+        }
+        if (tries < 16) {
             continue;
         }
-        lp_own_io_load(st, own);
-        int ok = lp_io_now(st, out, 1) > 0;
-        if (atomic_load(&st->own_io_seq) == before) {
-            return ok;
+        int64_t now = lp_monotonic_ns();
+        if (deadline == 0) {
+            deadline = now + LP_IO_SETTLE_NS;
+        } else if (now > deadline) {
+            break;
+        }
+        if (tries < 64) {
+            sched_yield();
+        } else {
+            struct timespec pause = {0, 20 * 1000};
+            nanosleep(&pause, NULL);
         }
     }
     lp_own_io_load(st, own);
@@ -223,5 +243,37 @@ PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg)
         st->io_fd = -1;
     }
     Py_RETURN_NONE;
+}
+
+/* _hold_own_read(path, hold_ns): a development build's test seam. Reads a file as the sampler
+ * thread reads /proc, inside an odd own_io_seq window, and stays in the window hold_ns after
+ * the kernel has counted the bytes (a sampler preempted there), without the GIL. Returns the
+ * bytes read. */
+PyObject *lp_mod_hold_own_read(PyObject *module, PyObject *args)
+{
+    lp_state *st = lp_get_state(module);
+    const char *path;
+    long long hold_ns;
+    if (!PyArg_ParseTuple(args, "sL:_hold_own_read", &path, &hold_ns)) {
+        return NULL;
+    }
+    int fd = lp_procio_open(path);
+    if (fd < 0) {
+        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+    }
+    char buf[4096];
+    ssize_t n;
+    Py_BEGIN_ALLOW_THREADS
+    uint32_t even = atomic_fetch_add(&st->own_io_seq, 1u) & ~1u;
+    n = lp_proc_pread(fd, buf, sizeof buf);
+    struct timespec pause = {(time_t)(hold_ns / 1000000000), (long)(hold_ns % 1000000000)};
+    nanosleep(&pause, NULL);
+    if (n > 0) {
+        atomic_fetch_add_explicit(&st->own_io[0], (int64_t)n, memory_order_relaxed);
+    }
+    atomic_store(&st->own_io_seq, even + 2u);
+    Py_END_ALLOW_THREADS
+    close(fd);
+    return PyLong_FromSsize_t(n);
 }
 #endif /* LP_DEV_SEAMS */
