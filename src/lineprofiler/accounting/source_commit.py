@@ -77,8 +77,11 @@ def _git(root: str, *arguments: str) -> str | None:
         if process.stdout is not None:
             process.stdout.close()
         _phases.own_io_end(token)
-        status, _counted = _phases.reap_own_child(process.pid)
-        process.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            status, _counted = _phases.reap_own_child(process.pid)
+            process.returncode = os.waitstatus_to_exitcode(status)
+        except OSError:  # reaped by the program itself (an os.wait() of its own): no answer
+            process.returncode = -1
     if output is None or process.returncode != 0:
         return None
     return output.decode("utf-8", "replace")
