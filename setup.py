@@ -60,7 +60,7 @@ PHASES = extension(
     files(
         "accounting/_phases",
         "module.c recorder.c errors.c phase.c stack.c tree.c counters.c histogram.c snapshot.c own_io.c noop.c "
-        "live.c live_ranges.c threads.c spans.c spans_snapshot.c",
+        "live.c live_ranges.c threads.c spans.c spans_snapshot.c auto_trace.c",
     ),
     files("", "_procio.h accounting/_phases_capi.h")
     + files(

@@ -8,6 +8,7 @@ A wrong type raises TypeError and a wrong value ValueError, with the argument's 
 from __future__ import annotations
 
 import os
+import sys
 
 from .._record import Record
 
@@ -113,7 +114,7 @@ class Options(Record):
     __slots__ = (
         "run_dir", "role", "enabled", "measure_cpu", "backend", "backend_window", "window_phase", "lines_project",
         "annotate", "snapshot_interval_s", "sample_interval_s", "timeline_hz", "max_paths", "max_counters",
-        "trace", "trace_capacity",
+        "trace", "trace_capacity", "auto_trace", "source",
     )
 
     def __init__(
@@ -135,6 +136,8 @@ class Options(Record):
         max_counters: int,
         trace: bool = False,
         trace_capacity: int = DEFAULT_TRACE_CAPACITY,
+        auto_trace: tuple[str, ...] | None = None,
+        source: dict[str, Any] | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.role = role
@@ -155,6 +158,11 @@ class Options(Record):
         #: Every closed phase entry kept as a span, in a ring of ``trace_capacity``.
         self.trace = trace
         self.trace_capacity = trace_capacity
+        #: ``trace="auto"``: the qualified-name globs of the functions traced (empty: all of the
+        #: project's); None: off.
+        self.auto_trace = auto_trace
+        #: 0.10.0's ``source=``: the worker file's ``source`` as given, instead of asking git.
+        self.source = source
 
     def config(self) -> dict[str, Any]:
         """The worker file's ``config`` keys that come from the arguments."""
@@ -188,6 +196,9 @@ def check_options(
     timeline_hz: Any = 10.0,
     trace: Any = False,
     trace_capacity: Any = None,
+    auto_trace: Any = False,
+    trace_functions: Any = None,
+    source: Any = None,
 ) -> Options:
     """Every ``Profiler`` argument at once; raises TypeError/ValueError for the first wrong one.
 
@@ -245,6 +256,12 @@ def check_options(
         raise TypeError("trace_capacity must be an int")
     if not 1 <= capacity <= MAX_TRACE_CAPACITY:
         raise ValueError(f"trace_capacity must be within 1..{MAX_TRACE_CAPACITY}, got {capacity}")
+    if trace_functions is not None and (
+        isinstance(trace_functions, str) or not all(isinstance(g, str) for g in trace_functions)
+    ):
+        raise TypeError("trace_functions must be a list of qualified-name globs (str)")
+    if source is not None and not isinstance(source, dict):
+        raise TypeError(f"source must be a dict or None, not {type(source).__name__}")
     return Options(
         run_dir=run_dir,
         role=role,
@@ -262,6 +279,8 @@ def check_options(
         max_counters=max_counters,
         trace=trace,
         trace_capacity=capacity,
+        auto_trace=tuple(trace_functions or ()) if auto_trace else None,
+        source=None if source is None else dict(source),
     )
 
 
@@ -272,10 +291,7 @@ _ENV_RUN_ID = "LINEPROFILER_RUN_ID"  # identity.ENV_RUN_ID, which this module do
 _TRACE_ON = ("1", "true", "phases", "on", "yes")
 _TRACE_AUTO = ("auto", "functions")
 _TRACE_OFF = ("0", "false", "off", "no", "")
-_NO_AUTO_TRACE = (
-    "0.11.0 traces the phases you name, not function calls: trace='auto' records the spans of "
-    "phase() entries only (trace_functions= is not used)"
-)
+_FUNCTIONS_WITHOUT_AUTO = "trace_functions= narrows trace='auto' only: without it, it is not used"
 
 # Printed once per process and kind: a warning per call would flood a training loop.
 _warned: set[str] = set()
@@ -350,7 +366,7 @@ def export_run_id(run_id: str | None) -> Callable[[], None]:
 
 
 def warn_010_keywords(
-    mode: str, trace_functions: object, strict_names: object, source: object, window: tuple[int, int] | bool | None
+    mode: str, trace_functions: object, strict_names: object, window: tuple[int, int] | bool | None
 ) -> None:
     """Once per process each: the 0.10.0 keywords accepted with less than 0.10.0 did, or read
     otherwise (``window``: an enabled profiler's backend window). Called from
@@ -363,18 +379,17 @@ def warn_010_keywords(
             f"profiled; 0.10.0 profiled entries {start} to {stop} (pass ({start}, {stop + 1}) for that)",
             stacklevel=4,
         )
-    if mode == "auto" or (trace_functions is not None and mode != "off"):
-        warn_once("trace", _NO_AUTO_TRACE, stacklevel=4)
+    if mode == "auto" and not hasattr(sys, "monitoring"):
+        warn_once(
+            "trace", "trace='auto' needs sys.monitoring (Python 3.12+): only the phases you name are traced",
+            stacklevel=4,
+        )
+    elif trace_functions is not None and mode != "auto":
+        warn_once("trace", _FUNCTIONS_WITHOUT_AUTO, stacklevel=4)
     if strict_names:
         warn_once(
             "strict_names",
             "Profiler(strict_names=True) is accepted but phase names are not checked in 0.11.0; "
             "the report lists each distinct path, so compare them there",
-            stacklevel=4,
-        )
-    if source is not None:
-        warn_once(
-            "source",
-            "Profiler(source=...) is ignored: 0.11.0 records no source commit (0.10.0's report header showed it)",
             stacklevel=4,
         )

@@ -71,6 +71,9 @@ class WindowOwner(Protocol):
 class WiringTarget(HookTarget, WindowOwner, Protocol):
     """What :func:`._wiring.wire` uses: the hooks, and the owner a backend window is given."""
 
+    #: The recorder (``trace="auto"`` enters its phases); None in a disabled profiler.
+    recorder: Any
+
 
 class ProcessServices(Protocol):
     """What a snapshot writer needs of the process-wide hooks (:data:`._process.PROCESS`)."""

@@ -100,6 +100,7 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
       is cut and written at exit and restarted in a fork child.
     * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
     * a :class:`.source_commit.SourceCommit` (the project's git commit, in the worker file).
+    * ``trace="auto"``: a :class:`.auto_trace.AutoTrace` (the project's function calls as phases).
     """
     sync_fn = None
     try:
@@ -117,9 +118,16 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
     try:
         from .source_commit import SourceCommit
 
-        target.add_attachment(SourceCommit(options.lines_project))
+        target.add_attachment(SourceCommit(options.lines_project, given=options.source))
     except Exception as error:
         _failed(record_error, "source commit", error)
+    if options.auto_trace is not None and target.recorder is not None:
+        try:
+            from .auto_trace import AutoTrace
+
+            target.add_attachment(AutoTrace(target.recorder, options.lines_project, options.auto_trace))
+        except Exception as error:
+            _failed(record_error, "trace='auto'", error)
     return Wiring(sync_fn, annotator, window)
 
 

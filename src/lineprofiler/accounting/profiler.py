@@ -150,14 +150,14 @@ class Profiler(TraceLinks):
                 snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
                 max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
                 timeline_hz=timeline_hz, trace=trace_mode != "off", trace_capacity=trace_capacity,
+                auto_trace=trace_mode == "auto", trace_functions=trace_functions, source=source,
             )
             self._start(options)
         except BaseException:
             undo_run_id()  # a wrong argument leaves the environment as it found it
             raise
-        self.strict_names = strict_names
-        self.thread_names = False
-        warn_010_keywords(trace_mode, trace_functions, strict_names, source, self.enabled and options.backend_window)
+        self.strict_names, self.thread_names = strict_names, False
+        warn_010_keywords(trace_mode, trace_functions, strict_names, self.enabled and options.backend_window)
         if cuda_sync is False:
             self.set_sync(None)
         if install:

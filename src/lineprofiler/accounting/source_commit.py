@@ -135,13 +135,14 @@ def remember(root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
 class SourceCommit:
     """A profiler attachment that adds ``document["source"]`` from the first snapshot after the
     start file on (the start file says nothing: asking git is not worth a slower start).
-    ``root``: the project folder (None: :func:`project_root`, found then)."""
+    ``root``: the project folder (None: :func:`project_root`, found then); ``given``: 0.10.0's
+    ``Profiler(source=...)``, recorded as given instead of asking git."""
 
     __slots__ = ("_root", "_source")
 
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str] | None = None, given: dict[str, Any] | None = None) -> None:
         self._root = root
-        self._source: dict[str, Any] | None = None
+        self._source: dict[str, Any] | None = None if given is None else {**given, "given": True}
 
     def contribute(self, document: dict[str, Any]) -> None:
         times = document.get("times")

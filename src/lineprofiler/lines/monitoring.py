@@ -14,8 +14,6 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from . import _tracer
-
 __all__ = ["TOOL_NAME", "MonitoringHold"]
 
 #: The name this profiler registers with sys.monitoring.use_tool_id().
@@ -42,12 +40,12 @@ def _monitoring() -> Any:
     return sys.monitoring  # type: ignore[attr-defined]
 
 
-def _acquire_tool_id() -> int:
+def _acquire_tool_id(name: str = TOOL_NAME, order: tuple[int, ...] = _TOOL_ORDER) -> int:
     mon = _monitoring()
-    for tool in _TOOL_ORDER:
+    for tool in order:
         if mon.get_tool(tool) is None:
             try:
-                mon.use_tool_id(tool, TOOL_NAME)
+                mon.use_tool_id(tool, name)
             except ValueError:  # taken between the two calls
                 continue
             return tool
@@ -58,9 +56,9 @@ def _acquire_tool_id() -> int:
     )
 
 
-def _release_tool_id(tool: int, events: Iterable[int]) -> None:
+def _release_tool_id(tool: int, events: Iterable[int], name: str = TOOL_NAME) -> None:
     mon = _monitoring()
-    if mon.get_tool(tool) != TOOL_NAME:
+    if mon.get_tool(tool) != name:
         return  # someone freed and re-took it: it is not ours to clean
     mon.set_events(tool, 0)
     for event in events:
@@ -69,24 +67,33 @@ def _release_tool_id(tool: int, events: Iterable[int]) -> None:
 
 
 class MonitoringHold:
-    """One profiler's tool id, callbacks and events, taken whole and given back whole."""
+    """One profiler's tool id, callbacks and events, taken whole and given back whole.
 
-    def __init__(self) -> None:
+    ``name``, ``order`` and ``hook_events`` (hook kind, event name) are the line profiler's
+    unless given: the accounting layer's ``trace="auto"`` holds an id of its own."""
+
+    def __init__(
+        self,
+        name: str = TOOL_NAME,
+        order: tuple[int, ...] = _TOOL_ORDER,
+        hook_events: tuple[tuple[str, str], ...] = _HOOK_EVENTS,
+    ) -> None:
         #: The tool id held, or None.
         self.tool: int | None = None
+        self._name, self._order, self._hook_events = name, order, hook_events
         self._events: tuple[int, ...] = ()
-        self._hooks: list[_tracer.Hook] = []
+        self._hooks: list[Any] = []
 
     @property
     def held(self) -> bool:
         return self.tool is not None
 
-    def take(self, tracer: _tracer.Tracer) -> None:
-        """A free tool id, with ``tracer``'s hooks for the events; RuntimeError when every id is
-        taken, and nothing is left behind when any step fails."""
+    def take(self, tracer: Any) -> None:
+        """A free tool id, with ``tracer``'s hooks (``tracer.hook(kind)``) for the events;
+        RuntimeError when every id is taken, and nothing is left behind when any step fails."""
         mon = _monitoring()
-        tool = _acquire_tool_id()
-        events = tuple(getattr(mon.events, name) for _, name in _HOOK_EVENTS)
+        tool = _acquire_tool_id(self._name, self._order)
+        events = tuple(getattr(mon.events, name) for _, name in self._hook_events)
         try:
             # A previous holder may have freed the id without unregistering (3.12 and 3.13 keep
             # callbacks across free_tool_id): the id is ours now, so start it clean.
@@ -97,7 +104,7 @@ class MonitoringHold:
                         mon.register_callback(tool, value, None)
                     except ValueError:  # an event a later CPython takes no callback for
                         pass
-            hooks = [tracer.hook(kind) for kind, _ in _HOOK_EVENTS]
+            hooks = [tracer.hook(kind) for kind, _ in self._hook_events]
             for event, hook in zip(events, hooks, strict=True):
                 mon.register_callback(tool, event, hook)
             mask = 0
@@ -110,12 +117,12 @@ class MonitoringHold:
             # tools just see their disabled locations once more.
             mon.restart_events()
         except BaseException:
-            _release_tool_id(tool, events)
+            _release_tool_id(tool, events, self._name)
             raise
         self.tool, self._events, self._hooks = tool, events, hooks
 
     def give_back(self) -> None:
         tool, self.tool = self.tool, None
         if tool is not None:
-            _release_tool_id(tool, self._events)
+            _release_tool_id(tool, self._events, self._name)
         self._hooks = []

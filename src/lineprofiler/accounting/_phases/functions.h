@@ -10,9 +10,14 @@ extern PyType_Spec lp_phase_spec;
 extern PyType_Spec lp_stack_spec;
 extern PyType_Spec lp_noop_spec;
 extern PyType_Spec lp_noop_phase_spec;
+extern PyType_Spec lp_auto_tracer_spec;
 
 /* errors.c */
 void lp_record_error(lp_RecorderObject *rec, const char *where);
+
+/* phase.c: entering and leaving from C (auto_trace.c) */
+PyObject *lp_phase_enter_c(lp_PhaseObject *phase);
+PyObject *lp_phase_exit_c(lp_PhaseObject *phase);
 void lp_call_hook(lp_RecorderObject *rec, PyObject *fn, PyObject *arg, const char *where);
 int64_t lp_py_clock(lp_RecorderObject *rec, PyObject *fn, const char *where);
 

@@ -169,9 +169,11 @@ static int lp_module_exec(PyObject *module)
     LP_ADD_TYPE(noop_type, lp_noop_spec);
     LP_ADD_TYPE(noop_phase_type, lp_noop_phase_spec);
     LP_ADD_TYPE(stack_type, lp_stack_spec);
+    LP_ADD_TYPE(auto_tracer_type, lp_auto_tracer_spec);
 #undef LP_ADD_TYPE
     if (PyModule_AddType(module, st->recorder_type) < 0 || PyModule_AddType(module, st->phase_type) < 0 ||
-        PyModule_AddType(module, st->noop_type) < 0 || PyModule_AddType(module, st->noop_phase_type) < 0) {
+        PyModule_AddType(module, st->noop_type) < 0 || PyModule_AddType(module, st->noop_phase_type) < 0 ||
+        PyModule_AddType(module, st->auto_tracer_type) < 0) {
         return -1;
     }
     if (lp_noop_init(module, st) < 0) {
@@ -216,6 +218,7 @@ static int lp_module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->noop_type);
     Py_VISIT(st->noop_phase_type);
     Py_VISIT(st->stack_type);
+    Py_VISIT(st->auto_tracer_type);
     Py_VISIT(st->noop_phase);
     Py_VISIT(st->stack_var);
     return 0;
@@ -233,6 +236,7 @@ static int lp_module_clear(PyObject *module)
     Py_CLEAR(st->noop_type);
     Py_CLEAR(st->noop_phase_type);
     Py_CLEAR(st->stack_type);
+    Py_CLEAR(st->auto_tracer_type);
     Py_CLEAR(st->stack_var);
     Py_CLEAR(st->overflow_name);
     Py_CLEAR(st->slash);

@@ -26,6 +26,7 @@ typedef struct lp_state {
     PyTypeObject *noop_type;
     PyTypeObject *noop_phase_type;
     PyTypeObject *stack_type;
+    PyTypeObject *auto_tracer_type;
     PyObject *noop_phase; /* the one disabled phase object */
     PyObject *stack_var;  /* ContextVar: the current context's stack (or the one it inherited) */
     int64_t edges[LP_LAST_EDGE + 1];

@@ -510,6 +510,18 @@ static PyObject *lp_phase_exit(lp_PhaseObject *self, PyObject *const *Py_UNUSED(
     Py_RETURN_FALSE;
 }
 
+/* Entering and leaving a phase from C (the auto tracer): what `with phase:` does. New
+ * references to what __enter__ and __exit__ return, or NULL with an exception. */
+PyObject *lp_phase_enter_c(lp_PhaseObject *phase)
+{
+    return lp_phase_enter(phase, NULL);
+}
+
+PyObject *lp_phase_exit_c(lp_PhaseObject *phase)
+{
+    return lp_phase_exit(phase, NULL, 0);
+}
+
 /* ===================================================================== the Phase type */
 
 static int lp_phase_traverse(lp_PhaseObject *self, visitproc visit, void *arg)
