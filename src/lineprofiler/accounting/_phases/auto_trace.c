@@ -9,7 +9,9 @@
  * by code object. Code that is not the project's gets DISABLE where sys.monitoring allows it, so
  * it costs nothing after its first call. A frame's exit closes its phase only when that phase is
  * open on the calling thread's stack: a frame that was running when tracing began has no entry.
- * Nothing raises into the program: a failure is counted, and the event goes on. */
+ * Nothing of ours raises into the program: a failure is counted, and the event goes on. An
+ * exception that is not an Exception (KeyboardInterrupt from a signal handler that ran during
+ * the filter) is the program's, and goes to it. */
 #include "phases.h"
 
 typedef struct {
@@ -23,7 +25,7 @@ typedef struct {
 } lp_AutoTracerObject;
 
 /* The phase of `code` (borrowed), Py_None when it is not the project's, NULL on a failure
- * (counted, cleared). */
+ * (counted, cleared), or NULL with the program's own exception set (see the top). */
 static PyObject *lp_auto_phase_of(lp_AutoTracerObject *self, PyObject *code)
 {
     PyObject *phase = PyDict_GetItemWithError(self->phases, code);
@@ -35,6 +37,9 @@ static PyObject *lp_auto_phase_of(lp_AutoTracerObject *self, PyObject *code)
         return phase;
     }
     PyObject *name = PyObject_CallOneArg(self->admit, code);
+    if (name == NULL && !PyErr_ExceptionMatches(PyExc_Exception)) {
+        return NULL; /* the program's (see the top): left set, nothing cached */
+    }
     PyObject *made = NULL;
     if (name != NULL && PyUnicode_Check(name)) {
         made = PyObject_CallMethod(self->recorder, "phase", "O", name);
@@ -85,6 +90,10 @@ static PyObject *lp_auto_event(lp_AutoTracerObject *self, PyObject *const *args,
     /* An exception already set (a signal handler's, between bytecodes) stays the program's. */
     PyObject *pending = lp_err_take();
     PyObject *phase = lp_auto_phase_of(self, args[0]);
+    if (phase == NULL && PyErr_Occurred()) {
+        Py_XDECREF(pending);
+        return NULL; /* a KeyboardInterrupt or the like: the program's */
+    }
     PyObject *result = Py_None;
     if (phase == Py_None) {
         result = may_disable ? self->disable : Py_None;
