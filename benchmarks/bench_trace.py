@@ -1,5 +1,6 @@
 """What tracing costs: ns per phase enter+exit untraced and with ``trace=True``, in the same run,
-the ratio, the live file's size, and the RSS growth over many traced entries (the ring is fixed).
+the ratio, the live file's size, the RSS growth over many traced entries (the ring is fixed), and
+what ``trace="auto"`` adds to a call of a project function (3.12+).
 Figures, not pass/fail: the machine may be shared, so run it a few times and read the ratios.
 
     python benchmarks/bench_trace.py [--number N] [--repeat R] [--spans M] [--capacity C]
@@ -25,6 +26,30 @@ from lineprofiler.accounting import Profiler
 
 def _allocated(path: os.PathLike[str]) -> int:
     return os.stat(path).st_blocks * 512
+
+
+def callee() -> None:
+    """A project function (this file is in the project): each call an auto-traced phase entry."""
+
+
+def auto_trace_cost(number: int, repeat: int) -> None:
+    """ns per call of a project function: plain, and under ``trace="auto"``, rounds interleaved."""
+    import sys
+
+    if not hasattr(sys, "monitoring"):
+        print("  trace='auto': needs sys.monitoring (3.12+), not measured")
+        return
+    timer = timeit.Timer("callee()", globals={"callee": callee})
+    plain, auto = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeat):
+            plain.append(timer.timeit(number) / number * 1e9)
+            profiler = Profiler(tmp, role="bench", measure_cpu=False, trace="auto", snapshot_interval_s=None)
+            auto.append(timer.timeit(number) / number * 1e9)
+            profiler.close()
+    added = statistics.median(a - p for a, p in zip(auto, plain, strict=True))
+    print(f"  a project function's call: {statistics.median(plain):.1f} ns plain, "
+          f"{statistics.median(auto):.1f} ns under trace='auto' (+{added:.1f} ns per call)")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"spans recorded {recorded:,}, kept {args.capacity:,}")  # fmt: skip
         for profiler in (plain, traced, plain_cpu, traced_cpu):
             profiler.close()
+    auto_trace_cost(args.number, args.repeat)
     return 0
 
 
