@@ -42,7 +42,9 @@ def test_the_seed_example_writes_a_valid_worker_file(tmp_path):
     phases = {p["path"]: p for p in doc["phases"]}
     assert set(phases) == {"iteration", "iteration/self_play", "iteration/self_play/mcts"}
     assert phases["iteration"]["entries"] == 5 and phases["iteration"]["cpu_ns"] is not None
-    assert doc["counters"] == [{"phase": "iteration/self_play/mcts", "name": "mcts_simulations", "total": 320}]
+    assert doc["counters"] == [
+        {"phase": "iteration/self_play/mcts", "name": "mcts_simulations", "total": 320, "calls": 5, "min": 64, "max": 64}
+    ]
     assert doc["caps"]["max_paths"] == 10_000 and doc["repairs"]["mismatched_exits"] == 0
     assert doc["errors"] == [] and set(doc["gpu"]) == {"vram", "nvml"}
     # The resource sampler is on by default: its rows go to a sample file beside this one.

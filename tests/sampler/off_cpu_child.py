@@ -20,11 +20,15 @@ import time
 
 from lineprofiler.accounting import Profiler
 
+#: CPU time the spinner threads used, each by its own clock.
+SPUN_NS: list[int] = []
+
 
 def spin(seconds: float) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         pass
+    SPUN_NS.append(time.thread_time_ns())
 
 
 def main() -> None:
@@ -68,7 +72,8 @@ def main() -> None:
             raise SystemExit(f"unknown scenario {scenario!r}")
     (path,) = glob.glob(os.path.join(run_dir, "**", "w_*.json"), recursive=True)
     with open(path) as handle:
-        print(json.dumps(json.load(handle)["samples"]))
+        samples = json.load(handle)["samples"]
+    print(json.dumps({**samples, "spinner_threads_cpu_ns": sum(SPUN_NS[:-1] if scenario == "spin" else SPUN_NS)}))
 
 
 if __name__ == "__main__":

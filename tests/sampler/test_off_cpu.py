@@ -86,8 +86,11 @@ def test_the_process_cpu_counts_threads_outside_phases(tmp_path):
     assert process["unavailable_reason"] is None
     assert process["threads_max"] >= 4  # the main thread, three spinners (and the sampler's)
     nap = phase(samples, "nap")
-    # Three spinners on two CPUs for 0.8 s: far more CPU than the sleeping main thread's.
-    assert process["cpu_ns"] > 0.5e9 > nap["on_cpu_ns"]
+    # The spinners' own thread clocks: the process's CPU time holds them (to the clock tick, 10 ms,
+    # of /proc/self/stat), though none of them entered a phase.
+    spun = samples["spinner_threads_cpu_ns"]
+    assert spun > 0 and process["cpu_ns"] >= spun - 30_000_000
+    assert nap["on_cpu_ns"] < 0.2 * spun
     cpus = samples["cpus"]
     assert cpus["online"] == os.cpu_count() and cpus["affinity"] == len(os.sched_getaffinity(0))
 
@@ -159,6 +162,11 @@ def quota_cgroup():
             time.sleep(0.1)
 
 
+def throttled_total_ns(folder: Path) -> int:
+    fields = dict(line.split() for line in (folder / "cpu.stat").read_text().splitlines())
+    return int(fields["throttled_usec"]) * 1000 if "throttled_usec" in fields else int(fields["throttled_time"])
+
+
 def test_a_real_cgroup_quota_throttles_a_phase(tmp_path, quota_cgroup):
     samples = run_child(tmp_path, "spin", f"cgroup={quota_cgroup}")
     off = samples["off_cpu"]
@@ -166,8 +174,13 @@ def test_a_real_cgroup_quota_throttles_a_phase(tmp_path, quota_cgroup):
     assert samples["cpus"]["quota_cpus"] == pytest.approx(0.2)
     row = phase(samples, "spin")
     check_parts(row)
-    # 0.2 CPU for a spinner: most of its time it is runnable and throttled.
-    assert row["throttled_ns"] > 0.3 * row["elapsed_ns"]
+    # The kernel's own total for the cgroup (the child was its only process): the phase, 1.5 s
+    # of the child's life, holds most of it, and never more. A loaded machine may give the
+    # spinner less than its quota and so throttle it less: judged against what the kernel says.
+    kernel = throttled_total_ns(quota_cgroup)
+    if kernel < 50_000_000:
+        pytest.skip(f"the machine's load kept the spinner under its 0.2 CPU quota (throttled {kernel / 1e6:.0f} ms)")
+    assert 0.5 * kernel < row["throttled_ns"] <= kernel
     assert row["on_cpu_ns"] < 0.5 * row["elapsed_ns"]
 
 

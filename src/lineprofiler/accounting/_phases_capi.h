@@ -11,7 +11,7 @@
 #include "../_procio.h"
 
 #define LP_PHASES_CAPI_NAME    "lineprofiler.accounting._phases._C_API"
-#define LP_PHASES_CAPI_VERSION 4
+#define LP_PHASES_CAPI_VERSION 5
 
 /* Threads whose innermost phase is published at once; more are counted, not shown. */
 #define LP_THREAD_SLOTS 64
@@ -114,6 +114,11 @@ typedef struct lp_phases_capi {
      * own_io just after). An io=True phase reads own_io and /proc/self/io between two equal,
      * even values, so such a read is in both or in neither. */
     _Atomic uint32_t *own_io_seq;
+    /* Version 5: what the children the profiler itself started and reaped (git, for the source
+     * commit) added to this process's page-fault counts of reaped children (cminflt + cmajflt
+     * in /proc/self/stat), added just before each reap: the sampler takes it off its reap
+     * fingerprint, so our own reap is not a reap of unknown I/O (whose interval it drops). */
+    _Atomic int64_t *own_reaped_fingerprint;
 } lp_phases_capi;
 
 #endif /* LP_PHASES_CAPI_H */

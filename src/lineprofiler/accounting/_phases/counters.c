@@ -67,6 +67,7 @@ static lp_counter *lp_counter_get(lp_RecorderObject *rec, int32_t node, PyObject
     c->node = node;
     c->name = canon;
     c->total = 0;
+    c->calls = c->min = c->max = 0;
     rec->counter_slots[j] = ++rec->n_counters;
     lp_live_counter_added(rec, c);
     return c;
@@ -164,6 +165,13 @@ PyObject *lp_recorder_count(lp_RecorderObject *self, PyObject *const *args, Py_s
         sum = n > 0 ? INT64_MAX : INT64_MIN; /* saturate rather than wrap */
     }
     c->total = sum;
+    if (c->calls == 0 || n < c->min) {
+        c->min = n;
+    }
+    if (c->calls == 0 || n > c->max) {
+        c->max = n;
+    }
+    c->calls++;
     if (c->live != NULL) {
         c->live->total = sum;
     }

@@ -185,6 +185,7 @@ static int lp_module_exec(PyObject *module)
     st->capi.main_thread_since_ns = &st->main_thread_since_ns;
     st->capi.own_io = st->own_io;
     st->capi.own_io_seq = &st->own_io_seq;
+    st->capi.own_reaped_fingerprint = &st->own_reaped_fingerprint;
     lp_threads_init(st);
     /* The capsule points into this module's state: a user keeps the module alive. */
     PyObject *capsule = PyCapsule_New(&st->capi, LP_PHASES_CAPI_NAME, NULL);

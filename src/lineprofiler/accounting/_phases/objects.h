@@ -34,7 +34,8 @@ typedef struct lp_state {
     _Atomic int32_t main_thread_phase;
     _Atomic int64_t main_thread_since_ns; /* when main_thread_phase last changed */
     _Atomic int64_t own_io[LP_IO_FIELDS];
-    _Atomic uint32_t own_io_seq; /* see lp_phases_capi.own_io_seq */
+    _Atomic uint32_t own_io_seq;            /* see lp_phases_capi.own_io_seq */
+    _Atomic int64_t own_reaped_fingerprint; /* see lp_phases_capi.own_reaped_fingerprint */
     lp_phases_capi capi;
     int io_fd;
     unsigned io_fork_generation;

@@ -180,8 +180,9 @@ PyObject *lp_recorder_snapshot(lp_RecorderObject *self, PyObject *Py_UNUSED(igno
         } else {
             Py_INCREF(phase);
         }
-        PyObject *d =
-            Py_BuildValue("{s:O,s:O,s:L}", "phase", phase, "name", c->name, "total", (long long)c->total);
+        PyObject *d = Py_BuildValue("{s:O,s:O,s:L,s:L,s:L,s:L}", "phase", phase, "name", c->name, "total",
+                                    (long long)c->total, "calls", (long long)c->calls, "min",
+                                    (long long)c->min, "max", (long long)c->max);
         Py_DECREF(phase);
         if (d == NULL || PyList_Append(counters, d) < 0) {
             Py_XDECREF(d);

@@ -43,8 +43,10 @@ typedef struct {
 
 typedef struct {
     int32_t node;
-    PyObject *name;        /* borrowed canonical name */
-    int64_t total;         /* one aligned store per count(): never torn */
+    PyObject *name; /* borrowed canonical name */
+    int64_t total;  /* one aligned store per count(): never torn */
+    int64_t calls;  /* count() calls, and the least and most one added: its spread */
+    int64_t min, max;
     lp_live_counter *live; /* its record in the live file, or NULL */
 } lp_counter;
 

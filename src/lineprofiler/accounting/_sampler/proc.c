@@ -111,13 +111,14 @@ void lp_core_release(lp_core *c)
 
 /* ===================================================================== one row */
 
-/* Sum of cminflt, cmajflt, cutime and cstime from /proc/self/stat. These grow only when this
+/* cminflt + cmajflt, and cutime + cstime, from /proc/self/stat. These grow only when this
  * process reaps a child, which is also when the kernel folds the child's I/O counters into
- * ours: an interval in which it changed holds someone else's bytes. */
-static int lp_stat_fingerprint(const char *text, int64_t *out)
+ * ours: an interval in which they changed holds someone else's bytes. The faults are kept apart
+ * because they move by exactly the child's own (the times are rounded to clock ticks twice). */
+static int lp_stat_fingerprint(const char *text, int64_t *faults, int64_t *times)
 {
     const char *p = strrchr(text, ')'); /* comm may hold spaces and parentheses */
-    int64_t sum = 0;
+    int64_t sum = 0, fault_sum = 0;
     int field = 2;
     if (p == NULL) {
         return -1;
@@ -140,6 +141,7 @@ static int lp_stat_fingerprint(const char *text, int64_t *out)
                 return -1;
             }
             sum += value;
+            fault_sum += field <= 13 ? value : 0;
         }
         while (*p && *p != ' ') {
             p++;
@@ -148,7 +150,8 @@ static int lp_stat_fingerprint(const char *text, int64_t *out)
     if (field < 17) {
         return -1;
     }
-    *out = sum;
+    *faults = fault_sum;
+    *times = sum - fault_sum;
     return 0;
 }
 
@@ -231,7 +234,7 @@ void lp_read_row(lp_core *c, int64_t *row)
 {
     char buf[1024];
     int64_t flags = 0;
-    int64_t fp = 0;
+    int64_t faults = 0, times = 0, own_faults = 0;
     int fp_ok = 0;
     ssize_t n;
 
@@ -296,8 +299,13 @@ void lp_read_row(lp_core *c, int64_t *row)
     }
 
     n = lp_own_pread(c, c->stat_fd, buf, sizeof buf);
-    if (n > 0 && lp_stat_fingerprint(buf, &fp) == 0) {
+    if (n > 0 && lp_stat_fingerprint(buf, &faults, &times) == 0) {
         fp_ok = 1;
+        /* Read after the file: a reap of ours is added before it happens, so at worst this row
+         * takes off one the file does not show yet (and the interval is dropped, as before). */
+        if (c->own_reaped_fingerprint != NULL) {
+            own_faults = atomic_load(c->own_reaped_fingerprint);
+        }
     } else {
         c->failed_stat++;
     }
@@ -311,11 +319,17 @@ void lp_read_row(lp_core *c, int64_t *row)
         c->segment_start = 0;
     } else if (!fp_ok || !c->prev_fp_ok) {
         flags |= LP_ROW_REAP_UNKNOWN;
-    } else if (fp != c->prev_fp) {
+    } else if (own_faults != c->prev_own_faults ? faults - own_faults != c->prev_faults - c->prev_own_faults
+                                                : faults + times != c->prev_faults + c->prev_times) {
+        /* With a reap of our own in the interval, its faults are taken off exactly and the
+         * times, which its rounding moves, are not compared: any other child's reap adds
+         * faults too (a process cannot run without faulting its pages in). */
         flags |= LP_ROW_CHILD_REAPED;
     }
     c->prev_fp_ok = fp_ok;
-    c->prev_fp = fp;
+    c->prev_faults = faults;
+    c->prev_times = times;
+    c->prev_own_faults = own_faults;
     row[LP_COL_FLAGS] = flags;
 
     if (c->n_gpu > 0) {

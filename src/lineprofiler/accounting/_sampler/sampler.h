@@ -100,8 +100,15 @@ enum {
 /* Phase nodes beyond this are counted as unattributed (the recorder's max_paths is lower). */
 #define LP_SCHED_MAX_NODES (1 << 20)
 
+/* Blocked time attributed in a thread's last intervals that a later run-queue figure may show
+ * to have been a wait for a CPU (schedstat credits a wait when it ends). */
+#define LP_SCHED_RECENT 8
+
 /* One slot's thread as sched.c last read it. */
 typedef struct {
+    int32_t recent_node[LP_SCHED_RECENT];
+    int64_t recent_blocked[LP_SCHED_RECENT];
+    int recent_next;
     int64_t tid;                           /* 0: none yet */
     int fd;                                /* its /proc/self/task/<tid>/schedstat, kept open; -1 */
     int64_t t_ns;                          /* when last read; 0: no baseline */
@@ -160,12 +167,14 @@ typedef struct {
      * own_io_seq with a version 4 capsule, else local_seq. */
     _Atomic uint32_t *own_io_seq;
     _Atomic uint32_t local_seq;
+    /* What our own reaped children added to the reap fingerprint (capsule version 5), or NULL. */
+    _Atomic int64_t *own_reaped_fingerprint;
 
     /* A whole tick: the reads, the fingerprint state and the ring write. */
     pthread_mutex_t tick_lock;
     int segment_start;
     int prev_fp_ok;
-    int64_t prev_fp;
+    int64_t prev_faults, prev_times, prev_own_faults; /* the reap fingerprint's parts, last row */
     int64_t ticks;
     int64_t failed_io, failed_rss, failed_stat, failed_pss;
 

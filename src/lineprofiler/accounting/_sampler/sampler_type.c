@@ -276,6 +276,9 @@ static void lp_attach_phases(lp_SamplerObject *self)
     if (api->version >= 4 && api->own_io_seq != NULL) {
         c->own_io_seq = api->own_io_seq;
     }
+    if (api->version >= 5) {
+        c->own_reaped_fingerprint = api->own_reaped_fingerprint;
+    }
     c->phase_reason[0] = '\0';
 }
 
@@ -464,6 +467,7 @@ static PyObject *lp_sampler_after_fork_child(lp_SamplerObject *self, PyObject *P
     c->cpu_ns_done = 0;
     c->restarts = 0;
     c->prev_fp_ok = 0;
+    c->prev_own_faults = c->own_reaped_fingerprint != NULL ? atomic_load(c->own_reaped_fingerprint) : 0;
     for (int i = 0; i < LP_IO_FIELDS; i++) {
         atomic_store(&c->local_own[i], 0);
     }

@@ -13,6 +13,11 @@
  * one thread, or for threads all throttled together; an overestimate only where another thread's
  * queue was throttled while this one waited for a CPU for another reason.
  *
+ * schedstat credits a wait for a CPU when it ends, so a wait that spans ticks shows first as
+ * blocked time (the thread was neither running nor, as far as the counters said yet, queued)
+ * and then as more run-queue time than its interval holds: that excess is taken back from the
+ * blocked time of the thread's last intervals, in the phases they went to.
+ *
  * Everything here runs under sched_lock (the sampler thread's tick and sample() may both tick);
  * it never takes the GIL. */
 #include "sampler.h"
@@ -168,8 +173,10 @@ static int64_t *lp_sched_bucket(lp_core *c, int32_t node)
     return c->sched_by_node + (size_t)node * LP_SCHED_FIELDS;
 }
 
-/* Adds the share `part_ns` of an interval of `elapsed_ns` to a node's accumulator. */
-static void lp_sched_add(lp_core *c, int32_t node, const int64_t *delta, int64_t part_ns, int64_t elapsed_ns)
+/* Adds the share `part_ns` of an interval of `elapsed_ns` to a node's accumulator, and notes
+ * the blocked time it got in the thread's recent ones. */
+static void lp_sched_add(lp_core *c, lp_sched_thread *t, int32_t node, const int64_t *delta, int64_t part_ns,
+                         int64_t elapsed_ns)
 {
     if (part_ns <= 0) {
         return;
@@ -184,13 +191,41 @@ static void lp_sched_add(lp_core *c, int32_t node, const int64_t *delta, int64_t
     for (int f = LP_SCHED_ON_CPU; f < LP_SCHED_FIELDS; f++) {
         bucket[f] += (int64_t)((double)delta[f] * share);
     }
+    int64_t blocked = (int64_t)((double)delta[LP_SCHED_BLOCKED] * share);
+    if (blocked > 0) {
+        t->recent_node[t->recent_next] = node;
+        t->recent_blocked[t->recent_next] = blocked;
+        t->recent_next = (t->recent_next + 1) % LP_SCHED_RECENT;
+    }
+}
+
+/* Moves up to `excess` ns of the thread's recent blocked time, newest first, to waiting for a CPU
+ * (`throttled_share` of it throttled), in the phases it was attributed to. Returns how much. */
+static int64_t lp_sched_reclaim(lp_core *c, lp_sched_thread *t, int64_t excess, double throttled_share)
+{
+    int64_t moved = 0;
+    for (int k = 1; k <= LP_SCHED_RECENT && moved < excess; k++) {
+        int i = (t->recent_next - k + LP_SCHED_RECENT) % LP_SCHED_RECENT;
+        int64_t take = t->recent_blocked[i] < excess - moved ? t->recent_blocked[i] : excess - moved;
+        int64_t *bucket = take > 0 ? lp_sched_bucket(c, t->recent_node[i]) : NULL;
+        if (bucket == NULL) {
+            continue;
+        }
+        int64_t throttled = (int64_t)((double)take * throttled_share);
+        bucket[LP_SCHED_BLOCKED] -= take;
+        bucket[LP_SCHED_THROTTLED] += throttled;
+        bucket[LP_SCHED_RUNQUEUE] += take - throttled;
+        t->recent_blocked[i] -= take;
+        moved += take;
+    }
+    return moved;
 }
 
 /* Splits one thread's interval (t0, t1] between the phases its slot says it was in: the current
  * one since `since_ns`, before that no phase back to the end of the last one it left, and that
  * one; what lies before a second change is not known and is left unattributed. */
-static void lp_sched_attribute(lp_core *c, const lp_slot_state *s, int slot_read, int64_t t0, int64_t t1,
-                               const int64_t *delta)
+static void lp_sched_attribute(lp_core *c, lp_sched_thread *t, const lp_slot_state *s, int slot_read,
+                               int64_t t0, int64_t t1, const int64_t *delta)
 {
     int64_t elapsed = t1 - t0;
     if (!slot_read || s->since_ns <= 0) {
@@ -198,23 +233,23 @@ static void lp_sched_attribute(lp_core *c, const lp_slot_state *s, int slot_read
         return;
     }
     if (s->since_ns <= t0) {
-        lp_sched_add(c, s->phase, delta, elapsed, elapsed);
+        lp_sched_add(c, t, s->phase, delta, elapsed, elapsed);
         return;
     }
     int64_t since = s->since_ns < t1 ? s->since_ns : t1;
-    lp_sched_add(c, s->phase, delta, t1 - since, elapsed);
+    lp_sched_add(c, t, s->phase, delta, t1 - since, elapsed);
     if (s->prev_phase < 0 || s->prev_end_ns <= t0) {
-        lp_sched_add(c, -1, delta, since - t0, elapsed);
+        lp_sched_add(c, t, -1, delta, since - t0, elapsed);
         return;
     }
     int64_t prev_end = s->prev_end_ns < since ? s->prev_end_ns : since;
-    lp_sched_add(c, -1, delta, since - prev_end, elapsed);
+    lp_sched_add(c, t, -1, delta, since - prev_end, elapsed);
     if (s->prev_since_ns > 0 && s->prev_since_ns <= t0) {
-        lp_sched_add(c, s->prev_phase, delta, prev_end - t0, elapsed);
+        lp_sched_add(c, t, s->prev_phase, delta, prev_end - t0, elapsed);
         return;
     }
     int64_t prev_since = s->prev_since_ns > t0 ? s->prev_since_ns : t0;
-    lp_sched_add(c, s->prev_phase, delta, prev_end - prev_since, elapsed);
+    lp_sched_add(c, t, s->prev_phase, delta, prev_end - prev_since, elapsed);
     c->sched_unattributed_ns += prev_since - t0;
 }
 
@@ -239,6 +274,7 @@ void lp_sched_tick(lp_core *c, const lp_sched_seen *seen, int n, int64_t now)
             t->fd = lp_procio_open(path);
             t->tid = seen[k].tid;
             t->t_ns = 0;
+            memset(t->recent_blocked, 0, sizeof t->recent_blocked);
             if (t->fd < 0) {
                 if (c->sched_reason[0] == '\0') {
                     snprintf(c->sched_reason, LP_REASON_LEN, "cannot open %s: %s", path, strerror(errno));
@@ -263,13 +299,20 @@ void lp_sched_tick(lp_core *c, const lp_sched_seen *seen, int n, int64_t now)
             }
             delta[LP_SCHED_ELAPSED] = elapsed;
             delta[LP_SCHED_ON_CPU] = cpu - t->cpu_ns;
+            int64_t rest = elapsed - delta[LP_SCHED_ON_CPU] - queued;
+            if (rest < 0 && queued > 0) {
+                /* A wait credited now that began in an earlier interval (see the top). */
+                double throttled_share = (double)thr / (double)queued;
+                int64_t moved = lp_sched_reclaim(c, t, -rest, throttled_share);
+                thr -= (int64_t)((double)moved * throttled_share);
+                queued -= moved;
+            }
             delta[LP_SCHED_RUNQUEUE] = queued - thr;
             delta[LP_SCHED_THROTTLED] = thr;
-            int64_t rest = elapsed - delta[LP_SCHED_ON_CPU] - queued;
-            /* schedstat's counters are brought up to date at scheduling events, so a thread
-             * on a CPU right now is a little behind: never a negative rest. */
+            /* What is left negative is schedstat's lag (a thread on a CPU right now is a
+             * little behind), never a negative blocked time. */
             delta[LP_SCHED_BLOCKED] = rest > 0 ? rest : 0;
-            lp_sched_attribute(c, &seen[k].state, seen[k].state_read, t->t_ns, now, delta);
+            lp_sched_attribute(c, t, &seen[k].state, seen[k].state_read, t->t_ns, now, delta);
         }
         t->t_ns = now;
         t->cpu_ns = cpu;
