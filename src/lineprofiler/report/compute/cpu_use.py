@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..model import Reason
 from ..model_cpu import CpuHost, CpuRole, OffCpuSplit
-from ..read.cpu_samples import WorkerCpu, unreadable, worker_cpu
+from ..read.cpu_samples import WorkerCpu, worker_cpu
 from ..read.run import Run, Worker
 from ..read.sample_info import sample_info
 
@@ -158,10 +158,9 @@ class RunCpu:
 
 
 def from_files(run: Run) -> RunCpu:
-    """Each worker's CPU parts read from its file when first asked (none when the run was read
-    with ``--no-samples``): for a caller that has no report's :func:`.blocks.cpu.run_cpu`."""
-    if run.no_samples:
-        return RunCpu(run.workers, lambda _worker: unreadable(NOT_READ))
+    """Each worker's CPU parts read from its file when first asked: for a caller that has no
+    report's :func:`.blocks.cpu.run_cpu` (``trace``, which merges without samples but whose
+    findings want the split of the few phases they name: only those processes are re-read)."""
 
     def read(worker: Worker) -> WorkerCpu:
         info = sample_info(worker)
