@@ -52,30 +52,38 @@ def split_legend(phases: Sequence[DominantPhase]) -> str:
     return svg.legend(items) + para(cpu_text.split_note(phases))
 
 
+def _cpus(value: float | int | None) -> str:
+    return "n/a" if value is None else f"{value:g}"
+
+
 def cpu_html(block: CpuBlock) -> str:
     """CPU: per host, its CPUs and what the run used, with a row per role under it."""
     rows = []
     for host in block.hosts:
         key = f'data-host="{escape(host.host, quote=True)}"'
         rows.append(
-            f"<tbody><tr {key}>{td(fmt.printable(host.host), cls='name')}{td(cpu_text.capacity_words(host))}"
+            f"<tbody><tr {key}>{td(fmt.printable(host.host), cls='name')}"
+            f"{td(_cpus(host.capacity_cpus), host.capacity_cpus)}{td(_cpus(host.affinity), host.affinity)}"
+            f"{td(_cpus(host.online), host.online)}{td(_cpus(host.quota_cpus), host.quota_cpus)}"
             f"{td(fmt.count(host.processes), host.processes)}{td(cpu_text.cores(host.cores_used), host.cores_used)}"
             f"{td(fmt.count(host.threads_max), host.threads_max)}</tr>"
             + "".join(
                 f'<tr class="sub" data-role="{escape(r.role, quote=True)}"><td class="name">{name(r.role)}</td>'
-                f"{td(cpu_text.role_words(r))}{td(fmt.count(r.processes), r.processes)}"
-                f"{td(cpu_text.cores(r.cores_per_process), r.cores_per_process)}"
+                f"<td></td><td></td><td></td><td></td>{td(fmt.count(r.processes), r.processes)}"
+                f"{td(cpu_text.cores(r.cores_per_process) + ' each', r.cores_per_process)}"
                 f"{td(fmt.count(r.threads_max), r.threads_max)}</tr>"
                 for r in host.roles
             )
             + "</tbody>"
         )
-    tab = table("cpu", ("host / role", "CPUs", "processes", "cores used", "threads"), rows, groups=True)
+    columns = ("host / role", "CPUs", "affinity", "online", "quota", "processes", "cores used", "threads")
+    tab = table("cpu", columns, rows, groups=True)
     notes = [
         para(
-            "A host's cores used: its processes' CPU time (every thread's) over the host's span of the run; "
-            "a role's: one process's CPU time over its lifetime. Threads: each process's most at once, summed. "
-            "CPUs: the most any process's affinity allowed, lowered to the cgroup's quota."
+            "CPUs: what the run could use, the most CPUs any process's affinity allowed (else the CPUs online), "
+            "lowered to the cgroup's quota. Cores used: a host's processes' CPU time (every thread's) over the "
+            "host's span of the run; a role's, one process's CPU time over its lifetime. Threads: each "
+            "process's most at once, summed."
         )
     ]
     notes += [para(f"not measured in {fmt.count(r.processes)}: {fmt.printable(r.reason)}") for r in block.reasons]
