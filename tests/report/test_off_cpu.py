@@ -174,7 +174,7 @@ def test_some_processes_measured_and_others_not_is_said_on_the_row(tmp_path, cap
     write(actor(), tmp_path)
     rows = dominant_rows(tmp_path, capsys)
     assert (rows["step"]["off_cpu"]["measured_processes"], rows["step"]["off_cpu"]["processes"]) == (1, 2)
-    assert "    waited: cpu queue 50%, throttled 0%, blocked 30% (on CPU 20%); 1 of 2 processes measured" in report(
+    assert "    waited: cpu queue 50%, throttled 0%, blocked 30% (on CPU 20%); sampled in 1 of 2 processes" in report(
         tmp_path, capsys
     )
 

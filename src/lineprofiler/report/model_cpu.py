@@ -23,7 +23,7 @@ class OffCpuSplit:
     blocked_ns: int
     sampled_ns: int
     resolution_s: float | None
-    #: The processes whose files measured it, of ``processes`` with the phase.
+    #: The processes that measured it and had time of it sampled, of ``processes`` with the phase.
     measured_processes: int
     processes: int
 

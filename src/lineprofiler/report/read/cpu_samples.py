@@ -16,7 +16,7 @@ NOT_RECORDED = "recorded by a version of lineprofiler that did not measure it"
 NO_SAMPLER = "no resource sampler ran in it (samples are null)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per phase path per process: as many as their phase trees
 class PhaseSplit:
     """The thread-time attributed to one phase path (innermost: the deepest open phase of the
     thread; ``""``: no phase), split into on CPU, waiting for a CPU, throttled by the cgroup's

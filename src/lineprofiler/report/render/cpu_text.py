@@ -18,12 +18,13 @@ PARTS = (
 
 
 def split_words(split: OffCpuSplit) -> str:
-    """``cpu queue 64%, throttled 0%, blocked 18% (on CPU 18%)``, and which processes measured
-    it when not all did."""
+    """``cpu queue 64%, throttled 0%, blocked 18% (on CPU 18%)``, and in how many of the
+    processes with the phase it was sampled when not in all (an older file, or a phase whose
+    entries no tick fell in)."""
     parts = ", ".join(f"{label} {fmt.percent(split.share(getattr(split, key)), 0)}" for key, label in PARTS[1:])
     text = f"{parts} (on CPU {fmt.percent(split.share(split.on_cpu_ns), 0)})"
     if split.measured_processes < split.processes:
-        text += f"; {split.measured_processes} of {split.processes} processes measured"
+        text += f"; sampled in {split.measured_processes} of {split.processes} processes"
     return text
 
 
