@@ -71,6 +71,7 @@ def actor(**kwargs) -> SimWorker:
             with worker.phase("forward"):
                 worker.work(50 * MS)
                 worker.wait(30 * MS)
+                worker.count("samples", 32)
     return worker
 
 
@@ -234,6 +235,13 @@ def test_the_html_draws_the_split_and_the_cpu_section(tmp_path, capsys):
     assert 'data-tip="throttled: 5% (200.0ms of 4.0s)"' in html
     assert escape(NOTE_TAIL) in html
     assert '<section id="cpu">' in html and 'data-host="node07"' in html
+    # A counter's row under its phase has a cell for every column, the bar's too.
+    table = html[html.index('<table data-block="dominant">') :]
+    table = table[: table.index("</table>")]
+    columns = table.count("<th data-sort>")
+    rows = table.split("<tr")[2:]
+    assert columns == 9 and any("data-counter" in r for r in rows)
+    assert all(r.count("<td") == columns for r in rows)
 
 
 def test_the_html_of_an_old_run_has_no_split_column(tmp_path, capsys):

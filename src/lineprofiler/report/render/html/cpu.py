@@ -41,9 +41,9 @@ def split_cell(phase: DominantPhase) -> str:
     split = phase.off_cpu
     if split is None:
         return f'<td data-v="" data-tip="{escape(cpu_text.row_words(phase), quote=True)}">n/a</td>'
-    queue = split.share(split.runqueue_ns)
-    return f'<td class="bar" data-v="{queue:.4f}" data-tip="{escape(cpu_text.split_words(split), quote=True)}">' \
-        f"{split_bar(split)}</td>"
+    queue = split.share(split.runqueue_ns) or 0.0
+    tip = escape(cpu_text.split_words(split), quote=True)
+    return f'<td class="bar" data-v="{queue:.4f}" data-tip="{tip}">{split_bar(split)}</td>'
 
 
 def split_legend(phases: Sequence[DominantPhase]) -> str:
