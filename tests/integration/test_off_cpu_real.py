@@ -66,7 +66,7 @@ def test_two_processes_on_one_cpu_wait_in_its_queue_and_a_sleep_is_blocked(tmp_p
     assert nap["blocked"] > 0.80, rows["nap"]
     assert rows["spin"]["off_cpu"]["measured_processes"] == 2
     (host,) = document["cpu"]["hosts"]
-    assert host["affinity"] == 1 and host["capacity_cpus"] == 1
+    assert host["affinity"] == 1 and 0 < host["capacity_cpus"] <= 1  # a cgroup quota may lower it further
     assert host["cores_used"] is not None and host["cores_used"] <= 1.1
     text = run_cli("report", run_dir).out
-    assert "    waited: cpu queue " in text and "1 CPU (affinity 1" in text
+    assert "    waited: cpu queue " in text and "(affinity 1 of " in text
