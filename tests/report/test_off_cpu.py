@@ -169,6 +169,20 @@ def test_no_samples_reads_none_of_it_and_says_so(tmp_path, capsys):
     assert all(p["off_cpu"] is None for p in document["dominant"]["phases"])
 
 
+def test_a_split_the_sampler_could_not_measure_says_why_in_the_cpu_block(tmp_path, capsys):
+    off = {"resolution_s": None, "phases": [], "unattributed_ns": None, "threads": None,
+           "unavailable_reason": "timeline_hz is 0 (off)", "throttle_unavailable_reason": None, "throttle_source": None}
+    write(actor(), tmp_path, off_cpu=off, process_cpu=process_cpu(1 * S, 3), cpus=cpus(2, 2))
+    rows = dominant_rows(tmp_path, capsys)
+    assert rows["step"]["off_cpu"] is None and rows["step"]["off_cpu_reason"] == "timeline_hz is 0 (off)"
+    text = report(tmp_path, capsys)
+    assert "waited:" not in text
+    assert "  waited (DOMINANT PHASES) not measured in 1: timeline_hz is 0 (off)" in text.splitlines()
+    document = json.loads(report(tmp_path, capsys, "--json"))
+    assert document["cpu"]["off_cpu_reasons"] == [{"reason": "timeline_hz is 0 (off)", "processes": 1}]
+    assert document["cpu"]["reasons"] == []
+
+
 def test_some_processes_measured_and_others_not_is_said_on_the_row(tmp_path, capsys):
     write(actor(), tmp_path, off_cpu=off_cpu([row("step", 200, 500, 0, 300)]),
           process_cpu=process_cpu(1 * S, 3), cpus=cpus(2, 2))

@@ -83,5 +83,7 @@ class CpuBlock:
     processes: int
     measured_processes: int
     hosts: list[CpuHost]
-    #: Why processes were not measured, with how many each.
+    #: Why processes' CPU time was not measured, with how many each.
     reasons: list[Reason]
+    #: Why processes have no off-CPU split (DOMINANT PHASES's *waited*), with how many each.
+    off_cpu_reasons: list[Reason] = field(default_factory=list)

@@ -106,7 +106,7 @@ def cpu_lines(block: CpuBlock | None) -> list[str]:
     known = [h for h in block.hosts if h.measured_processes or h.capacity_cpus is not None]
     if not known:
         why = "; ".join(f"{fmt.printable(r.reason)} ({fmt.count(r.processes)})" for r in block.reasons)
-        return [f"CPU  not measured: {why or 'no process said'}"]
+        return [f"CPU  not measured: {why or 'no process said'}", *split_reasons(block)]
     lines = ["CPU  (cores used on average against the CPUs there were, per host)"]
     for host in known[:HOST_ROWS]:
         lines.append(f"  {fmt.printable(host.host)}  {capacity_words(host)}")
@@ -118,7 +118,18 @@ def cpu_lines(block: CpuBlock | None) -> list[str]:
         lines.append(f"  ... {fmt.count(len(known) - HOST_ROWS)} more hosts (--json lists every one)")
     for reason in block.reasons:
         lines.append(f"  not measured in {fmt.count(reason.processes)}: {fmt.printable(reason.reason)}")
-    return lines
+    return lines + split_reasons(block)
 
 
-__all__ = ["PARTS", "cpu_lines", "measured", "row_words", "split_note", "split_words"]
+def split_reasons(block: CpuBlock) -> list[str]:
+    """Why processes have no off-CPU split, where it is not why their CPU time is missing too
+    (DOMINANT PHASES prints no *waited* line where no process measured it: this says why)."""
+    said = {(r.reason, r.processes) for r in block.reasons}
+    return [
+        f"  waited (DOMINANT PHASES) not measured in {fmt.count(r.processes)}: {fmt.printable(r.reason)}"
+        for r in block.off_cpu_reasons
+        if (r.reason, r.processes) not in said
+    ]
+
+
+__all__ = ["PARTS", "cpu_lines", "measured", "row_words", "split_note", "split_reasons", "split_words"]

@@ -48,6 +48,7 @@ def cpu_block(run: Run, options: RenderOptions) -> CpuBlock | None:
         measured_processes=sum(h.measured_processes for h in hosts),
         hosts=hosts,
         reasons=reasons(r for r in (cpus.of(w).process.reason for w in workers) if r is not None),
+        off_cpu_reasons=reasons(r for r in (cpus.of(w).off_cpu.reason for w in workers) if r is not None),
     )
 
 

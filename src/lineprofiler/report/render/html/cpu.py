@@ -87,6 +87,7 @@ def cpu_html(block: CpuBlock) -> str:
         )
     ]
     notes += [para(f"not measured in {fmt.count(r.processes)}: {fmt.printable(r.reason)}") for r in block.reasons]
+    notes += [para(line.strip()) for line in cpu_text.split_reasons(block)]
     return section("cpu", "CPU", tab + "".join(notes))
 
 
