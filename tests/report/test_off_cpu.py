@@ -60,6 +60,8 @@ def write(worker: SimWorker, run_dir, **cpu_keys) -> None:
     """The worker's file with a real sample file beside it; ``cpu_keys`` join its samples object
     (none: a file written before the sampler measured CPU)."""
     samples = worker.write_samples(run_dir, {"rss_bytes": [10**8, 10**8]}, **cpu_keys)
+    for key in {"off_cpu", "process_cpu", "cpus"} - set(cpu_keys):
+        samples.pop(key, None)  # whatever SimWorker writes by default: these files never measured it
     worker.write(run_dir, samples=samples)
 
 
