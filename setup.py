@@ -71,7 +71,7 @@ PHASES = extension(
 
 SAMPLER = extension(
     "lineprofiler.accounting._sampler",
-    files("accounting/_sampler", "module.c sampler_type.c stats.c thread.c proc.c timeline.c"),
+    files("accounting/_sampler", "module.c sampler_type.c stats.c thread.c proc.c timeline.c sched.c"),
     files("", "_procio.h accounting/_phases_capi.h accounting/_nvml.h accounting/_sampler/sampler.h"),
     libraries=["dl"],
 )

@@ -1,6 +1,7 @@
 """What the resource sampler costs: its thread's CPU per second of run, per tick, per snapshot,
-at 0, 1 and 10 Hz phase occupancy (with the timeline file's growth per hour), and what reading
-one 12-hour sample file costs the report.
+at 0, 1 and 10 Hz phase occupancy with 1, 16 and 64 threads in phases (each timeline tick also
+reads every such thread's schedstat and the cgroup's cpu.stat, for the off-CPU split), with the
+timeline file's growth per hour, and what reading one 12-hour sample file costs the report.
 
     python benchmarks/bench_sampler.py [--seconds 10] [--repeat 3]
 
@@ -22,6 +23,11 @@ from pathlib import Path
 from _synthetic import write_synthetic_history
 
 from lineprofiler.accounting import _sampler, sampling
+
+try:  # a build with the off-CPU split (it reads the cgroup's throttling too)
+    from lineprofiler.accounting.sampling.cpu import cpu_stat_path
+except ImportError:  # an older build, measured for comparison
+    cpu_stat_path = None
 from lineprofiler.accounting.sampling.psutil_sampler import PsutilSampler
 from lineprofiler.report.compute.blocks.resources import reduce_io, reduce_memory
 from lineprofiler.runfiles.samplefile import read_samples
@@ -73,7 +79,10 @@ def occupancy_cost(timeline_hz: float, seconds: float, threads: int) -> tuple[fl
     extra = [threading.Thread(target=park) for _ in range(threads - 1)]
     for t in extra:
         t.start()
-    s = _sampler.Sampler(1.0, 1 << 16, timeline_hz=timeline_hz, nvml=False)
+    if cpu_stat_path is None:
+        s = _sampler.Sampler(1.0, 1 << 16, timeline_hz=timeline_hz, nvml=False)
+    else:
+        s = _sampler.Sampler(1.0, 1 << 16, timeline_hz=timeline_hz, nvml=False, cpu_stat_path=cpu_stat_path())
     with rec.phase("main"):
         s.start()
         cpu0 = s.stats()["thread_cpu_ns"]
@@ -138,13 +147,16 @@ def main() -> int:
           + (f", {statistics.median(sched):.1f} us (schedstat)" if sched else ""))
     print(f"  so at the default 1 Hz:  {per_tick:8.1f} us per second of run = {per_tick / 1e4:.4f} % of one core")
 
-    print("phase occupancy (timeline_hz), the same thread, 1 Hz resource rows, 1 and 4 threads in phases")
-    for threads in (1, 4):
+    print("phase occupancy (timeline_hz), the same thread, 1 Hz resource rows, 1, 16 and 64 threads in phases")
+    for threads in (1, 16, 64):
+        base = None
         for hz in (0.0, 1.0, 10.0):
             cost = [occupancy_cost(hz, args.seconds, threads) for _ in range(args.repeat)]
-            cpu = statistics.median(c[0] for c in cost)
+            used = statistics.median(c[0] for c in cost)
             grow = statistics.median(c[1] for c in cost)
-            print(f"  {threads} thread(s) at {hz:4g} Hz: {cpu:8.1f} us of CPU per second of run; "
+            base = used if base is None else base
+            tick = f" = {(used - base) / hz:.1f} us per timeline tick" if hz else ""
+            print(f"  {threads:2d} thread(s) at {hz:4g} Hz: {used:8.1f} us of CPU per second of run{tick}; "
                   f"timeline file +{grow / 1e6:.2f} MB per hour")
 
     floors = [f for f in (wakeup_floor_us(10.0, min(args.seconds, 5.0)) for _ in range(args.repeat)) if f]

@@ -65,10 +65,24 @@ def load_late_modules() -> None:
         import pathlib  # noqa: F401  # sample files' paths and the metadata files
         import warnings  # noqa: F401  # the one-time warning of an unwritable run directory
 
-        from . import capabilities, metadata  # noqa: F401  # json, and what the probes load
+        from . import capabilities, metadata, source_commit  # noqa: F401  # json, and what the probes load
+
+        for name in source_commit.LATE_IMPORTS:  # asking git, once the gate is open
+            __import__(name)
 
         capabilities.all_capabilities()
     except Exception:  # a broken installation: the snapshots record what fails, later
+        pass
+
+
+def ask_git_late() -> None:
+    """The project's source commit (:mod:`.source_commit`), asked by the first snapshot thread
+    after the late imports: a fork waits for those, never for git. Never raises."""
+    try:
+        from . import source_commit
+
+        source_commit.remember()
+    except Exception:  # the worker file's source then says why, when a snapshot asks again
         pass
 
 
@@ -145,7 +159,7 @@ class ProcessHooks:
         return True
 
     def load_late(self) -> None:
-        """:func:`load_late_modules`, then open the gate."""
+        """:func:`load_late_modules`, then open the gate, then :func:`ask_git_late`."""
         try:
             load_late_modules()
         finally:
@@ -153,6 +167,7 @@ class ProcessHooks:
             gate, self._loading = self._loading, None
             if gate is not None:
                 gate.release()
+        ask_git_late()
 
     def release_loading(self) -> None:
         """Open the gate without loading: the thread that claimed it could not be started."""

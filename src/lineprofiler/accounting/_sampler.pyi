@@ -41,6 +41,20 @@ class SamplerStats(TypedDict):
     phase_reason: str | None  # why rows carry no phase (-1), None when the capsule was found
     gpu_reason: str | None
 
+class SamplerSched(TypedDict):
+    # (phase node id or -1 for no phase, elapsed_ns, on_cpu_ns, runqueue_ns, throttled_ns, blocked_ns):
+    # every thread's scheduler times attributed to the phase it was in, at the timeline's ticks
+    phases: list[tuple[int, int, int, int, int, int]]
+    unattributed_ns: int  # thread time in intervals with more phase changes than a slot remembers
+    threads: int  # threads whose schedstat was opened
+    reason: str | None  # why a thread's schedstat could not be opened
+    throttle_reason: str | None  # why the cgroup's cpu.stat is not read (throttled_ns then 0)
+    throttle_failed_reads: int
+    throttle_source: str | None
+    process_cpu_ns: int  # utime + stime of all threads, from the last row's /proc/self/stat; -1 unread
+    process_threads: int  # -1 unread
+    process_threads_max: int  # -1 unread
+
 class Sampler:
     """A native thread sampling /proc/self/{io,statm,smaps_rollup,stat} and NVML into a ring of int64 rows.
 
@@ -58,6 +72,7 @@ class Sampler:
         smaps_path: str | PathLike[str] | None = None,
         nvml: bool = True,
         timeline_hz: float = 0.0,
+        cpu_stat_path: str | PathLike[str] | None = None,
     ) -> None: ...
     @property
     def columns(self) -> tuple[str, ...]: ...
@@ -82,6 +97,7 @@ class Sampler:
         self, rchar: int, wchar: int, read_bytes: int, write_bytes: int, cancelled_write_bytes: int, /
     ) -> None: ...
     def stats(self) -> SamplerStats: ...
+    def sched(self) -> SamplerSched: ...
 
 def thread_io() -> tuple[int, int, int, int, int, int] | None: ...
 

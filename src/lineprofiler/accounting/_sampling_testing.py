@@ -6,6 +6,8 @@
 * :data:`PROC_DIR_ENV`: a process that imports this module with the variable set does
   ``read_proc_from`` its folder: how a spawned child, which imports the test module its target
   lives in, inherits the stand-in files.
+* :func:`read_cpu_stat_from`: every native sampler made from then on reads its cgroup throttling
+  counters from a stand-in ``cpu.stat``.
 * :func:`no_proc`: while it is open, the platform has no ``/proc`` as far as the samplers can
   tell (as on macOS), so they fall back to psutil or to none.
 """
@@ -51,6 +53,19 @@ def read_proc_from(folder: str | os.PathLike[str] | None) -> None:
         )
 
     native_sampler.open_sampler = open_sampler
+
+
+_real_cpu_stat_path = native_sampler.cpu.cpu_stat_path
+
+
+def read_cpu_stat_from(path: str | os.PathLike[str] | None) -> None:
+    """Native samplers made from now on read ``path`` as their cgroup's ``cpu.stat`` (None: the
+    process's real one again)."""
+    if path is None:
+        native_sampler.cpu.cpu_stat_path = _real_cpu_stat_path
+        return
+    stand_in = os.fspath(path)
+    native_sampler.cpu.cpu_stat_path = lambda *_args: stand_in
 
 
 @contextmanager

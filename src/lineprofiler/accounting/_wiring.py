@@ -99,6 +99,7 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
       :class:`~.windows.lines_window.LinesWindow` (lines) watching ``window_phase``, attached so that it
       is cut and written at exit and restarted in a fork child.
     * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
+    * a :class:`.source_commit.SourceCommit` (the project's git commit, in the worker file).
     """
     sync_fn = None
     try:
@@ -113,6 +114,12 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
         target.add_attachment(gpu.GpuAttachment())
     except Exception as error:
         _failed(record_error, "GPU attachment", error)
+    try:
+        from .source_commit import SourceCommit
+
+        target.add_attachment(SourceCommit(options.lines_project))
+    except Exception as error:
+        _failed(record_error, "source commit", error)
     return Wiring(sync_fn, annotator, window)
 
 

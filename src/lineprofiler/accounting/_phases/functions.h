@@ -74,6 +74,7 @@ int lp_io_measure(lp_state *st, int64_t *own, lp_io_counters *out);
 PyObject *lp_mod_own_io_begin(PyObject *module, PyObject *ignored);
 PyObject *lp_mod_own_io_end(PyObject *module, PyObject *token);
 PyObject *lp_mod_own_io(PyObject *module, PyObject *ignored);
+PyObject *lp_mod_reap_own_child(PyObject *module, PyObject *pid);
 #ifdef LP_DEV_SEAMS
 PyObject *lp_mod_set_io_path(PyObject *module, PyObject *arg); /* a development build's only */
 PyObject *lp_mod_hold_own_read(PyObject *module, PyObject *args);

@@ -92,6 +92,9 @@ static PyMethodDef lp_mod_methods[] = {
     {"own_io_end", lp_mod_own_io_end, METH_O,
      "Add what moved since own_io_begin to the process's own-I/O total; returns it, or None."},
     {"own_io", lp_mod_own_io, METH_NOARGS, "The bytes the profiler's own writes moved in this process."},
+    {"reap_own_child", lp_mod_reap_own_child, METH_O,
+     "Wait for and reap a child the profiler started, its I/O counted as the profiler's own: (status, "
+     "counted)."},
     {"live_ranges", lp_mod_live_ranges, METH_NOARGS,
      "live_ranges() -> [(start, bytes, state)]: the address ranges live files are mapped into (state 0 in "
      "use, "

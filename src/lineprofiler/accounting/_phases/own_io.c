@@ -5,7 +5,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -214,6 +217,65 @@ PyObject *lp_mod_own_io_end(PyObject *module, PyObject *token)
         atomic_fetch_add_explicit(&st->own_io[i], moved[i], memory_order_relaxed);
     }
     return lp_io_dict(moved);
+}
+
+/* reap_own_child(pid): waits for a child process the profiler itself started (git, for the
+ * source commit) and reaps it, its I/O counted as the profiler's own. Reaping folds the child's
+ * counters into this process's (rchar and the rest jump at once): the child's counters are read
+ * from its zombie first, and the reap and their addition to own_io happen inside an odd
+ * own_io_seq window, as the sampler's reads do, so a phase boundary sees both or neither.
+ * Returns the wait status. */
+PyObject *lp_mod_reap_own_child(PyObject *module, PyObject *arg)
+{
+    lp_state *st = lp_get_state(module);
+    long pid = PyLong_AsLong(arg);
+    if (pid == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (pid <= 0) {
+        PyErr_SetString(PyExc_ValueError, "reap_own_child needs a child's pid");
+        return NULL;
+    }
+    siginfo_t info;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    do {
+        rc = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT);
+    } while (rc < 0 && errno == EINTR);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/io", pid);
+    int fd = lp_procio_open(path);
+    int status = 0;
+    pid_t reaped;
+    uint32_t even = atomic_fetch_add(&st->own_io_seq, 1u) & ~1u;
+    ssize_t n = fd >= 0 ? lp_proc_pread(fd, buf, sizeof buf) : -1;
+    lp_io_counters child;
+    int counted = n > 0 && lp_procio_parse(buf, &child) == 0;
+    do {
+        reaped = waitpid((pid_t)pid, &status, 0);
+    } while (reaped < 0 && errno == EINTR);
+    if (counted) {
+        int64_t moved[LP_IO_FIELDS];
+        lp_io_to_array(&child, moved);
+        moved[0] += n; /* the read of the child's counters itself */
+        for (int i = 0; i < LP_IO_FIELDS; i++) {
+            atomic_fetch_add_explicit(&st->own_io[i], moved[i], memory_order_relaxed);
+        }
+    } else if (n > 0) {
+        atomic_fetch_add_explicit(&st->own_io[0], (int64_t)n, memory_order_relaxed);
+    }
+    atomic_store(&st->own_io_seq, even + 2u);
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (reaped < 0) {
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return Py_BuildValue("(iO)", status, counted ? Py_True : Py_False);
 }
 
 PyObject *lp_mod_own_io(PyObject *module, PyObject *Py_UNUSED(ignored))

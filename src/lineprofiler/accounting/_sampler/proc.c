@@ -82,6 +82,7 @@ int lp_core_open(lp_core *c)
     if (lp_timeline_alloc(c) < 0) {
         return -1;
     }
+    lp_sched_open(c);
     c->head = 0;
     c->count = 0;
     c->tl_head = 0;
@@ -104,6 +105,7 @@ void lp_core_release(lp_core *c)
     c->ring = NULL;
     free(c->tl_ring);
     c->tl_ring = NULL;
+    lp_sched_release(c);
     c->opened = 0;
 }
 
@@ -150,11 +152,68 @@ static int lp_stat_fingerprint(const char *text, int64_t *out)
     return 0;
 }
 
+/* utime + stime (fields 14 and 15 of /proc/self/stat, in clock ticks: every thread's CPU time,
+ * ended threads' included) and num_threads (field 20). */
+static int lp_stat_cpu(const char *text, int64_t *ticks, int64_t *threads)
+{
+    const char *p = strrchr(text, ')');
+    int64_t utime = -1, stime = -1;
+    if (p == NULL) {
+        return -1;
+    }
+    p++;
+    for (int field = 3; field <= 20 && *p; field++) {
+        char *end;
+        while (*p == ' ') {
+            p++;
+        }
+        long long value = strtoll(p, &end, 10);
+        if (field == 14) {
+            utime = value;
+        } else if (field == 15) {
+            stime = value;
+        } else if (field == 20) {
+            if (end == p || utime < 0 || stime < 0 || value <= 0) {
+                return -1;
+            }
+            *ticks = utime + stime;
+            *threads = value;
+            return 0;
+        }
+        while (*p && *p != ' ') {
+            p++;
+        }
+    }
+    return -1;
+}
+
+/* Notes the process's CPU time and thread count from the text of /proc/self/stat. The caller
+ * holds sched_lock. */
+void lp_note_process_cpu(lp_core *c, const char *stat_text)
+{
+    int64_t cpu_ticks, threads;
+    if (lp_stat_cpu(stat_text, &cpu_ticks, &threads) == 0) {
+        c->proc_cpu_ns = cpu_ticks * (1000000000 / c->clock_ticks);
+        c->proc_threads = threads;
+        c->proc_threads_max = threads > c->proc_threads_max ? threads : c->proc_threads_max;
+    }
+}
+
+/* Reads /proc/self/stat for lp_note_process_cpu: at the timeline's ticks too, so threads that
+ * live less than a resource interval are counted. The caller holds sched_lock. */
+void lp_read_process_cpu(lp_core *c)
+{
+    char buf[1024];
+    if (c->stat_fd >= 0 && lp_own_pread(c, c->stat_fd, buf, sizeof buf) > 0) {
+        lp_note_process_cpu(c, buf);
+    }
+}
+
 /* One pread of a /proc file of this process, its bytes added to the profiler's own I/O inside
  * an odd own_io_seq window: an io=True phase boundary measured meanwhile waits for the window
  * to close, so it sees these bytes in rchar and in own_io, or in neither. The window's end is
  * a store, not an increment, so a reset by a fork child cannot leave it odd. */
-static ssize_t lp_own_pread(lp_core *c, int fd, char *buf, size_t size)
+ssize_t lp_own_pread(lp_core *c, int fd, char *buf, size_t size)
 {
     uint32_t even = atomic_fetch_add(c->own_io_seq, 1u) & ~1u;
     ssize_t n = lp_proc_pread(fd, buf, size);
@@ -241,6 +300,11 @@ void lp_read_row(lp_core *c, int64_t *row)
         fp_ok = 1;
     } else {
         c->failed_stat++;
+    }
+    if (n > 0) {
+        pthread_mutex_lock(&c->sched_lock);
+        lp_note_process_cpu(c, buf);
+        pthread_mutex_unlock(&c->sched_lock);
     }
     if (c->segment_start) {
         flags |= LP_ROW_SEGMENT_START;

@@ -88,6 +88,34 @@ enum {
 #define LP_TL_TID_SKIPPED (-1)
 #define LP_TL_MAX_HZ      1000.0
 
+/* Why threads were off CPU (sched.c): per phase node, these ns. */
+enum {
+    LP_SCHED_ELAPSED,
+    LP_SCHED_ON_CPU,
+    LP_SCHED_RUNQUEUE,
+    LP_SCHED_THROTTLED,
+    LP_SCHED_BLOCKED,
+    LP_SCHED_FIELDS
+};
+/* Phase nodes beyond this are counted as unattributed (the recorder's max_paths is lower). */
+#define LP_SCHED_MAX_NODES (1 << 20)
+
+/* One slot's thread as sched.c last read it. */
+typedef struct {
+    int64_t tid;                           /* 0: none yet */
+    int fd;                                /* its /proc/self/task/<tid>/schedstat, kept open; -1 */
+    int64_t t_ns;                          /* when last read; 0: no baseline */
+    int64_t cpu_ns, wait_ns, throttled_ns; /* then: schedstat's two times, the cgroup's throttled (-1) */
+} lp_sched_thread;
+
+/* A thread the timeline saw at a tick. */
+typedef struct {
+    int slot;
+    int64_t tid;
+    lp_slot_state state;
+    int state_read; /* 0: only state.phase is known */
+} lp_sched_seen;
+
 /* ===================================================================== the core */
 
 /* Everything the thread touches, in one malloc'd block owned by the Python object. */
@@ -99,6 +127,7 @@ typedef struct {
     char *statm_path;
     char *stat_path;
     char *smaps_path;
+    char *cpu_stat_path; /* the cgroup's cpu.stat; NULL: none found */
     int want_nvml;
 
     /* Opened at start (again in a forked child). */
@@ -162,6 +191,23 @@ typedef struct {
     _Atomic int64_t tl_ticks;
     _Atomic int64_t tl_skipped;
 
+    /* Off-CPU time per phase (sched.c), under sched_lock. */
+    pthread_mutex_t sched_lock;
+    lp_sched_thread sched[LP_THREAD_SLOTS];
+    int64_t *sched_by_node; /* sched_nodes * LP_SCHED_FIELDS, indexed by phase node id */
+    int32_t sched_nodes;
+    int64_t sched_outside[LP_SCHED_FIELDS]; /* time in no phase */
+    int64_t sched_unattributed_ns;
+    int64_t sched_threads_seen;
+    int64_t sched_throttle_failed;
+    int cpu_stat_fd;
+    char sched_reason[LP_REASON_LEN];
+    char throttle_reason[LP_REASON_LEN];
+    /* The whole process, from /proc/self/stat at each row and timeline tick, under sched_lock:
+     * CPU time of all its threads (ended ones too), its thread count now and at most; -1 unread. */
+    int64_t proc_cpu_ns, proc_threads, proc_threads_max;
+    int64_t clock_ticks; /* sysconf(_SC_CLK_TCK) */
+
     /* The thread. */
     pthread_mutex_t state_lock;
     pthread_cond_t wake;
@@ -188,6 +234,12 @@ typedef struct {
 int lp_core_open(lp_core *c);
 void lp_core_release(lp_core *c);
 void lp_read_row(lp_core *c, int64_t *row);
+/* One pread of a /proc file of this process, counted as the profiler's own I/O. */
+ssize_t lp_own_pread(lp_core *c, int fd, char *buf, size_t size);
+/* The process's CPU time and thread counts from /proc/self/stat (its text, or read now); the
+ * caller holds sched_lock. */
+void lp_note_process_cpu(lp_core *c, const char *stat_text);
+void lp_read_process_cpu(lp_core *c);
 /* The calling thread's I/O counters and the bytes that read added to rchar; -1 if unreadable. */
 ssize_t lp_read_thread_io(lp_io_counters *io);
 
@@ -201,6 +253,13 @@ int64_t lp_thread_cpu_total(lp_core *c);
 
 /* sampler_type.c */
 extern PyType_Spec lp_sampler_spec;
+
+/* sched.c */
+void lp_sched_open(lp_core *c);
+void lp_sched_release(lp_core *c);
+void lp_sched_reset(lp_core *c);
+void lp_sched_tick(lp_core *c, const lp_sched_seen *seen, int n, int64_t now);
+PyObject *lp_sched_dict(lp_core *c);
 
 /* stats.c */
 PyObject *lp_core_stats(lp_core *c);

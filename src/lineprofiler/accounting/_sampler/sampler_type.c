@@ -69,22 +69,26 @@ static void lp_core_free(lp_core *c)
     free(c->statm_path);
     free(c->stat_path);
     free(c->smaps_path);
+    free(c->cpu_stat_path);
+    free(c->sched_by_node);
     free(c);
 }
 
 static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"interval_s", "capacity", "io_path",     "statm_path", "stat_path",
-                             "smaps_path", "nvml",     "timeline_hz", NULL};
+    static char *kwlist[] = {"interval_s", "capacity", "io_path",     "statm_path",    "stat_path",
+                             "smaps_path", "nvml",     "timeline_hz", "cpu_stat_path", NULL};
     double interval_s = 1.0, timeline_hz = 0.0;
     Py_ssize_t capacity = 3600;
-    PyObject *io_path = NULL, *statm_path = NULL, *stat_path = NULL, *smaps_path = NULL;
+    PyObject *io_path = NULL, *statm_path = NULL, *stat_path = NULL, *smaps_path = NULL,
+             *cpu_stat_path = NULL;
     int nvml = 1;
     lp_SamplerObject *self;
     lp_core *c;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|dn$OOOOpd:Sampler", kwlist, &interval_s, &capacity,
-                                     &io_path, &statm_path, &stat_path, &smaps_path, &nvml, &timeline_hz)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|dn$OOOOpdO:Sampler", kwlist, &interval_s, &capacity,
+                                     &io_path, &statm_path, &stat_path, &smaps_path, &nvml, &timeline_hz,
+                                     &cpu_stat_path)) {
         return NULL;
     }
     if (!(timeline_hz >= 0.0 && timeline_hz <= LP_TL_MAX_HZ)) {
@@ -103,7 +107,13 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
     if (c == NULL) {
         return PyErr_NoMemory();
     }
-    c->io_fd = c->statm_fd = c->stat_fd = c->smaps_fd = -1;
+    c->io_fd = c->statm_fd = c->stat_fd = c->smaps_fd = c->cpu_stat_fd = -1;
+    for (int i = 0; i < LP_THREAD_SLOTS; i++) {
+        c->sched[i].fd = -1;
+    }
+    c->proc_cpu_ns = c->proc_threads = c->proc_threads_max = -1;
+    long clock_ticks = sysconf(_SC_CLK_TCK);
+    c->clock_ticks = clock_ticks > 0 ? clock_ticks : 100;
     c->interval_ns = (int64_t)(interval_s * 1e9);
     c->tl_interval_ns = timeline_hz > 0.0 ? (int64_t)(1e9 / timeline_hz) : 0;
     atomic_init(&c->tl_ticks, 0);
@@ -134,6 +144,13 @@ static PyObject *lp_sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw
     if (c->smaps_path == NULL) {
         lp_core_free(c);
         return NULL;
+    }
+    if (cpu_stat_path != NULL && cpu_stat_path != Py_None) {
+        c->cpu_stat_path = lp_strdup_or(cpu_stat_path, "");
+        if (c->cpu_stat_path == NULL) {
+            lp_core_free(c);
+            return NULL;
+        }
     }
     self = (lp_SamplerObject *)type->tp_alloc(type, 0);
     if (self == NULL) {
@@ -438,6 +455,8 @@ static PyObject *lp_sampler_after_fork_child(lp_SamplerObject *self, PyObject *P
     c->pss_reads = c->pss_skipped = 0;
     c->nvml_reads = c->nvml_skipped = 0;
     lp_timeline_reset(c);
+    lp_sched_reset(c);
+    c->proc_cpu_ns = c->proc_threads = c->proc_threads_max = -1;
     if (c->capi != NULL && c->capi->after_fork_child != NULL) {
         c->capi->after_fork_child(c->capi);
     }
@@ -502,6 +521,14 @@ static PyObject *lp_sampler_add_own_io(lp_SamplerObject *self, PyObject *const *
         atomic_fetch_add_explicit(&self->core->own_io[i], values[i], memory_order_relaxed);
     }
     Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(lp_sched_doc, "sched() -> dict\n--\n\nOff-CPU time per phase node and the process's CPU; "
+                           "see _sampler.pyi.");
+
+static PyObject *lp_sampler_sched(lp_SamplerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return lp_sched_dict(self->core);
 }
 
 PyDoc_STRVAR(lp_stats_doc, "stats() -> dict\n--\n\nCounters and reasons; see _sampler.pyi.");
@@ -573,6 +600,7 @@ static PyMethodDef lp_sampler_methods[] = {
     {"close", (PyCFunction)lp_sampler_close, METH_NOARGS, lp_close_doc},
     {"add_own_io", (PyCFunction)(void (*)(void))lp_sampler_add_own_io, METH_FASTCALL, lp_add_own_io_doc},
     {"stats", (PyCFunction)lp_sampler_stats, METH_NOARGS, lp_stats_doc},
+    {"sched", (PyCFunction)lp_sampler_sched, METH_NOARGS, lp_sched_doc},
     {NULL, NULL, 0, NULL},
 };
 

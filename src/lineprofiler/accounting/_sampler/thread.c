@@ -26,6 +26,9 @@ int lp_locks_init(lp_core *c)
     if (pthread_mutex_init(&c->state_lock, NULL) != 0) {
         return -1;
     }
+    if (pthread_mutex_init(&c->sched_lock, NULL) != 0) {
+        return -1;
+    }
     if (pthread_condattr_init(&attr) != 0) {
         return -1;
     }
@@ -49,6 +52,7 @@ void lp_locks_destroy(lp_core *c)
     pthread_mutex_destroy(&c->tick_lock);
     pthread_mutex_destroy(&c->ring_lock);
     pthread_mutex_destroy(&c->state_lock);
+    pthread_mutex_destroy(&c->sched_lock);
     pthread_cond_destroy(&c->wake);
 }
 

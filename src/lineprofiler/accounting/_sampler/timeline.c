@@ -74,6 +74,7 @@ static int lp_thread_ended(int64_t tid)
 void lp_timeline_tick(lp_core *c, int64_t skipped)
 {
     int64_t rows[(LP_THREAD_SLOTS + 2) * LP_TL_COLS];
+    lp_sched_seen seen[LP_THREAD_SLOTS];
     int n = 0, threads = 0;
     int64_t now = lp_monotonic_ns();
     if (c->tl_ring == NULL || c->threads == NULL) {
@@ -97,8 +98,9 @@ void lp_timeline_tick(lp_core *c, int64_t skipped)
         }
         int64_t tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
         lp_slot_state state = {atomic_load_explicit(&s->phase, memory_order_relaxed), -1, 0, 0, 0};
+        int state_read = 0;
         if (c->phase_since != NULL) { /* a version 3 capsule: the slot has times */
-            lp_slot_read(s, &state);
+            state_read = lp_slot_read(s, &state);
         }
         int32_t phase = state.phase;
         if (atomic_load_explicit(&s->owner, memory_order_acquire) != owner) {
@@ -114,6 +116,7 @@ void lp_timeline_tick(lp_core *c, int64_t skipped)
         rows[n * LP_TL_COLS + 4] = state.prev_phase;
         rows[n * LP_TL_COLS + 5] = state.prev_since_ns;
         rows[n * LP_TL_COLS + 6] = state.prev_end_ns;
+        seen[threads] = (lp_sched_seen){i, tid, state, state_read};
         n++;
         threads++;
     }
@@ -129,6 +132,7 @@ void lp_timeline_tick(lp_core *c, int64_t skipped)
     pthread_mutex_lock(&c->ring_lock);
     lp_timeline_push(c, rows, n);
     pthread_mutex_unlock(&c->ring_lock);
+    lp_sched_tick(c, seen, threads, now);
     atomic_fetch_add_explicit(&c->tl_ticks, 1, memory_order_relaxed);
 }
 

@@ -23,6 +23,7 @@ import os
 
 from ...runfiles import layout, samplefile
 from ...runfiles.samplefile import IntervalCounts, SampleWriter
+from . import cpu
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
@@ -81,12 +82,14 @@ def open_sampler(
     stat_path: str | None = None,
     nvml: bool = True,
     timeline_hz: float = 0.0,
+    cpu_stat_path: str | None = None,
 ) -> Any:
     """A native ``Sampler`` (see ``_sampler.pyi``), not started. The paths replace the
-    ``/proc/self`` files it reads (None: the real ones)."""
+    ``/proc/self`` files it reads (None: the real ones); ``cpu_stat_path`` is the cgroup's
+    ``cpu.stat`` (None: throttling is not measured)."""
     return load_native().Sampler(
         interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml,
-        timeline_hz=timeline_hz,
+        timeline_hz=timeline_hz, cpu_stat_path=cpu_stat_path,
     )
 
 
@@ -153,6 +156,7 @@ class ResourceSampler:
         stat_path: str | None = None,
         backend: str | None = None,
         timeline_hz: float = 0.0,
+        cpu_stat_path: str | None = None,
     ) -> None:
         if backend is not None:  # the keyword's former name
             source = backend
@@ -173,7 +177,7 @@ class ResourceSampler:
             if self.source == "proc":
                 self._impl = open_sampler(
                     self.interval_s, capacity, io_path=io_path, statm_path=statm_path, stat_path=stat_path, nvml=nvml,
-                    timeline_hz=self.timeline_hz,
+                    timeline_hz=self.timeline_hz, cpu_stat_path=cpu_stat_path or cpu.cpu_stat_path(),
                 )
             elif self.source == "psutil":
                 from .psutil_sampler import PsutilSampler  # here: only a platform without /proc needs it
@@ -185,6 +189,7 @@ class ResourceSampler:
         self._errors: list[str] = []
         self._reads_nvml = True  # until the start says otherwise: see before_crowded_fork
         self._forks_kept = 0  # crowded forks across which the native thread kept sampling
+        self._cpus: dict[str, Any] | None = None  # samples.cpus, read once
         self._reset_output()
 
     def _reset_output(self) -> None:
@@ -449,6 +454,7 @@ class ResourceSampler:
             thread_cpu_ns=stats.get("thread_cpu_ns"),
             timeline=timeline,
             errors=list(self._errors),
+            **self._cpu_documents(impl, stats),
         )
         if timeline is not None:
             timeline.update(
@@ -458,6 +464,29 @@ class ResourceSampler:
                 threads_unpublished=stats.get("threads_unpublished", 0),
                 unavailable_reason=timeline["unavailable_reason"] or stats.get("timeline_reason"),
             )
+
+    def _cpu_documents(self, impl: Any, stats: dict[str, Any]) -> dict[str, Any]:
+        """``off_cpu``, ``process_cpu`` and ``cpus`` (see :mod:`.cpu`)."""
+        reason = None
+        sched = None
+        if not hasattr(impl, "sched"):
+            reason = f"the {self.source} sampler does not read the scheduler's per-thread times"
+        elif self.timeline_hz <= 0:
+            reason = "timeline_hz is 0 (off): off-CPU time is attributed at the timeline's ticks"
+        else:
+            reason = stats.get("timeline_reason")
+        if hasattr(impl, "sched"):
+            sched = impl.sched()
+        if self._cpus is None:
+            self._cpus = cpu.cpus_document()
+        from .. import _phases
+
+        resolution = 1.0 / self.timeline_hz if self.timeline_hz > 0 else None
+        return {
+            "off_cpu": cpu.off_cpu_document(None if reason else sched, resolution, _phases.path_of, reason),
+            "process_cpu": cpu.process_cpu_document(sched, reason if sched is None else None),
+            "cpus": self._cpus,
+        }
 
     def _contribute_timeline(self, impl: Any, sidecar: Path | None, root: Path | None) -> dict[str, Any] | None:
         """Appends the phase-occupancy rows drained since the last call to the ``.timeline``
