@@ -18,10 +18,11 @@ from .test_story_docs import Host, TracedWorker
 NODE = Host("node07")
 
 
-def trainer_run(run_dir, split_rows, *, quota=None, links=False, on_ms=10):
+def trainer_run(run_dir, split_rows, *, quota=None, links=False, on_ms=10, workers=4):
     """A trainer whose ``step`` is ``on_ms`` on a CPU and the rest of 100 ms off it, ten times,
-    on a host whose two CPUs its four workers and nine threads share; ``split_rows``: what its
-    sampler measured (None: a file from before it did)."""
+    on a host whose two CPUs its ``workers`` and nine threads share (with none, two threads: the
+    trainer's and its sampler's); ``split_rows``: what its sampler measured (None: a file from
+    before it did)."""
     trainer = TracedWorker("trainer", NODE, pid=6100)
     for n in range(10):
         with trainer.phase("step"):
@@ -31,16 +32,17 @@ def trainer_run(run_dir, split_rows, *, quota=None, links=False, on_ms=10):
                 trainer.wait_on("batches", n)
     measured = {} if split_rows is None else {"off_cpu": off_cpu(split_rows)}
     samples = trainer.sim.write_samples(
-        run_dir, {"rss_bytes": [1, 1]}, process_cpu=process_cpu(S, 9), cpus=cpus(2, 2, quota), **measured
+        run_dir, {"rss_bytes": [1, 1]}, process_cpu=process_cpu(400 * MS, 9 if workers else 2),
+        cpus=cpus(2, 2, quota), **measured
     )
     if split_rows is None:
         samples.pop("off_cpu", None)  # a file from before the sampler measured it
     trainer.write(run_dir, samples=samples)
-    for pid in range(6101, 6105):
+    for pid in range(6101, 6101 + workers):
         worker = TracedWorker("worker", NODE, pid=pid)
         with worker.phase("load"):
             worker.work(1 * S)
-        samples = worker.sim.write_samples(run_dir, {"rss_bytes": [1, 1]}, process_cpu=process_cpu(S, 1),
+        samples = worker.sim.write_samples(run_dir, {"rss_bytes": [1, 1]}, process_cpu=process_cpu(300 * MS, 1),
                                            cpus=cpus(2, 2, quota))
         worker.write(run_dir, samples=samples)
     return run_dir
@@ -57,8 +59,8 @@ def test_a_phase_that_waited_for_a_cpu_says_so_and_what_to_change(tmp_path):
     (finding,) = step_findings(tmp_path)  # one finding per (process, phase)
     assert finding.kind == "cpu_queue"
     assert (
-        "waited for a CPU 70% of its time (the host's 2 CPUs ran 13 threads of this run): "
-        "fewer workers, torch.set_num_threads, OMP_NUM_THREADS" in finding.text
+        "waited for a CPU 70% of its time (the host's 2 CPUs ran 13 threads of this run, which used 1.60 on "
+        "average): fewer workers, torch.set_num_threads, OMP_NUM_THREADS" in finding.text
     )
     assert "blocked 20%: on what is unknown (no wait_on link was recorded in it)" in finding.text
     assert "what it waited on is unknown" not in finding.text
@@ -86,7 +88,28 @@ def test_the_cgroups_quota_is_named_where_it_throttled(tmp_path):
     (finding,) = step_findings(tmp_path)
     assert finding.kind == "throttled"
     assert "the cgroup's CPU quota (1.5 CPUs) throttled it 50%: raise the quota or use fewer threads" in finding.text
-    assert "(the host's 1.5 CPUs ran 13 threads of this run)" in finding.text
+    assert "(the host's 1.5 CPUs ran 13 threads of this run, which used 1.60 on average)" in finding.text
+
+
+def test_a_queue_on_a_host_the_run_did_not_fill_is_others_load_not_a_cost_to_remove(tmp_path):
+    # The trainer alone: two threads on two CPUs, 0.4 cores used; other processes held the CPUs.
+    trainer_run(tmp_path, [row("step", 100, 700, 0, 200)], workers=0)
+    (finding,) = step_findings(tmp_path)
+    assert finding.kind == "host_contention"
+    assert (
+        "waited for a CPU 70% of its time, held by processes outside this run (the host's 2 CPUs ran 2 threads "
+        "of this run, which used 0.40 on average)" in finding.text
+    )
+    assert "torch.set_num_threads" not in finding.text
+    assert finding.removable_ns == round(0.2 * finding.cost_ns)  # the unexplained sleep only
+    assert finding.figures["run_filled_cpus"] is False
+
+
+def test_a_busy_trainer_on_a_loaded_host_is_where_the_time_went_and_does_not_gate(tmp_path, capsys):
+    # Half its time waiting for CPUs other processes held: not a finding of its own.
+    trainer_run(tmp_path, [row("step", 500, 450, 0, 50)], on_ms=50, workers=0)
+    assert [f.kind for f in step_findings(tmp_path)] == ["critical_path"]
+    assert main(["trace", str(tmp_path), "--fail-over", "20", "-q"]) == 0
 
 
 def test_a_sleep_stays_unknown_but_measured(tmp_path, capsys):

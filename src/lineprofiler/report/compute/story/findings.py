@@ -24,12 +24,12 @@ from ... import format as fmt
 from ..cpu_use import RunCpu
 from .model import CriticalPath, Finding, SkewPhase
 from .spans import WorkerTrace
-from .waits import CPU_WAIT_FROM, contention, measured_finding, split_of
+from .waits import BLOCKED_FROM, CPU_WAIT_FROM, measured_finding, split_of
 
 #: Path shares of at least this much of the run are findings.
 PATH_SHARE_FROM = 0.05
-#: A phase off-CPU for at least this share of its wall time, and at least this share of the run.
-BLOCKED_FROM = 0.6
+#: A phase off-CPU for at least this share of its wall time (:data:`.waits.BLOCKED_FROM`), and at
+#: least this share of the run.
 BLOCKED_RUN_SHARE = 0.05
 #: At most this many findings of each kind.
 PER_KIND = 5
@@ -183,12 +183,12 @@ def _blocked_phases(trace: WorkerTrace, path: CriticalPath | None, run_ns: int, 
         split = split_of(cpu, trace, name)
         if split is not None:
             on_path = _on_path_ns(path, trace.index, name)
-            host = cpu.host(trace.worker.host) if cpu is not None and contention(split) >= CPU_WAIT_FROM else None
+            host = cpu.host(trace.worker.host) if cpu is not None else None
             measured = measured_finding(
                 trace, name, wall=wall, cpu_ns=cpu_ns, split=split, linked=has_link, on_path=on_path, run_ns=run_ns,
                 host=host,
             )
-            if measured is not None and (off > BLOCKED_FROM or measured.kind != "blocked_unknown"):
+            if measured is not None:
                 found.append(measured)
             continue
         if off <= BLOCKED_FROM:
