@@ -191,6 +191,10 @@ def test_some_processes_measured_and_others_not_is_said_on_the_row(tmp_path, cap
     write(actor(), tmp_path)
     rows = dominant_rows(tmp_path, capsys)
     assert (rows["step"]["off_cpu"]["measured_processes"], rows["step"]["off_cpu"]["processes"]) == (1, 2)
+    # A phase no tick gave time to, in the process that measured: not sampled, not 0%.
+    not_sampled = "not sampled: the sampler (a tick every 0.1 s) gave none of its time to it"
+    assert rows["step/forward"]["off_cpu"] is None and rows["step/forward"]["off_cpu_reason"] == not_sampled
+    assert f"    waited: {not_sampled}" in report(tmp_path, capsys).splitlines()
     assert "    waited: cpu queue 50%, throttled 0%, blocked 30% (on CPU 20%); sampled in 1 of 2 processes" in report(
         tmp_path, capsys
     )

@@ -59,8 +59,8 @@ def test_a_phase_that_waited_for_a_cpu_says_so_and_what_to_change(tmp_path):
     (finding,) = step_findings(tmp_path)  # one finding per (process, phase)
     assert finding.kind == "cpu_queue"
     assert (
-        "waited for a CPU 70% of its time (the host's 2 CPUs ran 13 threads of this run, which used 1.60 on "
-        "average): fewer workers, torch.set_num_threads, OMP_NUM_THREADS" in finding.text
+        "waited for a CPU 70% of its time (the host's 2 CPUs ran 13 threads of this run, which used 1.60 cores "
+        "on average): fewer workers, torch.set_num_threads, OMP_NUM_THREADS" in finding.text
     )
     assert "blocked 20%: on what is unknown (no wait_on link was recorded in it)" in finding.text
     assert "what it waited on is unknown" not in finding.text
@@ -88,7 +88,7 @@ def test_the_cgroups_quota_is_named_where_it_throttled(tmp_path):
     (finding,) = step_findings(tmp_path)
     assert finding.kind == "throttled"
     assert "the cgroup's CPU quota (1.5 CPUs) throttled it 50%: raise the quota or use fewer threads" in finding.text
-    assert "(the host's 1.5 CPUs ran 13 threads of this run, which used 1.60 on average)" in finding.text
+    assert "(the host's 1.5 CPUs ran 13 threads of this run, which used 1.60 cores on average)" in finding.text
 
 
 def test_a_queue_on_a_host_the_run_did_not_fill_is_others_load_not_a_cost_to_remove(tmp_path):
@@ -98,7 +98,7 @@ def test_a_queue_on_a_host_the_run_did_not_fill_is_others_load_not_a_cost_to_rem
     assert finding.kind == "host_contention"
     assert (
         "waited for a CPU 70% of its time, held by processes outside this run (the host's 2 CPUs ran 2 threads "
-        "of this run, which used 0.40 on average)" in finding.text
+        "of this run, which used 0.40 cores on average)" in finding.text
     )
     assert "torch.set_num_threads" not in finding.text
     assert finding.removable_ns == round(0.2 * finding.cost_ns)  # the unexplained sleep only

@@ -55,8 +55,8 @@ def phase_split(
     resolutions = [off.resolution_s for off in measured if off.resolution_s is not None]
     resolution = max(resolutions) if resolutions else None
     if sampled <= 0:
-        tick = f"{resolution:g} s" if resolution is not None else "its tick"
-        return None, f"the sampler attributed none of its time to it (entries shorter than {tick} may get none)"
+        tick = f" (a tick every {resolution:g} s)" if resolution is not None else ""
+        return None, f"not sampled: the sampler{tick} gave none of its time to it"
     split = OffCpuSplit(
         on_cpu_ns=on,
         runqueue_ns=queue,

@@ -32,7 +32,8 @@ def row_words(phase: DominantPhase) -> str:
     """What a DOMINANT PHASES row's threads waited on, or why that is not known."""
     if phase.off_cpu is not None:
         return split_words(phase.off_cpu)
-    return f"not measured: {fmt.printable(phase.off_cpu_reason or 'no process measured it')}"
+    reason = fmt.printable(phase.off_cpu_reason or "no process measured it")
+    return reason if reason.startswith("not ") else f"not measured: {reason}"
 
 
 def resolution(phases: Sequence[DominantPhase]) -> float | None:

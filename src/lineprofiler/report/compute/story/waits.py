@@ -64,7 +64,7 @@ def _host_words(host: CpuHost | None) -> str:
     else:
         return ""
     if host.cores_used is not None:
-        words += f", which used {host.cores_used:,.2f} on average"
+        words += f", which used {host.cores_used:,.2f} cores on average"
     return f" ({words})"
 
 
