@@ -349,6 +349,15 @@ class SimWorker:
             "own_io_unmeasured": 0,
             "thread_cpu_ns": 0,
             "errors": [],
+            # Why threads waited, the process's CPU and the machine's, as the sampler writes them
+            # for a process whose phases no tick fell in (tests give rows: tests/report/test_off_cpu.py).
+            "off_cpu": {
+                "resolution_s": 0.1, "phases": [], "unattributed_ns": 0, "threads": 0, "unavailable_reason": None,
+                "throttle_unavailable_reason": None, "throttle_source": "/sys/fs/cgroup/cpu.stat",
+            },
+            "process_cpu": {"cpu_ns": self.cpu_clock_ns, "threads": 2, "threads_max": 2, "unavailable_reason": None},
+            "cpus": {"online": 2, "affinity": 2, "quota_cpus": None, "quota_source": "/sys/fs/cgroup/cpu.max",
+                     "unavailable_reason": None},
             # The timeline's part of a real samples object, with no timeline file written.
             "timeline": {
                 "file": None, "format": samplefile.FORMAT, "columns": list(samplefile.TIMELINE_COLUMNS),

@@ -133,7 +133,9 @@ def test_report_over_a_real_pipeline_run_twice(tmp_path):
     assert number(wait.rstrip("%")) >= 50
     assert seconds(p50) >= MCTS_SLEEP_S * (1 - 0.05)
     assert seconds(p99) >= seconds(p50)
-    counter = lines[row_at + 1].split()
+    # Under the row: why its threads waited (the sampler measured it), then its counter.
+    assert lines[row_at + 1].startswith("    waited: "), lines[row_at + 1]
+    counter = lines[row_at + 2].split()
     assert counter[:2] == ["+", "mcts_simulations"] and number(counter[2]) == sims
     rate = number(counter[3].removesuffix("/s").split(".")[0])
     each = seconds(counter[4].removesuffix("/ea"))

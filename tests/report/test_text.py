@@ -194,6 +194,7 @@ def test_the_resource_and_gpu_blocks_follow_iterations_in_order():
         ("resources", "render_io_by_phase"),
         ("resources", "render_io"),
         ("resources", "render_memory"),
+        ("resources", "render_cpu"),  # with samples that carry the process's CPU
         ("gpu", "render"),
         ("timeline", "render_timeline"),
         ("story", "story_lines"),  # a traced run only

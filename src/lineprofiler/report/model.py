@@ -241,6 +241,9 @@ class DominantPhase:
     p99_ns: float | None
     histogram: list[Bucket]
     counters: list[Counter]
+    #: Why its threads were not running (:class:`.model_cpu.OffCpuSplit`); None: ``off_cpu_reason`` says why.
+    off_cpu: Any = None
+    off_cpu_reason: str | None = None
 
 
 @dataclass
@@ -591,6 +594,8 @@ class Report:
     io_by_phase: IoByPhase | None = None
     io: SampledIo | None = None
     memory: Memory | None = None
+    #: CPU: cores used against the CPUs there were, per host (:class:`.model_cpu.CpuBlock`).
+    cpu: Any = None
     gpu: GpuSummary | None = None
     #: ``--lines``: the top lines of each role from its ``backend="lines"`` windows.
     lines: LinesBlock | None = None
@@ -610,41 +615,9 @@ class Report:
 
 
 __all__ = [
-    "KIND",
-    "STRAGGLER_FROM",
-    "VERSION",
-    "Attempt",
-    "BackendWindow",
-    "Bucket",
-    "Counter",
-    "CounterGroup",
-    "Counters",
-    "DeviceUse",
-    "Dominant",
-    "DominantPhase",
-    "GpuSummary",
-    "Header",
-    "IoByPhase",
-    "IoPhase",
-    "IoTimeline",
-    "IterationRole",
-    "Iterations",
-    "Lane",
-    "LineRow",
-    "LinesBlock",
-    "LinesRole",
-    "Memory",
-    "MemoryRole",
-    "Process",
-    "PhaseShare",
-    "Reason",
-    "Report",
-    "Role",
-    "SampledIo",
-    "Series",
-    "Span",
-    "Stall",
-    "Timeline",
-    "TimelineRole",
-    "UnevenWork",
+    "KIND", "STRAGGLER_FROM", "VERSION", "Attempt", "BackendWindow", "Bucket", "Counter", "CounterGroup",
+    "Counters", "DeviceUse", "Dominant", "DominantPhase", "GpuSummary", "Header", "IoByPhase", "IoPhase",
+    "IoTimeline", "IterationRole", "Iterations", "Lane", "LineRow", "LinesBlock", "LinesRole", "Memory",
+    "MemoryRole", "Process", "PhaseShare", "Reason", "Report", "Role", "SampledIo", "Series", "Span", "Stall",
+    "Timeline", "TimelineRole", "UnevenWork",
 ]

@@ -29,8 +29,7 @@ not know, so later versions may add keys without a schema break. A file whose
     ``interval_s`` float or null (no periodic snapshots), ``writes`` int (successful), ``failures`` int,
     ``last_error`` str or null, ``last_success_unix_ns`` int or null.
 
-``config`` object: ``measure_cpu`` bool, ``window_phase`` str or null, ``backend`` str or
-    null, ``annotate`` bool, anything else the profiler was given.
+``config`` object: ``measure_cpu`` bool, ``window_phase`` str or null, ``backend`` str or null, ``annotate`` bool...
 
 ``histogram``\\* object: ``scheme`` (``"log2x8-31.25ns"``; files written before 0.2 say ``"log2x8-1us"``,
 read as the new scheme, see :mod:`.histogram`), ``n_buckets`` int.
@@ -39,22 +38,19 @@ read as the new scheme, see :mod:`.histogram`), ``n_buckets`` int.
     ``path``\\* str (``"iteration/self_play/mcts"``), ``entries``\\* int, ``wall_ns``\\* int,
     ``self_ns``\\* int (wall minus the wall of child phases), ``cpu_ns`` int or null (thread
     CPU time; null when not measured), ``min_ns`` / ``max_ns`` int or null,
-    ``hist``\\* list of ``[bucket_index, count]`` pairs (sparse), ``io`` bool and ``sync``
-    bool (how the phase was opened), ``io_bytes``: object or null (exact per-phase I/O,
-    filled by the sampler work), ``overflow`` bool (the node that takes entries past the cap).
+    ``hist``\\* list of ``[bucket_index, count]`` pairs (sparse), ``io`` bool and ``sync`` bool (how the
+    phase was opened), ``io_bytes``: object or null (exact per-phase I/O, filled by the sampler work),
+    ``overflow`` bool (the node that takes entries past the cap).
 
-``counters``\\* list of objects: ``phase``\\* str (the path open when counted, ``""`` when
-    none was), ``name``\\* str, ``total``\\* int.
+``counters``\\* list: ``phase``\\* str (the open path, ``""``: none), ``name``\\* str, ``total``\\* int.
 
-``caps`` object: ``max_paths`` int, ``paths_overflowed`` int (entries sent to the overflow
-    node), ``max_counters`` int, ``counters_overflowed`` int. ``repairs`` object:
-    ``mismatched_exits`` int (phase exits out of order or from another thread, repaired).
+``caps`` object: ``max_paths`` int, ``paths_overflowed`` int (entries sent to the overflow node), ``max_counters`` int,
+    ``counters_overflowed`` int. ``repairs`` object: ``mismatched_exits`` int (exits out of order, repaired).
 
 ``samples``: null or an object describing the resource samples (it may name a sidecar file in
-    the same folder). ``gpu``: null or an object (the GPU work defines it).
+    the same folder; its CPU keys: :mod:`.cpufields`). ``gpu``: null or an object (the GPU work defines it).
 
 ``errors`` list of str: failures inside the profiler that were recorded instead of raised.
-
 ``trace``: absent or null unless ``trace=True``; else the spans, open entries, links, threads and
 clock pairs (docs/report.md, "The story of a traced run"; the spans in a file beside, :mod:`.spanfile`),
 checked only when read (:func:`.tracesection.read_trace`). Written before ``samples`` (layout
@@ -83,8 +79,8 @@ from __future__ import annotations
 import os
 import sys
 
+from . import cpufields, plainjson, reading, spanfile, validation
 from . import histogram as _histogram
-from . import plainjson, reading, spanfile, validation
 from .layout import WORKERS_DIR, write_atomic
 
 # Names of the run directory's layout, still importable from here.
@@ -469,6 +465,7 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
     for key in ("samples", "gpu", "trace"):
         if not isinstance(document.get(key), (dict, NONE)):
             raise WorkerFileError(f"{path}: '{key}' is neither an object nor null")
+    cpufields.check(document.get("samples"), path, _CHECKER)
     errors = document.get("errors")
     if errors is not None and not validation.is_text_list(errors):
         raise WorkerFileError(f"{path}: 'errors' is not a list of text")
@@ -562,7 +559,7 @@ def split_trace(raw: bytes) -> tuple[dict[str, Any], bytes, bytes] | None:
     return None
 
 
-def _small_samples(tail: bytes) -> Any:
+def _small_samples(tail: bytes, path: Path) -> Any:
     """The ``samples`` value from the bytes after its key, when they are few (an object that
     names a sample file, or null); :data:`SAMPLES_SKIPPED` for inline rows, or bytes that do not
     parse (a full read judges them)."""
@@ -579,7 +576,10 @@ def _small_samples(tail: bytes) -> Any:
         samples = json.loads(value[:-1], parse_constant=_refuse_constant)
     except (ValueError, RecursionError):
         return SAMPLES_SKIPPED
-    return samples if isinstance(samples, dict) else SAMPLES_SKIPPED
+    if not isinstance(samples, dict):
+        return SAMPLES_SKIPPED
+    cpufields.check(samples, path, _CHECKER)  # what a whole read refuses, this one refuses too
+    return samples
 
 
 def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples: bool = False) -> dict[str, Any]:
@@ -608,7 +608,7 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
             if document is not None:
                 document.pop("layout", None)
                 document["trace"] = None if trace.strip() == b"null" else TRACE_SKIPPED
-                document["samples"] = _small_samples(tail)
+                document["samples"] = _small_samples(tail, path)
                 return document
     if skip_samples:
         parsed = _parse_head(raw)
@@ -620,7 +620,7 @@ def parse_worker_bytes(raw: bytes, path: str | os.PathLike[str], *, skip_samples
                 document = None  # judge the whole file, not a head that may have been cut wrongly
             if document is not None:
                 document.pop("layout", None)
-                document["samples"] = _small_samples(tail)
+                document["samples"] = _small_samples(tail, path)
                 return document
     try:
         document = json.loads(raw, parse_constant=_refuse_constant)

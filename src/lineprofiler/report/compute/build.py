@@ -17,7 +17,7 @@ from typing import Any
 
 from ..model import Report
 from ..read.run import Run
-from .blocks import RenderOptions, gpu, lines, resources, timeline
+from .blocks import RenderOptions, cpu, gpu, lines, resources, timeline
 from .blocks.iterations import iteration_phase, iterations, role_loop, role_window_phase
 from .blocks.phases import DOMINANT_ROWS, buckets, counter, counters, dominant
 from .blocks.roles import attempt, header, process, roles
@@ -62,6 +62,8 @@ BLOCKS: tuple[Block, ...] = (
     Block("resources", "render_io_by_phase", "io_by_phase", resources.io_by_phase, "render_io_by_phase"),
     Block("resources", "render_io", "io", resources.sampled_io, "render_io"),
     Block("resources", "render_memory", "memory", resources.memory, "render_memory"),
+    # Cores used against the CPUs there were, per host (and, on DOMINANT PHASES, why phases waited).
+    Block("resources", "render_cpu", "cpu", cpu.cpu_block, "render_cpu"),
     Block("gpu", "render", "gpu", gpu.gpu_block, "render"),
     Block("timeline", "timeline_block", "timeline", _timeline_block, "render_timeline"),
     # The HTML report and the Perfetto export draw the lanes; the text has no such block.

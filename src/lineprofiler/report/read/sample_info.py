@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...runfiles.workerfile import WorkerFileError
+from .cpu_samples import WorkerCpu, unreadable, worker_cpu
 from .run import Worker
 
 
@@ -31,6 +32,8 @@ class SampleInfo:
     unavailable_reason: str | None
     io_unavailable_reason: str | None
     phase_unavailable_reason: str | None
+    #: What it says about CPU: why its threads waited, per phase; its CPU time; its CPUs.
+    cpu: WorkerCpu | None = None
 
 
 def _text(samples: dict[str, Any], key: str) -> str | None:
@@ -47,7 +50,8 @@ def sample_info(worker: Worker) -> SampleInfo | None:
     try:
         samples = worker.document.read_samples()
     except WorkerFileError as error:
-        return SampleInfo(worker, None, None, (), f"its worker file could not be re-read: {error}", None, None)
+        reason = f"its worker file could not be re-read: {error}"
+        return SampleInfo(worker, None, None, (), reason, None, None, unreadable(reason))
     if not isinstance(samples, dict):
         return None
     name = samples.get("file")
@@ -68,4 +72,5 @@ def sample_info(worker: Worker) -> SampleInfo | None:
         unavailable_reason=_text(samples, "unavailable_reason"),
         io_unavailable_reason=_text(samples, "io_unavailable_reason"),
         phase_unavailable_reason=_text(samples, "phase_unavailable_reason"),
+        cpu=worker_cpu(samples),
     )

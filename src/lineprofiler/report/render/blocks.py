@@ -20,7 +20,8 @@ from ..compute import build
 from ..compute.blocks import RenderOptions
 from ..model import Report
 from ..read.run import Run
-from . import text, text_blocks
+from . import cpu_text, text, text_blocks
+from .html import cpu as cpu_html
 from .html import page
 from .html.lines import lines_html
 from .html.markup import page as html_page
@@ -88,6 +89,10 @@ def _memory(r: Report) -> str:
     return page.memory_html(r.memory, r.header) if r.memory is not None else ""
 
 
+def _cpu(r: Report) -> str:
+    return cpu_html.cpu_html(r.cpu) if r.cpu is not None else ""
+
+
 def _gpu(r: Report) -> str:
     return page.gpu_html(r.gpu, r.header) if r.gpu is not None else ""
 
@@ -113,6 +118,7 @@ _OUTPUTS: dict[str, tuple[Printer | None, Section | None]] = {
     "io_by_phase": (text_blocks.io_by_phase_lines, Section("io-by-phase", "I/O by phase", _io_by_phase)),
     "io": (text_blocks.io_lines, Section("io", "I/O", _io)),
     "memory": (text_blocks.memory_lines, Section("memory", "Memory", _memory)),
+    "cpu": (cpu_text.cpu_lines, Section("cpu", "CPU", _cpu)),
     "gpu": (text_blocks.gpu_lines, Section("gpu", "GPU", _gpu)),
     "timeline": (text_blocks.timeline_lines, None),
     "lanes": (None, Section("timeline", "Timeline", _lanes)),

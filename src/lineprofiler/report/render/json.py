@@ -3,7 +3,7 @@
 The document is the :class:`~.model.Report` itself, field for field (docs/report.md lists the
 schema): ``kind`` ``"lineprofiler-report"``, ``version`` 1, then ``run`` (the same object
 ``compare --json`` gives each side), ``header``, ``roles``, ``dominant``, ``counters``,
-``iterations``, ``io_by_phase``, ``io``, ``memory``, ``gpu``, ``lanes``, ``timeline``, ``caveats`` and
+``iterations``, ``io_by_phase``, ``io``, ``memory``, ``cpu``, ``gpu``, ``lanes``, ``timeline``, ``caveats`` and
 ``failed``, and ``story`` where a worker recorded a trace. An absent block is ``null``; a value that
 could not be measured is ``null``, never 0. A reader should ignore keys it does not know: new keys
 may appear within a version; a change of meaning or a removal raises the version.

@@ -5,7 +5,7 @@ Each ``*_lines(model)`` function prints one block; a block whose model is absent
 :func:`.blocks.render` computes the model first).
 
 The order: header, one block per role, DOMINANT PHASES (with counters under their phase),
-COUNTERS not shown there, ITERATIONS, BACKEND WINDOWS, then LINES (``--lines``), I/O BY PHASE, I/O, MEMORY, GPU,
+COUNTERS not shown there, ITERATIONS, BACKEND WINDOWS, then LINES (``--lines``), I/O BY PHASE, I/O, MEMORY, CPU, GPU,
 TIMELINE and STORY (printed by :mod:`.text_blocks`), then CAVEATS: the order of ``build.BLOCKS``.
 A block that fails to compute or to print costs that block only: it is named under CAVEATS and
 the rest is printed.
@@ -14,6 +14,7 @@ Sentences the HTML page prints too come from :mod:`..wording`.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from .. import format as fmt
@@ -34,6 +35,7 @@ from ..wording import (
     time_in_phases_text,
     utc_time,
 )
+from . import cpu_text
 from .text_blocks import gpu_lines, io_by_phase_lines, io_lines, memory_lines
 
 #: How many rows a role block prints before summarising the rest.
@@ -42,6 +44,8 @@ ROLE_ROWS = 8
 #: the rest: a run may count thousands of distinct names, and --json lists every one.
 COUNTER_ROWS = 20
 NAME_WIDTH = 30
+#: The width the note under DOMINANT PHASES is wrapped to.
+NOTE_WIDTH = 100
 RULE = fmt.RULE
 
 
@@ -127,6 +131,9 @@ def dominant_lines(dominant: Dominant | None) -> list[str]:
     if dominant is None or not dominant.phases:
         return []
     several = dominant.several_roles
+    # Why each row's threads waited, under it, where any process measured it: files written
+    # before it was measured print the table they always did (--json says why it is missing).
+    split_shown = cpu_text.measured(dominant.phases)
     head = f"{'DOMINANT PHASES':<{NAME_WIDTH}}{'self':>10}{'wait':>8}{'p50':>10}{'p99':>10}"
     lines = [head + ("  role" if several else "")]
     for phase in dominant.phases:
@@ -137,9 +144,14 @@ def dominant_lines(dominant: Dominant | None) -> list[str]:
         if several:
             line += f"  {fmt.printable(phase.role)}"
         lines.append(line)
+        if split_shown:
+            lines.append(f"    waited: {cpu_text.row_words(phase)}")
         lines.extend(counter_line(c) for c in phase.counters[:COUNTER_ROWS])
         if len(phase.counters) > COUNTER_ROWS:
             lines.append(f"    {more_counters(len(phase.counters) - COUNTER_ROWS)}")
+    if split_shown:
+        note = cpu_text.split_note(dominant.phases)
+        lines.extend(textwrap.wrap(note, NOTE_WIDTH, initial_indent="  ", subsequent_indent="  "))
     return lines
 
 

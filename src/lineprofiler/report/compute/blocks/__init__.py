@@ -3,7 +3,7 @@
 built from samples share.
 
 :mod:`.roles` (the header and the roles), :mod:`.phases` (DOMINANT PHASES and COUNTERS),
-:mod:`.iterations`, :mod:`.lines`, :mod:`.resources` (I/O BY PHASE, I/O, MEMORY), :mod:`.gpu`,
+:mod:`.iterations`, :mod:`.lines`, :mod:`.resources` (I/O BY PHASE, I/O, MEMORY), :mod:`.cpu`, :mod:`.gpu`,
 :mod:`.timeline` and :mod:`.story` compute them; ``report/compute/build.py`` lists them in
 order and runs them. Their models are ``report/model.py``'s; the renderers format those, never a
 run.

@@ -1,5 +1,6 @@
 """DOMINANT PHASES (the ``(role, phase)`` rows with the most self time, their percentiles,
-histograms and counters) and COUNTERS (the counters under every other phase)."""
+histograms, counters and why their threads were not running: the off-CPU split of the phase and
+the phases under it, from :func:`.cpu.run_cpu`) and COUNTERS (the counters under every other phase)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from ....runfiles import histogram
 from ...model import Bucket, Counter, CounterGroup, Counters, Dominant, DominantPhase
 from ...read.run import PhaseStats, RoleStats, Run
 from . import RenderOptions
+from .cpu import run_cpu
 
 #: How many ``(role, phase)`` rows DOMINANT PHASES holds.
 DOMINANT_ROWS = 10
@@ -46,7 +48,9 @@ def dominant(run: Run, options: RenderOptions) -> Dominant | None:
     if not rows:
         return None
     phases = []
+    cpus = run_cpu(run, options)
     for role, phase in rows:
+        split, why = cpus.split(role.data_workers, phase.path, phase.processes)
         counters = [
             counter(name, path, total, phase, role.lifetime_ns)
             for (path, name), total in sorted(role.counters.items())
@@ -68,6 +72,8 @@ def dominant(run: Run, options: RenderOptions) -> Dominant | None:
                 p99_ns=phase.quantile(0.99),
                 histogram=buckets(phase.hist),
                 counters=counters,
+                off_cpu=split,
+                off_cpu_reason=why,
             )
         )
     return Dominant(several_roles=len(run.roles) > 1, phases=phases)

@@ -11,11 +11,13 @@ from ...read.run import Run
 from ..story.assemble import story as build_story
 from ..story.model import Story
 from . import RenderOptions
+from .cpu import run_cpu
 
 
 def story_block(run: Run, options: RenderOptions) -> Story | None:
     def compute() -> tuple[Story | None, list[str]]:
-        return build_story(run)
+        # The findings read each process's off-CPU split from the reads this report shares.
+        return build_story(run, run_cpu(run, options))
 
     # Shared: the HTML and Perfetto outputs of one report read the traces once.
     result, notes = options.shared("story", run, compute)

@@ -10,6 +10,7 @@ from ....runfiles import tracesection
 from ... import format as fmt
 from ...read.merge import ReportError
 from ...read.run import Run
+from ..cpu_use import RunCpu, from_files
 from .attribution import attribute
 from .clocks import Match, estimate
 from .critical_path import critical_path
@@ -118,8 +119,9 @@ def _left_out_note(traces: Sequence[WorkerTrace]) -> str:
     )
 
 
-def story(run: Run) -> tuple[Story | None, list[str]]:
-    """The story, or None when no worker has a trace; and the CAVEATS lines it adds."""
+def story(run: Run, cpu: RunCpu | None = None) -> tuple[Story | None, list[str]]:
+    """The story, or None when no worker has a trace; and the CAVEATS lines it adds. ``cpu``:
+    each process's CPU parts (default: read from the files as the findings ask)."""
     if not has_trace(run):
         return None, []
     notes: list[str] = []
@@ -220,7 +222,7 @@ def story(run: Run) -> tuple[Story | None, list[str]]:
         spans_kept=kept,
         spans_recorded=recorded,
         path=path,
-        findings=findings(traces, path, skews, run_ns),
+        findings=findings(traces, path, skews, run_ns, cpu if cpu is not None else from_files(run)),
         skew=skews,
         arrows=arrows,
         arrows_left_out=left_out,

@@ -3,8 +3,9 @@
 What a finding claims it must show: a process "set the run's length" only for the time the
 critical path spent in it; a thread that was off-CPU is "waiting" only where a ``wait_on`` link
 names what for, and otherwise its cause is said to be unknown (being blocked is not being a
-queue: a sleep, a lock or a disk read look the same from outside). A finding whose cost cannot
-be measured says "unknown" and ranks last.
+queue: a sleep, a lock or a disk read look the same from outside), unless its process measured
+why its threads were not running (:mod:`.waits`: waiting for a CPU, throttled, blocked). A
+finding whose cost cannot be measured says "unknown" and ranks last.
 
 One finding per (process, phase): a phase on the critical path that was also mostly off-CPU is
 one finding (the off-CPU one, which says its time on the path too), not two. Each finding says
@@ -20,13 +21,15 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ... import format as fmt
+from ..cpu_use import RunCpu
 from .model import CriticalPath, Finding, SkewPhase
 from .spans import WorkerTrace
+from .waits import BLOCKED_FROM, CPU_WAIT_FROM, measured_finding, split_of
 
 #: Path shares of at least this much of the run are findings.
 PATH_SHARE_FROM = 0.05
-#: A phase off-CPU for at least this share of its wall time, and at least this share of the run.
-BLOCKED_FROM = 0.6
+#: A phase off-CPU for at least this share of its wall time (:data:`.waits.BLOCKED_FROM`), and at
+#: least this share of the run.
 BLOCKED_RUN_SHARE = 0.05
 #: At most this many findings of each kind.
 PER_KIND = 5
@@ -37,12 +40,17 @@ def _pct(fraction: float | None) -> str:
 
 
 def findings(
-    traces: Sequence[WorkerTrace], path: CriticalPath | None, skews: Sequence[SkewPhase], run_ns: int
+    traces: Sequence[WorkerTrace],
+    path: CriticalPath | None,
+    skews: Sequence[SkewPhase],
+    run_ns: int,
+    cpu: RunCpu | None = None,
 ) -> list[Finding]:
+    """``cpu``: what each process measured of why its threads waited (None: nothing)."""
     out: list[Finding] = []
     if path is not None:
         out.extend(_path_findings(traces, path, run_ns))
-    out = _one_per_phase(out, _blocked_findings(traces, path, run_ns))
+    out = _one_per_phase(out, _blocked_findings(traces, path, run_ns, cpu))
     out.extend(_skew_findings(traces, skews, run_ns))
     for finding in out:
         if finding.removable_ns is not None and run_ns > 0:
@@ -141,10 +149,12 @@ def _on_path_ns(path: CriticalPath | None, process: int, phase: str) -> int:
     )
 
 
-def _blocked_findings(traces: Sequence[WorkerTrace], path: CriticalPath | None, run_ns: int) -> list[Finding]:
+def _blocked_findings(
+    traces: Sequence[WorkerTrace], path: CriticalPath | None, run_ns: int, cpu: RunCpu | None
+) -> list[Finding]:
     found: list[Finding] = []
     for trace in traces:
-        found.extend(_deepest(_blocked_phases(trace, path, run_ns)))
+        found.extend(_deepest(_blocked_phases(trace, path, run_ns, cpu)))
     found.sort(key=lambda f: (-(f.cost_ns or 0), -float(f.figures["wall_ns"] or 0)))
     return found[:PER_KIND]
 
@@ -155,21 +165,35 @@ def _deepest(candidates: list[Finding]) -> list[Finding]:
     return [f for f, name in zip(candidates, names, strict=True) if not any(n.startswith(name + "/") for n in names)]
 
 
-def _blocked_phases(trace: WorkerTrace, path: CriticalPath | None, run_ns: int) -> list[Finding]:
+def _blocked_phases(trace: WorkerTrace, path: CriticalPath | None, run_ns: int, cpu: RunCpu | None) -> list[Finding]:
     found: list[Finding] = []
     # A wait tells about the phase it was made in, and about the one that had just closed before
     # it (the get had a phase of its own, and wait_on came right after it returned).
     linked = {trace.phase_name(link.phase_id) for link in trace.links if link.kind == "wait"}
     linked |= {trace.phase_name(link.after_phase_id) for link in trace.links if link.after_phase_id >= 0}
     for phase in trace.worker.document["phases"]:
-        wall, cpu = phase["wall_ns"], phase.get("cpu_ns")
-        if cpu is None or wall <= 0 or run_ns <= 0 or wall / run_ns < BLOCKED_RUN_SHARE:
+        wall, cpu_ns = phase["wall_ns"], phase.get("cpu_ns")
+        if cpu_ns is None or wall <= 0 or run_ns <= 0 or wall / run_ns < BLOCKED_RUN_SHARE:
             continue
-        off = max(0, wall - cpu) / wall
+        off = max(0, wall - cpu_ns) / wall
         name = phase["path"]
+        if off < CPU_WAIT_FROM:
+            continue  # mostly on a CPU: neither a CPU wait nor a sleep worth a finding
+        has_link = any(p is not None and (p == name or p.startswith(name + "/")) for p in linked)
+        split = split_of(cpu, trace, name)
+        if split is not None:
+            on_path = _on_path_ns(path, trace.index, name)
+            host = cpu.host(trace.worker.host) if cpu is not None else None
+            measured = measured_finding(
+                trace, name, wall=wall, cpu_ns=cpu_ns, split=split, linked=has_link, on_path=on_path, run_ns=run_ns,
+                host=host,
+            )
+            if measured is not None:
+                found.append(measured)
+            continue
         if off <= BLOCKED_FROM:
             continue
-        if any(p is not None and (p == name or p.startswith(name + "/")) for p in linked):
+        if has_link:
             continue  # a wait_on link says what it waited for: the path and its findings tell
         on_path = _on_path_ns(path, trace.index, name)
         where = (
@@ -180,13 +204,13 @@ def _blocked_phases(trace: WorkerTrace, path: CriticalPath | None, run_ns: int) 
                 kind="blocked_unknown",
                 text=(
                     f"{trace.worker.label} was off-CPU for {_pct(off)} of {fmt.printable(name)} "
-                    f"({fmt.duration(wall - cpu)} of {fmt.duration(wall)} wall, CPU {fmt.duration(cpu)}); "
+                    f"({fmt.duration(wall - cpu_ns)} of {fmt.duration(wall)} wall, CPU {fmt.duration(cpu_ns)}); "
                     f"what it waited on is unknown (no wait_on link was recorded in it); {where}"
                 ),
                 cost_ns=on_path,
                 cost_fraction=on_path / run_ns,
                 process=trace.index,
-                figures={"wall_ns": wall, "cpu_ns": cpu, "off_cpu": off, "on_path_ns": on_path, "phase": name},
+                figures={"wall_ns": wall, "cpu_ns": cpu_ns, "off_cpu": off, "on_path_ns": on_path, "phase": name},
                 # Its off-CPU share of its time on the path: the wait that, removed, shortens the run.
                 removable_ns=round(off * on_path) if on_path else None,
             )

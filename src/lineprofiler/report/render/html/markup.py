@@ -50,6 +50,7 @@ td.src code{font-size:12px}
 table[data-block=lines] th:nth-child(n+7){text-align:left}
 div.wide{overflow-x:auto}
 tr.sub td{color:var(--muted);border-bottom:0;font-size:13px}
+td.bar svg.chart{display:inline-block;margin:0;vertical-align:middle}
 tr.sub td:first-child{padding-left:28px}
 .js th[data-sort]{cursor:pointer}
 .js th[data-sort]:after{content:" \\2195";color:#aab}

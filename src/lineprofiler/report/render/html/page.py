@@ -32,6 +32,8 @@ from ...model import (
     Role,
     SampledIo,
 )
+from .. import cpu_text
+from . import cpu as cpu_html
 from . import svg
 from .markup import name, para, section, table, td
 
@@ -152,18 +154,22 @@ def roles_html(roles: Sequence[Role]) -> str:
 def dominant_html(dominant: Dominant) -> str:
     groups = []
     figures = []
+    # The off-CPU split, a bar beside wait, where any process measured it (as in the text).
+    split_shown = cpu_text.measured(dominant.phases)
     for p in dominant.phases:
         key = f'data-role="{escape(p.role, quote=True)}" data-phase="{escape(p.path, quote=True)}"'
         row = (
             f"<tr {key}>{td(fmt.printable(p.path), cls='name')}{td(fmt.printable(p.role))}"
             f"{td(fmt.duration(p.self_ns), p.self_ns)}{td(fmt.percent(p.wait, 0), p.wait)}"
+            f"{cpu_html.split_cell(p) if split_shown else ''}"
             f"{td(fmt.duration(p.p50_ns), p.p50_ns)}{td(fmt.duration(p.p95_ns), p.p95_ns)}"
             f"{td(fmt.duration(p.p99_ns), p.p99_ns)}{td(fmt.count(p.entries), p.entries)}</tr>"
         )
         subs = "".join(
             f'<tr class="sub" data-counter="{escape(c.name, quote=True)}"><td class="name">+ {name(c.name)}</td>'
             f"{td(fmt.count(c.total), c.total)}{td(fmt.rate(c.per_s), c.per_s)}"
-            f"{td(fmt.per_each(c.each_ns), c.each_ns)}<td></td><td></td><td></td><td></td></tr>"
+            f"{td(fmt.per_each(c.each_ns), c.each_ns)}<td></td><td></td><td></td><td></td>"
+            f"{'<td></td>' if split_shown else ''}</tr>"
             for c in p.counters
         )
         groups.append(f"<tbody>{row}{subs}</tbody>")
@@ -178,7 +184,10 @@ def dominant_html(dominant: Dominant) -> str:
             f"p50 {fmt.duration(p.p50_ns)} · p95 {fmt.duration(p.p95_ns)} · p99 {fmt.duration(p.p99_ns)} · "
             f"{fmt.count(p.entries)} entries</figcaption></figure>"
         )
-    tab = table("dominant", ("phase", "role", "self", "wait", "p50", "p95", "p99", "entries"), groups, groups=True)
+    columns = ("phase", "role", "self", "wait", *(("waited",) if split_shown else ()), "p50", "p95", "p99", "entries")
+    tab = table("dominant", columns, groups, groups=True)
+    if split_shown:
+        tab += cpu_html.split_legend(dominant.phases)
     note = para(
         "Counters are listed under their phase: total, rate per second of the phase's wall time, "
         "time per each. Histograms: entries per bucket (8 per doubling of duration); hover a bar "
