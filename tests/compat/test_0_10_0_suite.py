@@ -135,17 +135,20 @@ def tally(suite: Path, outcomes: dict[str, list[str]], expected: dict[str, tuple
             else:
                 worst = next((o for o in ("error", "failed", "passed", "skipped") if o in items), items[0])
                 counts[worst] += names.count(name)
-    items = Counter(outcome for outcome, _ in outcomes.values())
+    items = Counter(outcome for node, (outcome, _) in outcomes.items() if "::" in node)
+    unimportable = sorted(node for node in outcomes if "::" not in node)
     by_category = Counter(
         category for node, (category, _) in expected.items() if outcomes.get(node, [""])[0] in FAILING
     )
     return (
         f"test functions: {sum(len(n) for n in functions.values())}: "
         + ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
-        + f"\ntest items: {sum(items.values())}: "
+        + f" ({sum(len(functions[f]) for f in unimportable)} of the errors: every function of "
+        + f"{', '.join(unimportable)}, which cannot be imported)"
+        + f"\ntest items collected: {sum(items.values())}: "
         + ", ".join(f"{n} {what}" for what, n in sorted(items.items()))
-        + "\nfailing items by category: "
-        + ", ".join(f"({c}) {CATEGORIES[c]}: {by_category[c]}" for c in CATEGORIES)
+        + "\nfailing items and files by category: "
+        + ", ".join(f"({c}) {CATEGORIES[c]}: {by_category[c]}" for c in CATEGORIES if c != "t")
     )
 
 
