@@ -30,6 +30,12 @@ DEMO_PACKAGES ?= numpy
 OPTIONAL_PEERS := 'ray>=2.40' 'ray[tune]>=2.40' 'viztracer>=0.16' \
 	'tensorboardX>=2.6' 'tensorboard>=2.15' 'wandb>=0.16' 'mlflow>=2.10'
 
+# 0.10.0's sdist, whose own test suite tests/compat/test_0_10_0_suite.py runs against this
+# package: fetched once into a cache every venv shares. Without a network that test skips; in CI
+# a failed download fails the build, as a peer's install does.
+COMPAT_SDIST_DIR := .cache/sdists
+COMPAT_SDIST := $(COMPAT_SDIST_DIR)/with_line_profiler-0.10.0.tar.gz
+
 .PHONY: demo test test-asan lint bench clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(C_SOURCES)
@@ -52,6 +58,11 @@ $(VENV)/.installed: pyproject.toml setup.py $(C_SOURCES)
 		$(PY) -m pip install -q torch==2.13.0 || { [ -n "$$CI" ] && exit 1; echo "torch not installed: its tests will skip"; }; fi
 	touch $@
 
+$(COMPAT_SDIST): | $(VENV)/.installed
+	$(PY) -m pip download -q --no-deps --no-binary :all: --retries 1 --timeout 30 -d $(COMPAT_SDIST_DIR) \
+		'with-line-profiler==0.10.0' || { [ -n "$$CI" ] && exit 1; \
+		echo "with-line-profiler 0.10.0's sdist not downloaded: tests/compat/test_0_10_0_suite.py will skip"; }
+
 # The package (a built copy, without the test seams, and without -Werror: a user's compiler may
 # warn where ours does not) and what the examples import, nothing of the test environment. Built
 # from a copy of the tree: an in-tree build shares build/ with make test-asan's, and a
@@ -69,7 +80,7 @@ $(DEMO_VENV)/.installed: pyproject.toml setup.py $(PACKAGE_SOURCES)
 demo: $(DEMO_VENV)/.installed
 	$(DEMO_VENV)/bin/python examples/demo.py
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(COMPAT_SDIST)
 	# pytest exits 5 when it collected nothing; that is a failure of the suite here.
 	$(RUN_ENV) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) $(TESTS); rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no tests ran"; exit 1; fi; exit $$rc

@@ -1,7 +1,8 @@
 """``import with_line_profiler``: the distribution's name as an import, an alias of :mod:`lineprofiler`.
 
 0.10.0 shipped this alias with the top-level names of ``lineprofiler`` and its ``accounting``
-layer; they are the same objects here. ``lineprofiler`` stays the documented name.
+layer; they are the same objects here, every name of ``lineprofiler.__all__`` (0.11.0's IPython
+hooks too). ``lineprofiler`` stays the documented name.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from lineprofiler import FunctionStats, LineProfiler, LineStats, start_profiling, stop_profiling
+    from lineprofiler import (
+        FunctionStats,
+        LineProfiler,
+        LineStats,
+        load_ipython_extension,
+        start_profiling,
+        stop_profiling,
+        unload_ipython_extension,
+    )
 
 __all__ = [
     "FunctionStats",
@@ -20,12 +29,23 @@ __all__ = [
     "LineStats",
     "__version__",
     "accounting",
+    "load_ipython_extension",
     "start_profiling",
     "stop_profiling",
+    "unload_ipython_extension",
 ]
 
 # Resolved through lineprofiler on first use, as lineprofiler imports the line layer late.
-_LAZY = ("FunctionStats", "LineProfiler", "LineStats", "config", "start_profiling", "stop_profiling")
+_LAZY = (
+    "FunctionStats",
+    "LineProfiler",
+    "LineStats",
+    "config",
+    "load_ipython_extension",
+    "start_profiling",
+    "stop_profiling",
+    "unload_ipython_extension",
+)
 
 
 def __getattr__(name: str) -> Any:
