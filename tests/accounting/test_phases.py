@@ -563,6 +563,7 @@ class _CApi(ctypes.Structure):
         ("after_fork_child", ctypes.c_void_p),
         ("main_thread_since_ns", ctypes.POINTER(ctypes.c_int64)),
         ("own_io_seq", ctypes.POINTER(ctypes.c_uint32)),
+        ("own_reaped_fingerprint", ctypes.POINTER(ctypes.c_int64)),
     ]
 
 
@@ -576,7 +577,7 @@ def _capi():
 
 def test_capsule_publishes_the_main_thread_phase_and_own_io():
     api = _capi()
-    assert api.version == _phases.CAPI_VERSION == 4
+    assert api.version == _phases.CAPI_VERSION == 5
     rec = _phases.Recorder(measure_cpu=False)
     rec.make_primary()
     assert api.main_thread_phase[0] == -1

@@ -43,7 +43,8 @@ def test_the_seed_example_writes_a_valid_worker_file(tmp_path):
     assert set(phases) == {"iteration", "iteration/self_play", "iteration/self_play/mcts"}
     assert phases["iteration"]["entries"] == 5 and phases["iteration"]["cpu_ns"] is not None
     assert doc["counters"] == [
-        {"phase": "iteration/self_play/mcts", "name": "mcts_simulations", "total": 320, "calls": 5, "min": 64, "max": 64}
+        {"phase": "iteration/self_play/mcts", "name": "mcts_simulations", "total": 320, "calls": 5, "min": 64,
+         "max": 64}
     ]
     assert doc["caps"]["max_paths"] == 10_000 and doc["repairs"]["mismatched_exits"] == 0
     assert doc["errors"] == [] and set(doc["gpu"]) == {"vram", "nvml"}

@@ -98,6 +98,13 @@ class SimWorker:
         self.cpu_clock_ns = 0
         self.nodes: dict[str, _Node] = {}
         self.counters: dict[tuple[str, str], int] = {}
+        #: The worker file's ``source`` (the project's commit), as the profiler records it.
+        self.source: dict[str, Any] = {
+            "commit": None, "dirty_files": None, "diff_sha": None, "root": "/project",
+            "unavailable_reason": "/project is not in a git repository git can read",
+        }
+        #: Per counter: count() calls, the least and the most one added.
+        self.counter_spread: dict[tuple[str, str], tuple[int, int, int]] = {}
         #: Per phase path, the ``io_bytes`` object its document entry carries.
         self.io_bytes: dict[str, dict[str, int]] = {}
         # Node ids in order of first entry, as the recorder numbers them (1 is its root).
@@ -143,6 +150,8 @@ class SimWorker:
     def count(self, name: str, n: int = 1) -> None:
         key = (self._stack[-1][0] if self._stack else "", name)
         self.counters[key] = self.counters.get(key, 0) + n
+        calls, low, high = self.counter_spread.get(key, (0, n, n))
+        self.counter_spread[key] = (calls + 1, min(low, n), max(high, n))
 
     # -- the document -----------------------------------------------------------------------
 
@@ -223,7 +232,9 @@ class SimWorker:
         last_flush = self.start_unix_ns + elapsed
         final = status in ("exited", "signalled")
         counters = [] if started_only else [
-            {"phase": phase, "name": name, "total": total} for (phase, name), total in sorted(self.counters.items())
+            {"phase": phase, "name": name, "total": total,
+             **dict(zip(("calls", "min", "max"), self.counter_spread[(phase, name)], strict=True))}
+            for (phase, name), total in sorted(self.counters.items())
         ]
         writes = 1 if started_only else max(1, int(elapsed / (self.interval_s * S)) + 1)
         io_zero = {name: 0 for name in samplefile.IO_FIELDS}
@@ -283,6 +294,9 @@ class SimWorker:
         )
         document["samples"] = samples
         document["gpu"] = gpu
+        # Where git could not say (the profiler's shape when the project is no repository);
+        # tests that want a commit set ``source``.
+        document["source"] = self.source
         # No live file beside it (the profiler writes null when it could not make one): the
         # report reads the document's own numbers.
         document["live_file"] = None
@@ -386,6 +400,16 @@ class SimWorker:
         return path
 
 
+def off_cpu_split(rows: Sequence[Mapping[str, Any]], **over: Any) -> dict[str, Any]:
+    """A ``samples.off_cpu`` object with these per-phase rows (``path``, ``elapsed_ns``,
+    ``on_cpu_ns``, ``runqueue_ns``, ``throttled_ns``, ``blocked_ns``), for ``write_samples``."""
+    return {
+        "resolution_s": 0.1, "phases": [dict(row) for row in rows], "unattributed_ns": 0, "threads": 1,
+        "unavailable_reason": None, "throttle_unavailable_reason": None, "throttle_source": "/sys/fs/cgroup/cpu.stat",
+        **over,
+    }
+
+
 def expected_quantile(durations: Sequence[int], q: float) -> float:
     """The q-quantile the report should print for these entry durations, worked out from the
     durations alone as runfiles/histogram.py documents it, without its functions: the nearest
@@ -484,7 +508,7 @@ from lineprofiler.accounting import Profiler
 if os.environ.get("LINEPROFILER_NVML_LIBRARY"):  # the NVML test stub, scripted with one device
     ctypes.CDLL(os.environ["LINEPROFILER_NVML_LIBRARY"]).lpstub_set_device_count(1)
 
-profiler = Profiler(run_dir=sys.argv[1], role="actor", sample_interval_s=0.02)
+profiler = Profiler(run_dir=sys.argv[1], role="actor", sample_interval_s=0.02, timeline_hz=100)
 for _ in range(3):
     with profiler.phase("iteration"):
         with profiler.phase("mcts"):

@@ -10,7 +10,7 @@ users' files hold.
 
 import json
 
-from lp_report_builders import MS, SimWorker, actor_loop, gpu_document, key_paths, key_shape
+from lp_report_builders import MS, SimWorker, actor_loop, gpu_document, key_paths, key_shape, off_cpu_split
 
 from lineprofiler.report.read.merge import load_run
 
@@ -23,8 +23,10 @@ def simulated_file(tmp_path):
     sim.count("episodes")
     sim.open("serve")
     sim.wait(50 * MS)
+    split = off_cpu_split([{"path": "iteration/self_play/mcts", "elapsed_ns": 30 * MS, "on_cpu_ns": 20 * MS,
+                            "runqueue_ns": 5 * MS, "throttled_ns": 0, "blocked_ns": 5 * MS}])
     samples = sim.write_samples(tmp_path, {"rss_bytes": [10**6, 2 * 10**6], "gpu0_busy": [10, 20],
-                                           "gpu0_mine": [-1, 5]})
+                                           "gpu0_mine": [-1, 5]}, off_cpu=split)
     path = sim.write(tmp_path, samples=samples, gpu=gpu_document(devices=[0]))
     return path, json.loads(path.read_bytes())
 

@@ -23,7 +23,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from lp_report_builders import MS, US, S, SimWorker, actor_loop, gpu_document, key_paths, key_shape, learner_loop
+from lp_report_builders import (
+    MS,
+    US,
+    S,
+    SimWorker,
+    actor_loop,
+    gpu_document,
+    key_paths,
+    key_shape,
+    learner_loop,
+    off_cpu_split,
+)
 
 from lineprofiler.report.read import merge
 from lineprofiler.report.render import compare
@@ -49,8 +60,12 @@ def baseline_documents(folder):
     learner.open("iteration")
     learner.open("load_batch")
     learner.wait(30 * S)
+    split = off_cpu_split([{"path": "iteration/load_batch", "elapsed_ns": 30 * S, "on_cpu_ns": 0, "runqueue_ns": 0,
+                            "throttled_ns": 0, "blocked_ns": 30 * S}])
     samples = learner.write_samples(folder, {"rss_bytes": [10**6, 3 * 10**6, 2 * 10**6], "rchar": [0, 10, 20],
-                                             "gpu0_busy": [50, 60, 70], "gpu0_mine": [-1, 10, -2]})
+                                             "gpu0_busy": [50, 60, 70], "gpu0_mine": [-1, 10, -2]}, off_cpu=split)
+    learner.source = {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty_files": 2, "diff_sha": "9b1530cd",
+                      "root": "/project", "unavailable_reason": None}
     mutant_source = learner.document(
         status="running", snapshot_failures=1, last_error="disk full", mismatched_exits=2, errors=["e"],
         caps={"max_paths": 10, "paths_overflowed": 1, "max_counters": 10, "counters_overflowed": 0},

@@ -88,6 +88,18 @@ from .layout import sanitize_component as sanitize_component
 from .layout import worker_dir as worker_dir
 from .layout import worker_file_name as worker_file_name
 from .validation import INT_LIMIT, NONE, Field
+from .workerfields import (
+    CAPS,
+    CONFIG,
+    COUNTER,
+    HISTOGRAM,
+    IDENTITY,
+    PHASE,
+    REPAIRS,
+    SNAPSHOT,
+    SOURCE,
+    TIMES,
+)
 
 TYPE_CHECKING = False  # typing is not imported at run time: every process of a run pays its import
 if TYPE_CHECKING:
@@ -351,74 +363,6 @@ _CHECKER = validation.Checker(
     ),
 )
 
-_IDENTITY = (
-    Field("run_id", (str,)),
-    Field("role", (str,)),
-    Field("host", (str,)),
-    Field("pid", (int,), non_negative=True),
-    Field("uuid", (str,)),
-    Field("attempt", (int,), required=False, non_negative=True),
-    Field("rank", (int, NONE), required=False),
-    Field("local_rank", (int, NONE), required=False),
-    Field("node_rank", (int, NONE), required=False),
-    Field("world_size", (int, NONE), required=False),
-    Field("job_id", (str, NONE), required=False),
-    Field("launcher", (str, NONE), required=False),
-)
-_TIMES = (
-    Field("start_unix_ns", (int,), non_negative=True),
-    Field("last_flush_unix_ns", (int,), non_negative=True),
-    Field("elapsed_ns", (int,), non_negative=True),
-    Field("status", (str,)),
-    Field("end_unix_ns", (int, NONE), required=False, non_negative=True),
-    Field("signal", (str, NONE), required=False),
-)
-_SNAPSHOT = (
-    Field("interval_s", (int, float, NONE), required=False, non_negative=True),
-    Field("writes", (int,), required=False, non_negative=True),
-    Field("failures", (int,), required=False, non_negative=True),
-    Field("last_error", (str, NONE), required=False),
-    Field("last_success_unix_ns", (int, NONE), required=False, non_negative=True),
-)
-_HISTOGRAM = (
-    Field("scheme", (str,)),
-    Field("n_buckets", (int,), required=False, non_negative=True),
-)
-_CONFIG = (
-    Field("measure_cpu", (bool,), required=False),
-    Field("window_phase", (str, NONE), required=False),
-    Field("backend", (str, NONE), required=False),
-    Field("annotate", (bool,), required=False),
-)
-_CAPS = (
-    Field("max_paths", (int,), required=False, non_negative=True),
-    Field("paths_overflowed", (int,), required=False, non_negative=True),
-    Field("max_counters", (int,), required=False, non_negative=True),
-    Field("counters_overflowed", (int,), required=False, non_negative=True),
-)
-_REPAIRS = (Field("mismatched_exits", (int,), required=False, non_negative=True),)
-_PHASE = (
-    Field("path", (str,)),
-    Field("entries", (int,), non_negative=True),
-    Field("wall_ns", (int,), non_negative=True),
-    # Self and CPU time are differences of clocks the writer read: a repaired mismatched exit
-    # can leave them slightly off, which the report clamps rather than refuses.
-    Field("self_ns", (int,)),
-    Field("cpu_ns", (int, NONE), required=False),
-    Field("min_ns", (int, NONE), required=False, non_negative=True),
-    Field("max_ns", (int, NONE), required=False, non_negative=True),
-    Field("hist", (list,)),
-    Field("io", (bool,), required=False),
-    Field("sync", (bool,), required=False),
-    Field("overflow", (bool,), required=False),
-    Field("io_bytes", (dict, NONE), required=False),
-)
-_COUNTER = (
-    Field("phase", (str,)),
-    Field("name", (str,)),
-    Field("total", (int,)),
-)
-
 
 def _check_optional_object(document: dict[str, Any], key: str, fields: tuple[Field, ...], path: Path) -> None:
     value = document.get(key)
@@ -449,19 +393,20 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
             f"{path}: written with schema version {version if version < INT_LIMIT else 'too large'}, "
             f"this lineprofiler reads up to {SCHEMA_VERSION}; upgrade lineprofiler to read it"
         )
-    _CHECKER.check(document.get("identity"), "identity", _IDENTITY, path)
-    _CHECKER.check(document.get("times"), "times", _TIMES, path)
-    _CHECKER.check(document.get("snapshot"), "snapshot", _SNAPSHOT, path)
-    _CHECKER.check(document.get("histogram"), "histogram", _HISTOGRAM, path)
+    _CHECKER.check(document.get("identity"), "identity", IDENTITY, path)
+    _CHECKER.check(document.get("times"), "times", TIMES, path)
+    _CHECKER.check(document.get("snapshot"), "snapshot", SNAPSHOT, path)
+    _CHECKER.check(document.get("histogram"), "histogram", HISTOGRAM, path)
     scheme = document["histogram"]["scheme"]
     if scheme not in (_histogram.SCHEME, _histogram.SCHEME_1US):
         raise WorkerFileError(
             f"{path}: unknown histogram scheme {ascii(scheme)[:60]} "
             f"(this lineprofiler reads {_histogram.SCHEME!r} and {_histogram.SCHEME_1US!r})"
         )
-    _check_optional_object(document, "config", _CONFIG, path)
-    _check_optional_object(document, "caps", _CAPS, path)
-    _check_optional_object(document, "repairs", _REPAIRS, path)
+    _check_optional_object(document, "config", CONFIG, path)
+    _check_optional_object(document, "caps", CAPS, path)
+    _check_optional_object(document, "repairs", REPAIRS, path)
+    _check_optional_object(document, "source", SOURCE, path)
     for key in ("samples", "gpu", "trace"):
         if not isinstance(document.get(key), (dict, NONE)):
             raise WorkerFileError(f"{path}: '{key}' is neither an object nor null")
@@ -478,7 +423,7 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
     old_scheme = scheme == _histogram.SCHEME_1US
     n_buckets = _histogram.N_BUCKETS_1US if old_scheme else _histogram.N_BUCKETS
     for i, phase in enumerate(phases):
-        _CHECKER.check(phase, f"phases[{i}]", _PHASE, path)
+        _CHECKER.check(phase, f"phases[{i}]", PHASE, path)
         if not phase["path"]:
             raise WorkerFileError(f"{path}: 'phases[{i}].path' is empty")
         for pair in phase["hist"]:
@@ -497,7 +442,7 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
         # Read as this scheme from here on: every reader after validation sees one scheme.
         document["histogram"] = dict(document["histogram"], scheme=_histogram.SCHEME, n_buckets=_histogram.N_BUCKETS)
     for i, counter in enumerate(counters):
-        _CHECKER.check(counter, f"counters[{i}]", _COUNTER, path)
+        _CHECKER.check(counter, f"counters[{i}]", COUNTER, path)
     return document
 
 
