@@ -349,7 +349,8 @@ def test_import_with_line_profiler_is_lineprofiler_under_the_distribution_name(t
     )
     seen = json.loads(done.stdout)
     assert seen["all"] == [
-        "FunctionStats", "LineProfiler", "LineStats", "__version__", "accounting", "start_profiling", "stop_profiling",
+        "FunctionStats", "LineProfiler", "LineStats", "__version__", "accounting", "load_ipython_extension",
+        "start_profiling", "stop_profiling", "unload_ipython_extension",
     ]
     assert all(seen["same"])
     assert "work" in seen["functions"]
