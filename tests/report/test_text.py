@@ -2,11 +2,13 @@
 
 from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, expected_quantile, gpu_document, learner_loop
 
+from helpers.cli import run_cli
 from lineprofiler.report import format as fmt
 from lineprofiler.report.compute.blocks import RenderOptions, phases, sampled
 from lineprofiler.report.read.merge import load_run
 from lineprofiler.report.render import blocks, text
 from lineprofiler.report.render.blocks import render
+from lineprofiler.runfiles import workerfile
 
 # The seed's actor: 75 iterations of 64 simulations; mcts entries average 10.036 ms (752.7 ms in
 # all, so 4,800 simulations run at 6,377.0/s and cost 156.8 us each); 1.8 ms of each mcts is
@@ -66,7 +68,8 @@ def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
     ]
     # Rates are per second of the phase's own time, summed over the processes: sixteen actors
     # run the seed's one actor's rate, not sixteen times it.
-    assert lines[head + 2] == "    + mcts_simulations          76,800     6,377.0/s   156.8us/ea"
+    # The seed's line, then the spread of what each count() added (0.10.0's report had it)
+    assert lines[head + 2] == "    + mcts_simulations          76,800     6,377.0/s   156.8us/ea  always 64"
 
     iterations = next(i for i, line in enumerate(lines) if line.startswith("ITERATIONS"))
     # Each role its own loop: the learner's train_step too, not only the actors' iteration.
@@ -87,7 +90,7 @@ def test_one_actor_reproduces_the_seeds_counter_and_iteration_lines(tmp_path):
     seed_actor().write(tmp_path)
     lines = render(load_run(tmp_path)).splitlines()
     assert "DOMINANT PHASES                     self    wait       p50       p99" in lines
-    assert "    + mcts_simulations           4,800     6,377.0/s   156.8us/ea" in lines
+    assert "    + mcts_simulations           4,800     6,377.0/s   156.8us/ea  always 64" in lines
     assert "ITERATIONS  (75 entries)  phase iteration (the most-entered top-level phase)" in lines
     assert "ACTOR  (1 process, imbalance 1.00)" in lines
 
@@ -149,10 +152,10 @@ def test_counters_outside_dominant_phases_and_outside_any_phase(tmp_path):
         phases.DOMINANT_ROWS = saved
     at = lines.index("COUNTERS  (under phases not listed above)")
     assert lines[at + 1] == "  tiny"
-    assert lines[at + 2] == f"    + {'items':<24}{'50':>8}{'5,000.0/s':>14}{'200.0us/ea':>13}"
+    assert lines[at + 2] == f"    + {'items':<24}{'50':>8}{'5,000.0/s':>14}{'200.0us/ea':>13}  always 5"
     assert lines[at + 3] == "  (no phase open)"
     # No phase: per second of the process lifetime (20 s here), and no time-each.
-    assert lines[at + 4] == f"    + {'episodes':<24}{'4':>8}{'0.2/s':>14}"
+    assert lines[at + 4] == f"    + {'episodes':<24}{'4':>8}{'0.2/s':>14}  always 4"
 
 
 def test_many_phases_are_summarised_and_names_are_shortest_unique_suffixes(tmp_path):
@@ -237,3 +240,54 @@ def test_start_times_and_superseded_attempts_in_the_header(tmp_path):
         "started 2026-08-13 21:41:00 UTC, ran 0ns"
     )
     assert lines[4] == "(lineprofiler report DIR --attempt ID shows another attempt)"
+
+
+def test_a_counters_spread_is_what_each_count_added_over_the_roles_processes(tmp_path):
+    # 0.10.0's report said "always 8" or "0..4" beside a counter: whether it is a configured cap
+    # or bursty. Two processes: one adds 0..3, the other 1..4; a third counter always 8.
+    for rank, amounts in ((0, (0, 3, 2)), (1, (1, 4))):
+        sim = SimWorker("loader", rank=rank)
+        with sim.phase("fetch"):
+            for n in amounts:
+                sim.count("items", n)
+                sim.count("batch", 8)
+            sim.work(10 * MS)
+        sim.write(tmp_path)
+    old = SimWorker("loader", rank=2)  # a file written before the spread was kept
+    with old.phase("fetch"):
+        old.count("legacy", 5)
+        old.work(10 * MS)
+    document = old.document()
+    for counter in document["counters"]:
+        for key in ("calls", "min", "max"):
+            del counter[key]
+    workerfile.write_worker_file(old.path_in(tmp_path), document)
+    out = render(load_run(tmp_path), RenderOptions())
+    lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("    + ")}
+    assert lines["items"].endswith("  0..4") and lines["batch"].endswith("  always 8")
+    assert lines["legacy"].endswith("/ea")  # no spread where a process did not record one
+
+
+def test_the_header_names_the_source_commit_and_its_dirty_state(tmp_path):
+    # 0.10.0's header showed the commit the run measured; roles that ran other code are named.
+    commits = {"actor": ("0123456789abcdef0123456789abcdef01234567", 0, None),
+               "learner": ("fedcba9876543210fedcba9876543210fedcba98", 2, "9b1530cd")}
+    for rank, role in enumerate(("actor", "actor", "learner")):
+        sim = SimWorker(role, rank=rank)
+        with sim.phase("step"):
+            sim.work(10 * MS)
+        commit, dirty, sha = commits[role]
+        sim.source = {"commit": commit, "dirty_files": dirty, "diff_sha": sha, "root": "/p", "unavailable_reason": None}
+        sim.write(tmp_path)
+    run = load_run(tmp_path)
+    out = render(run, RenderOptions()).splitlines()
+    assert "Sources 01234567 (actor); fedcba98 (+dirty: 2 files, diff 9b1530cd) (learner)" in out
+    page = tmp_path / "r.html"
+    assert run_cli("report", str(tmp_path), "--html", str(page)).code == 0
+    assert "fedcba98 (+dirty: 2 files, diff 9b1530cd) (learner)" in page.read_text()
+    one = tmp_path / "one"
+    sim = SimWorker("actor")
+    with sim.phase("step"):
+        sim.work(10 * MS)
+    sim.write(one)  # SimWorker's default: the project is no repository
+    assert not [line for line in render(load_run(one), RenderOptions()).splitlines() if line.startswith("Source")]

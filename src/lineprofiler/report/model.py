@@ -115,6 +115,19 @@ class Header:
     #: Per role, its fork children that never profiled anything ("forked, not profiled"): not
     #: counted in ``roles``.
     unprofiled: dict[str, int] = field(default_factory=dict)
+    #: The code the processes ran: each distinct ``(commit, dirty files, diff sha)`` the worker
+    #: files recorded, with the roles that ran it; empty where none could say.
+    sources: list[Source] = field(default_factory=list)
+
+
+@dataclass
+class Source:
+    commit: str
+    #: Tracked files that differed from the commit (0: clean); None: not known.
+    dirty_files: int | None
+    #: Tells two dirty trees of one commit apart; None when clean or not known.
+    diff_sha: str | None
+    roles: list[str]
 
 
 # -- roles ----------------------------------------------------------------------------------------
@@ -222,6 +235,9 @@ class Counter:
     #: What ``per_s`` is per second of: ``"phase"`` (its wall time) or ``"lifetime"`` (the
     #: role's process lifetime, for counters counted with no phase open).
     per: str
+    #: The least and the most one ``count()`` added, over the role's processes; None: not
+    #: recorded (files written before it was kept).
+    spread: tuple[int, int] | None = None
 
 
 @dataclass
@@ -618,6 +634,6 @@ __all__ = [
     "KIND", "STRAGGLER_FROM", "VERSION", "Attempt", "BackendWindow", "Bucket", "Counter", "CounterGroup",
     "Counters", "DeviceUse", "Dominant", "DominantPhase", "GpuSummary", "Header", "IoByPhase", "IoPhase",
     "IoTimeline", "IterationRole", "Iterations", "Lane", "LineRow", "LinesBlock", "LinesRole", "Memory",
-    "MemoryRole", "Process", "PhaseShare", "Reason", "Report", "Role", "SampledIo", "Series", "Span", "Stall",
+    "MemoryRole", "Process", "PhaseShare", "Reason", "Report", "Role", "SampledIo", "Series", "Source", "Span", "Stall",
     "Timeline", "TimelineRole", "UnevenWork",
 ]

@@ -34,6 +34,7 @@ files: the blocks that need samples do that themselves, unless ``--no-samples`` 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ...errors import InputError
 from ...runfiles import layout, workerfile
@@ -59,6 +60,21 @@ FILES_PER_JOB = 64
 
 class ReportError(InputError):
     """Nothing can be reported: ``str()`` is the one line the CLI prints (exit status 2)."""
+
+
+def _spread(counter: dict[str, Any]) -> tuple[int, int] | None:
+    """The least and most one ``count()`` of a process added; None where its file did not
+    record them (written before they were kept)."""
+    low, high, calls = counter.get("min"), counter.get("max"), counter.get("calls")
+    if not isinstance(low, int) or not isinstance(high, int) or not calls:
+        return None
+    return (low, high)
+
+
+def _widen(so_far: tuple[int, int] | None, more: tuple[int, int] | None) -> tuple[int, int] | None:
+    if so_far is None or more is None:
+        return None
+    return (min(so_far[0], more[0]), max(so_far[1], more[1]))
 
 
 def _file_run_component(path: Path) -> str | None:
@@ -215,6 +231,10 @@ def merge_workers(
         for counter in worker.document["counters"]:
             key = (counter["phase"], counter["name"])
             role.counters[key] = role.counters.get(key, 0) + counter["total"]
+            spread = _spread(counter)
+            if key in role.counter_spread:
+                spread = _widen(role.counter_spread[key], spread)
+            role.counter_spread[key] = spread
     ordered = dict(sorted(roles.items(), key=lambda item: (-item[1].busy_ns, item[0])))
 
     run = Run(

@@ -269,6 +269,9 @@ class RoleStats:
     phases: dict[str, PhaseStats] = field(default_factory=dict)
     #: ``(phase path, counter name) -> total``; the phase is ``""`` when none was open.
     counters: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: The same keys -> the least and the most one ``count()`` added, over the role's processes;
+    #: None where a process's file did not record them (written before they were kept).
+    counter_spread: dict[tuple[str, str], tuple[int, int] | None] = field(default_factory=dict)
 
     @property
     def data_workers(self) -> list[Worker]:

@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Sequence
 
 from .. import format as fmt
-from ..model import BackendWindow, Counter, Counters, Dominant, Header, IterationRole, Iterations, Role
+from ..model import BackendWindow, Counter, Counters, Dominant, Header, IterationRole, Iterations, Role, Source
 
 # The sentences the HTML page prints too are worded in .wording; re-exported where they were.
 from ..wording import (
@@ -80,8 +80,28 @@ def header_lines(header: Header | None) -> list[str]:
         extra.append(f"Job {jobs}" + (f" ({', '.join(launchers)})" if launchers else ""))
     extra.append(f"Started {utc_time(header.start_ns)}")
     lines.append("   ".join(extra))
+    if header.sources:
+        lines.append(sources_text(header))
     lines.extend(attempt_lines(header))
     return lines
+
+
+def source_text(source: Source) -> str:
+    """``0123abcd`` and, for a modified tree, ``(+dirty: 2 files, diff 9b1530cd)``."""
+    text = fmt.printable(source.commit)[:8]
+    if source.dirty_files:
+        sha = f", diff {fmt.printable(source.diff_sha)}" if source.diff_sha else ""
+        text += f" (+dirty: {fmt.count(source.dirty_files)} file{'s' if source.dirty_files != 1 else ''}{sha})"
+    return text
+
+
+def sources_text(header: Header) -> str:
+    """The header's line of the code the run ran; several commits name their roles."""
+    if len(header.sources) == 1:
+        return f"Source {source_text(header.sources[0])}"
+    shown = [f"{source_text(s)} ({', '.join(fmt.printable(r) for r in s.roles)})" for s in header.sources[:3]]
+    more = f", and {len(header.sources) - 3} more" if len(header.sources) > 3 else ""
+    return f"Sources {'; '.join(shown)}{more}"
 
 
 # -- roles -------------------------------------------------------------------------------------
@@ -124,7 +144,15 @@ def counter_line(counter: Counter) -> str:
     tail = f" {fmt.rate(counter.per_s):>13}"
     if counter.per == "phase":
         tail += f" {fmt.per_each(counter.each_ns):>12}"
-    return f"    + {_clip(counter.name, 23):<24}{fmt.count(counter.total):>8}{tail}"
+    return f"    + {_clip(counter.name, 23):<24}{fmt.count(counter.total):>8}{tail}{spread_text(counter)}"
+
+
+def spread_text(counter: Counter) -> str:
+    """``  always 8`` when every ``count()`` added the same, else ``  0..4``; "" unknown."""
+    if counter.spread is None:
+        return ""
+    low, high = counter.spread
+    return f"  always {fmt.count(low)}" if low == high else f"  {fmt.count(low)}..{fmt.count(high)}"
 
 
 def dominant_lines(dominant: Dominant | None) -> list[str]:

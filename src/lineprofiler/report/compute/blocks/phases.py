@@ -24,17 +24,20 @@ def buckets(hist: dict[int, int]) -> list[Bucket]:
     return out
 
 
-def counter(name: str, path: str, total: int, phase: PhaseStats | None, lifetime_ns: int) -> Counter:
+def counter(
+    name: str, path: str, total: int, phase: PhaseStats | None, lifetime_ns: int, spread: tuple[int, int] | None = None
+) -> Counter:
     """A counter's rate. Under a phase, per second of that phase's wall time summed over the
     role's processes, and time-each is that wall time over the total: what one simulation
-    inside ``mcts`` costs. With no phase, per second of the role's process lifetime."""
+    inside ``mcts`` costs. With no phase, per second of the role's process lifetime. ``spread``:
+    the least and most one ``count()`` added."""
     if phase is not None:
         wall = phase.wall_ns
         per_s = total / (wall / 1e9) if wall > 0 else None
         each = wall / total if total > 0 and wall > 0 else None
-        return Counter(name, path, total, per_s, each, "phase")
+        return Counter(name, path, total, per_s, each, "phase", spread)
     per_s = total / (lifetime_ns / 1e9) if lifetime_ns > 0 else None
-    return Counter(name, path, total, per_s, None, "lifetime")
+    return Counter(name, path, total, per_s, None, "lifetime", spread)
 
 
 def _dominant_rows(run: Run) -> list[tuple[RoleStats, PhaseStats]]:
@@ -52,7 +55,7 @@ def dominant(run: Run, options: RenderOptions) -> Dominant | None:
     for role, phase in rows:
         split, why = cpus.split(role.data_workers, phase.path, phase.processes)
         counters = [
-            counter(name, path, total, phase, role.lifetime_ns)
+            counter(name, path, total, phase, role.lifetime_ns, role.counter_spread.get((path, name)))
             for (path, name), total in sorted(role.counters.items())
             if path == phase.path
         ]
@@ -90,7 +93,10 @@ def counters(run: Run, options: RenderOptions) -> Counters | None:
                 by_phase.setdefault(path, []).append((name, total))
         for path, items in sorted(by_phase.items(), key=lambda item: (item[0] == "", item[0])):
             phase = role.phases.get(path) if path else None
-            rows = [counter(name, path, total, phase, role.lifetime_ns) for name, total in items]
+            rows = [
+                counter(name, path, total, phase, role.lifetime_ns, role.counter_spread.get((path, name)))
+                for name, total in items
+            ]
             groups.append(CounterGroup(role.name, path, rows))
     if not groups:
         return None

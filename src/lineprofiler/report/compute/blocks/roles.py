@@ -6,7 +6,7 @@ phase shares, each phase named by its shortest unambiguous suffix)."""
 from __future__ import annotations
 
 from ... import format as fmt
-from ...model import STRAGGLER_FROM, Attempt, Header, PhaseShare, Process, Role
+from ...model import STRAGGLER_FROM, Attempt, Header, PhaseShare, Process, Role, Source
 from ...read.run import AttemptSummary, RoleStats, Run, Worker
 from ...wording import short_names
 from . import RenderOptions
@@ -50,7 +50,22 @@ def header(run: Run, options: RenderOptions) -> Header:
         status=run.status,
         newest=attempt(run.newest) if run.newest is not None else None,
         unprofiled={role.name: n for role in run.roles.values() if (n := len(role.unprofiled_workers))},
+        sources=sources(run),
     )
+
+
+def sources(run: Run) -> list[Source]:
+    """The distinct source commits the worker files recorded (``source``), most processes first."""
+    seen: dict[tuple[str, int | None, str | None], tuple[int, set[str]]] = {}
+    for worker in run.workers:
+        source = worker.document.get("source")
+        if not isinstance(source, dict) or not isinstance(source.get("commit"), str):
+            continue
+        key = (source["commit"], source.get("dirty_files"), source.get("diff_sha"))
+        count, roles = seen.get(key, (0, set()))
+        seen[key] = (count + 1, roles | {worker.role})
+    ordered = sorted(seen.items(), key=lambda item: (-item[1][0], item[0][0]))
+    return [Source(commit, dirty, sha, sorted(roles)) for (commit, dirty, sha), (_, roles) in ordered]
 
 
 def process(worker: Worker) -> Process:

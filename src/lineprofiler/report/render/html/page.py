@@ -33,6 +33,7 @@ from ...model import (
     SampledIo,
 )
 from .. import cpu_text
+from ..text import sources_text, spread_text
 from . import cpu as cpu_html
 from . import svg
 from .markup import name, para, section, table, td
@@ -55,6 +56,9 @@ def header_html(header: Header) -> str:
         launchers = sorted({fmt.printable(x) for x in header.launchers})
         jobs = ", ".join(fmt.printable(j) for j in header.job_ids)
         facts.append(("job", "Job", jobs + (f" ({', '.join(launchers)})" if launchers else "")))
+    if header.sources:
+        label, _, value = sources_text(header).partition(" ")
+        facts.append(("source", label, value))
     items = "".join(
         f'<div data-key="{key}"><dt>{escape(label)}</dt><dd>{escape(value)}</dd></div>' for key, label, value in facts
     )
@@ -215,9 +219,10 @@ def counters_html(dominant: Dominant | None, counters: Counters | None) -> str:
             f'<tr data-role="{escape(role, quote=True)}" data-phase="{escape(c.phase, quote=True)}" '
             f'data-counter="{escape(c.name, quote=True)}">{td(fmt.printable(c.name), cls="name")}'
             f"{td(fmt.printable(c.phase) if c.phase else '(no phase open)', cls='name')}{td(fmt.printable(role))}"
-            f"{td(fmt.count(c.total), c.total)}{td(fmt.rate(c.per_s), c.per_s)}{td(each, c.each_ns)}</tr>"
+            f"{td(fmt.count(c.total), c.total)}{td(fmt.rate(c.per_s), c.per_s)}{td(each, c.each_ns)}"
+            f"{td(spread_text(c).strip())}</tr>"
         )
-    tab = table("counters", ("counter", "phase", "role", "total", "rate", "each"), rows)
+    tab = table("counters", ("counter", "phase", "role", "total", "rate", "each", "per count()"), rows)
     charted = all_counters
     if len(all_counters) > CHART_COUNTERS:
         # A bar per counter of thousands is a page tens of thousands of pixels tall: the chart
