@@ -144,10 +144,11 @@ def test_every_number_of_the_text_report_is_the_pages(demo):
             expected = [line[30:38].strip(), line[38:52].strip(), line[52:65].strip()]
             assert row["cells"][1:4] == expected, line
         else:
-            expected = [line[30:40].strip(), line[40:48].strip(), line[48:58].strip(), line[58:68].strip()]
+            expected = [line[30:40].strip(), line[40:48].strip(), line[48:58].strip(), line[58:68].strip(),
+                        line[68:79].strip()]
             cells = row["cells"]
-            assert [cells[2], cells[3], cells[4], cells[6]] == expected, line
-            assert cells[0] == line[:30].strip() and cells[1] == line[68:].strip()
+            assert [cells[2], cells[3], cells[4], cells[6], cells[-1]] == expected, line
+            assert cells[0] == line[:30].strip() and cells[1] == line[79:].strip()
     # ITERATIONS: mean, p50, p95, p99 per role.
     stats = [line.split() for line in text_block(text, "ITERATIONS") if line.startswith("  mean")]
     rows = parsed.table("iterations")

@@ -171,9 +171,9 @@ def test_the_numbers_in_the_dom_are_the_text_reports(browser, demo):
         if line.startswith("    + "):
             assert cells[1:4] == [line[30:38].strip(), line[38:52].strip(), line[52:65].strip()]
         else:
-            assert [cells[0], cells[2], cells[3], cells[4], cells[6], cells[1]] == [
+            assert [cells[0], cells[2], cells[3], cells[4], cells[6], cells[-1], cells[1]] == [
                 line[:30].strip(), line[30:40].strip(), line[40:48].strip(), line[48:58].strip(),
-                line[58:68].strip(), line[68:].strip()]
+                line[58:68].strip(), line[68:79].strip(), line[79:].strip()]
     io = {r["cells"][0]: r["cells"][1:] for r in table("io")}
     for line in block("I/O")[2:5]:
         assert io[line[:26].strip()] == [line[26:42].strip(), line[42:58].strip()]

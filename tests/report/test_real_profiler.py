@@ -127,8 +127,8 @@ def test_report_over_a_real_pipeline_run_twice(tmp_path):
     dominant = next(i for i, line in enumerate(lines) if line.startswith("DOMINANT PHASES"))
     table = lines[dominant:]
     row_at = dominant + next(i for i, line in enumerate(table) if line.startswith("iteration/self_play/mcts"))
-    _, _, wait, p50, p99, role = lines[row_at].split()
-    assert role == "actor"
+    _, _, wait, p50, p99, entries, role = lines[row_at].split()
+    assert role == "actor" and number(entries) == STEPS * (ACTORS - 1) + RAISING_AFTER
     # mcts sleeps: nearly all of it is off-CPU, and no entry is shorter than the sleep.
     assert number(wait.rstrip("%")) >= 50
     assert seconds(p50) >= MCTS_SLEEP_S * (1 - 0.05)

@@ -56,7 +56,7 @@ def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
     assert lines[actor + 2] == f"{'mcts':<30}{'82.9%':>6}{fmt.duration(mcts_total):>13}"
     assert lines[actor + 3] == f"{'env_step':<30}{'17.1%':>6}{fmt.duration(env_total):>13}"
 
-    head = lines.index("DOMINANT PHASES                     self    wait       p50       p99  role")
+    head = lines.index("DOMINANT PHASES                     self    wait       p50       p99    entries  role")
     row = lines[head + 1]
     assert row.split() == [
         "iteration/self_play/mcts",
@@ -64,6 +64,7 @@ def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
         "18%",
         fmt.duration(expected_quantile(mcts_durations(), 0.50)),
         fmt.duration(expected_quantile(mcts_durations(), 0.99)),
+        "1,200",  # 0.10.0's entries column, after the seed's columns
         "actor",
     ]
     # Rates are per second of the phase's own time, summed over the processes: sixteen actors
@@ -89,7 +90,7 @@ def test_seed_shaped_report_of_sixteen_actors_and_a_learner(tmp_path):
 def test_one_actor_reproduces_the_seeds_counter_and_iteration_lines(tmp_path):
     seed_actor().write(tmp_path)
     lines = render(load_run(tmp_path)).splitlines()
-    assert "DOMINANT PHASES                     self    wait       p50       p99" in lines
+    assert "DOMINANT PHASES                     self    wait       p50       p99    entries" in lines
     assert "    + mcts_simulations           4,800     6,377.0/s   156.8us/ea  always 64" in lines
     assert "ITERATIONS  (75 entries)  phase iteration (the most-entered top-level phase)" in lines
     assert "ACTOR  (1 process, imbalance 1.00)" in lines

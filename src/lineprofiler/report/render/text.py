@@ -162,12 +162,14 @@ def dominant_lines(dominant: Dominant | None) -> list[str]:
     # Why each row's threads waited, under it, where any process measured it: files written
     # before it was measured print the table they always did (--json says why it is missing).
     split_shown = cpu_text.measured(dominant.phases)
-    head = f"{'DOMINANT PHASES':<{NAME_WIDTH}}{'self':>10}{'wait':>8}{'p50':>10}{'p99':>10}"
+    # entries last: the seed's columns keep their places (0.10.0 had entries first)
+    head = f"{'DOMINANT PHASES':<{NAME_WIDTH}}{'self':>10}{'wait':>8}{'p50':>10}{'p99':>10}{'entries':>11}"
     lines = [head + ("  role" if several else "")]
     for phase in dominant.phases:
         line = (
             f"{_clip(phase.path):<{NAME_WIDTH}}{fmt.duration(phase.self_ns):>10}"
             f"{fmt.percent(phase.wait, 0):>8}{fmt.duration(phase.p50_ns):>10}{fmt.duration(phase.p99_ns):>10}"
+            f" {fmt.count(phase.entries):>10}"
         )
         if several:
             line += f"  {fmt.printable(phase.role)}"
