@@ -1,10 +1,12 @@
 """The text report: the seed's shape, with the numbers that matter asserted from the durations."""
 
+import pytest
 from lp_report_builders import MS, T0, US, S, SimWorker, actor_loop, expected_quantile, gpu_document, learner_loop
 
 from helpers.cli import run_cli
 from lineprofiler.report import format as fmt
 from lineprofiler.report.compute.blocks import RenderOptions, phases, sampled
+from lineprofiler.report.compute.blocks import roles as roles_block
 from lineprofiler.report.read.merge import load_run
 from lineprofiler.report.render import blocks, text
 from lineprofiler.report.render.blocks import render
@@ -292,3 +294,30 @@ def test_the_header_names_the_source_commit_and_its_dirty_state(tmp_path):
         sim.work(10 * MS)
     sim.write(one)  # SimWorker's default: the project is no repository
     assert not [line for line in render(load_run(one), RenderOptions()).splitlines() if line.startswith("Source")]
+
+
+def test_the_first_split_below_a_single_loop_phase_gives_the_unclaimed_other_share(tmp_path):
+    # iteration (its own 10 ms per entry) -> step -> forward, backward, optimizer: the breakdown
+    # descends past iteration and step, each with one child, and names what step kept itself.
+    sim = SimWorker("trainer")
+    for _ in range(4):
+        with sim.phase("iteration"):
+            with sim.phase("step"):
+                for name, ms in (("forward", 30), ("backward", 50), ("optimizer", 10)):
+                    with sim.phase(name):
+                        sim.work(ms * MS)
+                sim.work(10 * MS)  # in step, in no child
+    sim.write(tmp_path)
+    run = load_run(tmp_path)
+    lines = render(run, RenderOptions()).splitlines()
+    assert "  split of iteration/step: backward 50.0% · forward 30.0% · optimizer 10.0% · Other 10.0%" in lines
+    (role,) = roles_block.roles(run, RenderOptions())
+    assert role.split is not None and role.split.parent == "iteration/step"
+    assert role.split.other == pytest.approx(0.1)
+    flat = SimWorker("actor")  # two top-level phases: the role block already shows the split
+    with flat.phase("a"):
+        flat.work(MS)
+    with flat.phase("b"):
+        flat.work(MS)
+    flat.write(tmp_path / "flat")
+    assert "split of" not in render(load_run(tmp_path / "flat"), RenderOptions())

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .model_source import Source, Split
 from .model_windows import BackendWindow
 
 #: What ``report --json`` calls its document, and the version of its schema.
@@ -120,16 +121,6 @@ class Header:
     sources: list[Source] = field(default_factory=list)
 
 
-@dataclass
-class Source:
-    commit: str
-    #: Tracked files that differed from the commit (0: clean); None: not known.
-    dirty_files: int | None
-    #: Tells two dirty trees of one commit apart; None when clean or not known.
-    diff_sha: str | None
-    roles: list[str]
-
-
 # -- roles ----------------------------------------------------------------------------------------
 
 #: A process is a straggler past this multiple of the others' median time per unit of work (an
@@ -210,6 +201,8 @@ class Role:
     straggler: Process | None = None
     straggler_ratio: float | None = None
     uneven_work: UnevenWork | None = None
+    #: Where the role's work first divides (:class:`Split`); None: its top level already does.
+    split: Split | None = None
 
     def rest(self, shown: int) -> tuple[int, int, float]:
         """``(phases, self_ns, share)`` of the phases past the first ``shown``."""
@@ -634,6 +627,6 @@ __all__ = [
     "KIND", "STRAGGLER_FROM", "VERSION", "Attempt", "BackendWindow", "Bucket", "Counter", "CounterGroup",
     "Counters", "DeviceUse", "Dominant", "DominantPhase", "GpuSummary", "Header", "IoByPhase", "IoPhase",
     "IoTimeline", "IterationRole", "Iterations", "Lane", "LineRow", "LinesBlock", "LinesRole", "Memory",
-    "MemoryRole", "Process", "PhaseShare", "Reason", "Report", "Role", "SampledIo", "Series", "Source", "Span", "Stall",
-    "Timeline", "TimelineRole", "UnevenWork",
+    "MemoryRole", "Process", "PhaseShare", "Reason", "Report", "Role", "SampledIo", "Series", "Source", "Span",
+    "Split", "Stall", "Timeline", "TimelineRole", "UnevenWork",
 ]

@@ -18,7 +18,18 @@ import textwrap
 from collections.abc import Sequence
 
 from .. import format as fmt
-from ..model import BackendWindow, Counter, Counters, Dominant, Header, IterationRole, Iterations, Role, Source
+from ..model import (
+    BackendWindow,
+    Counter,
+    Counters,
+    Dominant,
+    Header,
+    IterationRole,
+    Iterations,
+    Role,
+    Source,
+    Split,
+)
 
 # The sentences the HTML page prints too are worded in .wording; re-exported where they were.
 from ..wording import (
@@ -122,7 +133,24 @@ def role_lines(role: Role) -> list[str]:
         label = f"({fmt.count(more)} more phases)"
         lines.append(f"{label:<{NAME_WIDTH}}{fmt.percent(rest_share):>6}{fmt.duration(rest_ns):>13}")
     lines.extend(f"  {sentence}" for sentence in (*straggler_lines(role), time_in_phases_text(role)) if sentence)
+    if role.split is not None:
+        lines.append(f"  {split_text(role.split)}")
     return lines
+
+
+#: Children a split line names before it counts the rest.
+SPLIT_CHILDREN = 5
+
+
+def split_text(split: Split) -> str:
+    """``split of iteration: self_play 90.1% · train 8.2% · Other 1.7%``."""
+    parts = [f"{fmt.printable(name)} {fmt.percent(share)}" for name, share in split.children[:SPLIT_CHILDREN]]
+    more = split.children[SPLIT_CHILDREN:]
+    if more:
+        parts.append(f"{fmt.count(len(more))} more {fmt.percent(sum(share for _, share in more))}")
+    if split.other:
+        parts.append(f"Other {fmt.percent(split.other)}")
+    return f"split of {_clip(split.parent)}: " + " · ".join(parts)
 
 
 def roles_lines(roles: list[Role]) -> list[str]:

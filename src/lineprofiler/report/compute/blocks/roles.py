@@ -6,7 +6,7 @@ phase shares, each phase named by its shortest unambiguous suffix)."""
 from __future__ import annotations
 
 from ... import format as fmt
-from ...model import STRAGGLER_FROM, Attempt, Header, PhaseShare, Process, Role, Source
+from ...model import STRAGGLER_FROM, Attempt, Header, PhaseShare, Process, Role, Source, Split
 from ...read.run import AttemptSummary, RoleStats, Run, Worker
 from ...wording import short_names
 from . import RenderOptions
@@ -133,7 +133,35 @@ def _role(role: RoleStats, run: Run) -> Role:
         straggler=straggler,
         straggler_ratio=found.ratio,
         uneven_work=uneven_work(found),
+        split=first_split(role),
     )
+
+
+#: 0.10.0 left out an ``Other`` share under a tenth of a percent.
+OTHER_FROM = 0.001
+
+
+def first_split(role: RoleStats) -> Split | None:
+    """Down from a single top-level phase through phases with one child each, the first whose
+    time divides among two or more children: their shares of its wall time, and ``Other``, the
+    time it held in none of them. None where the top level itself has several phases (the role
+    block lists them) or no phase divides."""
+    def children(prefix: str) -> list[str]:
+        return [p for p in role.phases if p.startswith(prefix + "/") and "/" not in p[len(prefix) + 1 :]]
+
+    tops = [p for p in role.phases if "/" not in p]
+    if len(tops) != 1:
+        return None
+    parent = tops[0]
+    below = children(parent)
+    while len(below) == 1:
+        parent, below = below[0], children(below[0])
+    stats = role.phases[parent]
+    if len(below) < 2 or stats.wall_ns <= 0:
+        return None
+    shares = sorted(((p.rsplit("/", 1)[1], role.phases[p].wall_ns / stats.wall_ns) for p in below), key=lambda s: -s[1])
+    other = max(stats.self_ns, 0) / stats.wall_ns
+    return Split(parent, shares, other if other > OTHER_FROM else 0.0)
 
 
 def roles(run: Run, options: RenderOptions) -> list[Role]:

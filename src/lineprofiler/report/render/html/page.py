@@ -33,7 +33,7 @@ from ...model import (
     SampledIo,
 )
 from .. import cpu_text
-from ..text import sources_text, spread_text
+from ..text import sources_text, split_text, spread_text
 from . import cpu as cpu_html
 from . import svg
 from .markup import name, para, section, table, td
@@ -140,6 +140,9 @@ def role_html(role: Role) -> str:
         reference_label=f"mean {fmt.duration(role.mean_busy_ns)}",
     ) if members else ""
     sentences = "".join(para(line) for line in wording.straggler_lines(role)) + para(wording.time_in_phases_text(role))
+    if role.split is not None:
+        sentences += f'<p data-split="{escape(role.split.parent, quote=True)}">{escape(split_text(role.split))}</p>'
+
     return f"{title}{bar}{legend}{tab}<h3>Busy time per process</h3>{per_process}{sentences}"
 
 
