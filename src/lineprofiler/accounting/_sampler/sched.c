@@ -301,13 +301,15 @@ void lp_sched_tick(lp_core *c, const lp_sched_seen *seen, int n, int64_t now)
             delta[LP_SCHED_ON_CPU] = cpu - t->cpu_ns;
             int64_t rest = elapsed - delta[LP_SCHED_ON_CPU] - queued;
             if (rest < 0 && queued > 0) {
-                /* A wait credited now that began in an earlier interval (see the top). */
+                /* A wait credited now that began in an earlier interval (see the top); no
+                 * more than this interval's wait (the CPU time lags too). */
                 double throttled_share = (double)thr / (double)queued;
-                int64_t moved = lp_sched_reclaim(c, t, -rest, throttled_share);
+                int64_t moved = lp_sched_reclaim(c, t, -rest < queued ? -rest : queued, throttled_share);
                 thr -= (int64_t)((double)moved * throttled_share);
+                thr = thr > 0 ? thr : 0;
                 queued -= moved;
             }
-            delta[LP_SCHED_RUNQUEUE] = queued - thr;
+            delta[LP_SCHED_RUNQUEUE] = queued > thr ? queued - thr : 0;
             delta[LP_SCHED_THROTTLED] = thr;
             /* What is left negative is schedstat's lag (a thread on a CPU right now is a
              * little behind), never a negative blocked time. */

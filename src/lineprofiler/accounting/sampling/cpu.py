@@ -117,9 +117,10 @@ def off_cpu_document(
         if path is None:  # a node of a recorder that is no longer the primary one
             unattributed += elapsed
             continue
+        # Never below zero (the worker file's readers refuse it): the C side's splits round.
         phases.append({
-            "path": path, "elapsed_ns": elapsed, "on_cpu_ns": on_cpu, "runqueue_ns": runqueue,
-            "throttled_ns": None if throttle_reason else throttled, "blocked_ns": blocked,
+            "path": path, "elapsed_ns": max(elapsed, 0), "on_cpu_ns": max(on_cpu, 0), "runqueue_ns": max(runqueue, 0),
+            "throttled_ns": None if throttle_reason else max(throttled, 0), "blocked_ns": max(blocked, 0),
         })
     threads = int(sched.get("threads", 0))
     return {
