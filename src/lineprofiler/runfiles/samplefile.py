@@ -199,11 +199,13 @@ class SampleWriter:
 class SampleTable:
     """Rows of one sample file, row-major in one ``array('q')``.
 
-    ``truncated_bytes``: a partial last row that was ignored.
+    ``truncated_bytes``: an unreadable end that was ignored (a partial last row or chunk: a
+    writer killed mid-append), and ``truncated_what`` what it was, for a caveat.
     """
 
     __slots__ = (
-        "path", "columns", "data", "interval_ns", "monotonic_ref_ns", "unix_ref_ns", "pid", "truncated_bytes", "_raw",
+        "path", "columns", "data", "interval_ns", "monotonic_ref_ns", "unix_ref_ns", "pid", "truncated_bytes",
+        "truncated_what",
     )
 
     def __init__(
@@ -216,6 +218,7 @@ class SampleTable:
         unix_ref_ns: int,
         pid: int,
         truncated_bytes: int = 0,
+        truncated_what: str = "partial last row",
     ) -> None:
         self.path = path
         self.columns = columns
@@ -225,7 +228,7 @@ class SampleTable:
         self.unix_ref_ns = unix_ref_ns
         self.pid = pid
         self.truncated_bytes = truncated_bytes
-        self._raw: bytes | None = None
+        self.truncated_what = truncated_what
 
     def __repr__(self) -> str:
         return (
@@ -247,11 +250,10 @@ class SampleTable:
 
     def byte_of(self, name: str, which: int) -> bytes:
         """Byte ``which`` (0 the least significant, 7 the sign) of every value of a column, as
-        one bytes object: a strided bytes slice, far cheaper than copying the column."""
-        if self._raw is None:
-            self._raw = self.data.tobytes()
+        one bytes object: a strided slice of the rows' bytes, copying only the bytes taken."""
         offset = which if sys.byteorder == "little" else 7 - which
-        return self._raw[8 * self.columns.index(name) + offset :: 8 * len(self.columns)]
+        raw = memoryview(self.data).cast("B")
+        return raw[8 * self.columns.index(name) + offset :: 8 * len(self.columns)].tobytes()
 
     def to_unix_ns(self, t_ns: int) -> int:
         return t_ns - self.monotonic_ref_ns + self.unix_ref_ns
