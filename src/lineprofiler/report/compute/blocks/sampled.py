@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import compress
+from operator import add
 from pathlib import Path
 
 from ....runfiles.samplefile import (
@@ -466,11 +467,17 @@ def summarise_sample_files(
 
 
 def add_into(total: array | list[float], part: array | list[float]) -> None:
-    """``total[i] += part[i]`` where ``part[i]`` is not zero: adding a file's share slot by slot,
-    in file order, gives the same floats however the shares were computed."""
-    for i, value in enumerate(part):
-        if value:
-            total[i] += value
+    """``total[i] += part[i]`` for every slot, at C speed (the parent folds 1,024 files' 4,096
+    slots): adding a file's share slot by slot, in file order, gives the same floats however the
+    shares were computed. (Adding a zero share leaves a total as it was: totals start at 0.0 and
+    are never -0.0.)"""
+    if len(part) != len(total):
+        raise ValueError(f"a share of {len(part)} slots added to {len(total)}")
+    summed = map(add, total, part)
+    if isinstance(total, array):
+        total[:] = array(total.typecode, summed)
+    else:
+        total[:] = list(summed)
 
 
 __all__ = [
