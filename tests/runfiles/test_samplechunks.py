@@ -1,6 +1,7 @@
 """Version 2 of the sample file: compressed chunks. Small appends are sealed into one chunk; a
-file cut anywhere (a killed writer) or killed mid-seal reads as a prefix of its rows with a
-caveat, never a traceback; version 1 files still read; a newer version is one line."""
+file cut anywhere (a killed writer) reads as a prefix of its rows with a caveat, never a
+traceback, and a writer killed mid-seal loses no row; version 1 files still read; a newer
+version is one line."""
 
 from __future__ import annotations
 
@@ -66,13 +67,8 @@ def test_a_newer_version_is_one_line_that_says_to_upgrade(tmp_path):
     )
 
 
-def test_snapshots_of_five_rows_are_sealed_into_chunks_of_600(tmp_path):
-    path = tmp_path / "w.samples"
-    w = _write_in_snapshots(path, 1500)
-    t = read_samples(path)
-    assert t.data == _rows(0, 1500) and t.truncated_bytes == 0
-    assert w.rows == 1500 and w.size == path.stat().st_size
-    # Two sealed chunks of 600 rows, then 60 small ones of 5.
+def _heads(path) -> list[tuple[int, int]]:
+    """(first row, rows) of each chunk of a file."""
     heads = []
     pos = len(samplefile._header(BASE_COLUMNS, 1, 0, 0, 0))
     raw = path.read_bytes()
@@ -80,6 +76,17 @@ def test_snapshots_of_five_rows_are_sealed_into_chunks_of_600(tmp_path):
         _magic, first, count, size, _crc = samplechunks.CHUNK_HEAD.unpack_from(raw, pos)
         heads.append((first, count))
         pos += samplechunks.CHUNK_HEAD.size + size
+    return heads
+
+
+def test_snapshots_of_five_rows_are_sealed_into_chunks_of_600(tmp_path):
+    path = tmp_path / "w.samples"
+    w = _write_in_snapshots(path, 1500)
+    t = read_samples(path)
+    assert t.data == _rows(0, 1500) and t.truncated_bytes == 0
+    assert w.rows == 1500 and w.size == path.stat().st_size
+    # Two sealed chunks of 600 rows, then 60 small ones of 5.
+    heads = _heads(path)
     assert heads[:2] == [(0, 600), (600, 600)] and heads[2:] == [(k, 5) for k in range(1200, 1500, 5)]
     assert w.size < 1500 * ROW_BYTES / 2  # even these high-entropy rows: half their raw size
 
@@ -104,29 +111,58 @@ def test_every_prefix_of_a_file_reads_as_a_prefix_of_its_rows(tmp_path):
     assert seen_rows == {0, 7, 14, 21, 28, 35, 40}
 
 
-def test_a_kill_in_the_middle_of_a_seal_keeps_the_rows_before_it(tmp_path, monkeypatch):
-    """The seal writes one chunk over the small ones: cut short at any byte, the file reads as
-    the rows before the seal (a caveat for the rest); written whole but not yet truncated, as
-    every row once."""
+def _states(before: bytes, operations: list[tuple]) -> list[bytes]:
+    """The file after each byte of each write (a kill can cut a write at any byte) and after each
+    cut, from ``before``."""
+    states, current = [], bytearray(before)
+    for operation in operations:
+        if operation[0] == "truncate":
+            del current[operation[1] :]
+            states.append(bytes(current))
+            continue
+        _, at, data = operation
+        for written in range(1, len(data) + 1):
+            state = bytearray(current)
+            state[len(state) : at] = bytes(max(0, at - len(state)))
+            state[at : at + written] = data[:written]
+            states.append(bytes(state))
+        current = bytearray(states[-1])
+    return states
+
+
+def test_a_kill_at_any_byte_of_a_seal_loses_no_row(tmp_path, monkeypatch):
+    """The append that seals writes its own chunk, a copy of the sealed chunk after it, the
+    sealed chunk over the small ones, and cuts the file: killed at any byte of any of those, the
+    file reads as every row written before the append, and once its chunk is whole, its rows."""
     monkeypatch.setattr(samplechunks, "SEAL_ROWS", 20)
     path = tmp_path / "w.samples"
     w = _write_in_snapshots(path, 35)  # one seal (rows 0-19), then 3 small chunks (20-34)
     before = path.read_bytes()
-    w.append(_rows(35, 5).tobytes())  # 20 rows since the seal: sealed again, over the small ones
+    operations: list[tuple] = []
+    real_pwrite, real_ftruncate = samplefile.os.pwrite, samplefile.os.ftruncate
+
+    def pwrite(fd, data, offset):
+        operations.append(("write", offset, bytes(data)))
+        return real_pwrite(fd, data, offset)
+
+    def ftruncate(fd, size):
+        operations.append(("truncate", size))
+        return real_ftruncate(fd, size)
+
+    monkeypatch.setattr(samplefile.os, "pwrite", pwrite)
+    monkeypatch.setattr(samplefile.os, "ftruncate", ftruncate)
+    w.append(_rows(35, 5).tobytes())  # 20 rows since the seal: sealed
+    monkeypatch.undo()
     after = path.read_bytes()
-    start = next(i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b)
-    assert read_samples(path).data == _rows(0, 40)
+    assert [op[0] for op in operations] == ["write", "write", "write", "truncate"] and len(after) < len(before) + 200
+    chunk_written = len(before) + len(operations[0][2])
     killed = tmp_path / "killed.samples"
-    for written in range(1, len(after) - start):
-        killed.write_bytes(after[: start + written] + before[start + written :])
+    for state in _states(before, operations):
+        killed.write_bytes(state)
         t = read_samples(killed)
-        assert t.rows == 20 and t.data == _rows(0, 20)
-        assert t.truncated_bytes and t.truncated_what.startswith(("damaged chunk", "partial last chunk"))
-    # Written whole, the small chunks it replaced not yet cut off: read once, the rest a caveat.
-    leftover = before[len(after) :] if len(before) > len(after) else b""
-    killed.write_bytes(after + leftover)
-    t = read_samples(killed)
-    assert t.data == _rows(0, 40) and t.truncated_bytes == len(leftover)
+        assert t.rows == (40 if len(state) >= chunk_written or state == after else 35), len(state)
+        assert t.data == _rows(0, t.rows)
+    assert read_samples(path).data == _rows(0, 40) and read_samples(path).truncated_bytes == 0
 
 
 def test_damaged_and_hostile_chunks_cost_the_rows_after_them_only(tmp_path, monkeypatch):
@@ -173,23 +209,37 @@ def test_random_damage_never_raises_anything_but_sample_file_error(tmp_path):
         assert len(t.data) == t.rows * len(t.columns) and t.data == _rows(0, 60)[: len(t.data)]
 
 
-def test_a_failed_seal_is_written_again_whole(tmp_path, monkeypatch):
-    """A seal that fails half-way (a full disk) leaves the writer as it was: the next append
-    seals again over what the failed write left."""
+@pytest.mark.parametrize("failing", [1, 2, 3])
+def test_a_failed_write_or_seal_is_done_again_whole(tmp_path, monkeypatch, failing):
+    """The append's own chunk failing half-way (a full disk) raises, and the writer is as it
+    was: the caller's retry writes those rows. The seal's copy or its rewrite failing half-way
+    does not raise (the rows are written): the file still reads whole, and the next append
+    seals first."""
     monkeypatch.setattr(samplechunks, "SEAL_ROWS", 20)
     path = tmp_path / "w.samples"
     w = _write_in_snapshots(path, 15)
     real_pwrite = samplefile.os.pwrite
+    calls = []
 
-    def half_then_fail(fd, data, offset):
-        real_pwrite(fd, bytes(data[: len(data) // 2]), offset)
-        raise OSError(28, "No space left on device")
+    def pwrite(fd, data, offset):
+        calls.append(offset)
+        if len(calls) == failing:
+            real_pwrite(fd, bytes(data[: len(data) // 2]), offset)
+            raise OSError(28, "No space left on device")
+        return real_pwrite(fd, data, offset)
 
-    monkeypatch.setattr(samplefile.os, "pwrite", half_then_fail)
-    with pytest.raises(OSError):
+    monkeypatch.setattr(samplefile.os, "pwrite", pwrite)
+    if failing == 1:
+        with pytest.raises(OSError):
+            w.append(_rows(15, 5).tobytes())
+        assert w.rows == 15
+        retry = _rows(15, 7)  # the caller retries its rows, and newer ones
+    else:
         w.append(_rows(15, 5).tobytes())
+        assert w.rows == 20 and read_samples(path).data == _rows(0, 20)
+        retry = _rows(20, 2)
     monkeypatch.setattr(samplefile.os, "pwrite", real_pwrite)
-    assert w.rows == 15
-    w.append(_rows(15, 7).tobytes())  # the caller retries its rows, and newer ones
+    w.append(retry.tobytes())
     t = read_samples(path)
     assert t.data == _rows(0, 22) and t.truncated_bytes == 0 and w.size == path.stat().st_size
+    assert _heads(path) == ([(0, 22)] if failing == 1 else [(0, 20), (20, 2)]), _heads(path)

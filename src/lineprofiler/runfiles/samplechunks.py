@@ -4,8 +4,14 @@ A chunk is a 24-byte head (magic ``b"LPCK"``, u64 ``first_row``, u32 ``rows``, u
 bytes, u32 CRC-32 of the payload, all little-endian) and its payload: the rows, row-major
 little-endian int64 as version 1 stores them, zlib-compressed. A chunk needs nothing outside
 itself to decode, so a file is readable up to its first bad chunk; ``first_row`` says where its
-rows go, so a chunk out of sequence (left behind by a writer killed while sealing, see
-:class:`~.samplefile.SampleWriter`) is never read twice.
+rows go, so rows are never read twice.
+
+A writer seals its small chunks (a snapshot's few rows each) into one: it first copies the
+sealed chunk to the end of the file, then writes it over the small chunks, then cuts the file
+after it (:class:`~.samplefile.SampleWriter`). Killed between two of those steps, it leaves the
+small chunks whole (the copy at the end is out of sequence: ignored), or them damaged and the
+copy whole: a reader that stops at a bad chunk takes a good chunk that ends the file, starts
+where a chunk it read started and holds more rows (:func:`_last_copy`), so no row is lost.
 
 Reading is C-speed work per chunk (a CRC, an inflate into the array), never per row:
 the rows of a day (86,400 at 1 Hz) come in 144 chunks of 600 or 24 of 3,600. This module imports
@@ -35,62 +41,101 @@ def encode(rows_le: bytes, first_row: int, rows: int) -> bytes:
     return CHUNK_HEAD.pack(CHUNK_MAGIC, first_row, rows, len(payload), zlib.crc32(payload)) + payload
 
 
-def decode(body: bytes | memoryview, row_bytes: int, max_bytes: int) -> tuple[array, int, str]:
+def _inflate(view: memoryview, pos: int, size: int, crc: int, want: int) -> bytes | str:
+    """A chunk's rows (``want`` bytes), or why they cannot be had."""
+    payload = view[pos + CHUNK_HEAD.size : pos + CHUNK_HEAD.size + size]
+    if zlib.crc32(payload) != crc:
+        return "CRC mismatch"
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(payload, want)
+    except zlib.error:
+        raw = b""
+    if len(raw) != want or not inflater.eof or inflater.unconsumed_tail:
+        return f"not {want:,} bytes of rows"
+    return raw
+
+
+def _last_copy(
+    body: bytes, after: int, starts: set[int], rows: int, row_bytes: int, max_bytes: int
+) -> tuple[int, bytes] | None:
+    """The chunk a writer copied to the end of the file before sealing in place (see
+    :class:`~.samplefile.SampleWriter`): a good chunk that ends the file, begins past ``after``,
+    starts at a row where a chunk read so far started (``starts``) and reaches past ``rows``.
+    Returns (its first row, its rows), or None."""
+    view = memoryview(body)
+    end = len(body)
+    if end - after < CHUNK_HEAD.size:
+        return None
+    pos = body.rfind(CHUNK_MAGIC, after, end - CHUNK_HEAD.size + len(CHUNK_MAGIC))
+    while pos >= after:
+        _magic, first_row, count, size, crc = CHUNK_HEAD.unpack_from(view, pos)
+        reaches = first_row + count
+        if (
+            pos + CHUNK_HEAD.size + size == end and first_row in starts and reaches > rows
+            and reaches * row_bytes <= max_bytes
+        ):
+            raw = _inflate(view, pos, size, crc, count * row_bytes)
+            return (first_row, raw) if isinstance(raw, bytes) else None
+        pos = body.rfind(CHUNK_MAGIC, after, pos + len(CHUNK_MAGIC) - 1)
+    return None
+
+
+def decode(body: bytes, row_bytes: int, max_bytes: int) -> tuple[array, int, str]:
     """The rows of every good chunk of ``body`` (a file's bytes after its header), in order, up
     to the first chunk that is incomplete, damaged or out of sequence, as one ``array('q')``
     (little-endian values).
 
-    Returns (the rows, bytes ignored at the end, what they were: "" when none). Raises
-    ValueError when the rows would exceed ``max_bytes`` (the reader's limit: a hostile chunk that
-    inflates without end is refused before it is inflated). The chunks' heads are walked first,
-    so the array is made once at its size and each chunk inflated straight into its place."""
+    Where reading stops, the copy a sealing writer put at the end of the file is looked for
+    (:func:`_last_copy`): a writer killed while it rewrote its small chunks in place left them
+    damaged, and the copy holds their rows. Returns (the rows, bytes ignored at the end, what
+    they were: "" when none). Raises ValueError when the rows would exceed ``max_bytes`` (the
+    reader's limit: a hostile chunk that inflates without end is refused before it is inflated).
+    """
     view = memoryview(body)
     total = len(view)
-    chunks: list[tuple[int, int, int, int]] = []  # (position, rows, payload size, CRC)
-    pos, rows, ignored, what = 0, 0, 0, ""
+    parts: list[bytes] = []
+    starts: list[int] = []  # the first row of each chunk read
+    pos, rows, what = 0, 0, ""
     while pos < total:
         if total - pos < CHUNK_HEAD.size:
-            ignored, what = total - pos, PARTIAL
+            what = PARTIAL
             break
         magic, first_row, count, size, crc = CHUNK_HEAD.unpack_from(view, pos)
         if magic != CHUNK_MAGIC or count == 0:
-            ignored, what = total - pos, f"damaged chunk at byte {pos} of the rows"
+            what = f"damaged chunk at byte {pos} of the rows"
             break
         if first_row != rows:
-            ignored, what = total - pos, f"chunk out of sequence (rows from {first_row:,}, expected {rows:,})"
+            what = f"chunk out of sequence (rows from {first_row:,}, expected {rows:,})"
             break
         if pos + CHUNK_HEAD.size + size > total:
-            ignored, what = total - pos, PARTIAL
+            what = PARTIAL
             break
-        rows += count
-        if rows * row_bytes > max_bytes:
+        if (rows + count) * row_bytes > max_bytes:
             raise ValueError(f"its rows would take more than {max_bytes:,} bytes")
-        chunks.append((pos, count, size, crc))
+        raw = _inflate(view, pos, size, crc, count * row_bytes)
+        if isinstance(raw, str):
+            what = f"damaged chunk at byte {pos} of the rows ({raw})"
+            break
+        parts.append(raw)
+        starts.append(rows)
+        rows += count
         pos += CHUNK_HEAD.size + size
+    ignored = total - pos
+    if what:
+        copy = _last_copy(body, pos, {*starts, rows}, rows, row_bytes, max_bytes)
+        if copy is not None:
+            first_row, raw = copy
+            kept = starts.index(first_row) if first_row in starts else len(parts)
+            del parts[kept:]
+            parts.append(raw)
+            rows, ignored, what = first_row + len(raw) // row_bytes, 0, ""
     data = array("q", [0]) * (rows * row_bytes // 8)
     out = memoryview(data).cast("B")
     at = 0
-    for pos, count, size, crc in chunks:
-        payload = view[pos + CHUNK_HEAD.size : pos + CHUNK_HEAD.size + size]
-        want = count * row_bytes
-        damage = None
-        if zlib.crc32(payload) != crc:
-            damage = "CRC mismatch"
-        else:
-            inflater = zlib.decompressobj()
-            try:
-                raw = inflater.decompress(payload, want)
-            except zlib.error:
-                raw = b""
-            if len(raw) != want or not inflater.eof or inflater.unconsumed_tail:
-                damage = f"not {count:,} rows"
-            else:
-                out[at : at + want] = raw
-                at += want
-        if damage is not None:
-            out.release()
-            del data[at // 8 :]
-            return data, total - pos, f"damaged chunk at byte {pos} of the rows ({damage})"
+    for raw in parts:
+        out[at : at + len(raw)] = raw
+        at += len(raw)
     out.release()
     return data, ignored, what
 

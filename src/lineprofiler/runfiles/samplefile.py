@@ -125,15 +125,16 @@ class SampleWriter:
 
     Each append writes its rows as one chunk after the last. Small chunks compress badly (a
     snapshot's 5 rows cost about 40 bytes a row), so once the chunks since the last seal hold
-    :data:`.samplechunks.SEAL_ROWS` rows they are rewritten, in place, as one chunk (about 20
-    bytes a row); the writer keeps those rows (at most ``SEAL_ROWS``) in memory to do so. The file
-    is readable at every moment: a kill mid-append leaves a partial last chunk, which readers
-    ignore with a caveat; a kill in the middle of a seal's write (one write of some kilobytes
-    every ``SEAL_ROWS`` rows) loses the rows since the previous seal, never those before it.
+    :data:`.samplechunks.SEAL_ROWS` rows they are sealed into one chunk (about 20 bytes a row):
+    written first after them as a copy, then over them, then the file is cut after it. A kill
+    at any step leaves every row readable (:mod:`.samplechunks`); the writer keeps the rows since
+    the last seal (at most ``SEAL_ROWS``) in memory to do so. A single append of ``SEAL_ROWS``
+    rows or more is sealed as it is written.
 
     The file is reopened for each append (a snapshot every few seconds), so nothing is held open
     across ``fork()``. A failed append leaves the writer as it was before it: the next append
-    writes the same rows again, over whatever the failed one left.
+    writes the same rows again, over whatever the failed one left. A seal that fails after the
+    rows were written is done again, before anything else, by the next append.
 
     ``root`` is the run directory: the file is reached from it without following a link
     (:func:`.layout.open_owned`), and only ever written while it is the file this writer made.
@@ -166,18 +167,19 @@ class SampleWriter:
         self._header = _header(self.columns, interval_ns, monotonic_ref_ns, unix_ref_ns, pid)
         self.rows = 0  # complete rows in the file
         self.restarts = 0  # times the file vanished or shrank under us and was begun again
-        self._size = 0  # bytes of the file we know to be good; 0 before the header is written
-        self._sealed = 0  # where the chunks since the last seal begin
-        self._unsealed = b""  # their rows (little-endian), to rewrite as one chunk
-        self._failed = False  # the last append failed: what it left is written over by a seal
+        self._begin_again()
 
     @property
     def size(self) -> int:
         return self._size
 
     def _begin_again(self) -> None:
-        self._size = self._sealed = self.rows = 0
-        self._unsealed = b""
+        self._size = 0  # bytes of the file we know to be good; 0 before the header is written
+        self._sealed = len(self._header)  # where the chunks since the last seal begin
+        self._unsealed = b""  # their rows (little-endian), to rewrite as one chunk
+        self._chunks = 0  # how many they are
+        self._must_seal = False  # a seal failed after its rows were written: do it first
+        self.rows = 0
 
     def append(self, data: bytes) -> int:
         """Append whole rows (native-endian int64, as drained); returns the bytes written.
@@ -200,38 +202,53 @@ class SampleWriter:
                 # Deleted or truncated by someone else: what we wrote is gone; begin again.
                 self.restarts += 1
                 self._begin_again()
+            if self._must_seal:
+                self._seal(fd)  # raises before these rows are written: the caller keeps them
+                actual = self._size
             rows_le = _to_little_endian(data)
-            unsealed = self._unsealed + rows_le
-            sealing = self._failed or len(unsealed) >= samplechunks.SEAL_ROWS * self.row_bytes
-            if sealing:
-                # The rows since the last seal, and these, as one chunk over the small ones.
-                first = self.rows - len(self._unsealed) // self.row_bytes
-                out = samplechunks.encode(unsealed, first, len(unsealed) // self.row_bytes)
-                at = self._sealed
-            else:
-                out = samplechunks.encode(rows_le, self.rows, len(data) // self.row_bytes) if data else b""
-                at = self._size
-            if self._size == 0:
+            count = len(data) // self.row_bytes
+            out = samplechunks.encode(rows_le, self.rows, count) if count else b""
+            at = self._size
+            if at == 0:
                 out, at = self._header + out, 0
-            written = 0
-            view = memoryview(out)
-            self._failed = True
-            while written < len(out):
-                written += os.pwrite(fd, view[written:], at + written)
+            _write_all(fd, out, at)
             end = at + len(out)
             if actual > end:
-                os.ftruncate(fd, end)  # a seal's leftover small chunks, or a failed append's bytes
-            self._failed = False
+                os.ftruncate(fd, end)  # what a failed append or seal left after the last chunk
+            self._size = end
+            self.rows += count
+            if count:
+                self._unsealed += rows_le
+                self._chunks += 1
+            if len(self._unsealed) >= samplechunks.SEAL_ROWS * self.row_bytes:
+                try:
+                    self._seal(fd)
+                except OSError:
+                    self._must_seal = True  # the rows are written: the next append seals first
         finally:
             os.close(fd)
-        self._size = end
-        self.rows += len(data) // self.row_bytes
-        if sealing:
-            self._sealed, self._unsealed = end, b""
-        else:
-            self._sealed = self._sealed or len(self._header)
-            self._unsealed = unsealed
         return len(out)
+
+    def _seal(self, fd: int) -> None:
+        """Rewrite the chunks since the last seal as one: a copy after them, then over them, then
+        the file cut after it. Kept as they are when one chunk would not be smaller."""
+        count = len(self._unsealed) // self.row_bytes
+        if self._chunks > 1:
+            chunk = samplechunks.encode(self._unsealed, self.rows - count, count)
+            if len(chunk) <= self._size - self._sealed:
+                _write_all(fd, chunk, self._size)
+                _write_all(fd, chunk, self._sealed)
+                os.ftruncate(fd, self._sealed + len(chunk))
+                self._size = self._sealed + len(chunk)
+        self._sealed = self._size
+        self._unsealed, self._chunks, self._must_seal = b"", 0, False
+
+
+def _write_all(fd: int, data: bytes, at: int) -> None:
+    view = memoryview(data)
+    written = 0
+    while written < len(data):
+        written += os.pwrite(fd, view[written:], at + written)
 
 
 class SampleTable:
