@@ -13,7 +13,7 @@ small chunks whole (the copy at the end is out of sequence: ignored), or them da
 copy whole: a reader that stops at a bad chunk takes a good chunk that ends the file, starts
 where a chunk it read started and holds more rows (:func:`_last_copy`), so no row is lost.
 
-Reading is C-speed work per chunk (a CRC, an inflate into the array), never per row:
+Reading is C-speed work per chunk (a CRC, an inflate, a copy into the array), never per row:
 the rows of a day (86,400 at 1 Hz) come in 144 chunks of 600 or 24 of 3,600. This module imports
 no C module of lineprofiler's.
 """
@@ -94,8 +94,10 @@ def decode(body: bytes, row_bytes: int, max_bytes: int) -> tuple[array, int, str
     """
     view = memoryview(body)
     total = len(view)
-    parts: list[bytes] = []
-    starts: list[int] = []  # the first row of each chunk read
+    # The heads first: the array is then made once at its size and each chunk inflated and
+    # copied into its place (an array grown chunk by chunk, or the chunks all held until the
+    # end, cost 5 to 8 ms more a day of rows in copies and page faults).
+    chunks: list[tuple[int, int, int, int]] = []  # (position, rows, payload size, CRC)
     pos, rows, what = 0, 0, ""
     while pos < total:
         if total - pos < CHUNK_HEAD.size:
@@ -113,30 +115,31 @@ def decode(body: bytes, row_bytes: int, max_bytes: int) -> tuple[array, int, str
             break
         if (rows + count) * row_bytes > max_bytes:
             raise ValueError(f"its rows would take more than {max_bytes:,} bytes")
-        raw = _inflate(view, pos, size, crc, count * row_bytes)
-        if isinstance(raw, str):
-            what = f"damaged chunk at byte {pos} of the rows ({raw})"
-            break
-        parts.append(raw)
-        starts.append(rows)
+        chunks.append((pos, count, size, crc))
         rows += count
         pos += CHUNK_HEAD.size + size
+    data = array("q", [0]) * (rows * row_bytes // 8)
+    out = memoryview(data).cast("B")
+    starts: list[int] = []  # the first row of each chunk read
+    rows = 0
+    for at, count, size, crc in chunks:
+        raw = _inflate(view, at, size, crc, count * row_bytes)
+        if isinstance(raw, str):
+            pos, what = at, f"damaged chunk at byte {at} of the rows ({raw})"
+            break
+        out[rows * row_bytes : (rows + count) * row_bytes] = raw
+        starts.append(rows)
+        rows += count
+    out.release()
+    del data[rows * row_bytes // 8 :]
     ignored = total - pos
     if what:
         copy = _last_copy(body, pos, {*starts, rows}, rows, row_bytes, max_bytes)
         if copy is not None:
             first_row, raw = copy
-            kept = starts.index(first_row) if first_row in starts else len(parts)
-            del parts[kept:]
-            parts.append(raw)
-            rows, ignored, what = first_row + len(raw) // row_bytes, 0, ""
-    data = array("q", [0]) * (rows * row_bytes // 8)
-    out = memoryview(data).cast("B")
-    at = 0
-    for raw in parts:
-        out[at : at + len(raw)] = raw
-        at += len(raw)
-    out.release()
+            del data[first_row * row_bytes // 8 :]
+            data.frombytes(raw)
+            ignored, what = 0, ""
     return data, ignored, what
 
 
