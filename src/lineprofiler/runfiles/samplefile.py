@@ -204,7 +204,7 @@ class SampleWriter:
                 self._begin_again()
             if self._must_seal:
                 self._seal(fd)  # raises before these rows are written: the caller keeps them
-                actual = self._size
+                actual = os.fstat(fd).st_size
             rows_le = _to_little_endian(data)
             count = len(data) // self.row_bytes
             out = samplechunks.encode(rows_le, self.rows, count) if count else b""
