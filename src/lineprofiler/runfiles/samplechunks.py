@@ -36,8 +36,14 @@ PARTIAL = "partial last chunk"
 
 
 def encode(rows_le: bytes, first_row: int, rows: int) -> bytes:
-    """One chunk of ``rows`` rows (little-endian int64, row-major) that begin at ``first_row``."""
-    payload = zlib.compress(rows_le, LEVEL)
+    """One chunk of ``rows`` rows (little-endian int64, row-major) that begin at ``first_row``.
+
+    The window and hash table are sized to the rows (a window as large as the data compresses
+    as well as zlib's 32 kB one): zlib's default state is 256 kB to set up, 80 us of a
+    profiled process's snapshot for 5 rows, 10 us when sized to them."""
+    wbits = min(15, max(9, len(rows_le).bit_length()))
+    deflater = zlib.compressobj(LEVEL, zlib.DEFLATED, wbits, max(1, wbits - 7))
+    payload = deflater.compress(rows_le) + deflater.flush()
     return CHUNK_HEAD.pack(CHUNK_MAGIC, first_row, rows, len(payload), zlib.crc32(payload)) + payload
 
 
