@@ -19,7 +19,8 @@ growing linearly with the workers.
 Each worker's resource samples (one row a second) are written to its ``.samples`` file by the
 sampler's own writer (``_synthetic.write_synthetic_history``), so ``report`` renders the I/O and
 MEMORY blocks from them and ``--no-samples`` skips them. Generation runs on every usable core;
-a day of samples is 9 MB per worker, and the benchmark refuses a run the disk cannot hold.
+a day of samples is about 1.7 MB per worker (9 MB before the file was compressed), and the
+benchmark refuses a run the disk cannot hold.
 ``--jobs N`` sets ``LINEPROFILER_REPORT_JOBS`` for the report (1: the serial path).
 
     python benchmarks/bench_report.py                 # 64 workers x 12 h, sidecar samples, 3 repeats
@@ -234,9 +235,9 @@ def generate(run_dir: Path, workers: int, hours: float, samples: str, nodes: int
 
 
 def needed_bytes(workers: int, hours: float, samples: str) -> int:
-    """About what the run takes on disk: 104 bytes a sample row, 40 kB a worker file."""
+    """About what the run takes on disk: 24 bytes a compressed sample row, 40 kB a worker file."""
     rows = int(hours * 3600) if samples != "none" else 0
-    return workers * (rows * 8 * 13 + 40_000)
+    return workers * (rows * 24 + 40_000)
 
 
 _MEASURE = r"""
@@ -336,6 +337,12 @@ def main() -> int:
             print(f"generated {files} worker files, {size / 1e6:.1f} MB, in {time.perf_counter() - started:.1f}s "
                   f"({options.workers} workers x {options.hours:g} h, {options.phases} phases each, "
                   f"samples: {options.samples}, 1 per second)")
+        sidecars = [path.stat().st_size for path in run_dir.glob("workers/*/*.samples")]
+        if sidecars:
+            rows = len(sidecars) * options.hours * 3600
+            per_day = sum(sidecars) / (len(sidecars) * options.hours / 24)
+            print(f"sample files: {sum(sidecars) / 1e6:.1f} MB, {per_day / 1e6:.2f} MB per worker-day, "
+                  f"{sum(sidecars) / rows:.1f} bytes per row")
         baseline = measure(["--version"])
         print(f"python -m lineprofiler --version: {baseline[0]:.2f}s, {baseline[2]:.1f} MB (interpreter floor)")
         print(f"{'command':<26}{'wall median':>12}{'wall max':>10}{'CPU':>9}{'peak RSS':>11}{'with pool':>11}   target")

@@ -40,7 +40,7 @@ def run_dir(tmp_path_factory) -> Path:
     sidecars = sorted(run_dir.glob("workers/*/*.samples"))
     sidecars[3].write_bytes(sidecars[3].read_bytes()[:100])  # damaged: shorter than its header
     sidecars[5].unlink()  # missing
-    sidecars[7].write_bytes(sidecars[7].read_bytes() + b"\0" * 12)  # a partial last row
+    sidecars[7].write_bytes(sidecars[7].read_bytes() + b"\0" * 12)  # a partial last chunk
     # A worker that wrote no samples.
     path = sorted(run_dir.glob("workers/*/*.json"))[9]
     document = workerfile.read_worker_file(path)
@@ -62,7 +62,7 @@ def report(run_dir: Path, jobs: int, *flags: str) -> bytes:
 def test_the_pool_prints_exactly_what_one_process_prints(run_dir):
     serial = report(run_dir, 1)
     assert b"I/O" in serial and b"MEMORY" in serial and b"lacks" not in serial
-    assert b"sample file is missing" in serial and b"partial last row ignored" in serial
+    assert b"sample file is missing" in serial and b"partial last chunk ignored" in serial
     assert report(run_dir, 2) == serial
     assert report(run_dir, 3) == serial
     assert report(run_dir, 2, "--no-samples") == report(run_dir, 1, "--no-samples")

@@ -56,29 +56,31 @@ def test_header_is_little_endian_and_8_byte_aligned(tmp_path):
     SampleWriter(path, ("t_ns", "x"), 3, monotonic_ref_ns=1, unix_ref_ns=2, pid=4).append(b"")
     raw = path.read_bytes()
     assert raw[:8] == b"LPSAMPLE"
-    assert int.from_bytes(raw[8:12], "little") == 1  # version
+    assert int.from_bytes(raw[8:12], "little") == samplefile.VERSION == 2
     header_size = int.from_bytes(raw[12:16], "little")
     assert header_size == len(raw) and header_size % 8 == 0
     assert b"t_ns\0x\0" in raw
 
 
-def test_truncated_last_row_is_ignored_and_reported(tmp_path):
+def test_truncated_last_chunk_is_ignored_and_reported(tmp_path):
     path = tmp_path / "w.samples"
     w = SampleWriter(path, BASE_COLUMNS, 1)
     w.append(_rows(0, 5).tobytes())
-    with open(path, "ab") as handle:  # a crash mid-append: 13 bytes of a sixth row
-        handle.write(_rows(5, 1).tobytes()[:13])
+    whole = path.read_bytes()
+    w.append(_rows(5, 3).tobytes())
+    second_chunk = path.read_bytes()[len(whole) :]
+    path.write_bytes(whole + second_chunk[:13])  # a crash mid-append: 13 bytes of the next chunk
     t = read_samples(path)
-    assert t.rows == 5 and t.truncated_bytes == 13
+    assert t.rows == 5 and t.truncated_bytes == 13 and t.truncated_what == "partial last chunk"
     assert t.data == _rows(0, 5)
 
 
-def test_append_after_a_partial_row_repairs_the_file(tmp_path):
+def test_append_after_a_partial_chunk_repairs_the_file(tmp_path):
     path = tmp_path / "w.samples"
     w = SampleWriter(path, BASE_COLUMNS, 1)
     w.append(_rows(0, 2).tobytes())
     with open(path, "ab") as handle:
-        handle.write(b"\xff" * 29)  # a failed append left part of a row
+        handle.write(b"\xff" * 29)  # a failed append left part of a chunk
     w.append(_rows(2, 2).tobytes())
     t = read_samples(path)
     assert t.truncated_bytes == 0 and t.data == _rows(0, 4)
@@ -113,7 +115,7 @@ def test_write_failure_raises_oserror_for_the_caller_to_count(tmp_path):
         (None, "missing"),
         (b"", "too short"),
         (b"NOTSAMPLE" + b"\0" * 64, "not a lineprofiler sample file"),
-        (b"LPSAMPLE" + (99).to_bytes(4, "little") + b"\0" * 60, "version 99"),
+        (b"LPSAMPLE" + (99).to_bytes(4, "little") + b"\0" * 60, "version 99, this lineprofiler reads up to 2; upgrade"),
         (b"LPSAMPLE" + (1).to_bytes(4, "little") + (13).to_bytes(4, "little") + b"\0" * 56, "corrupt"),
     ],
 )

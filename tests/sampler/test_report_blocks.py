@@ -192,7 +192,7 @@ def test_missing_and_truncated_sample_files_are_caveats(run):
     missing, partial = (w.path.with_suffix(".samples").relative_to(run.run_dir) for w in (learner, actor))
     assert sorted(options.caveats) == sorted([
         f"{missing}: sample file is missing; learner pid 11 on node1 is left out of I/O and MEMORY",
-        f"{partial}: partial last row ignored (21 bytes)",
+        f"{partial}: partial last chunk ignored (21 bytes)",
     ])
 
 

@@ -6,17 +6,22 @@ they go to ``w_<run>_<pid>_<uuid8>.samples`` in the same folder, and the documen
 one, so writing is proportional to the new rows, never to the history. This module imports no
 C module: the report reads these files where only the files are.
 
-Layout (version 1), every integer little-endian::
+Layout, every integer little-endian::
 
     header   magic b"LPSAMPLE", u32 version, u32 header_size, u32 ncols, u32 reserved,
              i64 interval_ns, i64 monotonic_ref_ns, i64 unix_ref_ns, i64 pid,
              ncols NUL-terminated ASCII column names, zero-padded to header_size (a multiple of 8)
-    rows     ncols int64 values each, back to back, in time order
+    rows     version 1: ncols int64 values each, back to back, in time order
+             version 2: compressed chunks of such rows (:mod:`.samplechunks`), in time order
+
+Version 2 is what the writer writes: a day of 1 Hz rows is about 2 MB instead of 9.7 MB.
+Version 1 files are still read; a file of a newer version is refused with a one-line reason.
 
 ``monotonic_ref_ns``/``unix_ref_ns`` are one reading of each clock taken together, so row times
 (CLOCK_MONOTONIC) can be placed on the run's wall-clock timeline. A value of -1 is "could not
-measure"; ``flags`` holds the ``FLAG_*`` bits below. A reader takes every complete row and ignores
-a partial last row (a crash mid-append), reporting it as a caveat.
+measure"; ``flags`` holds the ``FLAG_*`` bits below. A reader takes every complete row (version 2:
+every good chunk) and ignores a partial last row or chunk (a crash mid-append), reporting it as
+a caveat.
 
 Columns written by the sampler: ``t_ns``, ``flags``, ``phase`` (node id of the innermost phase open
 in the main thread, -1 for none), ``rss_bytes``, the five ``/proc/self/io`` counters ``rchar``,
@@ -39,7 +44,7 @@ from array import array
 from operator import and_
 
 from .._record import Record
-from . import layout, reading
+from . import layout, reading, samplechunks
 from .layout import SAMPLES_SUFFIX
 from .layout import sidecar_name as sidecar_name  # still importable from here
 
@@ -50,8 +55,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAGIC = b"LPSAMPLE"
-VERSION = 1
-FORMAT = "lineprofiler-samples/1"
+VERSION = 2
+FORMAT = "lineprofiler-samples/2"
 SUFFIX = SAMPLES_SUFFIX
 _HEAD = struct.Struct("<8sIIII4q")
 
@@ -85,9 +90,10 @@ BASE_COLUMNS = ("t_ns", "flags", "phase", "rss_bytes", *IO_FIELDS, *("own_" + f 
 PSS_COLUMN = "pss_bytes"
 #: The native sampler's columns before its per-GPU ones.
 NATIVE_COLUMNS = (*BASE_COLUMNS, PSS_COLUMN, PHASE_SINCE_COLUMN)
-#: The most a reader reads of one sample file (header included): about 30 days of 1 Hz rows of
-#: the base columns, 13 days with eight GPUs' columns. A larger file is refused whole (its
-#: process is left out of the sampled blocks, with a caveat); the rest of the run is reported.
+#: The most a reader reads of one sample file (header included), and the most its rows may take
+#: once decompressed: about 30 days of 1 Hz rows of the base columns, 13 days with eight GPUs'
+#: columns. A larger file is refused whole (its process is left out of the sampled blocks, with
+#: a caveat); the rest of the run is reported.
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 _BIG_ENDIAN = sys.byteorder == "big"
@@ -114,11 +120,21 @@ def _to_little_endian(data: bytes) -> bytes:
 
 
 class SampleWriter:
-    """Appends drained rows to one sample file. Not thread-safe; one per process.
+    """Appends drained rows to one sample file (version 2: compressed chunks). Not thread-safe;
+    one per process.
+
+    Each append writes its rows as one chunk after the last. Small chunks compress badly (a
+    snapshot's 5 rows cost about 40 bytes a row), so once the chunks since the last seal hold
+    :data:`.samplechunks.SEAL_ROWS` rows they are sealed into one chunk (about 20 bytes a row):
+    written first after them as a copy, then over them, then the file is cut after it. A kill
+    at any step leaves every row readable (:mod:`.samplechunks`); the writer keeps the rows since
+    the last seal (at most ``SEAL_ROWS``) in memory to do so. A single append of ``SEAL_ROWS``
+    rows or more is sealed as it is written.
 
     The file is reopened for each append (a snapshot every few seconds), so nothing is held open
-    across ``fork()``. A failed append leaves the file as it was before it: the next append first
-    cuts any partial row back off, so a row never straddles two appends.
+    across ``fork()``. A failed append leaves the writer as it was before it: the next append
+    writes the same rows again, over whatever the failed one left. A seal that fails after the
+    rows were written is done again, before anything else, by the next append.
 
     ``root`` is the run directory: the file is reached from it without following a link
     (:func:`.layout.open_owned`), and only ever written while it is the file this writer made.
@@ -151,11 +167,19 @@ class SampleWriter:
         self._header = _header(self.columns, interval_ns, monotonic_ref_ns, unix_ref_ns, pid)
         self.rows = 0  # complete rows in the file
         self.restarts = 0  # times the file vanished or shrank under us and was begun again
-        self._size = 0  # bytes of the file we know to be good; 0 before the header is written
+        self._begin_again()
 
     @property
     def size(self) -> int:
         return self._size
+
+    def _begin_again(self) -> None:
+        self._size = 0  # bytes of the file we know to be good; 0 before the header is written
+        self._sealed = len(self._header)  # where the chunks since the last seal begin
+        self._unsealed = b""  # their rows (little-endian), to rewrite as one chunk
+        self._chunks = 0  # how many they are
+        self._must_seal = False  # a seal failed after its rows were written: do it first
+        self.rows = 0
 
     def append(self, data: bytes) -> int:
         """Append whole rows (native-endian int64, as drained); returns the bytes written.
@@ -172,38 +196,71 @@ class SampleWriter:
                 if self._inode is not None:
                     self.restarts += 1
                 self._inode = inode
-                self._size = 0
-                self.rows = 0
+                self._begin_again()
             actual = os.fstat(fd).st_size
             if actual < self._size:
                 # Deleted or truncated by someone else: what we wrote is gone; begin again.
                 self.restarts += 1
-                self._size = 0
-                self.rows = 0
-            out = _to_little_endian(data)
-            if self._size == 0:
-                out = self._header + out
-            if actual != self._size:
-                os.ftruncate(fd, self._size)
-            written = 0
-            view = memoryview(out)
-            while written < len(out):
-                written += os.pwrite(fd, view[written:], self._size + written)
+                self._begin_again()
+            if self._must_seal:
+                self._seal(fd)  # raises before these rows are written: the caller keeps them
+                actual = os.fstat(fd).st_size
+            rows_le = _to_little_endian(data)
+            count = len(data) // self.row_bytes
+            out = samplechunks.encode(rows_le, self.rows, count) if count else b""
+            at = self._size
+            if at == 0:
+                out, at = self._header + out, 0
+            _write_all(fd, out, at)
+            end = at + len(out)
+            if actual > end:
+                os.ftruncate(fd, end)  # what a failed append or seal left after the last chunk
+            self._size = end
+            self.rows += count
+            if count:
+                self._unsealed += rows_le
+                self._chunks += 1
+            if len(self._unsealed) >= samplechunks.SEAL_ROWS * self.row_bytes:
+                try:
+                    self._seal(fd)
+                except OSError:
+                    self._must_seal = True  # the rows are written: the next append seals first
         finally:
             os.close(fd)
-        self._size += len(out)
-        self.rows += len(data) // self.row_bytes
         return len(out)
+
+    def _seal(self, fd: int) -> None:
+        """Rewrite the chunks since the last seal as one: a copy after them, then over them, then
+        the file cut after it. Kept as they are when one chunk would not be smaller."""
+        count = len(self._unsealed) // self.row_bytes
+        if self._chunks > 1:
+            chunk = samplechunks.encode(self._unsealed, self.rows - count, count)
+            if len(chunk) <= self._size - self._sealed:
+                _write_all(fd, chunk, self._size)
+                _write_all(fd, chunk, self._sealed)
+                os.ftruncate(fd, self._sealed + len(chunk))
+                self._size = self._sealed + len(chunk)
+        self._sealed = self._size
+        self._unsealed, self._chunks, self._must_seal = b"", 0, False
+
+
+def _write_all(fd: int, data: bytes, at: int) -> None:
+    view = memoryview(data)
+    written = 0
+    while written < len(data):
+        written += os.pwrite(fd, view[written:], at + written)
 
 
 class SampleTable:
     """Rows of one sample file, row-major in one ``array('q')``.
 
-    ``truncated_bytes``: a partial last row that was ignored.
+    ``truncated_bytes``: an unreadable end that was ignored (a partial last row or chunk: a
+    writer killed mid-append), and ``truncated_what`` what it was, for a caveat.
     """
 
     __slots__ = (
-        "path", "columns", "data", "interval_ns", "monotonic_ref_ns", "unix_ref_ns", "pid", "truncated_bytes", "_raw",
+        "path", "columns", "data", "interval_ns", "monotonic_ref_ns", "unix_ref_ns", "pid", "truncated_bytes",
+        "truncated_what",
     )
 
     def __init__(
@@ -216,6 +273,7 @@ class SampleTable:
         unix_ref_ns: int,
         pid: int,
         truncated_bytes: int = 0,
+        truncated_what: str = "partial last row",
     ) -> None:
         self.path = path
         self.columns = columns
@@ -225,7 +283,7 @@ class SampleTable:
         self.unix_ref_ns = unix_ref_ns
         self.pid = pid
         self.truncated_bytes = truncated_bytes
-        self._raw: bytes | None = None
+        self.truncated_what = truncated_what
 
     def __repr__(self) -> str:
         return (
@@ -247,17 +305,17 @@ class SampleTable:
 
     def byte_of(self, name: str, which: int) -> bytes:
         """Byte ``which`` (0 the least significant, 7 the sign) of every value of a column, as
-        one bytes object: a strided bytes slice, far cheaper than copying the column."""
-        if self._raw is None:
-            self._raw = self.data.tobytes()
+        one bytes object: a strided slice of the rows' bytes, copying only the bytes taken."""
         offset = which if sys.byteorder == "little" else 7 - which
-        return self._raw[8 * self.columns.index(name) + offset :: 8 * len(self.columns)]
+        raw = memoryview(self.data).cast("B")
+        return raw[8 * self.columns.index(name) + offset :: 8 * len(self.columns)].tobytes()
 
     def to_unix_ns(self, t_ns: int) -> int:
         return t_ns - self.monotonic_ref_ns + self.unix_ref_ns
 
 
-def _parse_header(path: Path, handle: Any) -> tuple[tuple[str, ...], int, int, int, int, int]:
+def _parse_header(path: Path, handle: Any) -> tuple[int, tuple[str, ...], int, int, int, int, int]:
+    """(version, columns, header_size, interval_ns, monotonic_ref_ns, unix_ref_ns, pid)."""
     head = handle.read(_HEAD.size)
     if len(head) < _HEAD.size:
         raise SampleFileError(f"{path}: sample file too short for its header")
@@ -265,7 +323,10 @@ def _parse_header(path: Path, handle: Any) -> tuple[tuple[str, ...], int, int, i
     if magic != MAGIC:
         raise SampleFileError(f"{path}: not a lineprofiler sample file")
     if version > VERSION:
-        raise SampleFileError(f"{path}: sample file version {version}, this lineprofiler reads up to {VERSION}")
+        raise SampleFileError(
+            f"{path}: written with sample file version {version}, this lineprofiler reads up to {VERSION}; "
+            "upgrade lineprofiler to read it"
+        )
     if version < 1 or size % 8 or size < _HEAD.size or not 1 <= ncols <= 4096 or size > 1 << 20:
         raise SampleFileError(f"{path}: corrupt sample file header")
     names = handle.read(size - _HEAD.size)
@@ -278,7 +339,7 @@ def _parse_header(path: Path, handle: Any) -> tuple[tuple[str, ...], int, int, i
         raise SampleFileError(f"{path}: corrupt sample file header") from None
     if any(not c for c in columns) or any(parts[ncols:]):
         raise SampleFileError(f"{path}: corrupt sample file header")
-    return columns, size, interval_ns, mono_ref, unix_ref, pid
+    return version, columns, size, interval_ns, mono_ref, unix_ref, pid
 
 
 def _cannot_read(path: Path, error: OSError) -> SampleFileError:
@@ -298,7 +359,7 @@ def read_header(path: str | os.PathLike[str]) -> tuple[tuple[str, ...], int, int
     try:
         fd, _ = reading.open_regular(path)
         with os.fdopen(fd, "rb") as handle:
-            return _parse_header(path, handle)
+            return _parse_header(path, handle)[1:]
     except OSError as error:
         raise _cannot_read(path, error) from None
 
@@ -307,30 +368,39 @@ def read_samples(path: str | os.PathLike[str]) -> SampleTable:
     """Read a whole sample file into one array. Raises SampleFileError with a one-line reason.
 
     Opens only a regular file, once (see :mod:`.reading`), and refuses one larger than
-    :data:`MAX_FILE_BYTES`. Reads straight into the array (``array.fromfile``): memory is the
-    rows themselves, once.
+    :data:`MAX_FILE_BYTES`, or whose rows would be once decompressed. Version 1 is read straight
+    into the array (``array.fromfile``); version 2 chunk by chunk (:mod:`.samplechunks`), its
+    rows appended to the array as each is inflated.
     """
     from pathlib import Path
 
     path = Path(path)
-    data = array("q")
     try:
         fd, info = reading.open_regular(path)
         with os.fdopen(fd, "rb") as handle:
             if info.st_size > MAX_FILE_BYTES:
                 raise reading.too_large(path, info.st_size, MAX_FILE_BYTES)
-            columns, header_size, interval_ns, mono_ref, unix_ref, pid = _parse_header(path, handle)
+            version, columns, header_size, interval_ns, mono_ref, unix_ref, pid = _parse_header(path, handle)
             if "t_ns" not in columns:
                 raise SampleFileError(f"{path}: sample file has no t_ns column")
             # The size from fstat bounds the read: a file still being appended to is read up to
             # where it was when opened.
             body = max(0, info.st_size - header_size)
-            rows = body // (8 * len(columns))
-            try:
-                data.fromfile(handle, rows * len(columns))
-            except EOFError:
-                # Shrank while we read (a writer repairing a partial row): keep whole rows.
-                del data[len(data) - len(data) % len(columns) :]
+            row_bytes = 8 * len(columns)
+            if version >= 2:
+                try:
+                    data, ignored, what = samplechunks.decode(handle.read(body), row_bytes, MAX_FILE_BYTES)
+                except ValueError as error:
+                    raise SampleFileError(f"{path}: {error}") from None
+            else:
+                data = array("q")
+                rows = body // row_bytes
+                try:
+                    data.fromfile(handle, rows * len(columns))
+                except EOFError:
+                    # Shrank while we read (a writer repairing a partial row): keep whole rows.
+                    del data[len(data) - len(data) % len(columns) :]
+                ignored, what = body - rows * row_bytes, "partial last row"
     except OSError as error:
         raise _cannot_read(path, error) from None
     if _BIG_ENDIAN:
@@ -343,7 +413,8 @@ def read_samples(path: str | os.PathLike[str]) -> SampleTable:
         monotonic_ref_ns=mono_ref,
         unix_ref_ns=unix_ref,
         pid=pid,
-        truncated_bytes=body - rows * 8 * len(columns),
+        truncated_bytes=ignored,
+        truncated_what=what,
     )
 
 

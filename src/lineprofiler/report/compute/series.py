@@ -25,16 +25,18 @@ def columns(
     n: int = COLUMNS,
     *,
     offset_ns: int = 0,
+    measured: bool = False,
 ) -> Series | None:
     """``values`` at sorted ``times_ns`` in ``n`` columns over the unix-time span
-    ``[start_ns, end_ns)``; negative values (not measured) are left out. ``offset_ns`` is what
+    ``[start_ns, end_ns)``; negative values (not measured) are left out (``measured``: the
+    caller left them out already, so a pass over every value is saved). ``offset_ns`` is what
     the times' clock reads ahead of unix time (a sample file's monotonic clock). None when no
     value remains."""
     if end_ns <= start_ns or n <= 0 or not values:
         return None
     times: Sequence[int] = times_ns
     vals: Sequence[float] = values
-    if min(values) < 0:
+    if not measured and min(values) < 0:
         keep = [v >= 0 for v in values]
         times = list(compress(times_ns, keep))
         vals = list(compress(values, keep))

@@ -16,16 +16,11 @@ fallback, a kernel without smaps_rollup) adds its RSS instead (:func:`pss_fallba
 
 from __future__ import annotations
 
-import statistics
-from array import array
-from bisect import bisect_left
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import compress
 from pathlib import Path
 from typing import Any
 
-from ....runfiles.samplefile import IO_FIELDS, PSS_COLUMN, SampleFileError, SampleTable, negative_runs, read_samples
+from ....runfiles.samplefile import IO_FIELDS
 from ... import format as fmt
 from ...model import IoByPhase, IoPhase, IoTimeline, Memory, MemoryRole, ProcessMemory, Reason, SampledIo
 from ...read.run import Run
@@ -34,7 +29,9 @@ from .. import series
 from . import RenderOptions, sample_infos, sampled
 from .sampled import (
     MEMORY_BINS,
-    FileSummary,
+    MIN_TREND_NS,
+    MIN_TREND_ROWS,
+    WARMUP_SHARE,
     GridSpec,
     Timeline,
     WorkerIo,
@@ -42,6 +39,7 @@ from .sampled import (
     add_into,
     reduce_io,
     reduce_memory,
+    rss_trend,
 )
 
 
@@ -145,97 +143,6 @@ class RunResources:
     span: tuple[int, int] | None = None
 
 
-# ---------------------------------------------------------------------------------------------
-# One sample file: sampled.py's summary, plus PSS and a trend that short processes get too
-# ---------------------------------------------------------------------------------------------
-
-#: The least a process's samples must span for a trend, after its warm-up: ten seconds of ten
-#: rows or more. (The minute sampled.py asks for left every process of a run shorter than a
-#: minute at n/a.)
-MIN_TREND_NS = 10 * 10**9
-MIN_TREND_ROWS = 10
-#: The first part of a process's sampled span that is its warm-up (imports, caches, allocator
-#: pools, a DataLoader's prefetch): left out of its trend, so memory that grows and then stays
-#: flat is not extrapolated into a leak.
-WARMUP_SHARE = 1 / 3
-
-
-@dataclass
-class MemorySummary:
-    """A :class:`FileSummary` and what MEMORY adds to it: the file's PSS in the run's memory
-    bins (None: PSS was not measured, the RSS bins stand in) and its RSS trend."""
-
-    file: FileSummary
-    pss_bins: list[float] | None = None
-    slope_bytes_per_s: float | None = None
-
-
-def _measured(table: SampleTable, name: str) -> tuple[array, array]:
-    """(t_ns, values) of the rows where column ``name`` was measured (not -1)."""
-    t, values = table.column("t_ns"), table.column(name)
-    if negative_runs(table.byte_of(name, 7)):
-        keep = [v >= 0 for v in values]
-        t, values = array("q", compress(t, keep)), array("q", compress(values, keep))
-    return t, values
-
-
-def rss_trend(table: SampleTable) -> float | None:
-    """The least-squares slope of RSS over time, bytes per second, fitted over the measured rows
-    past the warm-up (the first :data:`WARMUP_SHARE` of the sampled span); None when those are
-    fewer than MIN_TREND_ROWS rows or span less than MIN_TREND_NS."""
-    t, rss = _measured(table, "rss_bytes")
-    if not rss:
-        return None
-    first = bisect_left(t, t[0] + int((t[-1] - t[0]) * WARMUP_SHARE))
-    t, rss = t[first:], rss[first:]
-    if len(rss) < MIN_TREND_ROWS or t[-1] - t[0] < MIN_TREND_NS:
-        return None
-    origin = t[0]
-    return statistics.linear_regression([(v - origin) / 1e9 for v in t], [float(v) for v in rss]).slope
-
-
-def _as_rss(table: SampleTable, name: str) -> SampleTable:
-    """The same rows with column ``name`` read as ``rss_bytes`` (no copy), so that
-    :func:`reduce_memory` bins PSS exactly as it bins RSS."""
-    columns = tuple("rss_bytes" if c == name else "_rss_bytes" if c == "rss_bytes" else c for c in table.columns)
-    return SampleTable(
-        table.path, columns, table.data, table.interval_ns, table.monotonic_ref_ns, table.unix_ref_ns, table.pid
-    )
-
-
-def summarise_memory_file(path: Path, span: tuple[int, int] | None) -> MemorySummary:
-    """What MEMORY adds to :func:`.sampled.summarise_sample_file`'s summary of one file: its
-    PSS bins and RSS trend. A second read of the file, until sampled.py computes these too."""
-    out = MemorySummary(FileSummary())
-    try:
-        table = read_samples(path)
-    except SampleFileError:
-        return out  # the summary of the same file says why
-    if "rss_bytes" in table.columns and "t_ns" in table.columns:
-        out.slope_bytes_per_s = rss_trend(table)
-    if span is not None and PSS_COLUMN in table.columns:
-        pss_bins = [0.0] * MEMORY_BINS
-        if reduce_memory(_as_rss(table, PSS_COLUMN), pss_bins, span).rows:
-            out.pss_bins = pss_bins
-    return out
-
-
-def summarise_memory_files(
-    paths: list[Path], spec: GridSpec | None, span: tuple[int, int] | None
-) -> Iterator[MemorySummary]:
-    """Each path's :func:`.sampled.summarise_sample_file` summary (over the usable cores) with
-    :func:`summarise_memory_file`'s additions, in order."""
-    for summary, path in zip(sampled.summarise_sample_files(paths, spec, span), paths, strict=True):
-        extra = summarise_memory_file(path, span) if summary.error is None and not summary.missing else None
-        if extra is None:
-            yield MemorySummary(summary)
-            continue
-        extra.file = summary
-        if summary.memory is not None:
-            summary.memory.slope_bytes_per_s = extra.slope_bytes_per_s
-        yield extra
-
-
 def _shown(path: Path, run: Run) -> str:
     """A sample file's path as CAVEATS names it: relative to the run directory."""
     try:
@@ -257,7 +164,10 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
         res.interval_ns = int(max(intervals) * 1e9)
         spec = (res.span[0], res.span[1], res.interval_ns)
         res.timeline = Timeline(*spec)
-    summaries = summarise_memory_files([info.sidecar for info in infos if info.sidecar is not None], spec, res.span)
+    # Each file is read once, in the pool's processes when the files are many (sampled.py).
+    summaries = sampled.summarise_sample_files(
+        [info.sidecar for info in infos if info.sidecar is not None], spec, res.span
+    )
     for info in infos:
         res.workers += 1
         if info.sidecar is None:
@@ -265,13 +175,12 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
             res.reasons[reason] = res.reasons.get(reason, 0) + 1
             continue
         name = _shown(info.sidecar, run)
-        with_memory = next(summaries)
-        summary = with_memory.file
+        summary = next(summaries)
         if summary.error is not None:
             res.caveats.append(f"{name}: {summary.error}; {info.worker.label} is left out of I/O and MEMORY")
             continue
         if summary.truncated_bytes:
-            res.caveats.append(f"{name}: partial last row ignored ({fmt.count(summary.truncated_bytes)} bytes)")
+            res.caveats.append(f"{name}: {summary.truncated_what} ignored ({fmt.count(summary.truncated_bytes)} bytes)")
         if summary.missing:
             res.caveats.append(
                 f"{name}: sample file lacks columns {', '.join(summary.missing)}; {info.worker.label} is left out of "
@@ -296,8 +205,8 @@ def reduce_run(run: Run, options: RenderOptions) -> RunResources:
         else:
             why = info.io_unavailable_reason or "the I/O counters could not be read"
             res.io_reasons[why] = res.io_reasons.get(why, 0) + 1
-        if with_memory.pss_bins is not None:
-            add_into(res.memory_bins, with_memory.pss_bins)
+        if summary.pss_bins is not None:
+            add_into(res.memory_bins, summary.pss_bins)
             res.pss_processes += 1
         elif summary.memory_bins is not None and any(summary.memory_bins):
             add_into(res.memory_bins, summary.memory_bins)
@@ -470,6 +379,9 @@ def memory(run: Run, options: RenderOptions) -> Memory | None:
 
 __all__ = [
     "MEMORY_BINS",
+    "MIN_TREND_NS",
+    "MIN_TREND_ROWS",
+    "WARMUP_SHARE",
     "RunResources",
     "Timeline",
     "WorkerIo",
@@ -480,5 +392,6 @@ __all__ = [
     "reduce_memory",
     "reduce_run",
     "resources_of",
+    "rss_trend",
     "sampled_io",
 ]

@@ -16,11 +16,13 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import compress
+from operator import add
 from pathlib import Path
 
 from ....runfiles.samplefile import (
     IO_FIELDS,
     PHASE_SINCE_COLUMN,
+    PSS_COLUMN,
     IntervalCounts,
     SampleFileError,
     SampleTable,
@@ -34,7 +36,14 @@ from .. import series
 
 MEMORY_BINS = 24
 _MAX_SLOTS = 4096  # timeline slots: bounds the per-worker work and the peak's resolution
-MIN_TREND_NS = 60 * 10**9
+#: The least a process's samples must span for a trend, after its warm-up: ten seconds of ten
+#: rows or more (a minute left every process of a run shorter than a minute at n/a).
+MIN_TREND_NS = 10 * 10**9
+MIN_TREND_ROWS = 10
+#: The first part of a process's sampled span that is its warm-up (imports, caches, allocator
+#: pools, a DataLoader's prefetch): left out of its trend, so memory that grows and then stays
+#: flat is not extrapolated into a leak.
+WARMUP_SHARE = 1 / 3
 
 
 @dataclass
@@ -275,59 +284,111 @@ class Timeline:
 class WorkerMemory:
     peak: int = -1
     peak_t_unix: int = 0
+    #: The RSS trend past the warm-up (:func:`rss_trend`); None when too few rows remain.
     slope_bytes_per_s: float | None = None
     rows: int = 0
     #: RSS over the run's span in chart columns (min and max per column), when a span is given.
     rss: Series | None = None
 
 
-def _bin_means(t: array, rss: array, edges: list[int]) -> list[tuple[int, int, float]]:
-    """(first row, row count, mean RSS) per [edges[j], edges[j+1]) of ``t``."""
+def measured(table: SampleTable, name: str) -> tuple[array, array]:
+    """(t_ns, values) of the rows where column ``name`` was measured (not -1)."""
+    t, values = table.column("t_ns"), table.column(name)
+    if negative_runs(table.byte_of(name, 7)):  # rows that could not be read: a C-speed scan
+        keep = [v >= 0 for v in values]
+        t, values = array("q", compress(t, keep)), array("q", compress(values, keep))
+    return t, values
+
+
+#: Bins of the rows past the warm-up whose means the trend is fitted to.
+TREND_BINS = 256
+
+
+def slope_per_s(t: array, values: array) -> float | None:
+    """The least-squares slope of ``values`` over ``t`` (ns), per second, fitted to the means of
+    up to :data:`TREND_BINS` equal spans of ``t`` weighted by their rows: the line through every
+    row to a part in 10^4 or better (what it leaves out is the spread within a bin, 1/65,536 of
+    the whole span's), at C-speed sums instead of a float per row. With no more rows than bins,
+    each bin holds one row and the fit is over every row. None when ``t`` does not vary."""
+    k = min(TREND_BINS, len(t))
+    origin, span = t[0], t[-1] - t[0]
+    edges = [origin + span * i // k for i in range(k + 1)]
+    edges[-1] += 1
+    points = [((t[a] + t[a + c - 1]) / 2 - origin, c, mean) for a, c, mean in _bin_means(t, values, edges) if c]
+    w = sum(c for _, c, _ in points)
+    mx = sum(x * c for x, c, _ in points) / w
+    my = sum(y * c for _, c, y in points) / w
+    sxx = sum(c * (x - mx) ** 2 for x, c, _ in points)
+    if sxx <= 0:
+        return None
+    return sum(c * (x - mx) * (y - my) for x, c, y in points) / sxx * 1e9
+
+
+def rss_trend(table: SampleTable) -> float | None:
+    """The least-squares slope of RSS over time, bytes per second, fitted over the measured rows
+    past the warm-up (the first :data:`WARMUP_SHARE` of the sampled span); None when those are
+    fewer than MIN_TREND_ROWS rows or span less than MIN_TREND_NS."""
+    t, rss = measured(table, "rss_bytes")
+    return _trend(t, rss)
+
+
+def _trend(t: array, rss: array) -> float | None:
+    if not rss:
+        return None
+    first = bisect_left(t, t[0] + int((t[-1] - t[0]) * WARMUP_SHARE))
+    t, rss = t[first:], rss[first:]
+    if len(rss) < MIN_TREND_ROWS or t[-1] - t[0] < MIN_TREND_NS:
+        return None
+    return slope_per_s(t, rss)
+
+
+def _bin_means(t: array, values: array, edges: list[int]) -> list[tuple[int, int, float]]:
+    """(first row, row count, mean value) per [edges[j], edges[j+1]) of ``t``."""
     idx = [bisect_left(t, e) for e in edges]
     idx[-1] = len(t)
-    return [(a, b - a, sum(rss[a:b]) / (b - a) if b > a else 0.0) for a, b in zip(idx, idx[1:], strict=False)]
+    return [(a, b - a, sum(values[a:b]) / (b - a) if b > a else 0.0) for a, b in zip(idx, idx[1:], strict=False)]
+
+
+def add_level_bins(table: SampleTable, t: array, values: array, bins: list[float], span: tuple[int, int]) -> None:
+    """Add the mean of ``values`` (a level: RSS, PSS) in each of ``bins`` over the unix-time
+    ``span`` to ``bins``; a bin with no row while the process was alive holds the last value."""
+    start, end = span
+    offset = table.monotonic_ref_ns - table.unix_ref_ns
+    edges = [start + (end - start) * i // len(bins) + offset for i in range(len(bins) + 1)]
+    for j, (a, count, mean) in enumerate(_bin_means(t, values, edges)):
+        if count:
+            bins[j] += mean
+        elif 0 < a < len(t):
+            bins[j] += values[a - 1]  # no row in this bin, but alive: a level, hold it
+
+
+def _first_index(values: array, value: int) -> int:
+    """``values.index(value)`` at memchr speed: a search of the bytes, not a compare per row."""
+    raw, key = values.tobytes(), array(values.typecode, [value]).tobytes()
+    at = raw.find(key)
+    while at > 0 and at % values.itemsize:  # a match across two values: look further
+        at = raw.find(key, at + 1)
+    return at // values.itemsize if at >= 0 else values.index(value)
 
 
 def reduce_memory(
     table: SampleTable, bins: list[float] | None = None, span: tuple[int, int] | None = None
 ) -> WorkerMemory:
-    """RSS peak, a least-squares slope (over 64 bin means: the same line as over every row,
-    at a fraction of the work), and (into ``bins`` over ``span``) the mean RSS per bin."""
+    """RSS peak, its trend past the warm-up (:func:`rss_trend`), and (into ``bins`` over
+    ``span``) the mean RSS per bin."""
     out = WorkerMemory()
-    rss = table.column("rss_bytes")
-    t = table.column("t_ns")
-    if negative_runs(table.byte_of("rss_bytes", 7)):  # rows whose RSS could not be read: a C-speed scan
-        keep = [v >= 0 for v in rss]
-        rss, t = array("q", compress(rss, keep)), array("q", compress(t, keep))
+    t, rss = measured(table, "rss_bytes")
     out.rows = len(rss)
     if not rss:
         return out
     out.peak = max(rss)
-    out.peak_t_unix = table.to_unix_ns(t[rss.index(out.peak)])
-    # Extrapolating under a minute of samples to a rate per hour would be noise, not a trend.
-    if len(rss) >= 10 and t[-1] - t[0] >= MIN_TREND_NS:
-        k = min(64, len(rss))
-        edges = [t[0] + (t[-1] - t[0]) * i // k for i in range(k + 1)]
-        edges[-1] += 1
-        points = [((t[a] + t[a + c - 1]) / 2e9, c, mean) for a, c, mean in _bin_means(t, rss, edges) if c]
-        w = sum(c for _, c, _ in points)
-        mx = sum(x * c for x, c, _ in points) / w
-        my = sum(y * c for _, c, y in points) / w
-        sxx = sum(c * (x - mx) ** 2 for x, c, _ in points)
-        if sxx > 0:
-            out.slope_bytes_per_s = sum(c * (x - mx) * (y - my) for x, c, y in points) / sxx
+    out.peak_t_unix = table.to_unix_ns(t[_first_index(rss, out.peak)])
+    out.slope_bytes_per_s = _trend(t, rss)
     if bins is not None and span is not None:
-        start, end = span
-        offset = table.monotonic_ref_ns - table.unix_ref_ns
-        edges = [start + (end - start) * i // len(bins) + offset for i in range(len(bins) + 1)]
-        for j, (a, count, mean) in enumerate(_bin_means(t, rss, edges)):
-            if count:
-                bins[j] += mean
-            elif 0 < a < len(t):
-                bins[j] += rss[a - 1]  # no row in this bin, but alive: RSS is a level, hold it
+        add_level_bins(table, t, rss, bins, span)
     if span is not None:
         offset = table.monotonic_ref_ns - table.unix_ref_ns
-        out.rss = series.columns(t, rss, span[0], span[1], offset_ns=offset)
+        out.rss = series.columns(t, rss, span[0], span[1], offset_ns=offset, measured=True)
     return out
 
 
@@ -339,15 +400,18 @@ class FileSummary:
     """What one sample file contributes, computed by :func:`summarise_sample_file` (in a pool's
     process or this one): small, whatever the file's length. ``error``: why the file was not
     used (then nothing else is set); ``grid`` and ``memory_bins``: this file's share of the
-    run's timeline and RSS bins, summed into the run's in file order."""
+    run's timeline and RSS bins, summed into the run's in file order; ``pss_bins``: its PSS in
+    the same bins (None: PSS was not measured, the RSS bins stand in)."""
 
     error: str | None = None
     missing: list[str] = field(default_factory=list)
     truncated_bytes: int = 0
+    truncated_what: str = ""
     io: WorkerIo | None = None
     grid: dict[str, array] | None = None
     memory: WorkerMemory | None = None
     memory_bins: list[float] | None = None
+    pss_bins: list[float] | None = None
 
 
 #: A timeline's ``(start_ns, end_ns, slot_ns)``: what a process needs to build the same grid.
@@ -362,7 +426,7 @@ def summarise_sample_file(task: tuple[Path, GridSpec | None, tuple[int, int] | N
         table = read_samples(path)
     except SampleFileError as error:
         return FileSummary(error=str(error).removeprefix(f"{path}: "))
-    out = FileSummary(truncated_bytes=table.truncated_bytes)
+    out = FileSummary(truncated_bytes=table.truncated_bytes, truncated_what=table.truncated_what)
     out.missing = [c for c in _NEEDED if c not in table.columns]
     if out.missing:
         return out
@@ -371,12 +435,18 @@ def summarise_sample_file(task: tuple[Path, GridSpec | None, tuple[int, int] | N
     out.grid = None if grid is None else grid.layers
     out.memory_bins = [0.0] * MEMORY_BINS if span is not None else None
     out.memory = reduce_memory(table, out.memory_bins, span)
+    if span is not None and PSS_COLUMN in table.columns:
+        t, pss = measured(table, PSS_COLUMN)
+        if pss:
+            out.pss_bins = [0.0] * MEMORY_BINS
+            add_level_bins(table, t, pss, out.pss_bins, span)
     return out
 
 
 #: Bytes of sample files per extra process when they are reduced in parallel: a day of one
-#: worker's rows at 1 Hz is 9 MB and takes tens of milliseconds; starting a process about as long.
-SAMPLE_BYTES_PER_JOB = 32 * 1024 * 1024
+#: worker's rows at 1 Hz is 1.7 MB compressed (9 MB in a version-1 file) and takes tens of
+#: milliseconds; starting a process about as long.
+SAMPLE_BYTES_PER_JOB = 6 * 1024 * 1024
 
 
 def _size(path: Path) -> int:
@@ -397,15 +467,24 @@ def summarise_sample_files(
 
 
 def add_into(total: array | list[float], part: array | list[float]) -> None:
-    """``total[i] += part[i]`` where ``part[i]`` is not zero: adding a file's share slot by slot,
-    in file order, gives the same floats however the shares were computed."""
-    for i, value in enumerate(part):
-        if value:
-            total[i] += value
+    """``total[i] += part[i]`` for every slot, at C speed (the parent folds 1,024 files' 4,096
+    slots): adding a file's share slot by slot, in file order, gives the same floats however the
+    shares were computed. (Adding a zero share leaves a total as it was: totals start at 0.0 and
+    are never -0.0.)"""
+    if len(part) != len(total):
+        raise ValueError(f"a share of {len(part)} slots added to {len(total)}")
+    summed = map(add, total, part)
+    if isinstance(total, array):
+        total[:] = array(total.typecode, summed)
+    else:
+        total[:] = list(summed)
 
 
 __all__ = [
     "MEMORY_BINS",
+    "MIN_TREND_NS",
+    "MIN_TREND_ROWS",
+    "WARMUP_SHARE",
     "FileSummary",
     "GridSpec",
     "Timeline",
@@ -414,6 +493,7 @@ __all__ = [
     "add_into",
     "reduce_io",
     "reduce_memory",
+    "rss_trend",
     "summarise_sample_file",
     "summarise_sample_files",
 ]
