@@ -7,7 +7,6 @@ missing one and a worker that wrote none, so every way a file is folded is exerc
 
 from __future__ import annotations
 
-import importlib
 import os
 import random
 import shutil
@@ -19,20 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from helpers.benchmarks import benchmark_module
 from lineprofiler.report.compute.blocks import RenderOptions, resources, sampled
 from lineprofiler.report.read import merge, parallel
 from lineprofiler.runfiles import layout, workerfile
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        bench = importlib.import_module("bench_report")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    bench = benchmark_module("bench_report")
     run_dir = tmp_path_factory.mktemp("parallel") / "profile"
     workers = 12
     for index in range(workers):

@@ -3,7 +3,6 @@ the same rows in version 2, and names a sample file of a newer version in one CA
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -11,18 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from helpers.benchmarks import benchmark_module
 from lineprofiler.runfiles import samplefile
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        bench = importlib.import_module("bench_report")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    bench = benchmark_module("bench_report")
     run_dir = tmp_path_factory.mktemp("versions") / "profile"
     for index in range(4):
         bench.write_worker(run_dir, index, 4, hours=0.5, samples="sidecar", nodes=20)

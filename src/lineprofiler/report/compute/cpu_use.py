@@ -70,11 +70,16 @@ def phase_split(
     return split, None
 
 
-def _role(name: str, members: list[tuple[Worker, WorkerCpu]]) -> CpuRole:
+def _measured(members: Sequence[tuple[Worker, WorkerCpu]]) -> tuple[list[tuple[Worker, WorkerCpu]], int, list[int]]:
+    """The members whose CPU time was measured, that time summed, and each member's most threads."""
     measured = [(w, c) for w, c in members if c.process.cpu_ns is not None]
-    cpu = sum(c.process.cpu_ns or 0 for _, c in measured)
-    lifetime = sum(w.elapsed_ns for w, _ in measured)
     threads = [c.process.threads_max for _, c in members if c.process.threads_max is not None]
+    return measured, sum(c.process.cpu_ns or 0 for _, c in measured), threads
+
+
+def _role(name: str, members: list[tuple[Worker, WorkerCpu]]) -> CpuRole:
+    measured, cpu, threads = _measured(members)
+    lifetime = sum(w.elapsed_ns for w, _ in measured)
     return CpuRole(
         role=name,
         processes=len(members),
@@ -90,8 +95,7 @@ def _role(name: str, members: list[tuple[Worker, WorkerCpu]]) -> CpuRole:
 def host_use(host: str, members: Sequence[tuple[Worker, WorkerCpu]]) -> CpuHost:
     """What ``host`` gave the run (its CPUs, affinity, quota) and what the run's processes on
     it used, over the host's span of the run."""
-    measured = [(w, c) for w, c in members if c.process.cpu_ns is not None]
-    cpu = sum(c.process.cpu_ns or 0 for _, c in measured)
+    measured, cpu, threads = _measured(members)
     start = min(w.start_ns for w, _ in members)
     span = max(0, max(w.stop_ns for w, _ in members) - start)
     online = max((c.capacity.online for _, c in members if c.capacity.online), default=None)
@@ -102,7 +106,6 @@ def host_use(host: str, members: Sequence[tuple[Worker, WorkerCpu]]) -> CpuHost:
     capacity: float | None = float(usable) if usable else None
     if quota is not None:
         capacity = quota if capacity is None else min(capacity, quota)
-    threads = [c.process.threads_max for _, c in members if c.process.threads_max is not None]
     by_role: dict[str, list[tuple[Worker, WorkerCpu]]] = {}
     for worker, cpu_of in members:
         by_role.setdefault(worker.role, []).append((worker, cpu_of))
