@@ -1,6 +1,6 @@
 """The ``lineprofiler`` command: ``report``, ``compare``, ``export``, ``trace`` and ``top`` over run directories;
-``run`` (a script or module, line-profiled), ``view`` (saved line profiles) and ``attach`` (a
-running process, for a window).
+``record`` (a script or module with the accounting profiler on), ``run`` (a script or module, line-profiled),
+``view`` (saved line profiles) and ``attach`` (a running process, for a window).
 
 Exit status: 0 when a report was printed (even with CAVEATS), 2 when nothing could be reported
 or the command line was wrong, 1 for an internal error, 3 when ``--fail-over PCT`` found a finding
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from . import __version__
-from .cli_lines import attach_command, run_command, view_command
+from .cli_lines import attach_command, record_command, run_command, view_command
 from .cli_output import EXIT_BAD_INPUT, EXIT_FAIL_OVER, EXIT_INTERNAL, EXIT_OK, PROG, UsageError, print_line
 from .cli_runs import compare_command, export_command, report_command, trace_command
 
@@ -134,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--once", action="store_true", help="print one frame (rates since each process started) and exit")
     _add_run_parser(commands)
+    _add_record_parser(commands)
     _add_view_parser(commands)
     _add_attach_parser(commands)
     return parser
@@ -298,6 +299,31 @@ def _add_run_parser(commands: Any) -> None:
     run.add_argument("target", nargs=argparse.REMAINDER, metavar="script.py [args ...]", help=argparse.SUPPRESS)
 
 
+def _add_record_parser(commands: Any) -> None:
+    record = commands.add_parser(
+        "record",
+        help="run a script or module as python would, with the accounting profiler on in it and its children",
+        usage=f"{PROG} record [-d RUN_DIR] [--role ROLE] [--auto torch] (script.py | -m module) [args ...]",
+        description=(
+            "Run script.py (or -m module) exactly as python would (its output, exit status and signals "
+            "unchanged), with an accounting Profiler on in it and in every Python process it starts, then say "
+            "on stderr where the run directory is (read it with lineprofiler report). --auto torch records a "
+            "PyTorch loop's step, data_wait, forward, backward, optimizer, the DataLoader workers' fetch (role "
+            "dataloader) and checkpoints with no change to the program. Everything after the script or module "
+            "name is passed to it."
+        ),
+    )
+    record.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="module", help="run a module")
+    record.add_argument(
+        "-d", "--run-dir", metavar="RUN_DIR", help="the run directory (default LINEPROFILER_RUN_DIR, else profile)"
+    )
+    record.add_argument("--role", metavar="ROLE", help="the program's role (default: the script's stem)")
+    record.add_argument(
+        "--auto", choices=("torch",), help="record a library's loop with no phase() calls: torch (docs/accounting.md)"
+    )
+    record.add_argument("target", nargs=argparse.REMAINDER, metavar="script.py [args ...]", help=argparse.SUPPRESS)
+
+
 def _add_view_parser(commands: Any) -> None:
     view = commands.add_parser(
         "view",
@@ -423,6 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "run":
             return run_command(args)
+        if args.command == "record":
+            return record_command(args)
         status = _dispatch(args)
         # Flushed here, where a reader that left is caught below: a report that fits in the
         # buffer (128 KiB from 3.14 on) would otherwise first meet the closed pipe at exit.

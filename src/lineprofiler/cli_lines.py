@@ -29,23 +29,38 @@ def attach_command(args: argparse.Namespace) -> int:
     return attach(options)
 
 
-def run_command(args: argparse.Namespace) -> int:
-    from .lines.runner import RunOptions, run
-
+def _program(args: argparse.Namespace, command: str) -> tuple[str | None, str | None, list[str]]:
+    """(script, module, args) from ``script.py args`` or ``-m module args``; UsageError if neither."""
     target = list(args.target or [])
     if target and target[0] == "--":
         target = target[1:]
     module: list[str] = list(args.module or [])
     if args.module is not None and not module:
-        raise UsageError(f"{PROG} run: -m needs a module name (see {PROG} run --help)")
+        raise UsageError(f"{PROG} {command}: -m needs a module name (see {PROG} {command} --help)")
     if module and target:
-        raise UsageError(f"{PROG} run: give a script or -m module, not both (see {PROG} run --help)")
+        raise UsageError(f"{PROG} {command}: give a script or -m module, not both (see {PROG} {command} --help)")
     if not module and not target:
-        raise UsageError(f"{PROG} run: give a script to run, or -m module (see {PROG} run --help)")
+        raise UsageError(f"{PROG} {command}: give a script to run, or -m module (see {PROG} {command} --help)")
+    if module:
+        return None, module[0], module[1:]
+    return target[0], None, target[1:]
+
+
+def record_command(args: argparse.Namespace) -> int:
+    from .accounting.record import record
+
+    script, module, program_args = _program(args, "record")
+    return record(script, module, program_args, run_dir=args.run_dir, role=args.role, auto=args.auto)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from .lines.runner import RunOptions, run
+
+    script, module, program_args = _program(args, "run")
     opts = RunOptions(
-        script=None if module else target[0],
-        module=module[0] if module else None,
-        args=module[1:] if module else target[1:],
+        script=script,
+        module=module,
+        args=program_args,
         project=args.project,
         include=args.include,
         exclude=args.exclude,

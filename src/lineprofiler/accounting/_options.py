@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 #: The heavy profilers a window can run (``backend=``): the values of :class:`.windows.Backend`.
 BACKENDS = ("torch", "viztracer", "lines")
+#: What ``auto=`` takes: the library whose loop is recorded with no phase() calls (:mod:`.auto_torch`).
+AUTO_CHOICES = ("torch",)
 MAX_CAP = 1_000_000
 SAMPLE_INTERVAL_RANGE_S = (0.001, 86400.0)
 
@@ -114,7 +116,7 @@ class Options(Record):
     __slots__ = (
         "run_dir", "role", "enabled", "measure_cpu", "backend", "backend_window", "window_phase", "lines_project",
         "annotate", "snapshot_interval_s", "sample_interval_s", "timeline_hz", "max_paths", "max_counters",
-        "trace", "trace_capacity", "auto_trace", "source",
+        "trace", "trace_capacity", "auto_trace", "source", "auto",
     )
 
     def __init__(
@@ -138,6 +140,7 @@ class Options(Record):
         trace_capacity: int = DEFAULT_TRACE_CAPACITY,
         auto_trace: tuple[str, ...] | None = None,
         source: dict[str, Any] | None = None,
+        auto: str | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.role = role
@@ -163,6 +166,8 @@ class Options(Record):
         self.auto_trace = auto_trace
         #: 0.10.0's ``source=``: the worker file's ``source`` as given, instead of asking git.
         self.source = source
+        #: ``auto="torch"``: a training loop's parts recorded as phases (:mod:`.auto_torch`); None: off.
+        self.auto = auto
 
     def config(self) -> dict[str, Any]:
         """The worker file's ``config`` keys that come from the arguments."""
@@ -199,6 +204,7 @@ def check_options(
     auto_trace: Any = False,
     trace_functions: Any = None,
     source: Any = None,
+    auto: Any = None,
 ) -> Options:
     """Every ``Profiler`` argument at once; raises TypeError/ValueError for the first wrong one.
 
@@ -262,6 +268,8 @@ def check_options(
         raise TypeError("trace_functions must be a list of qualified-name globs (str)")
     if source is not None and not isinstance(source, dict):
         raise TypeError(f"source must be a dict or None, not {type(source).__name__}")
+    if auto is not None and auto not in AUTO_CHOICES:
+        raise ValueError(f"auto must be None or one of {', '.join(map(repr, AUTO_CHOICES))}, not {auto!r}")
     return Options(
         run_dir=run_dir,
         role=role,
@@ -281,6 +289,7 @@ def check_options(
         trace_capacity=capacity,
         auto_trace=tuple(trace_functions or ()) if auto_trace else None,
         source=None if source is None else dict(source),
+        auto=auto,
     )
 
 

@@ -101,6 +101,7 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
     * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
     * a :class:`.source_commit.SourceCommit` (the project's git commit, in the worker file).
     * ``trace="auto"``: a :class:`.auto_trace.AutoTrace` (the project's function calls as phases).
+    * ``auto="torch"``: a :class:`.auto_torch.AutoTorch` (a training loop's parts as phases).
     """
     sync_fn = None
     try:
@@ -128,6 +129,13 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
             target.add_attachment(AutoTrace(target.recorder, options.lines_project, options.auto_trace))
         except Exception as error:
             _failed(record_error, "trace='auto'", error)
+    if options.auto == "torch" and target.recorder is not None:
+        try:
+            from .auto_torch import AutoTorch
+
+            target.add_attachment(AutoTorch(target))
+        except Exception as error:
+            _failed(record_error, "auto='torch'", error)
     return Wiring(sync_fn, annotator, window)
 
 

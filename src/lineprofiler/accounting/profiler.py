@@ -66,6 +66,9 @@ class Profiler(TraceLinks):
     backend_window=None, window_phase=None, annotate=False, snapshot_interval_s=5.0,
     sample_interval_s=1.0, timeline_hz=10.0, max_paths=10000, max_counters=10000, lines_project=None)``
 
+    ``auto="torch"``: a PyTorch loop's steps, forward, backward, optimizer, data waits, workers'
+    fetches and checkpoints as phases, with no phase() calls (:mod:`.auto_torch`).
+
     ``timeline_hz``: how often the resource sampler's thread notes which phase every thread is
     in, for the report's TIMELINE (0 turns it off; it needs ``sample_interval_s``).
 
@@ -126,15 +129,12 @@ class Profiler(TraceLinks):
         max_counters: int = _phases.DEFAULT_MAX_COUNTERS,
         lines_project: str | os.PathLike[str] | None = None,
         timeline_hz: float = 10.0,
-        trace: bool | str | None = None,
-        trace_capacity: int | None = None,
-        install: bool = False,
-        run_id: str | None = None,
-        strict_names: bool = False,
-        thread_names: bool = False,
+        trace: bool | str | None = None, trace_capacity: int | None = None,
+        install: bool = False, run_id: str | None = None,
+        strict_names: bool = False, thread_names: bool = False,
         trace_functions: list[str] | None = None,
         source: dict[str, object] | None = None,
-        cuda_sync: bool | None = None,
+        cuda_sync: bool | None = None, auto: str | None = None,
     ) -> None:
         from ._options import check_010_keywords, check_options, export_run_id, warn_010_keywords
         from .identity import profile_env_on
@@ -150,7 +150,7 @@ class Profiler(TraceLinks):
                 snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
                 max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
                 timeline_hz=timeline_hz, trace=trace_mode != "off", trace_capacity=trace_capacity,
-                auto_trace=trace_mode == "auto", trace_functions=trace_functions, source=source,
+                auto_trace=trace_mode == "auto", trace_functions=trace_functions, source=source, auto=auto,
             )
             self._start(options)
         except BaseException:

@@ -9,6 +9,9 @@ startup, so every Python child of the run comes here first. What it does:
 3. starts the child's line profiler (``lineprofiler.lines.child_start.start_from_env``), or, when
    this interpreter cannot import lineprofiler, leaves a file that says so in the output folder.
 
+Under ``lineprofiler record`` (``LINEPROFILER_RECORD`` set) it starts the child's accounting
+profiler instead (``lineprofiler.accounting.record.start_from_env``).
+
 It never raises: a child that cannot be profiled runs unprofiled.
 """
 
@@ -96,6 +99,13 @@ def _boot():
     except Exception:
         pass
     sys.path[:] = [p for p in sys.path if not _is_here(p)]
+    if os.environ.get("LINEPROFILER_RECORD"):  # lineprofiler record: an accounting profiler
+        try:
+            from lineprofiler.accounting import record
+
+            record.start_from_env()
+        except Exception:
+            pass
     if not os.environ.get("LINEPROFILER_LINES"):
         return
     try:

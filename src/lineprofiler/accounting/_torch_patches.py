@@ -1,0 +1,232 @@
+"""The hooks of ``auto="torch"`` (:mod:`.auto_torch`), one installer per part of a training loop.
+
+Each installer takes torch and the :class:`~.auto_torch.AutoTorch` and returns the function
+that removes what it installed: a hook handle's ``remove``, or the original attribute put back
+(only while ours is still there: a program that patched over us keeps its own). torch's global
+hook APIs where they exist (module forward, optimizer step), wrappers elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    AutoTorch = Any  # .auto_torch.AutoTorch, which imports this module
+    Undo = Callable[[], object]
+
+
+def _replace(owner: Any, name: str, make: Callable[[Any], Any]) -> Undo:
+    """``owner.name = make(original)``; the undo puts the original back while ours is there."""
+    original = getattr(owner, name)
+    wrapper = make(original)
+    functools.update_wrapper(wrapper, original)
+    wrapper.__wrapped_by_lineprofiler__ = True
+    setattr(owner, name, wrapper)
+
+    def undo() -> None:
+        if getattr(owner, name, None) is wrapper:
+            setattr(owner, name, original)
+
+    return undo
+
+
+def _timed(auto: AutoTorch, phase: str, io: bool = False, in_step: bool = True) -> Callable[[Any], Any]:
+    """A wrapper timing each call as ``phase`` (``in_step``: a part of a step)."""
+
+    def make(original: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            entered = auto.open(phase, io, in_step=in_step)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                auto.shut(entered)
+
+        return timed
+
+    return make
+
+
+def install_forward(torch: Any, auto: AutoTorch) -> Undo:
+    """``forward``: the outermost module call, through the global module forward hooks."""
+    import torch.nn.modules.module as module
+    local = auto._local
+
+    def pre(mod: Any, args: Any) -> None:
+        local.forward_depth += 1
+        if local.forward_depth == 1:
+            local.forward = auto.open("forward")
+
+    def post(mod: Any, args: Any, output: Any) -> None:
+        if local.forward_depth > 0:
+            local.forward_depth -= 1
+            if local.forward_depth == 0:
+                phase, local.forward = local.forward, None
+                auto.shut(phase)
+
+    first = module.register_module_forward_pre_hook(pre)
+    try:
+        second = module.register_module_forward_hook(post, always_call=True)
+    except TypeError:  # a torch before always_call (2.0): a forward that raises leaves it open
+        second = module.register_module_forward_hook(post)
+
+    def undo() -> None:
+        first.remove()
+        second.remove()
+
+    return undo
+
+
+def install_backward(torch: Any, auto: AutoTorch) -> Undo:
+    """``backward``: ``Tensor.backward`` and ``torch.autograd.backward`` (the first calls the
+    second: one entry)."""
+    local = auto._local
+
+    def make(original: Any) -> Any:
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            if local.in_backward:
+                return original(*args, **kwargs)
+            local.in_backward = True
+            entered = auto.open("backward")
+            try:
+                return original(*args, **kwargs)
+            finally:
+                local.in_backward = False
+                auto.shut(entered)
+
+        return backward
+
+    undo_tensor = _replace(torch.Tensor, "backward", make)
+    undo_autograd = _replace(torch.autograd, "backward", make)
+
+    def undo() -> None:
+        undo_tensor()
+        undo_autograd()
+
+    return undo
+
+
+def install_optimizer(torch: Any, auto: AutoTorch) -> Undo:
+    """``optimizer``: ``Optimizer.step`` through the global step hooks; the step ends after it.
+    ``zero_grad`` is wrapped."""
+    import torch.optim.optimizer as optimizer
+    local = auto._local
+
+    def pre(opt: Any, args: Any, kwargs: Any) -> None:
+        auto.shut(local.optimizer)
+        local.optimizer = auto.open("optimizer")
+
+    def post(opt: Any, args: Any, kwargs: Any) -> None:
+        phase, local.optimizer = local.optimizer, None
+        auto.shut(phase)
+        auto.step_finished()
+
+    first = optimizer.register_optimizer_step_pre_hook(pre)
+    second = optimizer.register_optimizer_step_post_hook(post)
+    undo_zero = _replace(torch.optim.Optimizer, "zero_grad", _timed(auto, "zero_grad"))
+
+    def undo() -> None:
+        first.remove()
+        second.remove()
+        undo_zero()
+
+    return undo
+
+
+def install_data_wait(torch: Any, auto: AutoTorch) -> Undo:
+    """``data_wait``: a DataLoader iterator's ``__next__``. The call that ends an epoch (the
+    sampler's batches all yielded) opens no step of its own, and ends a finished one."""
+    from torch.utils.data import dataloader
+
+    base = dataloader._BaseDataLoaderIter
+
+    def make(original: Any) -> Any:
+        def __next__(self: Any) -> Any:
+            try:
+                ended = self._num_yielded >= len(self._index_sampler)
+            except Exception:  # noqa: BLE001 - an iterable dataset has no length
+                ended = False
+            if ended:
+                auto.guarded(auto.end_finished_step)  # the loop's last step, held by a phase of the program
+                return original(self)
+            entered = auto.open("data_wait")
+            try:
+                return original(self)
+            finally:
+                auto.shut(entered)
+
+        return __next__
+
+    return _replace(base, "__next__", make)
+
+
+def install_checkpoint(torch: Any, auto: AutoTorch) -> Undo:
+    """``checkpoint`` (io=True): ``torch.save`` and ``torch.load``."""
+    undo_save = _replace(torch, "save", _timed(auto, "checkpoint", io=True, in_step=False))
+    undo_load = _replace(torch, "load", _timed(auto, "checkpoint", io=True, in_step=False))
+
+    def undo() -> None:
+        undo_save()
+        undo_load()
+
+    return undo
+
+
+def install_workers(torch: Any, auto: AutoTorch) -> Undo:
+    """DataLoader workers: the worker loop takes role ``dataloader`` and times its fetcher."""
+    from torch.utils.data._utils import fetch, worker
+
+    def make(original: Any) -> Any:
+        def _worker_loop(*args: Any, **kwargs: Any) -> Any:
+            auto.guarded(auto.become_dataloader_worker)
+            auto.guarded(_time_fetchers, fetch, auto)
+            return original(*args, **kwargs)
+
+        return _worker_loop
+
+    return _replace(worker, "_worker_loop", make)
+
+
+def _time_fetchers(fetch: Any, auto: AutoTorch) -> None:
+    """In a worker process only (the patches die with it): ``fetch`` per sample, ``collate``."""
+
+    def map_fetch(self: Any, possibly_batched_index: Any) -> Any:
+        dataset = self.dataset
+        if self.auto_collation:
+            if getattr(dataset, "__getitems__", None):
+                data = _fetch_one(auto, dataset.__getitems__, possibly_batched_index, len(possibly_batched_index))
+            else:
+                data = [_fetch_one(auto, dataset.__getitem__, idx, 1) for idx in possibly_batched_index]
+        else:
+            data = _fetch_one(auto, dataset.__getitem__, possibly_batched_index, 1)
+        collate = auto.open("collate")
+        try:
+            return self.collate_fn(data)
+        finally:
+            auto.shut(collate)
+
+    fetch._MapDatasetFetcher.fetch = map_fetch
+    _replace(fetch._IterableDatasetFetcher, "fetch", _timed(auto, "fetch"))
+
+
+def _fetch_one(auto: AutoTorch, get: Any, index: Any, samples: int) -> Any:
+    entered = auto.open("fetch")
+    try:
+        return get(index)
+    finally:
+        auto.count("samples", samples)
+        auto.shut(entered)
+
+
+#: (name, installer), in the order they go in.
+INSTALLERS: tuple[tuple[str, Callable[[Any, AutoTorch], Undo]], ...] = (
+    ("forward", install_forward),
+    ("backward", install_backward),
+    ("optimizer", install_optimizer),
+    ("data_wait", install_data_wait),
+    ("checkpoint", install_checkpoint),
+    ("dataloader_workers", install_workers),
+)

@@ -1,0 +1,241 @@
+"""``auto="torch"``: a PyTorch training loop's parts as phases, with no change to the program.
+
+What is recorded, each through torch's public hook API where one exists:
+
+* ``step``: from the first of the parts below after an optimizer step to the end of the next
+  optimizer step, with under it:
+* ``data_wait``: a DataLoader iterator's ``__next__`` in the main process;
+* ``forward``: the outermost ``nn.Module`` call (global module forward pre/post hooks; a module
+  called inside another's forward is part of it);
+* ``backward``: ``Tensor.backward`` and ``torch.autograd.backward`` (wrapped: no hook API);
+* ``optimizer``: ``Optimizer.step`` (global optimizer step pre/post hooks), and ``zero_grad``
+  (``Optimizer.zero_grad``, wrapped);
+* in a DataLoader worker (role ``dataloader``): ``fetch``, one entry per sample the worker's
+  fetcher reads (``dataset[i]``; a ``__getitems__`` batch or an iterable dataset's batch is one
+  entry), with a ``samples`` counter, and ``collate`` per batch;
+* ``checkpoint`` (``io=True``): ``torch.save`` and ``torch.load``.
+
+A program's own phases stay as they are: the auto phases nest under whatever is open. A step
+is ended only while it is the innermost phase open: when the program's own phase is still open
+inside it at the optimizer step, it ends at the next part instead (the data wait of the next
+iteration), so the program's phases are never cut. Nothing here raises into the training
+loop: a hook that fails counts an error (``document["auto_torch"]["errors"]``) and the loop
+goes on. Everything installed is removed at close.
+
+torch is looked for when the profiler starts: imported already, the hooks go in at once;
+installed but not imported yet, they go in right after ``import torch`` finishes (an import
+watcher on ``sys.meta_path``, removed once it has fired); not installed, the worker file says so.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from ._torch_import import TorchImportWatch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+#: The role of a DataLoader worker process whose program made no profiler of its own.
+DATALOADER_ROLE = "dataloader"
+
+
+class _ThreadState(threading.local):
+    """Per thread: the phases this module holds open across calls."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.step: Any = None  # the open ``step`` phase
+        self.step_path = ""  # its path, to tell whether it is the innermost phase open
+        self.step_done = False  # its optimizer step has run: end it at the next part
+        self.forward: Any = None
+        self.forward_depth = 0
+        self.optimizer: Any = None
+        self.in_backward = False
+
+
+class AutoTorch:
+    """A profiler attachment: ``start()`` installs the hooks (or waits for ``import torch``),
+    ``close()`` removes them, ``contribute()`` writes ``document["auto_torch"]``."""
+
+    def __init__(self, profiler: Any) -> None:
+        self._profiler = profiler
+        self._recorder = profiler.recorder
+        self._local = _ThreadState()
+        self._undo: list[Callable[[], object]] = []
+        self._watch: TorchImportWatch | None = None
+        self._installed: list[str] = []
+        self._failed: list[str] = []
+        self.errors = 0
+        self.unavailable_reason: str | None = None
+        self._closed = False
+        self._in_worker = False  # a DataLoader worker: its parts are no step's
+
+    # ------------------------------------------------------------------ attachment
+
+    def start(self) -> None:
+        if self._undo or self._watch is not None or self._closed:
+            return
+        torch = sys.modules.get("torch")
+        if torch is not None and hasattr(torch, "nn"):
+            self._install(torch)
+            return
+        from . import capabilities
+
+        if not capabilities.torch().available:
+            self.unavailable_reason = "auto='torch': torch is not installed for this interpreter"
+            return
+        self._watch = TorchImportWatch(self._on_torch_imported)
+        self._watch.arm()
+
+    def _on_torch_imported(self, torch: Any) -> None:
+        self._watch = None
+        if not self._closed:
+            self._install(torch)
+
+    def close(self) -> None:
+        self._closed = True
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.disarm()
+        state = self._local
+        self._end_step(state, force=True)
+        undo, self._undo = self._undo, []
+        for remove in reversed(undo):
+            try:
+                remove()
+            except Exception:  # noqa: BLE001 - a guest never raises into its host
+                self.errors += 1
+
+    stop = close
+
+    def contribute(self, document: dict[str, Any]) -> None:
+        document["auto_torch"] = {
+            "hooks": list(self._installed),
+            "failed": list(self._failed),
+            "errors": self.errors,
+            "unavailable_reason": self.unavailable_reason,
+        }
+
+    # ------------------------------------------------------------------ installing
+
+    def _install(self, torch: Any) -> None:
+        from . import _torch_patches
+
+        for name, install in _torch_patches.INSTALLERS:
+            try:
+                self._undo.append(install(torch, self))
+                self._installed.append(name)
+            except Exception as error:  # noqa: BLE001 - another torch version: that part is not recorded
+                self._failed.append(f"{name}: {type(error).__name__}: {error}")
+
+    # ------------------------------------------------------------------ phases (called by the hooks)
+
+    def guarded(self, fn: Callable[..., object], *args: Any) -> None:
+        """``fn(*args)``, counting an error instead of raising into the program."""
+        try:
+            fn(*args)
+        except Exception:  # noqa: BLE001
+            self.errors += 1
+
+    def open(self, name: str, io: bool = False, *, in_step: bool = True) -> Any:
+        """Enter phase ``name`` and return it; None when that failed. ``in_step``: a part of a
+        step (one is opened if none is); else it only ends a step whose optimizer step ran."""
+        state = self._local
+        try:
+            if self._in_worker:
+                pass
+            elif in_step:
+                self._ensure_step(state)
+            elif state.step is not None and state.step_done:
+                self._end_step(state)
+        except Exception:  # noqa: BLE001
+            self.errors += 1
+        try:
+            phase = self._recorder.phase(name, io)
+            phase.__enter__()
+            return phase
+        except Exception:  # noqa: BLE001
+            self.errors += 1
+            return None
+
+    def shut(self, phase: Any) -> None:
+        if phase is None:
+            return
+        try:
+            phase.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001
+            self.errors += 1
+
+    def count(self, name: str, n: int) -> None:
+        try:
+            self._recorder.count(name, n)
+        except Exception:  # noqa: BLE001
+            self.errors += 1
+
+    def _innermost(self) -> str:
+        try:
+            return self._recorder.current_path() or ""
+        except Exception:  # noqa: BLE001
+            return ""
+
+    def _ensure_step(self, state: _ThreadState) -> None:
+        if state.step is not None:
+            if not state.step_done or not self._end_step(state):
+                return
+        if self._closed:
+            return
+        step = self._recorder.phase("step")
+        step.__enter__()
+        state.step, state.step_done = step, False
+        state.step_path = self._innermost()
+
+    def _end_step(self, state: _ThreadState, force: bool = False) -> bool:
+        """End the open step if it is the innermost phase open (else leave it: the program's
+        own phase is open inside it); True when no step is open any more."""
+        step = state.step
+        if step is None:
+            return True
+        if self._innermost() != state.step_path and not force:
+            return False
+        state.step = None
+        if self._innermost() == state.step_path:
+            self.shut(step)
+        return True
+
+    def step_finished(self) -> None:
+        """After an optimizer step: the step ends now, or at the next part where it cannot."""
+        state = self._local
+        if state.step is not None:
+            state.step_done = True
+            self._end_step(state)
+
+    def end_finished_step(self) -> None:
+        """End a step whose optimizer step has run, if it is the innermost phase open."""
+        state = self._local
+        if state.step is not None and state.step_done:
+            self._end_step(state)
+
+    def become_dataloader_worker(self) -> None:
+        """In a DataLoader worker process: this profiler is the worker's, role ``dataloader``
+        (a profiler the program makes in ``worker_init_fn`` takes its place)."""
+        self._in_worker = True
+        self._local.reset()  # the forking thread's open phases were the parent's
+        profiler = self._profiler
+        try:
+            profiler.role = DATALOADER_ROLE
+            profiler._options.role = DATALOADER_ROLE
+            if profiler.identity is not None:
+                profiler.identity.role = DATALOADER_ROLE
+            # The live file names the role too: what a killed worker leaves must say it.
+            if self._recorder.live:
+                self._recorder.live_detach()
+                profiler._attach_live()
+        except Exception as error:  # noqa: BLE001
+            self.errors += 1
+            self._failed.append(f"dataloader role: {type(error).__name__}: {error}")
