@@ -9,6 +9,7 @@ saying so): a small MLP, a Dataset, a DataLoader with 2 forked workers, 5 optimi
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,23 @@ def test_record_passes_on_an_uncaught_exception_and_bad_input_is_one_line(tmp_pa
     assert missing.code == 2 and len(missing.err.strip().splitlines()) == 1 and "nope.py" in missing.err
     nothing = run_cli("record", "--auto", "torch")
     assert nothing.code == 2 and "give a script" in nothing.err
+    helped = run_cli("record", "--help")
+    assert helped.code == 0 and "--auto {torch}" in helped.out and "--role ROLE" in helped.out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_record_ends_by_the_signal_that_ends_the_program(tmp_path: Path, signum: int) -> None:
+    script = tmp_path / "sleeper.py"
+    script.write_text("import time\nprint('up', flush=True)\ntime.sleep(60)\n")
+    statuses = []
+    for command in ([sys.executable, str(script)], [sys.executable, "-m", "lineprofiler", "record", str(script)]):
+        process = subprocess.Popen(command, cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, text=True)
+        assert process.stdout is not None and process.stdout.readline() == "up\n"
+        process.send_signal(signum)
+        process.communicate(timeout=60)
+        statuses.append(process.returncode)
+    assert statuses == [-signum, -signum]
+    assert list(_by_role(tmp_path / "profile")) == ["sleeper"]
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
