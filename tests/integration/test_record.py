@@ -18,6 +18,8 @@ import pytest
 from lp_installed import HAS_TORCH, NO_TORCH
 from lp_integration_helpers import phases_by_path, worker_documents
 
+from lineprofiler.runfiles.livefile import read_live
+
 from helpers.cli import run_cli, run_cli_process
 from helpers.env import clean_env
 
@@ -55,18 +57,22 @@ class Ramp(Dataset):
         x = torch.full((8,), i / SAMPLES)
         return x, x.sum(dim=0, keepdim=True)
 
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-steps = 0
-for x, y in DataLoader(Ramp(), batch_size=BATCH, num_workers=2):
-    opt.zero_grad()
-    loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-    steps += 1
-torch.save(model.state_dict(), sys.argv[1])
-print("steps", steps, "loss", round(float(loss), 6))
+def main():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    steps = 0
+    for x, y in DataLoader(Ramp(), batch_size=BATCH, num_workers=2, multiprocessing_context=sys.argv[2]):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        steps += 1
+    torch.save(model.state_dict(), sys.argv[1])
+    print("steps", steps, "loss", round(float(loss), 6))
+
+if __name__ == "__main__":  # a spawned worker imports this file
+    main()
 """
 
 
@@ -74,6 +80,11 @@ def _plain(script: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[s
     return subprocess.run(
         [sys.executable, str(script), *args], cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300
     )
+
+
+def run_dir_file(run_dir: Path, name: str) -> Path:
+    (path,) = run_dir.glob(f"workers/*/{name}")
+    return path
 
 
 def _by_role(run_dir: Path) -> dict[str, list[dict]]:
@@ -129,14 +140,16 @@ def test_record_ends_by_the_signal_that_ends_the_program(tmp_path: Path, signum:
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
-def test_record_auto_torch_records_a_plain_training_script(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_record_auto_torch_records_a_plain_training_script(tmp_path: Path, start: str) -> None:
+    # fork: the workers keep the trainer's profiler; spawn: they start one from the environment.
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
-    plain = _plain(script, str(tmp_path / "plain.pt"), cwd=tmp_path)
+    plain = _plain(script, str(tmp_path / "plain.pt"), start, cwd=tmp_path)
     assert plain.returncode == 0, plain.stderr
     done = run_cli_process(
-        "record", "-d", tmp_path / "run", "--auto", "torch", script, str(tmp_path / "plain.pt"), cwd=tmp_path,
-        timeout=300,
+        "record", "-d", tmp_path / "run", "--auto", "torch", script, str(tmp_path / "plain.pt"), start,
+        cwd=tmp_path, timeout=300,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == plain.stdout and done.stdout.startswith("steps 5 ")
@@ -153,6 +166,10 @@ def test_record_auto_torch_records_a_plain_training_script(tmp_path: Path) -> No
     samples = sum(c["total"] for d in roles["dataloader"] for c in d["counters"] if c["name"] == "samples")
     collated = sum(phases_by_path(d)["collate"]["entries"] for d in roles["dataloader"])
     assert (fetched, samples, collated) == (40, 40, 5)
+    for worker in roles["dataloader"]:
+        assert worker["errors"] == [] and worker["auto_torch"]["failed"] == []
+        live = read_live(run_dir_file(tmp_path / "run", worker["live_file"]))
+        assert live.identity["role"] == "dataloader"  # what a killed worker leaves says its role too
     report = run_cli("report", tmp_path / "run", "--json", "--no-samples")
     assert report.code == 0, report.err
     named = {role["name"]: role["processes"] for role in json.loads(report.out)["roles"]}

@@ -233,8 +233,12 @@ class AutoTorch:
             if profiler.identity is not None:
                 profiler.identity.role = DATALOADER_ROLE
             # The live file names the role too: what a killed worker leaves must say it.
-            if self._recorder.live:
+            live = profiler._live_path
+            if live is not None and self._recorder.live:
+                from ..runfiles import layout
+
                 self._recorder.live_detach()
+                layout.remove(live, root=profiler._paths.root)  # made anew: a live file is never reopened
                 profiler._attach_live()
         except Exception as error:  # noqa: BLE001
             self.errors += 1
