@@ -18,10 +18,9 @@ import pytest
 from lp_installed import HAS_TORCH, NO_TORCH
 from lp_integration_helpers import phases_by_path, worker_documents
 
-from lineprofiler.runfiles.livefile import read_live
-
 from helpers.cli import run_cli, run_cli_process
 from helpers.env import clean_env
+from lineprofiler.runfiles.livefile import read_live
 
 SPAWNING = """
 import multiprocessing as mp
