@@ -145,10 +145,14 @@ def install_data_wait(torch: Any, auto: AutoTorch) -> Undo:
 
     def make(original: Any) -> Any:
         def __next__(self: Any) -> Any:
-            try:
-                ended = self._num_yielded >= len(self._index_sampler)
-            except Exception:  # noqa: BLE001 - an iterable dataset has no length
-                ended = False
+            batches = self.__dict__.get("_lineprofiler_batches", -1)
+            if batches == -1:  # first call: len() walks the sampler and the dataset, each time
+                try:
+                    batches = len(self._index_sampler)
+                except Exception:  # noqa: BLE001 - an iterable dataset has no length
+                    batches = None
+                self.__dict__["_lineprofiler_batches"] = batches
+            ended = batches is not None and self._num_yielded >= batches
             if ended:
                 auto.guarded(auto.end_finished_step)  # the loop's last step, held by a phase of the program
                 return original(self)

@@ -148,15 +148,12 @@ class AutoTorch:
         step (one is opened if none is); else it only ends a step whose optimizer step ran."""
         state = self._local
         try:
-            if self._in_worker:
-                pass
+            if self._in_worker or (state.step is not None and not state.step_done):
+                pass  # the common case: inside an open step
             elif in_step:
                 self._ensure_step(state)
-            elif state.step is not None and state.step_done:
+            elif state.step is not None:
                 self._end_step(state)
-        except Exception:  # noqa: BLE001
-            self.errors += 1
-        try:
             phase = self._recorder.phase(name, io)
             phase.__enter__()
             return phase
@@ -201,10 +198,11 @@ class AutoTorch:
         step = state.step
         if step is None:
             return True
-        if self._innermost() != state.step_path and not force:
+        innermost = self._innermost() == state.step_path
+        if not innermost and not force:
             return False
         state.step = None
-        if self._innermost() == state.step_path:
+        if innermost:
             self.shut(step)
         return True
 
