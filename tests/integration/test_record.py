@@ -214,3 +214,16 @@ def test_auto_takes_torch_only() -> None:
 
     with pytest.raises(ValueError, match="auto must be None or one of 'torch'"):
         Profiler(enabled=False, auto="jax")
+
+
+@pytest.mark.skipif(HAS_TORCH, reason="torch is installed here: the hooks go in")
+def test_auto_torch_without_torch_says_why_in_the_worker_file(tmp_path: Path) -> None:
+    from lineprofiler.accounting import Profiler
+
+    with Profiler(tmp_path / "run", "main", auto="torch", sample_interval_s=None) as profiler:
+        with profiler.phase("work"):
+            pass
+    (document,) = worker_documents(tmp_path / "run")
+    assert document["auto_torch"]["hooks"] == []
+    assert document["auto_torch"]["unavailable_reason"] == "auto='torch': torch is not installed for this interpreter"
+    assert [p["path"] for p in document["phases"]] == ["work"]
