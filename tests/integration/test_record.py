@@ -227,3 +227,16 @@ def test_auto_torch_without_torch_says_why_in_the_worker_file(tmp_path: Path) ->
     assert document["auto_torch"]["hooks"] == []
     assert document["auto_torch"]["unavailable_reason"] == "auto='torch': torch is not installed for this interpreter"
     assert [p["path"] for p in document["phases"]] == ["work"]
+
+
+def test_record_runs_a_module_as_python_m_does(tmp_path: Path) -> None:
+    package = tmp_path / "trainer_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text("import sys\nprint('module', sys.argv[1:])\nsys.exit(4)\n")
+    plain = subprocess.run(
+        [sys.executable, "-m", "trainer_pkg", "a"], cwd=tmp_path, env=clean_env(), capture_output=True, text=True
+    )
+    done = run_cli_process("record", "-d", tmp_path / "run", "-m", "trainer_pkg", "a", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout) == (4, "module ['a']\n")
+    assert list(_by_role(tmp_path / "run")) == ["trainer_pkg"]  # a package's role: its name
