@@ -116,3 +116,38 @@ def test_gits_reads_and_writes_are_the_profilers_own(repo, tmp_path):
     assert out["dirty"] == 1
     assert out["own"]["rchar"] > 10_000  # git really read: it was counted, as the profiler's
     assert out["io"]["rchar"] == out["size"] and out["io"]["wchar"] == 0
+
+
+FORKED = """
+import glob, json, os, sys
+from lineprofiler.accounting import Profiler, source_commit
+p = Profiler(sys.argv[1], role="r")
+pid = os.fork()
+if pid == 0:
+    def no_git(root):
+        raise AssertionError("a fork child asked git")
+    source_commit.describe_source = no_git
+    with p.phase("child"):
+        pass
+    p.close()
+    os._exit(0)
+os.waitpid(pid, 0)
+p.close()
+docs = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/**/w_*.json", recursive=True)]
+print(json.dumps({"parent": os.getpid(), "docs": [[d["identity"]["pid"], d.get("source"), d["errors"]] for d in docs]}))
+"""
+
+
+def test_a_fork_child_never_asks_git_itself(repo, tmp_path):
+    # A child forked (from C, say) while the parent's thread was starting git could inherit a lock
+    # held by a thread it does not have: it takes the parent's answer, or says it has none.
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED, str(tmp_path / "run")], capture_output=True, text=True, timeout=60, cwd=repo
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    child = [(source, errors) for pid, source, errors in out["docs"] if pid != out["parent"]]
+    assert len(child) == 1
+    source, errors = child[0]
+    assert not [e for e in errors if "asked git" in e]
+    assert source["commit"] == head(repo) or "fork child does not ask" in source["unavailable_reason"]

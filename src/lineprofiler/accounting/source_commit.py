@@ -138,10 +138,11 @@ class SourceCommit:
     ``root``: the project folder (None: :func:`project_root`, found then); ``given``: 0.10.0's
     ``Profiler(source=...)``, recorded as given instead of asking git."""
 
-    __slots__ = ("_root", "_source")
+    __slots__ = ("_pid", "_root", "_source")
 
     def __init__(self, root: str | os.PathLike[str] | None = None, given: dict[str, Any] | None = None) -> None:
         self._root = root
+        self._pid = os.getpid()
         self._source: dict[str, Any] | None = None if given is None else {**given, "given": True}
 
     def contribute(self, document: dict[str, Any]) -> None:
@@ -149,5 +150,17 @@ class SourceCommit:
         if isinstance(times, dict) and times.get("status") == "started":
             return
         if self._source is None:
-            self._source = remember(self._root)
+            self._source = remember(self._root) if os.getpid() == self._pid else self._inherited()
         document["source"] = self._source
+
+    def _inherited(self) -> dict[str, Any]:
+        """In a fork child: the parent's answer, never a git of its own. A child forked (from C,
+        say) while the parent's thread was starting git could find a lock held by a thread it
+        does not have, and hang in its first snapshot."""
+        known = _KNOWN.get(os.fspath(self._root)) if self._root is not None else next(iter(_KNOWN.values()), None)
+        if known is not None:
+            return known
+        return {
+            "commit": None, "dirty_files": None, "diff_sha": None, "root": None,
+            "unavailable_reason": "forked before its parent had asked git; a fork child does not ask",
+        }
