@@ -112,27 +112,8 @@ def record(
     where = profiler.run_dir
     output.say(f"lineprofiler: recorded into {where} (lineprofiler report {where})")
     if interrupted:
-        _end_by_sigint()
+        runner.end_by_sigint()
     return status
-
-
-def _end_by_sigint() -> None:
-    """End by SIGINT, as Python does after an uncaught KeyboardInterrupt."""
-    import signal
-
-    from .. import _signals
-
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
-    try:
-        _signals.install(signal.SIGINT, _signals.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    except (OSError, ValueError):
-        pass  # the exit status stays 130
 
 
 def _child_role(parent_role: str) -> str:

@@ -441,17 +441,23 @@ class _Run:
         does after an uncaught KeyboardInterrupt, so the parent's wait status is the same."""
         if self.interrupted_pid != os.getpid():
             return
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except Exception:
-                pass
+        end_by_sigint()
+
+
+def end_by_sigint() -> None:
+    """End this process by SIGINT, as Python does after an uncaught KeyboardInterrupt, so its
+    parent's wait status is the same; its output flushed first."""
+    for stream in (sys.stdout, sys.stderr):
         try:
-            _signals.install(signal.SIGINT, _signals.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
-        except (OSError, ValueError):
-            pass  # the exit status stays 130
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+    try:
+        _signals.install(signal.SIGINT, _signals.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except (OSError, ValueError):
+        pass  # the exit status stays 130
 
 
 def run(opts: RunOptions) -> int:
