@@ -69,12 +69,30 @@ def tables(browser) -> dict[str, list[dict]]:
     return {t["block"]: t["rows"] for t in browser.evaluate(TABLES)}
 
 
+def scroll_through_files(browser) -> list[bool]:
+    """Bring each file's section on screen once, as a reader scrolling down would, and say
+    whether its text was there while on screen; then keep every section laid out for reading.
+
+    Sections are ``content-visibility: auto``: one off screen is not laid out, so its text reads
+    as empty until it comes near the viewport. Where the first one starts depends on the fonts
+    installed (one CI machine put it below a 900-pixel window), so the test scrolls rather than
+    relying on the window's height.
+    """
+    return browser.evaluate(
+        "(async () => { const shown = []; for (const s of document.querySelectorAll('section.file')) {"
+        " s.scrollIntoView(); await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));"
+        " shown.push(s.innerText.trim() !== ''); s.style.contentVisibility = 'visible'; }"
+        " scrollTo(0, 0); return shown; })()"
+    )
+
+
 def test_the_page_shows_the_source_and_the_text_tables_numbers(browser, profiled):
     profiler, page = profiled
     browser.open(page.as_uri())
     assert browser.errors() == []
     assert browser.evaluate("window.pwned") is None  # the <script> in the comment is text
     assert browser.evaluate("performance.getEntriesByType('resource').length") == 0
+    assert all(scroll_through_files(browser))
     shown = tables(browser)
     source = [row for row in shown["source"] if row["attrs"]["id"].startswith("L0-")]
     assert all(row["seen"] for row in source)
