@@ -27,12 +27,15 @@ STEP = "step"
 #: call it before the forward or after the optimizer step).
 PARTS = ("data_wait", "forward", "backward", "optimizer", "zero_grad")
 DATA_WAIT = "data_wait"
+#: A phase named step is a training step with this many of those parts under it: one could be
+#: a program's own ``step`` that calls a model somewhere down (an environment's step).
+PARTS_FOR_A_STEP = 2
 #: The role auto="torch" gives DataLoader workers, and the phases a worker loads in.
 WORKER_ROLE = "dataloader"
 WORKER_PHASES = ("fetch", "collate")
 
-#: data_wait from a fifth of the step: feeding the loop faster would speed it up 1.25x or more,
-#: as much as a part of the compute usually weighs; below it the verdict is left to the reader.
+#: data_wait from a fifth of the step: feeding the loop faster would speed it up 1.25x or more.
+#: Between this and DATA_WAIT_SMALL the line gives the figures only.
 DATA_WAIT_LARGE = 0.20
 #: data_wait under 5 % of the step: the loader keeps up, removing the wait would gain 5 % at most.
 DATA_WAIT_SMALL = 0.05
@@ -53,11 +56,6 @@ def _time_ns(stats: PhaseStats) -> int:
 def _children(role: RoleStats, parent: str) -> list[PhaseStats]:
     prefix = parent + "/"
     return [s for p, s in role.phases.items() if p.startswith(prefix) and "/" not in p[len(prefix) :]]
-
-
-#: A phase named step is a training step with this many of auto="torch"'s parts under it: one
-#: could be a program's own ``step`` that calls a model somewhere down (an environment step).
-PARTS_FOR_A_STEP = 2
 
 
 def step_paths(role: RoleStats) -> list[str]:
