@@ -275,7 +275,7 @@ PyObject *lp_core_stats(lp_core *c);
 
 /* timeline.c */
 int lp_timeline_alloc(lp_core *c);
-void lp_timeline_tick(lp_core *c, int64_t skipped);
+void lp_timeline_tick(lp_core *c, int64_t skipped, int64_t now);
 void lp_timeline_reset(lp_core *c);
 PyObject *lp_timeline_drain(lp_core *c);
 

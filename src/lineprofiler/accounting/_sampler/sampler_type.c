@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "_clock.h"
 #include "accounting/_phases_capi.h"
 
 static const char *const lp_base_names[LP_BASE_COLS] = {
@@ -199,7 +200,7 @@ static int lp_begin_sampling(lp_core *c)
 {
     c->segment_start = 1;
     lp_tick(c);
-    lp_timeline_tick(c, 0);
+    lp_timeline_tick(c, 0, lp_monotonic_ns());
     return lp_thread_start_or_raise(c);
 }
 
@@ -329,7 +330,7 @@ static PyObject *lp_sampler_sample(lp_SamplerObject *self, PyObject *Py_UNUSED(i
     lp_tick(self->core);
     /* And a timeline row: the last one then says where each thread was when the process
      * stopped, so a short run's final phase is drawn to its end, not to the last tick. */
-    lp_timeline_tick(self->core, 0);
+    lp_timeline_tick(self->core, 0, lp_monotonic_ns());
     Py_RETURN_TRUE;
 }
 

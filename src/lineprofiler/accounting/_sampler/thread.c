@@ -127,7 +127,7 @@ static void *lp_thread_main(void *arg)
         if (now >= tl_next) {
             /* Ticks of the grid start + k * tl that passed unseen are counted and marked. */
             int64_t missed = (now - tl_next) / tl;
-            lp_timeline_tick(c, missed);
+            lp_timeline_tick(c, missed, now);
             tl_next += (missed + 1) * tl;
         }
         if (now >= next) {

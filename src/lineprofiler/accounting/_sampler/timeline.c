@@ -70,13 +70,14 @@ static int lp_thread_ended(int64_t tid)
 }
 
 /* One row per live thread that holds a slot (its innermost phase, -1 when it is in none), one
- * tid-0 row when no thread does, and first a marker row when `skipped` ticks were missed. */
-void lp_timeline_tick(lp_core *c, int64_t skipped)
+ * tid-0 row when no thread does, and first a marker row when `skipped` ticks were missed. The
+ * rows are stamped `now`, the instant the caller decided on the tick (and counted what it had
+ * missed), so that two rows more than two periods apart always have a marker between them. */
+void lp_timeline_tick(lp_core *c, int64_t skipped, int64_t now)
 {
     int64_t rows[(LP_THREAD_SLOTS + 2) * LP_TL_COLS];
     lp_sched_seen seen[LP_THREAD_SLOTS];
     int n = 0, threads = 0;
-    int64_t now = lp_monotonic_ns();
     if (c->tl_ring == NULL || c->threads == NULL) {
         return;
     }
