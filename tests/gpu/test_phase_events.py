@@ -23,6 +23,7 @@ from helpers.env import clean_env
 from helpers.fake_cuda_events import FakeEvents
 from lineprofiler.accounting import _phases, gpu_events
 from lineprofiler.accounting.gpu_events import PhaseGpuTimer
+from lineprofiler.report import format as fmt
 from lineprofiler.runfiles import workerfile
 
 MS = 1_000_000
@@ -186,3 +187,49 @@ def test_the_worker_file_holds_each_phase_gpu_time_and_what_was_pending_at_the_e
     (row,) = phase_time["phases"]
     assert row == {"path": "step/forward", "gpu_ns": 6_000_000, "pairs": 3, "dropped": 0, "pending": 1}
 
+
+def test_the_report_gives_gpu_time_beside_wall_time_and_the_idle_time_between_steps(gpu_run):
+    doc = json.loads(run_cli("report", gpu_run, "--json").stdout)
+    phases = {p["path"]: p for p in doc["dominant"]["phases"]}
+    assert phases["step/forward"]["gpu_ns"] == 6_000_000
+    assert phases["step/forward"]["gpu"] == {"pairs": 3, "dropped": 0, "pending": 1}
+    assert phases["step"]["gpu_ns"] is None and phases["step"]["gpu_reason"] == "not a gpu=True phase"
+    (idle,) = doc["dominant"]["gpu_idle"]
+    step_wall = phases["step"]["wall_ns"]
+    assert idle["role"] == "trainer" and idle["step"] == "step"
+    assert idle["gpu_ns"] == 6_000_000 and idle["idle_ns"] == step_wall - 6_000_000 > 0
+    text = run_cli("report", gpu_run).stdout
+    head = next(line for line in text.splitlines() if line.startswith("DOMINANT PHASES"))
+    assert head.rstrip().endswith("gpu")
+    forward = next(line for line in text.splitlines() if line.lstrip().startswith("step/forward"))
+    assert forward.rstrip().endswith(fmt.duration(6_000_000))
+    assert "GPU idle between steps" in text and "1 event pair still pending at the end" in text
+
+
+def test_without_cuda_the_report_says_why_there_is_no_gpu_time(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            from lineprofiler.accounting import Profiler
+
+            profiler = Profiler(run_dir=sys.argv[1], snapshot_interval_s=None, sample_interval_s=None)
+            for _ in range(3):
+                with profiler.phase("matmul", gpu=True):
+                    sum(range(1000))
+            profiler.close()
+            assert "torch" not in sys.modules  # gpu=True never imports torch for the program
+            """
+        )
+    )
+    made = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], capture_output=True, text=True,
+                          env=clean_env(), timeout=120)
+    assert made.returncode == 0, made.stderr
+    doc = json.loads(run_cli("report", tmp_path / "run", "--json").stdout)
+    (matmul,) = doc["dominant"]["phases"]
+    assert (matmul["gpu_ns"], matmul["gpu_reason"]) == (None, gpu_events.NO_TORCH)
+    assert doc["dominant"]["gpu_note"] == gpu_events.NO_TORCH and doc["dominant"]["gpu_idle"] == []
+    text = run_cli("report", tmp_path / "run").stdout
+    assert f"gpu=True phases have no GPU time: {gpu_events.NO_TORCH}" in text
+    assert "DOMINANT PHASES" in text and " gpu\n" not in text  # no column of dashes
