@@ -46,8 +46,8 @@ __all__ = ["POOL_PAIRS", "NEVER_ENTERED", "PhaseGpuTimer", "TorchCudaEvents"]
 POOL_PAIRS = 1024
 NEVER_ENTERED = "no phase(..., gpu=True) was entered in this process"
 NO_TORCH = "torch is not imported in this process: no CUDA work to time"
-NO_DEVICE = "no CUDA device: torch.cuda.is_available() is False"
-NOT_INITIALISED = "CUDA is not initialised in this process yet: no gpu=True phase ran after it was"
+NO_DEVICE = "no CUDA device: this torch is built without CUDA"
+NOT_INITIALISED = "no CUDA device in use: CUDA is not initialised in this process (no kernel was queued yet)"
 _ERROR_CHARS = 300
 
 
@@ -69,10 +69,15 @@ def torch_source(torch: Any) -> tuple[EventSource | None, str, bool]:
     cuda = getattr(torch, "cuda", None)
     if cuda is None:
         return None, NO_TORCH, False
-    if not cuda.is_available():
+    try:
+        compiled = bool(cuda._is_compiled())
+    except Exception:  # noqa: BLE001 - a torch without the call: decided by is_initialized alone
+        compiled = True
+    if not compiled:
         return None, NO_DEVICE, True
-    # Before CUDA is initialised no kernel can be queued, and recording an event would create a
-    # context the program may never want (a forked DataLoader worker cannot have one at all).
+    # Never torch.cuda.is_available(): it initialises the driver, which breaks CUDA in processes
+    # forked later. Before CUDA is initialised no kernel can be queued, and recording an event
+    # would create a context the program may never want (a forked DataLoader worker cannot).
     if not cuda.is_initialized():
         return None, NOT_INITIALISED, False
     return TorchCudaEvents(torch), "", True
