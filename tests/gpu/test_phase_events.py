@@ -107,6 +107,22 @@ def test_an_event_that_raises_never_reaches_the_program():
     assert recorder.snapshot()["errors"][-2:] == broke
 
 
+
+def test_entries_whose_exit_never_came_are_given_up_and_a_fork_child_starts_empty():
+    source = FakeEvents()
+    recorder, timer = timed_recorder(source, pool_pairs=3)
+    with recorder.phase("forward", gpu=True):
+        timer.enter("lost")  # as when the core could not push the frame: no exit will come
+        source.gpu_work(MS)
+    timer.exit("forward")  # an exit whose entry is gone: ignored
+    timer.drain()
+    assert rows(timer) == {"forward": (MS, 1, 0, 0)} and timer._stacks.open == [] and timer._created == 1
+    with recorder.phase("forward", gpu=True):
+        pass  # left pending: the child must not read the parent's events
+    timer.after_fork_child()
+    timer.drain()
+    assert timer.document()["phases"] == [] and timer._created == 0 and len(timer._orphans) == 1
+
 def cuda_module(compiled: bool, initialized: bool) -> types.SimpleNamespace:
     cuda = types.SimpleNamespace(_is_compiled=lambda: compiled, is_initialized=lambda: initialized, Event=object)
     return types.SimpleNamespace(cuda=cuda)

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
         def query(self) -> bool: ...
         def elapsed_time(self, end: Any, /) -> float: ...
 
+    _Open = tuple[str, str, list[Any] | None]  # an open entry: name, path, its pair (None: not timed)
+
     class EventSource(Protocol):
         #: What the document names as the events' origin ("torch.cuda.Event").
         name: str
@@ -84,10 +86,10 @@ def torch_source(torch: Any) -> tuple[EventSource | None, str, bool]:
 
 
 class _Stacks(threading.local):
-    """Per thread: the open gpu=True entries, innermost last: (path, pair or None) or None."""
+    """Per thread: the open gpu=True entries, innermost last: (name, path, pair or None)."""
 
     def __init__(self) -> None:
-        self.open: list[tuple[str, list[Any] | None] | None] = []
+        self.open: list[_Open] = []
 
 
 class PhaseGpuTimer:
@@ -127,8 +129,9 @@ class PhaseGpuTimer:
         opened = self._stacks.open
         source = self._source if self._settled else self._settle()
         if source is None or self._ended:
-            opened.append(None)
+            opened.append((name, "", None))
             return
+        pair = None
         try:
             path = self._current_path()
             path = f"{path}/{name}" if path else name
@@ -136,21 +139,22 @@ class PhaseGpuTimer:
             if pair is not None:
                 pair[0].record()
         except Exception as error:  # noqa: BLE001 - a guest never raises into its host
-            self._fail(error)
-            opened.append(None)
+            self._fail(error, pair)
+            opened.append((name, "", None))
             return
-        opened.append((path, pair))
+        opened.append((name, path, pair))
 
     def exit(self, name: str) -> None:
         opened = self._stacks.open
-        if not opened:
-            return  # entered before the hooks were set, or in another thread
-        entry = opened.pop()
-        if entry is None:
-            return
-        path, pair = entry
+        if opened and opened[-1][0] == name:
+            _name, path, pair = opened.pop()
+        else:
+            found = self._unwind(opened, name)
+            if found is None:
+                return  # entered before the hooks were set, or in another thread
+            path, pair = found
         if pair is None:
-            return  # dropped: the pool was full at entry
+            return  # not timed: no CUDA yet, or the pool was full at entry
         try:
             pair[1].record()
         except Exception as error:  # noqa: BLE001 - as enter()
@@ -158,6 +162,22 @@ class PhaseGpuTimer:
             return
         with self._lock:
             self._pending.append((path, pair))
+
+    def _unwind(self, opened: list[_Open], name: str) -> tuple[str, list[Any] | None] | None:
+        """The innermost open entry named ``name``, taken off with the entries above it: those
+        never got their exit (the core dropped the frame, or the recorder was reset meanwhile)
+        and are given up, not left open."""
+        for at in range(len(opened) - 1, -1, -1):
+            if opened[at][0] == name:
+                break
+        else:
+            return None
+        _name, path, pair = opened[at]
+        for _above, _path, lost in opened[at + 1 :]:
+            if lost is not None:
+                self._give_up(lost)
+        del opened[at:]
+        return path, pair
 
     def use_source(self, source: EventSource) -> None:
         """Time with ``source``'s events from the next entry on, not torch's (a test's fake)."""
@@ -196,8 +216,12 @@ class PhaseGpuTimer:
         with self._lock:
             self.errors += 1
             self.last_error = f"{type(error).__name__}: {error}"[:_ERROR_CHARS]
-            if pair is not None:
-                self._created -= 1  # a pair that failed is not reused: its events may be broken
+        if pair is not None:
+            self._give_up(pair)  # not reused: its events may be broken
+
+    def _give_up(self, pair: list[Any]) -> None:
+        with self._lock:
+            self._created -= 1
 
     # ---- reading back: from the snapshot thread, never waiting
 
