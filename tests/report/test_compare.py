@@ -3,8 +3,9 @@
 import json
 
 import pytest
-from lp_report_builders import MS, SimWorker, expected_quantile
+from lp_report_builders import MS, SimWorker, expected_quantile, off_cpu_split
 
+from lineprofiler.cli import main
 from lineprofiler.report.read.merge import load_run
 from lineprofiler.report.render import compare
 from lineprofiler.runfiles import histogram
@@ -98,9 +99,56 @@ def test_documented_json_keys(tmp_path):
                              "superseded", "concurrent", "merged", "caveats"}
     (role,) = doc["roles"]
     assert set(role) == {"role", "a_processes", "b_processes", "a_imbalance", "b_imbalance", "a_busy_ns",
-                         "b_busy_ns", "phases"}
+                         "b_busy_ns", "a_off_cpu", "b_off_cpu", "a_off_cpu_reason", "b_off_cpu_reason", "phases"}
     (phase,) = role["phases"]
     assert set(phase) == {"path", "a", "b", "share_change", "p50_change", "p50_real", "p99_change", "p99_real"}
-    assert set(phase["a"]) == {"entries", "self_ns", "share", "p50_ns", "p99_ns"}
-    for key in doc:
-        assert f"``{key}``" in compare.__doc__
+    assert set(phase["a"]) == {"entries", "self_ns", "share", "p50_ns", "p99_ns", "off_cpu", "off_cpu_reason"}
+    for key in [*doc, *role, *phase, *phase["a"]]:
+        assert f"``{key}``" in compare.__doc__ or f"``{key.removeprefix('a_')}``" in compare.__doc__, key
+
+
+def off_cpu_actor(run_dir, rows):
+    """An actor whose ``step`` (with ``step/forward``) has the given off-CPU rows, in ms."""
+    worker = SimWorker("actor")
+    with worker.phase("step"):
+        worker.work(10 * MS)
+        with worker.phase("forward"):
+            worker.work(10 * MS)
+    split = [
+        {"path": path, "elapsed_ns": (on + queue + blocked) * MS, "on_cpu_ns": on * MS, "runqueue_ns": queue * MS,
+         "throttled_ns": 0, "blocked_ns": blocked * MS}
+        for path, on, queue, blocked in rows
+    ]
+    samples = worker.write_samples(run_dir, {"rss_bytes": [10**8, 10**8]}, off_cpu=off_cpu_split(split))
+    worker.write(run_dir, samples=samples)
+
+
+def test_the_off_cpu_split_of_each_phase_and_of_the_role_side_by_side(tmp_path, capsys):
+    # A: four threads on two CPUs (step waits for a CPU 60 % of its sampled time); B: one per CPU.
+    off_cpu_actor(tmp_path / "a", [("step", 100, 300, 100), ("step/forward", 100, 300, 100), ("", 0, 0, 900)])
+    off_cpu_actor(tmp_path / "b", [("step", 400, 0, 100), ("step/forward", 450, 50, 0)])
+    doc = compare.compare_runs(load_run(tmp_path / "a"), load_run(tmp_path / "b"))
+    step = row(doc, "step")
+    assert step["a"]["off_cpu"] == {"on_cpu_ns": 200 * MS, "runqueue_ns": 600 * MS, "throttled_ns": 0,
+                                    "blocked_ns": 200 * MS, "sampled_ns": 1000 * MS}
+    assert step["b"]["off_cpu"]["runqueue_ns"] == 50 * MS and step["b"]["off_cpu_reason"] is None
+    forward = row(doc, "step/forward")
+    assert forward["a"]["off_cpu"]["sampled_ns"] == 500 * MS  # its own rows only, not its parent's
+    (role,) = doc["roles"]
+    # Every phase of the role (time outside all phases, path "", is left out).
+    assert role["a_off_cpu"] == step["a"]["off_cpu"] and role["b_off_cpu"] == step["b"]["off_cpu"]
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    text = capsys.readouterr().out
+    line = ("off-CPU in phases (of the sampled thread-time): waiting for a CPU A 60.0% \u2192 B 5.0%; "
+            "throttled A 0.0% \u2192 B 0.0%; blocked A 20.0% \u2192 B 10.0%")
+    assert line in text
+    page = tmp_path / "diff.html"
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--html", str(page)]) == 0
+    assert f'<p data-block="off-cpu">{line}</p>' in page.read_text(encoding="utf-8")
+
+
+def test_a_run_without_samples_says_off_cpu_was_not_measured(tmp_path, capsys):
+    doc = compared(tmp_path, {"step": [MS] * 3}, {"step": [MS] * 3})
+    assert row(doc, "step")["a"]["off_cpu"] is None and row(doc, "step")["a"]["off_cpu_reason"]
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "off-CPU in phases: not measured (A: " in capsys.readouterr().out

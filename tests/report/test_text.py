@@ -297,22 +297,23 @@ def test_the_header_names_the_source_commit_and_its_dirty_state(tmp_path):
 
 
 def test_the_first_split_below_a_single_loop_phase_gives_the_unclaimed_other_share(tmp_path):
-    # iteration (its own 10 ms per entry) -> step -> forward, backward, optimizer: the breakdown
-    # descends past iteration and step, each with one child, and names what step kept itself.
+    # iteration (its own 10 ms per entry) -> update -> forward, backward, optimizer: the breakdown
+    # descends past iteration and update, each with one child, and names what update kept itself.
+    # (A phase named step with these parts gets the step line instead: tests/report/test_step_parts.py.)
     sim = SimWorker("trainer")
     for _ in range(4):
         with sim.phase("iteration"):
-            with sim.phase("step"):
+            with sim.phase("update"):
                 for name, ms in (("forward", 30), ("backward", 50), ("optimizer", 10)):
                     with sim.phase(name):
                         sim.work(ms * MS)
-                sim.work(10 * MS)  # in step, in no child
+                sim.work(10 * MS)  # in update, in no child
     sim.write(tmp_path)
     run = load_run(tmp_path)
     lines = render(run, RenderOptions()).splitlines()
-    assert "  split of iteration/step: backward 50.0% · forward 30.0% · optimizer 10.0% · Other 10.0%" in lines
+    assert "  split of iteration/update: backward 50.0% · forward 30.0% · optimizer 10.0% · Other 10.0%" in lines
     (role,) = roles_block.roles(run, RenderOptions())
-    assert role.split is not None and role.split.parent == "iteration/step"
+    assert role.split is not None and role.split.parent == "iteration/update"
     assert role.split.other == pytest.approx(0.1)
     flat = SimWorker("actor")  # two top-level phases: the role block already shows the split
     with flat.phase("a"):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model_source import Source, Split
+from .model_steps import LoaderWorkers, StepPart, StepParts
 from .model_windows import BackendWindow
 
 #: What ``report --json`` calls its document, and the version of its schema.
@@ -203,6 +204,8 @@ class Role:
     uneven_work: UnevenWork | None = None
     #: Where the role's work first divides (:class:`Split`); None: its top level already does.
     split: Split | None = None
+    #: A training loop's step and its parts (:class:`.model_steps.StepParts`); None: no ``step``.
+    step_parts: StepParts | None = None
 
     def rest(self, shown: int) -> tuple[int, int, float]:
         """``(phases, self_ns, share)`` of the phases past the first ``shown``."""
@@ -634,7 +637,7 @@ class Report:
 __all__ = [
     "KIND", "STRAGGLER_FROM", "VERSION", "Attempt", "BackendWindow", "Bucket", "Counter", "CounterGroup",
     "Counters", "DeviceUse", "Dominant", "DominantPhase", "GpuSummary", "Header", "IoByPhase", "IoPhase",
-    "IoTimeline", "IterationRole", "Iterations", "Lane", "LineRow", "LinesBlock", "LinesRole", "Memory",
-    "MemoryRole", "Process", "PhaseShare", "Reason", "Report", "Role", "SampledIo", "Series", "Source", "Span",
-    "Split", "Stall", "Timeline", "TimelineRole", "UnevenWork",
+    "IoTimeline", "IterationRole", "Iterations", "Lane", "LineRow", "LinesBlock", "LinesRole", "LoaderWorkers",
+    "Memory", "MemoryRole", "Process", "PhaseShare", "Reason", "Report", "Role", "SampledIo", "Series", "Source",
+    "Span", "Split", "Stall", "StepPart", "StepParts", "Timeline", "TimelineRole", "UnevenWork",
 ]

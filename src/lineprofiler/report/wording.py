@@ -104,6 +104,32 @@ def attempt_lines(header: Header) -> list[str]:
     return lines
 
 
+#: The off-CPU parts a comparison shows, and how it names them.
+_OFF_CPU_PARTS = (("runqueue_ns", "waiting for a CPU"), ("throttled_ns", "throttled"), ("blocked_ns", "blocked"))
+
+
+def compare_off_cpu_line(role: dict[str, Any]) -> str | None:
+    """Why a compared role's threads in phases were not running, A against B, as shares of the
+    sampled thread-time (a change of a run's CPUs or threads shows here first); None when the
+    role is on one side only and that side did not measure it."""
+    a, b = role["a_off_cpu"], role["b_off_cpu"]
+    if a is None and b is None:
+        if role["a_processes"] and role["b_processes"]:
+            return f"off-CPU in phases: not measured (A: {role['a_off_cpu_reason']}; B: {role['b_off_cpu_reason']})"
+        return None
+
+    def share(side: dict[str, Any] | None, key: str) -> str:
+        if side is None:
+            return "\u2013"
+        value = side[key]
+        return "?" if value is None else fmt.percent(value / side["sampled_ns"] if side["sampled_ns"] > 0 else None)
+
+    parts = [f"{name} A {share(a, key)} \u2192 B {share(b, key)}" for key, name in _OFF_CPU_PARTS]
+    line = "off-CPU in phases (of the sampled thread-time): " + "; ".join(parts)
+    missing = [f"{k.upper()}: {role[f'{k}_off_cpu_reason']}" for k, side in (("a", a), ("b", b)) if side is None]
+    return line + (f" ({'; '.join(missing)})" if missing else "")
+
+
 def compare_attempt_notes(key: str, side: dict[str, Any]) -> list[str]:
     """What one side's NOTES say of the attempts not merged and the run ids merged by time (the
     text and the HTML comparison print the same)."""

@@ -28,20 +28,24 @@ def reasons(counts: Iterable[str]) -> list[Reason]:
 
 
 def phase_split(
-    cpus: Sequence[WorkerCpu], path: str, processes: int | None = None
+    cpus: Sequence[WorkerCpu], path: str | None, processes: int | None = None
 ) -> tuple[OffCpuSplit | None, str | None]:
-    """The off-CPU split of ``path`` and every phase under it, summed over the processes of
-    ``cpus`` (those with the phase) that measured it; else None and why there is none (the most
-    common reason). ``processes``: how many processes have the phase (default: ``len(cpus)``)."""
+    """The off-CPU split of ``path`` and every phase under it (None: of every phase), summed
+    over the processes of ``cpus`` (those with the phase) that measured it; else None and why
+    there is none (the most common reason). ``processes``: how many processes have the phase
+    (default: ``len(cpus)``)."""
     measured = [c.off_cpu for c in cpus if c.off_cpu.measured]
     if not measured:
         why = reasons(c.off_cpu.reason or "" for c in cpus)
         return None, (why[0].reason if why else "no process has this phase")
     on = queue = blocked = sampled = counted = 0
     throttled: int | None = 0
-    inside = path + "/"
+    inside = f"{path}/"
     for off in measured:
-        rows = [row for row in off.phases if row.path == path or row.path.startswith(inside)]
+        if path is None:
+            rows = [row for row in off.phases if row.path]  # "" is time outside every phase
+        else:
+            rows = [row for row in off.phases if row.path == path or row.path.startswith(inside)]
         counted += bool(rows)
         for row in rows:
             on += row.on_cpu_ns
@@ -155,7 +159,7 @@ class RunCpu:
         return self._hosts[name]
 
     def split(
-        self, workers: Iterable[Worker], path: str, processes: int | None = None
+        self, workers: Iterable[Worker], path: str | None, processes: int | None = None
     ) -> tuple[OffCpuSplit | None, str | None]:
         return phase_split([self.of(w) for w in workers], path, processes)
 

@@ -25,10 +25,15 @@ it in time, not merged), ``merged`` (names of the generated run ids merged into 
 
 ``roles``: a list, one per role present on either side, each with ``role``,
 ``a_processes`` / ``b_processes`` (0 when absent), ``a_imbalance`` / ``b_imbalance`` (float or
-null), ``a_busy_ns`` / ``b_busy_ns`` (summed busy time), and ``phases``: a list of
+null), ``a_busy_ns`` / ``b_busy_ns`` (summed busy time), ``a_off_cpu`` / ``b_off_cpu`` (the
+same split over every phase of the role; null with ``a_off_cpu_reason`` / ``b_off_cpu_reason``),
+and ``phases``: a list of
 
     ``path``; ``a`` / ``b``: null when the phase is absent on that side, else ``entries``,
-    ``self_ns``, ``share`` (0..1), ``p50_ns``, ``p99_ns`` (float or null);
+    ``self_ns``, ``share`` (0..1), ``p50_ns``, ``p99_ns`` (float or null), ``off_cpu`` (the
+    phase's and its children's thread-time: ``on_cpu_ns``, ``runqueue_ns``, ``throttled_ns``
+    (null: the cgroup's counters were unreadable), ``blocked_ns``, ``sampled_ns``; null when
+    not measured, with ``off_cpu_reason`` saying why);
     ``share_change`` (b - a, in fractions; null unless both sides have the phase);
     ``p50_change`` / ``p99_change`` (b / a - 1; null unless both sides have a value);
     ``p50_real`` / ``p99_real`` (bool: the change exceeds the bucket error).
@@ -42,8 +47,9 @@ from ...runfiles import histogram
 from .. import format as fmt
 from ..compute.blocks import RenderOptions
 from ..compute.blocks.roles import header
-from ..read.run import PhaseStats, Run
-from ..wording import compare_attempt_notes, short_names
+from ..compute.cpu_use import RunCpu, from_files
+from ..read.run import PhaseStats, RoleStats, Run
+from ..wording import compare_attempt_notes, compare_off_cpu_line, short_names
 from .json import run_object
 
 E = histogram.RELATIVE_ERROR
@@ -65,9 +71,26 @@ def _side(run: Run) -> dict[str, Any]:
     return run_object(header(run, RenderOptions()), run.caveats)
 
 
-def _phase_side(phase: PhaseStats | None, total: int) -> dict[str, Any] | None:
+def _off_cpu(cpu: RunCpu, role: RoleStats, path: str | None, processes: int | None = None) -> dict[str, Any]:
+    """Why the threads of ``path`` (None: of every phase) were not running, over ``role``."""
+    split, why = cpu.split(role.data_workers, path, processes)
+    if split is None:
+        return {"off_cpu": None, "off_cpu_reason": why}
+    return {
+        "off_cpu": {
+            "on_cpu_ns": split.on_cpu_ns,
+            "runqueue_ns": split.runqueue_ns,
+            "throttled_ns": split.throttled_ns,
+            "blocked_ns": split.blocked_ns,
+            "sampled_ns": split.sampled_ns,
+        },
+        "off_cpu_reason": None,
+    }
+
+
+def _phase_side(phase: PhaseStats | None, total: int, role: RoleStats | None, cpu: RunCpu) -> dict[str, Any] | None:
     """One side of a phase's row; ``total`` is its role's phase time on that side."""
-    if phase is None:
+    if phase is None or role is None:
         return None
     return {
         "entries": phase.entries,
@@ -75,7 +98,15 @@ def _phase_side(phase: PhaseStats | None, total: int) -> dict[str, Any] | None:
         "share": max(0, phase.self_ns) / total if total > 0 else 0.0,
         "p50_ns": phase.quantile(0.50),
         "p99_ns": phase.quantile(0.99),
+        **_off_cpu(cpu, role, phase.path, phase.processes),
     }
+
+
+def _role_off_cpu(key: str, role: RoleStats | None, cpu: RunCpu) -> dict[str, Any]:
+    if role is None:
+        return {f"{key}_off_cpu": None, f"{key}_off_cpu_reason": "the role is not in this run"}
+    split = _off_cpu(cpu, role, None)
+    return {f"{key}_off_cpu": split["off_cpu"], f"{key}_off_cpu_reason": split["off_cpu_reason"]}
 
 
 def _get(side: dict[str, Any] | None, key: str) -> Any:
@@ -99,6 +130,8 @@ def _change(a: float | None, b: float | None) -> tuple[float | None, bool]:
 def compare_runs(a: Run, b: Run) -> dict[str, Any]:
     """The comparison as one JSON-ready document (keys in this module's docstring)."""
     names = list(a.roles) + [n for n in b.roles if n not in a.roles]
+    # The samples are read when a phase's split is first asked for, once per process.
+    cpu_a, cpu_b = from_files(a), from_files(b)
     roles = []
     for name in names:
         ra, rb = a.roles.get(name), b.roles.get(name)
@@ -110,7 +143,7 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
         for path in paths:
             pa = ra.phases.get(path) if ra else None
             pb = rb.phases.get(path) if rb else None
-            sa, sb = _phase_side(pa, total_a), _phase_side(pb, total_b)
+            sa, sb = _phase_side(pa, total_a, ra, cpu_a), _phase_side(pb, total_b, rb, cpu_b)
             p50_change, p50_real = _change(_get(sa, "p50_ns"), _get(sb, "p50_ns"))
             p99_change, p99_real = _change(_get(sa, "p99_ns"), _get(sb, "p99_ns"))
             phases.append(
@@ -136,6 +169,8 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
                 "b_imbalance": rb.imbalance if rb else None,
                 "a_busy_ns": ra.busy_ns if ra else 0,
                 "b_busy_ns": rb.busy_ns if rb else 0,
+                **_role_off_cpu("a", ra, cpu_a),
+                **_role_off_cpu("b", rb, cpu_b),
                 "phases": phases,
             }
         )
@@ -204,6 +239,9 @@ def render_compare(doc: dict[str, Any]) -> str:
             lines.append(f"({fmt.count(len(rows) - TEXT_ROWS)} more phases; --json lists every one)")
         if not rows:
             lines.append("(no time recorded in phases on either side)")
+        off_cpu = compare_off_cpu_line(role)
+        if off_cpu:
+            lines.append(off_cpu)
     notes = []
     for key in ("a", "b"):
         side = doc[key]

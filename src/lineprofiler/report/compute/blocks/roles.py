@@ -1,7 +1,8 @@
 """Who ran: the header's model (the run's name, span, processes, hosts and ranks, and the
 attempts it names without merging them: superseded, concurrent, merged by time), and one model
 per role (its processes, imbalance, busiest process, straggler or uneven work, time in phases and
-phase shares, each phase named by its shortest unambiguous suffix)."""
+phase shares, each phase named by its shortest unambiguous suffix, and a training loop's step
+parts, :mod:`.step_parts`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from ...model import STRAGGLER_FROM, Attempt, Header, PhaseShare, Process, Role,
 from ...read.run import AttemptSummary, RoleStats, Run, Worker
 from ...wording import short_names
 from . import RenderOptions
+from .step_parts import step_parts
 from .stragglers import stragglers, uneven_work
 
 
@@ -134,6 +136,7 @@ def _role(role: RoleStats, run: Run) -> Role:
         straggler_ratio=found.ratio,
         uneven_work=uneven_work(found),
         split=first_split(role),
+        step_parts=step_parts(role, run),
     )
 
 

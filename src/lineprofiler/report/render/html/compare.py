@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from ... import format as fmt
-from ...wording import compare_attempt_notes, short_names
+from ...wording import compare_attempt_notes, compare_off_cpu_line, short_names
 from . import svg
 from .markup import page, para, table, td
 
@@ -81,7 +81,9 @@ def _role(role: dict[str, Any]) -> str:
     legend = svg.legend(
         [("A", "#9aa5b1"), ("B", "#4e79a7"), ("p50/p99 changed beyond the bucket error", svg.STRAGGLER)]
     )
-    return f"<h2>{escape(title)}</h2>{chart}{legend}{tab}"
+    off_cpu = compare_off_cpu_line(role)
+    why = f'<p data-block="off-cpu">{escape(fmt.printable(off_cpu))}</p>' if off_cpu else ""
+    return f"<h2>{escape(title)}</h2>{chart}{legend}{tab}{why}"
 
 
 def render_compare_html(doc: dict[str, Any]) -> str:

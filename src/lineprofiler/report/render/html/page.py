@@ -33,6 +33,7 @@ from ...model import (
     SampledIo,
 )
 from .. import cpu_text
+from ..step_text import replaces_split, step_parts_text
 from ..text import sources_text, split_text, spread_text
 from . import cpu as cpu_html
 from . import svg
@@ -140,8 +141,11 @@ def role_html(role: Role) -> str:
         reference_label=f"mean {fmt.duration(role.mean_busy_ns)}",
     ) if members else ""
     sentences = "".join(para(line) for line in wording.straggler_lines(role)) + para(wording.time_in_phases_text(role))
-    if role.split is not None:
+    if role.split is not None and not replaces_split(role):
         sentences += f'<p data-split="{escape(role.split.parent, quote=True)}">{escape(split_text(role.split))}</p>'
+    steps = step_parts_text(role)
+    if steps is not None and role.step_parts is not None:
+        sentences += f'<p data-step-parts="{escape(role.step_parts.verdict or "", quote=True)}">{escape(steps)}</p>'
 
     return f"{title}{bar}{legend}{tab}<h3>Busy time per process</h3>{per_process}{sentences}"
 
