@@ -47,7 +47,7 @@ def test_the_seed_example_writes_a_valid_worker_file(tmp_path):
          "max": 64}
     ]
     assert doc["caps"]["max_paths"] == 10_000 and doc["repairs"]["mismatched_exits"] == 0
-    assert doc["errors"] == [] and set(doc["gpu"]) == {"vram", "nvml"}
+    assert doc["errors"] == [] and set(doc["gpu"]) == {"vram", "nvml", "phase_time"}
     # The resource sampler is on by default: its rows go to a sample file beside this one.
     assert doc["samples"]["file"] == path.name.removesuffix(".json") + ".samples"
     assert (path.parent / doc["samples"]["file"]).is_file()

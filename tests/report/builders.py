@@ -438,11 +438,13 @@ def gpu_document(
     nvml_reason: str | None = None,
     vram: Mapping[str, Any] | None = None,
     vram_reason: str = "torch is not imported by this process",
+    phase_time: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``gpu`` object the profiler's GPU attachment writes: NVML available with ``devices``
     (indices, named as the NVML stub names them) unless ``nvml_reason`` says why not; VRAM
     unavailable for ``vram_reason`` unless ``vram`` gives its peaks (``allocated_peak``,
-    ``reserved_peak`` and, optionally, ``samples``: one device's worth)."""
+    ``reserved_peak`` and, optionally, ``samples``: one device's worth). ``phase_time``: the
+    ``gpu=True`` phases' GPU time (accounting/gpu_events.py), left out when None."""
     nvml = {
         "available": nvml_reason is None,
         "unavailable_reason": nvml_reason,
@@ -462,7 +464,7 @@ def gpu_document(
             "available": True, "unavailable_reason": None, "samples": vram.get("samples", 1), "devices": {"0": peaks},
             "cuda_visible_devices": None, **peaks,
         }
-    return {"vram": memory, "nvml": nvml}
+    return {"vram": memory, "nvml": nvml, **({"phase_time": dict(phase_time)} if phase_time is not None else {})}
 
 
 def actor_loop(worker: SimWorker, iterations: int, *, mcts_ns: int, env_ns: int, sims: int = 64,

@@ -48,6 +48,13 @@ NASTY_VALUES = [
     [[-1, 1]], [[1, -1]], [[1, 2, 3]], [["1", 1]], {}, {"a": 1}, {"scheme": "log2x8-1us"},
 ]
 
+#: A gpu=True phase's GPU time (accounting/gpu_events.py), so every key of it is damaged once.
+PHASE_TIME = {
+    "available": True, "unavailable_reason": None, "source": "torch.cuda.Event", "pool_pairs": 1024, "ended": False,
+    "errors": 0, "last_error": None,
+    "phases": [{"path": "iteration/learn", "gpu_ns": 10**6, "pairs": 3, "dropped": 0, "pending": 1}],
+}
+
 
 def baseline_documents(folder):
     actor = SimWorker("actor", rank=0, window_phase="iteration")
@@ -69,7 +76,10 @@ def baseline_documents(folder):
     mutant_source = learner.document(
         status="running", snapshot_failures=1, last_error="disk full", mismatched_exits=2, errors=["e"],
         caps={"max_paths": 10, "paths_overflowed": 1, "max_counters": 10, "counters_overflowed": 0},
-        samples=samples, gpu=gpu_document(devices=[0], vram={"allocated_peak": 10**9, "reserved_peak": 2 * 10**9}),
+        samples=samples,
+        gpu=gpu_document(
+            devices=[0], vram={"allocated_peak": 10**9, "reserved_peak": 2 * 10**9}, phase_time=PHASE_TIME
+        ),
     )
     # As the real writer lays it out: samples last, behind the layout key.
     return actor.document(), json.loads(_writer_bytes(mutant_source))

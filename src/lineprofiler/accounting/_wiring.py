@@ -99,6 +99,8 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
       :class:`~.windows.lines_window.LinesWindow` (lines) watching ``window_phase``, attached so that it
       is cut and written at exit and restarted in a fork child.
     * a :class:`gpu.GpuAttachment` (VRAM where the user's torch runs CUDA; NVML facts).
+    * ``set_gpu`` with a :class:`.gpu_events.PhaseGpuTimer`: CUDA events around ``gpu=True``
+      phases, read back at each snapshot (it imports nothing until such a phase is entered).
     * a :class:`.source_commit.SourceCommit` (the project's git commit, in the worker file).
     * ``trace="auto"``: a :class:`.auto_trace.AutoTrace` (the project's function calls as phases).
     * ``auto="torch"``: a :class:`.auto_torch.AutoTorch` (a training loop's parts as phases).
@@ -116,6 +118,15 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
         target.add_attachment(gpu.GpuAttachment())
     except Exception as error:
         _failed(record_error, "GPU attachment", error)
+    if target.recorder is not None:
+        try:
+            from .gpu_events import PhaseGpuTimer
+
+            timer = PhaseGpuTimer(target.recorder.current_path)
+            target.recorder.set_gpu(timer.enter, timer.exit)
+            target.add_attachment(timer)
+        except Exception as error:
+            _failed(record_error, "GPU phase time", error)
     try:
         from .source_commit import SourceCommit
 

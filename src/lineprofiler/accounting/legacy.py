@@ -100,7 +100,9 @@ def stop() -> None:
         profiler.close()
 
 
-def phase(name: str, io: bool = False, sync: bool = False, sample: float = 1.0, async_work: bool = False) -> Any:
+def phase(
+    name: str, io: bool = False, sync: bool = False, sample: float = 1.0, async_work: bool = False, gpu: bool = False
+) -> Any:
     """A phase of the installed profiler, or a no-op one when none is installed. Never raises.
 
     ``sample`` other than 1.0 and ``async_work=True`` are accepted with a one-time warning:
@@ -119,7 +121,7 @@ def phase(name: str, io: bool = False, sync: bool = False, sample: float = 1.0, 
             "and does not mark asynchronous phases",
         )
     try:
-        return profiler.phase(name, io, sync)
+        return profiler.phase(name, io, sync, gpu)
     except Exception:  # noqa: BLE001 - a bad name must not break the host program; nothing is recorded
         _warn_once("phase-error", f"phase({name!r}) recorded nothing: phase names are non-empty str")
         return _NULL_PHASE

@@ -97,9 +97,9 @@ class Profiler(TraceLinks):
     # phase() and count() are bound C methods stored on the instance (see __init__), so a call
     # costs no Python frame; these class-level definitions document them and serve the closed
     # profiler.
-    def phase(self, name: str, io: bool = False, sync: bool = False) -> Any:
-        """A context manager timing the named phase (nested phases build paths ``a/b/c``)."""
-        return self._noop.phase(name, io, sync)
+    def phase(self, name: str, io: bool = False, sync: bool = False, gpu: bool = False) -> Any:
+        """A context manager timing the named phase (nested: paths ``a/b/c``; gpu=True: :mod:`.gpu_events`)."""
+        return self._noop.phase(name, io, sync, gpu)
 
     def count(self, name: str, n: int = 1) -> None:
         """Add ``n`` to the counter ``name`` under the phase open in this thread."""

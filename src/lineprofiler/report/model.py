@@ -256,12 +256,20 @@ class DominantPhase:
     #: Why its threads were not running (:class:`.model_cpu.OffCpuSplit`); None: ``off_cpu_reason`` says why.
     off_cpu: Any = None
     off_cpu_reason: str | None = None
+    #: GPU time of its gpu=True entries (:mod:`.model_gpu`); None: ``gpu_reason`` says why.
+    gpu_ns: int | None = None
+    gpu: Any = None  # a model_gpu.PhaseGpuCounts where gpu_ns is known
+    gpu_reason: str | None = None
 
 
 @dataclass
 class Dominant:
     several_roles: bool
     phases: list[DominantPhase]
+    #: Per role with GPU time and a ``step`` phase: a model_gpu.StepGpuIdle.
+    gpu_idle: list[Any] = field(default_factory=list)
+    #: Why the gpu=True phases asked for have no GPU time (no CUDA device...); None: not asked, or measured.
+    gpu_note: str | None = None
 
 
 @dataclass

@@ -80,6 +80,9 @@
 
 #define LP_FLAG_IO   1
 #define LP_FLAG_SYNC 2
+#define LP_FLAG_GPU  4
+/* Phase objects are kept per combination of the flags above. */
+#define LP_FLAG_SETS 8
 
 /* Why a frame's entry went to the overflow node (lp_frame.over), so entries below it are
  * counted with the same cap. */

@@ -80,6 +80,7 @@ typedef struct lp_PhaseObject {
     PyObject *canon;               /* canonical name (strong) */
     uint8_t io;
     uint8_t sync;
+    uint8_t gpu; /* entries call the GPU event hooks (set_gpu) */
     uint8_t overflow;
     uint8_t watched;
     uint8_t slow; /* anything beyond the plain path: io, hooks, test clocks */
@@ -115,16 +116,18 @@ typedef struct lp_RecorderObject {
     int32_t *counter_slots; /* index + 1; 0 is empty */
     uint32_t counter_mask;
     /* names and phase objects */
-    PyObject *names;     /* dict: user name -> canonical name */
-    PyObject *phases[4]; /* dicts per flags: user name -> Phase */
+    PyObject *names;                /* dict: user name -> canonical name */
+    PyObject *phases[LP_FLAG_SETS]; /* dicts per flags: user name -> Phase */
     Py_ssize_t n_phases;
-    PyObject *overflow_phase[4];
+    PyObject *overflow_phase[LP_FLAG_SETS];
     lp_name_slot name_cache[LP_NAME_CACHE];
     lp_phase_slot phase_cache[LP_PHASE_CACHE];
     /* hooks (see set_sync / set_annotate / set_watch) */
     PyObject *sync_fn;
     PyObject *annotate_enter;
     PyObject *annotate_exit;
+    PyObject *gpu_enter; /* called with the name around a gpu=True phase */
+    PyObject *gpu_exit;
     PyObject *watch_name;
     PyObject *watch_fn;
     int64_t watch_count;

@@ -78,6 +78,11 @@ static void lp_enter_hooks(lp_PhaseObject *self, lp_RecorderObject *rec)
         lp_call_hook(rec, fn, NULL, "sync");
         Py_DECREF(fn);
     }
+    if (self->gpu && rec->gpu_enter != NULL) { /* last: its start event follows the sync's work */
+        PyObject *fn = Py_NewRef(rec->gpu_enter);
+        lp_call_hook(rec, fn, self->canon, "gpu enter");
+        Py_DECREF(fn);
+    }
 }
 
 static PyObject *lp_phase_enter(lp_PhaseObject *self, PyObject *Py_UNUSED(ignored))
@@ -295,6 +300,11 @@ static void lp_close_frame(lp_RecorderObject *rec, lp_StackObject *ts, int32_t i
 
 static void lp_exit_hooks(lp_PhaseObject *self, lp_RecorderObject *rec)
 {
+    if (self->gpu && rec->gpu_exit != NULL) { /* first: its end event follows the phase's work only */
+        PyObject *fn = Py_NewRef(rec->gpu_exit);
+        lp_call_hook(rec, fn, self->canon, "gpu exit");
+        Py_DECREF(fn);
+    }
     if (rec->annotate_exit != NULL) {
         PyObject *fn = Py_NewRef(rec->annotate_exit);
         lp_call_hook(rec, fn, self->canon, "annotate exit");
@@ -550,7 +560,8 @@ static void lp_phase_dealloc(lp_PhaseObject *self)
 
 static PyObject *lp_phase_repr(lp_PhaseObject *self)
 {
-    return PyUnicode_FromFormat("<Phase %R io=%d sync=%d>", self->name, self->io, self->sync);
+    return PyUnicode_FromFormat("<Phase %R io=%d sync=%d gpu=%d>", self->name, self->io, self->sync,
+                                self->gpu);
 }
 
 static PyObject *lp_phase_get_name(lp_PhaseObject *self, void *Py_UNUSED(c))
@@ -568,6 +579,11 @@ static PyObject *lp_phase_get_sync(lp_PhaseObject *self, void *Py_UNUSED(c))
     return PyBool_FromLong(self->sync);
 }
 
+static PyObject *lp_phase_get_gpu(lp_PhaseObject *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(self->gpu);
+}
+
 static PyMethodDef lp_phase_methods[] = {
     {"__enter__", (PyCFunction)lp_phase_enter, METH_NOARGS, "Open the phase in this thread."},
     {"__exit__", (PyCFunction)(void (*)(void))lp_phase_exit, METH_FASTCALL,
@@ -579,6 +595,7 @@ static PyGetSetDef lp_phase_getset[] = {
     {"name", (getter)lp_phase_get_name, NULL, "The name given to phase().", NULL},
     {"io", (getter)lp_phase_get_io, NULL, "Whether entries measure /proc/self/io.", NULL},
     {"sync", (getter)lp_phase_get_sync, NULL, "Whether entries call the sync hook.", NULL},
+    {"gpu", (getter)lp_phase_get_gpu, NULL, "Whether entries call the GPU event hooks.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

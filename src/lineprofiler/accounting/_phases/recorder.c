@@ -60,15 +60,15 @@ static void lp_phase_update_flags(lp_PhaseObject *p)
         }
         p->watched = eq > 0;
     }
-    p->slow = p->io || (p->sync && rec->sync_fn != NULL) || p->watched || rec->annotate_enter != NULL ||
-              rec->annotate_exit != NULL;
+    p->slow = p->io || (p->sync && rec->sync_fn != NULL) || (p->gpu && rec->gpu_enter != NULL) ||
+              p->watched || rec->annotate_enter != NULL || rec->annotate_exit != NULL;
 }
 
 /* Recomputes every phase object's slow flag after a hook changed: the plain path then pays
  * exactly one branch for all hooks together. */
 static void lp_update_all_flags(lp_RecorderObject *rec)
 {
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < LP_FLAG_SETS; f++) {
         Py_ssize_t pos = 0;
         PyObject *key, *value;
         if (rec->phases[f] != NULL) {
@@ -94,6 +94,7 @@ static lp_PhaseObject *lp_phase_new(lp_RecorderObject *rec, PyObject *name, PyOb
     p->canon = Py_NewRef(canon);
     p->io = (flags & LP_FLAG_IO) != 0;
     p->sync = (flags & LP_FLAG_SYNC) != 0;
+    p->gpu = (flags & LP_FLAG_GPU) != 0;
     p->overflow = (uint8_t)overflow;
     p->cache_gen = UINT64_MAX;
     p->cache_parent = -1;
@@ -148,14 +149,14 @@ static int lp_truth(PyObject *v, int *out)
     return 0;
 }
 
-/* Parses (name, io=False, sync=False) from a vectorcall; shared by Recorder and Noop. */
+/* Parses (name, io=False, sync=False, gpu=False) from a vectorcall; shared by Recorder and Noop. */
 int lp_parse_phase_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **name,
                         int *flags)
 {
-    PyObject *vals[3] = {NULL, NULL, NULL};
-    static const char *const names[3] = {"name", "io", "sync"};
-    if (nargs > 3) {
-        PyErr_Format(PyExc_TypeError, "phase() takes at most 3 arguments (%zd given)", nargs);
+    PyObject *vals[4] = {NULL, NULL, NULL, NULL};
+    static const char *const names[4] = {"name", "io", "sync", "gpu"};
+    if (nargs > 4) {
+        PyErr_Format(PyExc_TypeError, "phase() takes at most 4 arguments (%zd given)", nargs);
         return -1;
     }
     for (Py_ssize_t i = 0; i < nargs; i++) {
@@ -165,7 +166,7 @@ int lp_parse_phase_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, k);
         int found = -1;
-        for (int j = 0; j < 3; j++) {
+        for (int j = 0; j < 4; j++) {
             if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
                 found = j;
                 break;
@@ -189,12 +190,13 @@ int lp_parse_phase_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
         PyErr_Format(PyExc_TypeError, "phase name must be a str, not %.100s", Py_TYPE(vals[0])->tp_name);
         return -1;
     }
-    int io = 0, sync = 0;
-    if ((vals[1] && lp_truth(vals[1], &io) < 0) || (vals[2] && lp_truth(vals[2], &sync) < 0)) {
+    int io = 0, sync = 0, gpu = 0;
+    if ((vals[1] && lp_truth(vals[1], &io) < 0) || (vals[2] && lp_truth(vals[2], &sync) < 0) ||
+        (vals[3] && lp_truth(vals[3], &gpu) < 0)) {
         return -1;
     }
     *name = vals[0];
-    *flags = (io ? LP_FLAG_IO : 0) | (sync ? LP_FLAG_SYNC : 0);
+    *flags = (io ? LP_FLAG_IO : 0) | (sync ? LP_FLAG_SYNC : 0) | (gpu ? LP_FLAG_GPU : 0);
     return 0;
 }
 
@@ -332,19 +334,31 @@ static PyObject *lp_recorder_set_sync(lp_RecorderObject *self, PyObject *fn)
     Py_RETURN_NONE;
 }
 
-static PyObject *lp_recorder_set_annotate(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* Sets a pair of hooks (each callable or None) called with the phase's name at entry and exit. */
+static PyObject *lp_set_hook_pair(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject **enter, PyObject **exit_, const char *what)
 {
     if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "set_annotate(enter_fn, exit_fn) takes two arguments");
+        PyErr_Format(PyExc_TypeError, "%s(enter_fn, exit_fn) takes two arguments", what);
         return NULL;
     }
     if (lp_check_callable(args[0], "enter_fn") < 0 || lp_check_callable(args[1], "exit_fn") < 0) {
         return NULL;
     }
-    Py_XSETREF(self->annotate_enter, args[0] == Py_None ? NULL : Py_NewRef(args[0]));
-    Py_XSETREF(self->annotate_exit, args[1] == Py_None ? NULL : Py_NewRef(args[1]));
+    Py_XSETREF(*enter, args[0] == Py_None ? NULL : Py_NewRef(args[0]));
+    Py_XSETREF(*exit_, args[1] == Py_None ? NULL : Py_NewRef(args[1]));
     lp_update_all_flags(self);
     Py_RETURN_NONE;
+}
+
+static PyObject *lp_recorder_set_annotate(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return lp_set_hook_pair(self, args, nargs, &self->annotate_enter, &self->annotate_exit, "set_annotate");
+}
+
+static PyObject *lp_recorder_set_gpu(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return lp_set_hook_pair(self, args, nargs, &self->gpu_enter, &self->gpu_exit, "set_gpu");
 }
 
 static PyObject *lp_recorder_set_watch(lp_RecorderObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -455,7 +469,7 @@ static PyObject *lp_recorder_new(PyTypeObject *type, PyObject *args, PyObject *k
         Py_DECREF(self);
         return NULL;
     }
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < LP_FLAG_SETS; f++) {
         self->phases[f] = PyDict_New();
         if (self->phases[f] == NULL) {
             Py_DECREF(self);
@@ -474,7 +488,7 @@ static int lp_recorder_traverse(lp_RecorderObject *self, visitproc visit, void *
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->module);
     Py_VISIT(self->names);
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < LP_FLAG_SETS; f++) {
         Py_VISIT(self->phases[f]);
         Py_VISIT(self->overflow_phase[f]);
     }
@@ -487,6 +501,8 @@ static int lp_recorder_traverse(lp_RecorderObject *self, visitproc visit, void *
     }
     Py_VISIT(self->sync_fn);
     Py_VISIT(self->annotate_enter);
+    Py_VISIT(self->gpu_enter);
+    Py_VISIT(self->gpu_exit);
     Py_VISIT(self->annotate_exit);
     Py_VISIT(self->watch_name);
     Py_VISIT(self->watch_fn);
@@ -506,12 +522,14 @@ static int lp_recorder_clear(lp_RecorderObject *self)
         Py_CLEAR(self->phase_cache[i].key);
         Py_CLEAR(self->phase_cache[i].phase);
     }
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < LP_FLAG_SETS; f++) {
         Py_CLEAR(self->phases[f]);
         Py_CLEAR(self->overflow_phase[f]);
     }
     Py_CLEAR(self->sync_fn);
     Py_CLEAR(self->annotate_enter);
+    Py_CLEAR(self->gpu_enter);
+    Py_CLEAR(self->gpu_exit);
     Py_CLEAR(self->annotate_exit);
     Py_CLEAR(self->watch_name);
     Py_CLEAR(self->watch_fn);
@@ -577,6 +595,8 @@ static PyMethodDef lp_recorder_methods[] = {
      "set_sync(fn | None): fn() runs before the clock at both ends of sync=True phases."},
     {"set_annotate", (PyCFunction)(void (*)(void))lp_recorder_set_annotate, METH_FASTCALL,
      "set_annotate(enter_fn | None, exit_fn | None): called with the name around every phase."},
+    {"set_gpu", (PyCFunction)(void (*)(void))lp_recorder_set_gpu, METH_FASTCALL,
+     "set_gpu(enter_fn | None, exit_fn | None): called with the name around every gpu=True phase."},
     {"set_watch", (PyCFunction)(void (*)(void))lp_recorder_set_watch, METH_FASTCALL,
      "set_watch(name | None, fn | None): fn(n) on the n-th entry into a phase named `name`."},
     {NULL, NULL, 0, NULL},

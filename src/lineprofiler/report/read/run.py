@@ -52,7 +52,7 @@ class WorkerDocument(Mapping[str, Any]):
         """
         if self._samples_on_disk:
             return workerfile.read_worker_file(self._path).get("samples")
-        return self._data["samples"]
+        return self._data.get("samples")  # optional: a file without the key has no samples
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)

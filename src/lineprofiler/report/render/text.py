@@ -46,7 +46,7 @@ from ..wording import (
     time_in_phases_text,
     utc_time,
 )
-from . import cpu_text
+from . import cpu_text, gpu_text
 from .step_text import replaces_split, step_parts_text
 from .text_blocks import gpu_lines, io_by_phase_lines, io_lines, memory_lines
 
@@ -196,13 +196,16 @@ def dominant_lines(dominant: Dominant | None) -> list[str]:
     split_shown = cpu_text.measured(dominant.phases)
     # entries last: the seed's columns keep their places (0.10.0 had entries first)
     head = f"{'DOMINANT PHASES':<{NAME_WIDTH}}{'self':>10}{'wait':>8}{'p50':>10}{'p99':>10}{'entries':>11}"
-    lines = [head + ("  role" if several else "")]
+    gpu_shown = gpu_text.shown(dominant)  # runs without GPU time print the table they always did
+    lines = [head + (f"{'gpu':>10}" if gpu_shown else "") + ("  role" if several else "")]
     for phase in dominant.phases:
         line = (
             f"{_clip(phase.path):<{NAME_WIDTH}}{fmt.duration(phase.self_ns):>10}"
             f"{fmt.percent(phase.wait, 0):>8}{fmt.duration(phase.p50_ns):>10}{fmt.duration(phase.p99_ns):>10}"
             f" {fmt.count(phase.entries):>10}"
         )
+        if gpu_shown:
+            line += gpu_text.cell(phase)
         if several:
             line += f"  {fmt.printable(phase.role)}"
         lines.append(line)
@@ -214,6 +217,7 @@ def dominant_lines(dominant: Dominant | None) -> list[str]:
     if split_shown:
         note = cpu_text.split_note(dominant.phases)
         lines.extend(textwrap.wrap(note, NOTE_WIDTH, initial_indent="  ", subsequent_indent="  "))
+    lines.extend(gpu_text.lines(dominant))
     return lines
 
 

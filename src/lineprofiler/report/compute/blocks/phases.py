@@ -9,6 +9,7 @@ from ...model import Bucket, Counter, CounterGroup, Counters, Dominant, Dominant
 from ...read.run import PhaseStats, RoleStats, Run
 from . import RenderOptions
 from .cpu import run_cpu
+from .gpu_time import fill_row, gpu_by_role, gpu_note, step_idle
 
 #: How many ``(role, phase)`` rows DOMINANT PHASES holds.
 DOMINANT_ROWS = 10
@@ -52,6 +53,7 @@ def dominant(run: Run, options: RenderOptions) -> Dominant | None:
         return None
     phases = []
     cpus = run_cpu(run, options)
+    gpu = gpu_by_role(run)
     for role, phase in rows:
         split, why = cpus.split(role.data_workers, phase.path, phase.processes)
         counters = [
@@ -79,7 +81,14 @@ def dominant(run: Run, options: RenderOptions) -> Dominant | None:
                 off_cpu_reason=why,
             )
         )
-    return Dominant(several_roles=len(run.roles) > 1, phases=phases)
+        fill_row(phases[-1], gpu[role.name])
+    idle = [step_idle(role, gpu[role.name]) for role in run.roles.values()]
+    return Dominant(
+        several_roles=len(run.roles) > 1,
+        phases=phases,
+        gpu_idle=[i for i in idle if i is not None],
+        gpu_note=gpu_note(gpu),
+    )
 
 
 def counters(run: Run, options: RenderOptions) -> Counters | None:
