@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 
+from ._torch_collectives import install_collectives
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -233,4 +235,5 @@ INSTALLERS: tuple[tuple[str, Callable[[Any, AutoTorch], Undo]], ...] = (
     ("data_wait", install_data_wait),
     ("checkpoint", install_checkpoint),
     ("dataloader_workers", install_workers),
+    ("collectives", install_collectives),
 )

@@ -13,7 +13,10 @@ What is recorded, each through torch's public hook API where one exists:
 * in a DataLoader worker (role ``dataloader``): ``fetch``, one entry per sample the worker's
   fetcher reads (``dataset[i]``; a ``__getitems__`` batch or an iterable dataset's batch is one
   entry), with a ``samples`` counter, and ``collate`` per batch;
-* ``checkpoint`` (``io=True``): ``torch.save`` and ``torch.load``.
+* ``checkpoint`` (``io=True``): ``torch.save`` and ``torch.load``;
+* ``collective/<op>`` with counter ``collective_bytes``: the public ``torch.distributed``
+  collectives (:mod:`._torch_collectives` says what is seen and what is not: DDP's own
+  gradient all-reduce is not).
 
 A program's own phases stay as they are: the auto phases nest under whatever is open. A step
 is ended only while it is the innermost phase open: when the program's own phase is still open
@@ -57,6 +60,7 @@ class _ThreadState(threading.local):
         self.forward_depth = 0
         self.optimizer: Any = None
         self.in_backward = False
+        self.in_collective = False
 
 
 class AutoTorch:
