@@ -197,7 +197,14 @@ def install_workers(torch: Any, auto: AutoTorch) -> Undo:
 
 
 def _time_fetchers(fetch: Any, auto: AutoTorch) -> None:
-    """In a worker process only (the patches die with it): ``fetch`` per sample, ``collate``."""
+    """In a worker process only (the patches die with it): ``fetch`` per call of the dataset,
+    with ``samples`` the samples it returned, and ``collate`` per batch.
+
+    An entry is one call: the recorder times spans and cannot split one into per-sample entries,
+    so entries equal the samples for ``dataset[i]`` and for an iterable dataset's ``next()``
+    (plus its last call, which ends it and returns none), while a ``__getitems__`` batch is one
+    entry of many samples. ``samples`` is always the samples fetched.
+    """
 
     def map_fetch(self: Any, possibly_batched_index: Any) -> Any:
         dataset = self.dataset
@@ -215,15 +222,49 @@ def _time_fetchers(fetch: Any, auto: AutoTorch) -> None:
             auto.shut(collate)
 
     fetch._MapDatasetFetcher.fetch = map_fetch
-    _replace(fetch._IterableDatasetFetcher, "fetch", _timed(auto, "fetch"))
+
+    def make_iterable_init(original: Any) -> Any:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            # torch's own fetch() runs on, through our iterator and collate function.
+            self.dataset_iter = _TimedSamples(auto, self.dataset_iter)
+            self.collate_fn = _timed(auto, "collate")(self.collate_fn)
+
+        return __init__
+
+    _replace(fetch._IterableDatasetFetcher, "__init__", make_iterable_init)
+
+
+class _TimedSamples:
+    """An iterable dataset's iterator in a worker: each ``next()`` is a ``fetch`` entry."""
+
+    def __init__(self, auto: AutoTorch, samples: Any) -> None:
+        self._auto = auto
+        self._samples = samples
+
+    def __iter__(self) -> _TimedSamples:
+        return self
+
+    def __next__(self) -> Any:
+        auto = self._auto
+        entered = auto.open("fetch")
+        try:
+            sample = next(self._samples)
+        except BaseException:
+            auto.shut(entered)
+            raise
+        auto.count("samples", 1)
+        auto.shut(entered)
+        return sample
 
 
 def _fetch_one(auto: AutoTorch, get: Any, index: Any, samples: int) -> Any:
     entered = auto.open("fetch")
     try:
-        return get(index)
-    finally:
+        data = get(index)
         auto.count("samples", samples)
+        return data
+    finally:
         auto.shut(entered)
 
 

@@ -10,9 +10,10 @@ What is recorded, each through torch's public hook API where one exists:
 * ``backward``: ``Tensor.backward`` and ``torch.autograd.backward`` (wrapped: no hook API);
 * ``optimizer``: ``Optimizer.step`` (global optimizer step pre/post hooks), and ``zero_grad``
   (``Optimizer.zero_grad``, wrapped);
-* in a DataLoader worker (role ``dataloader``): ``fetch``, one entry per sample the worker's
-  fetcher reads (``dataset[i]``; a ``__getitems__`` batch or an iterable dataset's batch is one
-  entry), with a ``samples`` counter, and ``collate`` per batch;
+* in a DataLoader worker (role ``dataloader``): ``fetch``, one entry per call of the dataset
+  (``dataset[i]``, an iterable dataset's ``next()``, a ``__getitems__`` batch: entries are
+  calls, not samples), with counter ``samples`` the samples they returned, and ``collate`` per
+  batch;
 * ``checkpoint`` (``io=True``): ``torch.save`` and ``torch.load``;
 * ``collective/<op>`` with counter ``collective_bytes``: the public ``torch.distributed``
   collectives (:mod:`._torch_collectives` says what is seen and what is not: DDP's own
