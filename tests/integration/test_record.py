@@ -188,7 +188,7 @@ p = Profiler({str(tmp_path / "run")!r}, "trainer", auto="torch")
 def hooked():
     import torch.distributed as dist
     optim = torch.optim.Optimizer
-    return (torch.save, torch.Tensor.backward, torch.autograd.backward, optim.zero_grad, dist.all_reduce)
+    return (torch.save, torch.nn.Module.__call__, torch.autograd.backward, optim.zero_grad, dist.all_reduce)
 originals = hooked()
 model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -198,6 +198,11 @@ with p.phase("epoch"):
         with p.phase("train_step"):
             model(x).sum().backward()
             opt.step()
+for features in (5, 4):  # a forward that raises is closed, and the next is counted
+    try:
+        model(torch.ones(2, features))
+    except RuntimeError:
+        pass
 p.close()
 restored = hooked()
 print(all(a is b for a, b in zip(originals, restored)) is False, getattr(torch.save, "__wrapped__", None) is None)
@@ -210,6 +215,8 @@ print(all(a is b for a, b in zip(originals, restored)) is False, getattr(torch.s
     assert entries["epoch"] == 1 and entries["epoch/step"] == 3, entries
     assert entries["epoch/step/data_wait"] == 3 and entries["epoch/step/train_step"] == 3
     assert entries["epoch/step/train_step/forward"] == 3 and entries["epoch/step/train_step/optimizer"] == 3
+    # After the epoch the two forwards open a step of their own (no optimizer step: close ends it).
+    assert entries["step/forward"] == 2 and entries["step"] == 1
     assert document["repairs"]["mismatched_exits"] == 0 and document["repairs"]["stale_exits"] == 0
 
 

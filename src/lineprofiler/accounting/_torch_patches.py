@@ -53,38 +53,34 @@ def _timed(auto: AutoTorch, phase: str, io: bool = False, in_step: bool = True) 
 
 
 def install_forward(torch: Any, auto: AutoTorch) -> Undo:
-    """``forward``: the outermost module call, through the global module forward hooks."""
-    import torch.nn.modules.module as module
+    """``forward``: the outermost module call, through ``nn.Module.__call__`` (wrapped).
+
+    Not torch's global module forward hooks: any global hook takes every module call, the
+    innermost ``Linear`` too, off torch's fast path (some 1.2 µs a module for hooks that do
+    nothing, then two Python calls of ours), where this wrapper costs a module called inside
+    another one Python frame."""
     local = auto._local
 
-    def pre(mod: Any, args: Any) -> None:
-        local.forward_depth += 1
-        if local.forward_depth == 1:
-            local.forward = auto.open("forward")
+    def make(original: Any) -> Any:
+        def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if local.in_forward:
+                return original(self, *args, **kwargs)
+            local.in_forward = True
+            entered = auto.open("forward")
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                local.in_forward = False
+                auto.shut(entered)
 
-    def post(mod: Any, args: Any, output: Any) -> None:
-        if local.forward_depth > 0:
-            local.forward_depth -= 1
-            if local.forward_depth == 0:
-                phase, local.forward = local.forward, None
-                auto.shut(phase)
+        return __call__
 
-    first = module.register_module_forward_pre_hook(pre)
-    try:
-        second = module.register_module_forward_hook(post, always_call=True)
-    except TypeError:  # a torch before always_call (2.0): a forward that raises leaves it open
-        second = module.register_module_forward_hook(post)
-
-    def undo() -> None:
-        first.remove()
-        second.remove()
-
-    return undo
+    return _replace(torch.nn.Module, "__call__", make)
 
 
 def install_backward(torch: Any, auto: AutoTorch) -> Undo:
-    """``backward``: ``Tensor.backward`` and ``torch.autograd.backward`` (the first calls the
-    second: one entry)."""
+    """``backward``: ``torch.autograd.backward``, which ``Tensor.backward`` calls (by its name in
+    ``torch.autograd``: wrapping it once sees both). A backward inside a backward is part of it."""
     local = auto._local
 
     def make(original: Any) -> Any:
@@ -101,14 +97,7 @@ def install_backward(torch: Any, auto: AutoTorch) -> Undo:
 
         return backward
 
-    undo_tensor = _replace(torch.Tensor, "backward", make)
-    undo_autograd = _replace(torch.autograd, "backward", make)
-
-    def undo() -> None:
-        undo_tensor()
-        undo_autograd()
-
-    return undo
+    return _replace(torch.autograd, "backward", make)
 
 
 def install_optimizer(torch: Any, auto: AutoTorch) -> Undo:

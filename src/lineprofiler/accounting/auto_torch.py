@@ -1,13 +1,16 @@
 """``auto="torch"``: a PyTorch training loop's parts as phases, with no change to the program.
 
-What is recorded, each through torch's public hook API where one exists:
+What is recorded, through torch's public hook API where one exists and costs no more than a
+wrapper (the optimizer's), wrappers elsewhere:
 
 * ``step``: from the first of the parts below after an optimizer step to the end of the next
   optimizer step, with under it:
 * ``data_wait``: a DataLoader iterator's ``__next__`` in the main process;
-* ``forward``: the outermost ``nn.Module`` call (global module forward pre/post hooks; a module
-  called inside another's forward is part of it);
-* ``backward``: ``Tensor.backward`` and ``torch.autograd.backward`` (wrapped: no hook API);
+* ``forward``: the outermost ``nn.Module`` call (``nn.Module.__call__`` wrapped: torch's global
+  module hooks would take every module call off its fast path; a module called inside
+  another's forward is part of it);
+* ``backward``: ``torch.autograd.backward``, which ``Tensor.backward`` calls (wrapped: no hook
+  API);
 * ``optimizer``: ``Optimizer.step`` (global optimizer step pre/post hooks), and ``zero_grad``
   (``Optimizer.zero_grad``, wrapped);
 * in a DataLoader worker (role ``dataloader``): ``fetch``, one entry per call of the dataset
@@ -57,8 +60,7 @@ class _ThreadState(threading.local):
         self.step: Any = None  # the open ``step`` phase
         self.step_path = ""  # its path, to tell whether it is the innermost phase open
         self.step_done = False  # its optimizer step has run: end it at the next part
-        self.forward: Any = None
-        self.forward_depth = 0
+        self.in_forward = False
         self.optimizer: Any = None
         self.in_backward = False
         self.in_collective = False
@@ -71,6 +73,7 @@ class AutoTorch:
     def __init__(self, profiler: Any) -> None:
         self._profiler = profiler
         self._recorder = profiler.recorder
+        self._phases: dict[tuple[str, bool], Any] = {}  # (name, io) -> the recorder's Phase, looked up once
         self._local = _ThreadState()
         self._undo: list[Callable[[], object]] = []
         self._watch: TorchImportWatch | None = None
@@ -159,7 +162,9 @@ class AutoTorch:
                 self._ensure_step(state)
             elif state.step is not None:
                 self._end_step(state)
-            phase = self._recorder.phase(name, io)
+            phase = self._phases.get((name, io))
+            if phase is None:
+                phase = self._phases[name, io] = self._recorder.phase(name, io)
             phase.__enter__()
             return phase
         except Exception:  # noqa: BLE001
@@ -192,7 +197,9 @@ class AutoTorch:
                 return
         if self._closed:
             return
-        step = self._recorder.phase("step")
+        step = self._phases.get(("step", False))
+        if step is None:
+            step = self._phases["step", False] = self._recorder.phase("step")
         step.__enter__()
         state.step, state.step_done = step, False
         state.step_path = self._innermost()
