@@ -12,6 +12,9 @@ the call has returned: the tensor(s) it contributes (``all_reduce``'s tensor, ``
 input, ``reduce_scatter``'s input list, ``all_to_all``'s input), and for ``broadcast``,
 ``scatter`` and ``recv``, the tensor it fills. ``barrier`` moves none.
 
+Inside code that ``torch.compile`` traces, a collective is not timed (nor is any auto phase):
+torch traces the collective itself, where a phase of ours would break its graph.
+
 An async op (``async_op=True``, ``isend``/``irecv``) is timed to the call's return, which hands
 back a ``Work``: the wait for it (``Work.wait()``) is not in the phase.
 
@@ -71,13 +74,13 @@ def install_collectives(torch: Any, auto: AutoTorch) -> Undo:
         raise RuntimeError("torch.distributed is not available in this torch build")
     from torch.distributed import distributed_c10d
 
-    local = auto._local
+    local, compiling = auto._local, auto.compiling
     wrappers: dict[Any, Any] = {}  # torch's function -> ours, one per op in both namespaces
 
     def make(op: str, where: tuple[int, str] | None) -> Callable[[Any], Any]:
         def wrap(original: Any) -> Any:
             def collective(*args: Any, **kwargs: Any) -> Any:
-                if local.in_collective:
+                if local.in_collective or compiling():
                     return original(*args, **kwargs)
                 local.in_collective = True
                 outer = auto.open("collective", in_step=False)

@@ -40,7 +40,11 @@ def _timed(auto: AutoTorch, phase: str, io: bool = False, in_step: bool = True) 
     """A wrapper timing each call as ``phase`` (``in_step``: a part of a step)."""
 
     def make(original: Any) -> Any:
+        compiling = auto.compiling
+
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if compiling():
+                return original(*args, **kwargs)
             entered = auto.open(phase, io, in_step=in_step)
             try:
                 return original(*args, **kwargs)
@@ -59,11 +63,11 @@ def install_forward(torch: Any, auto: AutoTorch) -> Undo:
     innermost ``Linear`` too, off torch's fast path (some 1.2 µs a module for hooks that do
     nothing, then two Python calls of ours), where this wrapper costs a module called inside
     another one Python frame."""
-    local = auto._local
+    local, compiling = auto._local, auto.compiling
 
     def make(original: Any) -> Any:
         def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if local.in_forward:
+            if local.in_forward or compiling():  # a module inside another, or traced by torch.compile
                 return original(self, *args, **kwargs)
             local.in_forward = True
             entered = auto.open("forward")
@@ -81,11 +85,11 @@ def install_forward(torch: Any, auto: AutoTorch) -> Undo:
 def install_backward(torch: Any, auto: AutoTorch) -> Undo:
     """``backward``: ``torch.autograd.backward``, which ``Tensor.backward`` calls (by its name in
     ``torch.autograd``: wrapping it once sees both). A backward inside a backward is part of it."""
-    local = auto._local
+    local, compiling = auto._local, auto.compiling
 
     def make(original: Any) -> Any:
         def backward(*args: Any, **kwargs: Any) -> Any:
-            if local.in_backward:
+            if local.in_backward or compiling():
                 return original(*args, **kwargs)
             local.in_backward = True
             entered = auto.open("backward")
@@ -104,13 +108,17 @@ def install_optimizer(torch: Any, auto: AutoTorch) -> Undo:
     """``optimizer``: ``Optimizer.step`` through the global step hooks; the step ends after it.
     ``zero_grad`` is wrapped."""
     import torch.optim.optimizer as optimizer
-    local = auto._local
+    local, compiling = auto._local, auto.compiling
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
+        if compiling():
+            return
         auto.shut(local.optimizer)
         local.optimizer = auto.open("optimizer")
 
     def post(opt: Any, args: Any, kwargs: Any) -> None:
+        if compiling():
+            return
         phase, local.optimizer = local.optimizer, None
         auto.shut(phase)
         auto.step_finished()

@@ -27,7 +27,10 @@ is ended only while it is the innermost phase open: when the program's own phase
 inside it at the optimizer step, it ends at the next part instead (the data wait of the next
 iteration), so the program's phases are never cut. Nothing here raises into the training
 loop: a hook that fails counts an error (``document["auto_torch"]["errors"]``) and the loop
-goes on. Everything installed is removed at close.
+goes on. Everything installed is removed at close. Code that ``torch.compile`` traces (a compiled
+function calling a module, a compiled optimizer step) is not timed: the hooks step aside
+(``torch.compiler.is_compiling()``) rather than break its graph; a compiled module called from
+eager code is timed as one forward.
 
 torch is looked for when the profiler starts: imported already, the hooks go in at once;
 installed but not imported yet, they go in right after ``import torch`` finishes (an import
@@ -48,6 +51,10 @@ if TYPE_CHECKING:
 
 #: The role of a DataLoader worker process whose program made no profiler of its own.
 DATALOADER_ROLE = "dataloader"
+
+
+def _never() -> bool:
+    return False
 
 
 class _ThreadState(threading.local):
@@ -83,6 +90,8 @@ class AutoTorch:
         self.unavailable_reason: str | None = None
         self._closed = False
         self._in_worker = False  # a DataLoader worker: its parts are no step's
+        #: torch.compiler.is_compiling once torch is here: the hooks step aside in traced code.
+        self.compiling: Callable[[], bool] = _never
 
     # ------------------------------------------------------------------ attachment
 
@@ -134,6 +143,8 @@ class AutoTorch:
 
     def _install(self, torch: Any) -> None:
         from . import _torch_patches
+
+        self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _never
 
         for name, install in _torch_patches.INSTALLERS:
             try:
