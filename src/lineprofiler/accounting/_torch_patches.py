@@ -3,7 +3,9 @@
 Each installer takes torch and the :class:`~.auto_torch.AutoTorch` and returns the function
 that removes what it installed: a hook handle's ``remove``, or the original attribute put back
 (only while ours is still there: a program that patched over us keeps its own). torch's global
-hook APIs where they exist (module forward, optimizer step), wrappers elsewhere.
+optimizer step hooks, wrappers elsewhere (of ``nn.Module.__call__`` rather than the global module
+hooks: :func:`install_forward` says why). Inside code that ``torch.compile`` traces, the hooks
+it can reach step aside (``auto.compiling()``): a phase of ours there would break the graph.
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ def install_forward(torch: Any, auto: AutoTorch) -> Undo:
 
     Not torch's global module forward hooks: any global hook takes every module call, the
     innermost ``Linear`` too, off torch's fast path (some 1.2 µs a module for hooks that do
-    nothing, then two Python calls of ours), where this wrapper costs a module called inside
-    another one Python frame."""
+    nothing, then two Python calls of ours); with this wrapper, a module called inside another
+    costs one extra Python frame."""
     local, compiling = auto._local, auto.compiling
 
     def make(original: Any) -> Any:
