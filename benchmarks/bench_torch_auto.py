@@ -10,10 +10,17 @@ fresh, interleaved ``--runs`` times, each timing ``--steps`` steps after a warm-
 * ``off``: ``Profiler(...)`` without ``auto`` (the baseline ``auto`` adds to);
 * ``torch``: ``Profiler(..., auto="torch")``.
 
-It prints the median µs per step of each and the overhead of ``torch`` over ``off``, per step
-and as a ratio. Target (docs/accounting.md): at most 20 µs per step.
+It prints the median µs per step of each, in wall time and in the loop thread's CPU time (the
+steadier of the two on a shared machine, where other processes stretch the wall time), and the
+overhead of ``torch`` over ``off``, per step and as a ratio. Target (docs/accounting.md): at
+most 20 µs per step.
 
-    python benchmarks/bench_torch_auto.py [--runs 5] [--steps 2000]
+``--baseline DIR`` also times ``off`` and ``torch`` with the ``lineprofiler`` package found in
+``DIR`` (put first on ``PYTHONPATH``: the ``src`` folder of another checkout, its C extensions
+built), interleaved with the others: a before/after on one machine in one run, which a shared
+machine's drift between two runs would blur.
+
+    python benchmarks/bench_torch_auto.py [--runs 5] [--steps 2000] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -51,12 +58,12 @@ def run(n):
                 return
 
 run(200)
-start = time.perf_counter()
+start, start_cpu = time.perf_counter(), time.thread_time()
 run(steps)
-elapsed = time.perf_counter() - start
+elapsed, elapsed_cpu = time.perf_counter() - start, time.thread_time() - start_cpu
 if profiler is not None:
     profiler.close()
-print(elapsed / steps * 1e6)
+print(elapsed / steps * 1e6, elapsed_cpu / steps * 1e6)
 """
 
 KINDS = ("none", "off", "torch")
@@ -66,25 +73,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="fresh processes of each kind (default 5)")
     parser.add_argument("--steps", type=int, default=2000, help="timed steps per process (default 2000)")
+    parser.add_argument("--baseline", metavar="DIR", help="also time off and torch with the lineprofiler in DIR")
     args = parser.parse_args()
-    per_step: dict[str, list[float]] = {kind: [] for kind in KINDS}
     env = {k: v for k, v in os.environ.items() if not k.startswith("LINEPROFILER_")}
+    envs = {kind: env for kind in KINDS}
+    if args.baseline:
+        if not os.path.isdir(os.path.join(args.baseline, "lineprofiler")):
+            parser.error(f"--baseline {args.baseline}: no lineprofiler package in it")
+        path = os.pathsep.join(filter(None, [os.path.abspath(args.baseline), env.get("PYTHONPATH")]))
+        envs.update({f"{kind}@baseline": dict(env, PYTHONPATH=path) for kind in ("off", "torch")})
+    per_step: dict[str, list[float]] = {kind: [] for kind in envs}
+    cpu_per_step: dict[str, list[float]] = {kind: [] for kind in envs}
     with tempfile.TemporaryDirectory(prefix="bench-torch-auto-") as tmp:
         for run in range(args.runs):
-            for kind in KINDS:
+            for name, kind_env in envs.items():
+                kind = name.split("@")[0]
                 done = subprocess.run(
-                    [sys.executable, "-c", STEP_LOOP, kind, os.path.join(tmp, f"{kind}{run}"), str(args.steps)],
-                    capture_output=True, text=True, env=env, check=True,
+                    [sys.executable, "-c", STEP_LOOP, kind, os.path.join(tmp, f"{name}{run}"), str(args.steps)],
+                    capture_output=True, text=True, env=kind_env, check=True,
                 )
-                per_step[kind].append(float(done.stdout.split()[-1]))
-    median = {kind: statistics.median(values) for kind, values in per_step.items()}
+                wall, cpu = done.stdout.split()[-2:]
+                per_step[name].append(float(wall))
+                cpu_per_step[name].append(float(cpu))
     print(f"python {sys.version.split()[0]}, {args.runs} runs x {args.steps} steps, median us per step:")
-    for kind in KINDS:
-        spread = ", ".join(f"{v:.1f}" for v in sorted(per_step[kind]))
-        print(f"  {kind:6s} {median[kind]:8.1f} us   ({spread})")
-    overhead = median["torch"] - median["off"]
-    print(f"auto='torch' adds {overhead:.1f} us per step over a profiler without it "
-          f"(ratio {median['torch'] / median['off']:.2f}x; {median['torch'] / median['none']:.2f}x over no profiler)")
+    for clock, values in (("wall", per_step), ("cpu", cpu_per_step)):
+        median = {name: statistics.median(times) for name, times in values.items()}
+        for name in envs:
+            spread = ", ".join(f"{v:.1f}" for v in sorted(values[name]))
+            print(f"  {clock:4s} {name:15s} {median[name]:8.1f} us   ({spread})")
+        for suffix in ("", "@baseline") if args.baseline else ("",):
+            on, off = median["torch" + suffix], median["off" + suffix]
+            print(f"  {clock:4s} auto='torch'{suffix} adds {on - off:.1f} us per step over a profiler without it "
+                  f"(ratio {on / off:.2f}x; {on / median['none']:.2f}x over no profiler)")
 
 
 if __name__ == "__main__":

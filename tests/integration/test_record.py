@@ -184,8 +184,13 @@ import torch
 from torch import nn
 from lineprofiler.accounting import Profiler
 
+import torch._dynamo  # before the hooks: torch.compile then traces into them
 p = Profiler({str(tmp_path / "run")!r}, "trainer", auto="torch")
-originals = (torch.save, torch.Tensor.backward, torch.autograd.backward, torch.optim.Optimizer.zero_grad)
+def hooked():
+    import torch.distributed as dist
+    optim = torch.optim.Optimizer
+    return (torch.save, torch.nn.Module.__call__, torch.autograd.backward, optim.zero_grad, dist.all_reduce)
+originals = hooked()
 model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.ones(12, 4)), batch_size=4)
@@ -194,18 +199,30 @@ with p.phase("epoch"):
         with p.phase("train_step"):
             model(x).sum().backward()
             opt.step()
+for features in (5, 4):  # a forward that raises is closed, and the next is counted
+    try:
+        model(torch.ones(2, features))
+    except RuntimeError:
+        pass
+from torch._dynamo.utils import counters
+compiled = torch.compile(lambda x: model(x).sum(), backend="eager")
+for _ in range(2):  # traced code: the hooks step aside rather than break the graph
+    compiled(torch.ones(2, 4))
 p.close()
-restored = (torch.save, torch.Tensor.backward, torch.autograd.backward, torch.optim.Optimizer.zero_grad)
+restored = hooked()
 print(all(a is b for a, b in zip(originals, restored)) is False, getattr(torch.save, "__wrapped__", None) is None)
+print("graph_breaks", sum(counters["graph_break"].values()))
 """
     done = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "True"]  # wrapped while on, torch's own again after close
+    assert done.stdout.split() == ["True", "True", "graph_breaks", "0"]  # wrapped while on, torch's own after
     (document,) = worker_documents(tmp_path / "run")
     entries = {path: phase["entries"] for path, phase in phases_by_path(document).items()}
     assert entries["epoch"] == 1 and entries["epoch/step"] == 3, entries
     assert entries["epoch/step/data_wait"] == 3 and entries["epoch/step/train_step"] == 3
     assert entries["epoch/step/train_step/forward"] == 3 and entries["epoch/step/train_step/optimizer"] == 3
+    # After the epoch the two forwards open a step of their own (no optimizer step: close ends it).
+    assert entries["step/forward"] == 2 and entries["step"] == 1
     assert document["repairs"]["mismatched_exits"] == 0 and document["repairs"]["stale_exits"] == 0
 
 

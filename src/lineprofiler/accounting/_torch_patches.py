@@ -3,12 +3,16 @@
 Each installer takes torch and the :class:`~.auto_torch.AutoTorch` and returns the function
 that removes what it installed: a hook handle's ``remove``, or the original attribute put back
 (only while ours is still there: a program that patched over us keeps its own). torch's global
-hook APIs where they exist (module forward, optimizer step), wrappers elsewhere.
+optimizer step hooks, wrappers elsewhere (of ``nn.Module.__call__`` rather than the global module
+hooks: :func:`install_forward` says why). Inside code that ``torch.compile`` traces, the hooks
+it can reach step aside (``auto.compiling()``): a phase of ours there would break the graph.
 """
 
 from __future__ import annotations
 
 import functools
+
+from ._torch_collectives import install_collectives
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +42,11 @@ def _timed(auto: AutoTorch, phase: str, io: bool = False, in_step: bool = True) 
     """A wrapper timing each call as ``phase`` (``in_step``: a part of a step)."""
 
     def make(original: Any) -> Any:
+        compiling = auto.compiling
+
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if compiling():
+                return original(*args, **kwargs)
             entered = auto.open(phase, io, in_step=in_step)
             try:
                 return original(*args, **kwargs)
@@ -51,43 +59,39 @@ def _timed(auto: AutoTorch, phase: str, io: bool = False, in_step: bool = True) 
 
 
 def install_forward(torch: Any, auto: AutoTorch) -> Undo:
-    """``forward``: the outermost module call, through the global module forward hooks."""
-    import torch.nn.modules.module as module
-    local = auto._local
+    """``forward``: the outermost module call, through ``nn.Module.__call__`` (wrapped).
 
-    def pre(mod: Any, args: Any) -> None:
-        local.forward_depth += 1
-        if local.forward_depth == 1:
-            local.forward = auto.open("forward")
+    Not torch's global module forward hooks: any global hook takes every module call, the
+    innermost ``Linear`` too, off torch's fast path (some 1.2 µs a module for hooks that do
+    nothing, then two Python calls of ours); with this wrapper, a module called inside another
+    costs one extra Python frame."""
+    local, compiling = auto._local, auto.compiling
 
-    def post(mod: Any, args: Any, output: Any) -> None:
-        if local.forward_depth > 0:
-            local.forward_depth -= 1
-            if local.forward_depth == 0:
-                phase, local.forward = local.forward, None
-                auto.shut(phase)
+    def make(original: Any) -> Any:
+        def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if local.in_forward or compiling():  # a module inside another, or traced by torch.compile
+                return original(self, *args, **kwargs)
+            local.in_forward = True
+            entered = auto.open("forward")
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                local.in_forward = False
+                auto.shut(entered)
 
-    first = module.register_module_forward_pre_hook(pre)
-    try:
-        second = module.register_module_forward_hook(post, always_call=True)
-    except TypeError:  # a torch before always_call (2.0): a forward that raises leaves it open
-        second = module.register_module_forward_hook(post)
+        return __call__
 
-    def undo() -> None:
-        first.remove()
-        second.remove()
-
-    return undo
+    return _replace(torch.nn.Module, "__call__", make)
 
 
 def install_backward(torch: Any, auto: AutoTorch) -> Undo:
-    """``backward``: ``Tensor.backward`` and ``torch.autograd.backward`` (the first calls the
-    second: one entry)."""
-    local = auto._local
+    """``backward``: ``torch.autograd.backward``, which ``Tensor.backward`` calls (by its name in
+    ``torch.autograd``: wrapping it once sees both). A backward inside a backward is part of it."""
+    local, compiling = auto._local, auto.compiling
 
     def make(original: Any) -> Any:
         def backward(*args: Any, **kwargs: Any) -> Any:
-            if local.in_backward:
+            if local.in_backward or compiling():
                 return original(*args, **kwargs)
             local.in_backward = True
             entered = auto.open("backward")
@@ -99,27 +103,24 @@ def install_backward(torch: Any, auto: AutoTorch) -> Undo:
 
         return backward
 
-    undo_tensor = _replace(torch.Tensor, "backward", make)
-    undo_autograd = _replace(torch.autograd, "backward", make)
-
-    def undo() -> None:
-        undo_tensor()
-        undo_autograd()
-
-    return undo
+    return _replace(torch.autograd, "backward", make)
 
 
 def install_optimizer(torch: Any, auto: AutoTorch) -> Undo:
     """``optimizer``: ``Optimizer.step`` through the global step hooks; the step ends after it.
     ``zero_grad`` is wrapped."""
     import torch.optim.optimizer as optimizer
-    local = auto._local
+    local, compiling = auto._local, auto.compiling
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
+        if compiling():
+            return
         auto.shut(local.optimizer)
         local.optimizer = auto.open("optimizer")
 
     def post(opt: Any, args: Any, kwargs: Any) -> None:
+        if compiling():
+            return
         phase, local.optimizer = local.optimizer, None
         auto.shut(phase)
         auto.step_finished()
@@ -195,7 +196,14 @@ def install_workers(torch: Any, auto: AutoTorch) -> Undo:
 
 
 def _time_fetchers(fetch: Any, auto: AutoTorch) -> None:
-    """In a worker process only (the patches die with it): ``fetch`` per sample, ``collate``."""
+    """In a worker process only (the patches die with it): ``fetch`` per call of the dataset,
+    with ``samples`` the samples it returned, and ``collate`` per batch.
+
+    An entry is one call: the recorder times spans and cannot split one into per-sample entries,
+    so entries equal the samples for ``dataset[i]`` and for an iterable dataset's ``next()``
+    (plus its last call, which ends it and returns none), while a ``__getitems__`` batch is one
+    entry of many samples. ``samples`` is always the samples fetched.
+    """
 
     def map_fetch(self: Any, possibly_batched_index: Any) -> Any:
         dataset = self.dataset
@@ -213,15 +221,49 @@ def _time_fetchers(fetch: Any, auto: AutoTorch) -> None:
             auto.shut(collate)
 
     fetch._MapDatasetFetcher.fetch = map_fetch
-    _replace(fetch._IterableDatasetFetcher, "fetch", _timed(auto, "fetch"))
+
+    def make_iterable_init(original: Any) -> Any:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            # torch's own fetch() runs on, through our iterator and collate function.
+            self.dataset_iter = _TimedSamples(auto, self.dataset_iter)
+            self.collate_fn = _timed(auto, "collate")(self.collate_fn)
+
+        return __init__
+
+    _replace(fetch._IterableDatasetFetcher, "__init__", make_iterable_init)
+
+
+class _TimedSamples:
+    """An iterable dataset's iterator in a worker: each ``next()`` is a ``fetch`` entry."""
+
+    def __init__(self, auto: AutoTorch, samples: Any) -> None:
+        self._auto = auto
+        self._samples = samples
+
+    def __iter__(self) -> _TimedSamples:
+        return self
+
+    def __next__(self) -> Any:
+        auto = self._auto
+        entered = auto.open("fetch")
+        try:
+            sample = next(self._samples)
+        except BaseException:
+            auto.shut(entered)
+            raise
+        auto.count("samples", 1)
+        auto.shut(entered)
+        return sample
 
 
 def _fetch_one(auto: AutoTorch, get: Any, index: Any, samples: int) -> Any:
     entered = auto.open("fetch")
     try:
-        return get(index)
-    finally:
+        data = get(index)
         auto.count("samples", samples)
+        return data
+    finally:
         auto.shut(entered)
 
 
@@ -233,4 +275,5 @@ INSTALLERS: tuple[tuple[str, Callable[[Any, AutoTorch], Undo]], ...] = (
     ("data_wait", install_data_wait),
     ("checkpoint", install_checkpoint),
     ("dataloader_workers", install_workers),
+    ("collectives", install_collectives),
 )

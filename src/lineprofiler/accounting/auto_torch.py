@@ -1,26 +1,36 @@
 """``auto="torch"``: a PyTorch training loop's parts as phases, with no change to the program.
 
-What is recorded, each through torch's public hook API where one exists:
+What is recorded, through torch's public hook API where one exists and costs no more than a
+wrapper (the optimizer's), wrappers elsewhere:
 
 * ``step``: from the first of the parts below after an optimizer step to the end of the next
   optimizer step, with under it:
 * ``data_wait``: a DataLoader iterator's ``__next__`` in the main process;
-* ``forward``: the outermost ``nn.Module`` call (global module forward pre/post hooks; a module
-  called inside another's forward is part of it);
-* ``backward``: ``Tensor.backward`` and ``torch.autograd.backward`` (wrapped: no hook API);
+* ``forward``: the outermost ``nn.Module`` call (``nn.Module.__call__`` wrapped: torch's global
+  module hooks would take every module call off its fast path; a module called inside
+  another's forward is part of it);
+* ``backward``: ``torch.autograd.backward``, which ``Tensor.backward`` calls (wrapped: no hook
+  API);
 * ``optimizer``: ``Optimizer.step`` (global optimizer step pre/post hooks), and ``zero_grad``
   (``Optimizer.zero_grad``, wrapped);
-* in a DataLoader worker (role ``dataloader``): ``fetch``, one entry per sample the worker's
-  fetcher reads (``dataset[i]``; a ``__getitems__`` batch or an iterable dataset's batch is one
-  entry), with a ``samples`` counter, and ``collate`` per batch;
-* ``checkpoint`` (``io=True``): ``torch.save`` and ``torch.load``.
+* in a DataLoader worker (role ``dataloader``): ``fetch``, one entry per call of the dataset
+  (``dataset[i]``, an iterable dataset's ``next()``, a ``__getitems__`` batch: entries are
+  calls, not samples), with counter ``samples`` the samples they returned, and ``collate`` per
+  batch;
+* ``checkpoint`` (``io=True``): ``torch.save`` and ``torch.load``;
+* ``collective/<op>`` with counter ``collective_bytes``: the public ``torch.distributed``
+  collectives (:mod:`._torch_collectives` says what is seen and what is not: DDP's own
+  gradient all-reduce is not).
 
 A program's own phases stay as they are: the auto phases nest under whatever is open. A step
 is ended only while it is the innermost phase open: when the program's own phase is still open
 inside it at the optimizer step, it ends at the next part instead (the data wait of the next
 iteration), so the program's phases are never cut. Nothing here raises into the training
 loop: a hook that fails counts an error (``document["auto_torch"]["errors"]``) and the loop
-goes on. Everything installed is removed at close.
+goes on. Everything installed is removed at close. Code that ``torch.compile`` traces (a compiled
+function calling a module, a compiled optimizer step) is not timed: the hooks step aside
+(``torch.compiler.is_compiling()``) rather than break its graph; a compiled module called from
+eager code is timed as one forward.
 
 torch is looked for when the profiler starts: imported already, the hooks go in at once;
 installed but not imported yet, they go in right after ``import torch`` finishes (an import
@@ -43,6 +53,10 @@ if TYPE_CHECKING:
 DATALOADER_ROLE = "dataloader"
 
 
+def _never() -> bool:
+    return False
+
+
 class _ThreadState(threading.local):
     """Per thread: the phases this module holds open across calls."""
 
@@ -53,10 +67,10 @@ class _ThreadState(threading.local):
         self.step: Any = None  # the open ``step`` phase
         self.step_path = ""  # its path, to tell whether it is the innermost phase open
         self.step_done = False  # its optimizer step has run: end it at the next part
-        self.forward: Any = None
-        self.forward_depth = 0
+        self.in_forward = False
         self.optimizer: Any = None
         self.in_backward = False
+        self.in_collective = False
 
 
 class AutoTorch:
@@ -66,6 +80,7 @@ class AutoTorch:
     def __init__(self, profiler: Any) -> None:
         self._profiler = profiler
         self._recorder = profiler.recorder
+        self._phases: dict[tuple[str, bool], Any] = {}  # (name, io) -> the recorder's Phase, looked up once
         self._local = _ThreadState()
         self._undo: list[Callable[[], object]] = []
         self._watch: TorchImportWatch | None = None
@@ -75,6 +90,8 @@ class AutoTorch:
         self.unavailable_reason: str | None = None
         self._closed = False
         self._in_worker = False  # a DataLoader worker: its parts are no step's
+        #: torch.compiler.is_compiling once torch is here: the hooks step aside in traced code.
+        self.compiling: Callable[[], bool] = _never
 
     # ------------------------------------------------------------------ attachment
 
@@ -127,6 +144,8 @@ class AutoTorch:
     def _install(self, torch: Any) -> None:
         from . import _torch_patches
 
+        self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _never
+
         for name, install in _torch_patches.INSTALLERS:
             try:
                 self._undo.append(install(torch, self))
@@ -154,7 +173,9 @@ class AutoTorch:
                 self._ensure_step(state)
             elif state.step is not None:
                 self._end_step(state)
-            phase = self._recorder.phase(name, io)
+            phase = self._phases.get((name, io))
+            if phase is None:
+                phase = self._phases[name, io] = self._recorder.phase(name, io)
             phase.__enter__()
             return phase
         except Exception:  # noqa: BLE001
@@ -187,7 +208,9 @@ class AutoTorch:
                 return
         if self._closed:
             return
-        step = self._recorder.phase("step")
+        step = self._phases.get(("step", False))
+        if step is None:
+            step = self._phases["step", False] = self._recorder.phase("step")
         step.__enter__()
         state.step, state.step_done = step, False
         state.step_path = self._innermost()
