@@ -257,3 +257,40 @@ def test_record_runs_a_module_as_python_m_does(tmp_path: Path) -> None:
     done = run_cli_process("record", "-d", tmp_path / "run", "-m", "trainer_pkg", "a", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout) == (4, "module ['a']\n")
     assert list(_by_role(tmp_path / "run")) == ["trainer_pkg"]  # a package's role: its name
+
+
+GPU_WIRING = """
+import sys
+import torch
+from torch import nn
+
+from lineprofiler.accounting import Profiler
+
+built_with_cuda = torch.cuda._is_compiled
+if sys.argv[2] == "cuda":
+    torch.cuda._is_compiled = lambda: True  # a CUDA build, while the hooks go in
+with Profiler(sys.argv[1], "trainer", auto="torch", sample_interval_s=None) as profiler:
+    torch.cuda._is_compiled = built_with_cuda  # torch's own code asks it too
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        model(torch.ones(2, 4)).sum().backward()
+        opt.step()
+"""
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
+@pytest.mark.parametrize("build", ["cpu", "cuda"])
+def test_auto_torch_asks_for_gpu_time_only_where_torch_has_cuda(tmp_path: Path, build: str) -> None:
+    script = tmp_path / "wiring.py"
+    script.write_text(GPU_WIRING)
+    done = _plain(script, str(tmp_path / "run"), build, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (document,) = worker_documents(tmp_path / "run")
+    assert {p["path"] for p in document["phases"]} >= {"step", "step/forward", "step/backward", "step/optimizer"}
+    reason = document["gpu"]["phase_time"]["unavailable_reason"]
+    if build == "cpu":
+        assert reason == "no phase(..., gpu=True) was entered in this process"
+    else:
+        # The parts asked for GPU time; the timer, asking torch itself, found no CUDA in it.
+        assert reason == "no CUDA device: this torch is built without CUDA"

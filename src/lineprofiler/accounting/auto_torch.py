@@ -22,6 +22,10 @@ wrapper (the optimizer's), wrappers elsewhere:
   collectives (:mod:`._torch_collectives` says what is seen and what is not: DDP's own
   gradient all-reduce is not).
 
+Where torch is built with CUDA, the training process's parts are entered with ``gpu=True``: their
+GPU time comes from CUDA event pairs (:mod:`.gpu_events`, which records none before the program
+itself starts CUDA). DataLoader workers queue no kernels and time nothing on the GPU.
+
 A program's own phases stay as they are: the auto phases nest under whatever is open. A step
 is ended only while it is the innermost phase open: when the program's own phase is still open
 inside it at the optimizer step, it ends at the next part instead (the data wait of the next
@@ -57,6 +61,16 @@ def _never() -> bool:
     return False
 
 
+def _built_with_cuda(torch: Any) -> bool:
+    """Whether this torch has CUDA (never ``is_available()``: it would start the driver, which
+    breaks CUDA in processes forked later). The GPU timer itself waits for the program to have
+    started CUDA before it records an event."""
+    try:
+        return bool(torch.cuda._is_compiled())
+    except Exception:  # noqa: BLE001 - a torch without it: time nothing on the GPU
+        return False
+
+
 class _ThreadState(threading.local):
     """Per thread: the phases this module holds open across calls."""
 
@@ -90,6 +104,9 @@ class AutoTorch:
         self.unavailable_reason: str | None = None
         self._closed = False
         self._in_worker = False  # a DataLoader worker: its parts are no step's
+        #: Whether the parts are entered with gpu=True (their GPU time from CUDA events): a torch
+        #: built with CUDA, in the training process (a DataLoader worker queues no kernels).
+        self._gpu = False
         #: torch.compiler.is_compiling once torch is here: the hooks step aside in traced code.
         self.compiling: Callable[[], bool] = _never
 
@@ -145,6 +162,7 @@ class AutoTorch:
         from . import _torch_patches
 
         self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _never
+        self._gpu = _built_with_cuda(torch)
 
         for name, install in _torch_patches.INSTALLERS:
             try:
@@ -175,7 +193,7 @@ class AutoTorch:
                 self._end_step(state)
             phase = self._phases.get((name, io))
             if phase is None:
-                phase = self._phases[name, io] = self._recorder.phase(name, io)
+                phase = self._phases[name, io] = self._recorder.phase(name, io, False, self._gpu)
             phase.__enter__()
             return phase
         except Exception:  # noqa: BLE001
@@ -210,7 +228,7 @@ class AutoTorch:
             return
         step = self._phases.get(("step", False))
         if step is None:
-            step = self._phases["step", False] = self._recorder.phase("step")
+            step = self._phases["step", False] = self._recorder.phase("step", False, False, self._gpu)
         step.__enter__()
         state.step, state.step_done = step, False
         state.step_path = self._innermost()
@@ -246,6 +264,8 @@ class AutoTorch:
         """In a DataLoader worker process: this profiler is the worker's, role ``dataloader``
         (a profiler the program makes in ``worker_init_fn`` takes its place)."""
         self._in_worker = True
+        self._gpu = False
+        self._phases.clear()  # made for the trainer: with gpu=True where it had CUDA
         self._local.reset()  # the forking thread's open phases were the parent's
         profiler = self._profiler
         try:
