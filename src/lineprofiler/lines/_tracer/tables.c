@@ -340,13 +340,15 @@ lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts)
         }
         th->tstate = ts;
         th->tid = ts->id;
+        th->region = tr->follow != NULL; /* following phases: always in a region */
         lp_self_reset(th);
         s->val = th;
     } else if (th->tid != ts->id) {
         /* A new thread reusing a dead thread's PyThreadState address. */
         th->tid = ts->id;
         lp_stack_forget(th);
-        th->region = 0;
+        th->region = tr->follow != NULL;
+        th->phase_slot = NULL;
     }
     return th;
 }
@@ -492,6 +494,9 @@ static lp_region *lp_region_of(lp_code *rec, int r)
  * first use (timed: not billed); NULL when that failed (tracer broken). */
 lp_line *lp_region_slot(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int index)
 {
+    if (tr->follow != NULL) {
+        th->region = lp_follow_region(tr, th);
+    }
     lp_region *reg = th->region < rec->n_regions ? &rec->regions[th->region] : NULL;
     if (LP_LIKELY(reg != NULL && reg->lines != NULL)) {
         return &reg->lines[index];
@@ -513,6 +518,9 @@ lp_line *lp_region_slot(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int in
 /* A call of rec while th is in a region: counted for the region too. */
 void lp_region_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec)
 {
+    if (tr->follow != NULL) {
+        th->region = lp_follow_region(tr, th);
+    }
     if (th->region < rec->n_regions) {
         rec->regions[th->region].calls++;
         return;
@@ -586,4 +594,5 @@ void lp_tracer_free_data(lp_TracerObject *tr)
     tr->recs = NULL;
     tr->n_recs = tr->cap_recs = 0;
     tr->has_data = 0;
+    lp_follow_clear(tr);
 }
