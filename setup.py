@@ -51,7 +51,7 @@ def extension(name: str, sources: list[str], depends: list[str], **options: list
 TRACER = extension(
     "lineprofiler.lines._tracer",
     files("lines/_tracer", (
-        "module.c hook.c clock.c dev_seams.c tables.c errors.c monitoring.c settrace.c phase_regions.c"
+        "module.c hook.c clock.c dev_seams.c tables.c errors.c monitoring.c settrace.c phase_regions.c timed_pause.c"
     )),
     files("lines/_tracer", "tracer.h map.h") + files("", "_procio.h accounting/_phases_capi.h"),
 )

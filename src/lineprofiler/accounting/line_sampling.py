@@ -85,7 +85,7 @@ class LineSampling:
             if not self._open_window():
                 continue
             before = self._profiler.wall_time_ns
-            stop.wait(self.window_s)
+            self._profiler.pause_after(self.window_s)  # the lines end on time, however late the GIL comes
             self._close_window()
             last_s = max(self.window_s, (self._profiler.wall_time_ns - before) / 1e9)
 

@@ -393,6 +393,12 @@ class LineProfiler(PrintedProfile):
         only, and then this profiler's own regions are not used."""
         self._tracer.follow_phases(phases, max_phases)
 
+    def pause_after(self, seconds: float) -> None:
+        """Sleep ``seconds`` with the GIL released, then switch recording off at that instant:
+        the lines open then end there, not when this thread has the GIL back, which a busy
+        program hands over late. :meth:`stop_recording` completes the stop."""
+        self._tracer.pause_after(seconds)
+
     def collect_phase_stats(self) -> list[tuple[int, int, dict[StatsKey, FunctionStats]]]:
         """After :meth:`follow_phases`: ``(phase id, windows, stats)`` per phase seen, where the
         id is the accounting node's (-1: no phase open, -2: past ``max_phases``) and windows

@@ -117,6 +117,7 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
     }
     st->active = Py_NewRef((PyObject *)self);
     lp_follow_window(self);
+    self->stop_mark = 0;
     self->idle_scale = 0.0; /* new ticks: the scale is measured again at the next collect */
     self->started = 1;
     self->broken = 0;
@@ -459,6 +460,9 @@ static PyMethodDef lp_tracer_methods[] = {
     {"follow_phases", (PyCFunction)lp_tracer_follow_phases, METH_VARARGS,
      "follow_phases(phases_module, max_regions)\n--\n\nKey every line by the accounting phase open on its "
      "thread."},
+    {"pause_after", (PyCFunction)lp_tracer_pause_after, METH_O,
+     "pause_after(seconds)\n--\n\nSleep without the GIL, then switch the callbacks off: stop() ends lines "
+     "there."},
     {"phase_regions", (PyCFunction)lp_tracer_phase_regions, METH_NOARGS,
      "phase_regions()\n--\n\n(region, phase id, windows) of a tracer that follows phases."},
     {NULL, NULL, 0, NULL},

@@ -538,7 +538,10 @@ void lp_region_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec)
 /* Closes every open line of every thread at "now" and empties the stacks. */
 void lp_close_all(lp_TracerObject *tr)
 {
-    int64_t now = lp_clock(tr, 0);
+    /* Switched off by pause_after(): the lines end at its mark; one a callback opened just
+     * before that mark took effect ends where it began. */
+    int64_t now = tr->stop_mark != 0 ? tr->stop_mark : lp_clock(tr, 0);
+    tr->stop_mark = 0;
     for (size_t j = 0; tr->threads.slots && j <= tr->threads.mask; j++) {
         lp_slot *s = &tr->threads.slots[j];
         if (s->key == 0) {
@@ -549,13 +552,13 @@ void lp_close_all(lp_TracerObject *tr)
             continue;
         }
         int64_t v = now - th->ovh;
-        lp_self_to(th, &th->sink, v);
+        lp_self_to(th, &th->sink, v < th->self_v ? th->self_v : v);
         /* From the top down: a line paused under a nested activation of its code (lp_nest())
          * resumes at v as that activation closes, so its pause is not billed. */
         for (Py_ssize_t i = th->depth; i-- > 0;) {
             lp_frame *f = &th->stack[i];
             if (f->rec != NULL) {
-                lp_close(f, v);
+                lp_close(f, v < f->vstart ? f->vstart : v);
                 if (f->outer != 0) {
                     th->stack[f->outer - 1].vstart = v;
                 }

@@ -256,6 +256,9 @@ typedef struct {
     /* Set by follow_phases(): every line is keyed by the accounting phase open on its
      * thread, as a region (phase_regions.c); NULL for a LineProfiler's own regions. */
     lp_follow *follow;
+    /* Set by pause_after() (timed_pause.c): the clock reading at which the callbacks were
+     * switched off, up to which stop() bills the open lines; 0: none. */
+    int64_t stop_mark;
 } lp_TracerObject;
 
 #define LP_FOREIGN     ((lp_code *)(uintptr_t)1)
@@ -323,6 +326,9 @@ void lp_follow_clear(lp_TracerObject *tr);
 void lp_follow_free(lp_TracerObject *tr);
 PyObject *lp_tracer_follow_phases(lp_TracerObject *self, PyObject *args);
 PyObject *lp_tracer_phase_regions(lp_TracerObject *self, PyObject *ignored);
+
+/* timed_pause.c */
+PyObject *lp_tracer_pause_after(lp_TracerObject *self, PyObject *arg);
 
 /* hook.c */
 extern const char *const lp_hook_names[LP_HOOK_COUNT];
