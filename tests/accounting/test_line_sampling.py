@@ -1,0 +1,174 @@
+"""``Profiler(line_sampling=...)``: exact lines in short windows spread over the run, by phase.
+
+One program (run once, shared by the tests) samples at 0.2: its main thread runs a phase whose
+line time is known (a 3 ms sleep and a 1 ms sleep, each timed by the program itself), a second
+thread runs another phase at the same time, and it looks at what is hooked at every iteration
+(a tool id of ``sys.monitoring`` on 3.12+, a trace function on 3.11). Then a LineProfiler of its
+own records for a while, a forked child samples on its own, and after ``close()`` nothing may be
+hooked. The tests read its worker files and ``report --lines`` as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+from helpers.cli import run_cli
+from helpers.env import clean_env
+
+PROGRAM = textwrap.dedent(
+    """
+    import json, os, sys, threading, time
+
+    from lineprofiler import LineProfiler
+    from lineprofiler.accounting import Profiler
+
+
+    def hooked():
+        if hasattr(sys, "monitoring"):
+            return any(sys.monitoring.get_tool(t) == "lineprofiler" for t in range(6))
+        return sys.gettrace() is not None
+
+
+    def learner(prof, stop):
+        while not stop.is_set():
+            with prof.phase("learn"):
+                time.sleep(0.002)  # LEARN
+
+
+    def main(run_dir, folder):
+        prof = Profiler(run_dir, role="actor", line_sampling=0.2, snapshot_interval_s=None)
+        stop = threading.Event()
+        other = threading.Thread(target=learner, args=(prof, stop))
+        other.start()
+        hot = cold = 0.0
+        polls = on = 0
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            with prof.phase("act"):
+                t0 = time.perf_counter()
+                time.sleep(0.003)  # HOT
+                t1 = time.perf_counter()
+                time.sleep(0.001)  # COLD
+                t2 = time.perf_counter()
+            hot += t1 - t0
+            cold += t2 - t1
+            polls += 1
+            on += hooked()
+        stop.set()
+        other.join()
+        own = LineProfiler(folder)
+        with own:
+            with prof.phase("own"):
+                mine = time.monotonic() + 0.3
+                while time.monotonic() < mine:
+                    time.sleep(0.001)  # OWN
+        own_hits = sum(line.hits for fn in own.get_stats().values() for line in fn.lines.values())
+        pid = os.fork()
+        if pid == 0:
+            with prof.phase("kid"):
+                mine = time.monotonic() + 0.6
+                while time.monotonic() < mine:
+                    time.sleep(0.002)  # KID
+            prof.close()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        prof.close()
+        after = hooked() or threading.gettrace() is not None
+        if hasattr(sys, "monitoring"):
+            after = after or any(sys.monitoring.get_events(t) for t in range(6))
+        print(json.dumps({"hot": hot, "cold": cold, "polls": polls, "on": on, "own_hits": own_hits,
+                          "hooked_after_close": after, "child": pid}))
+
+
+    main(sys.argv[1], sys.argv[2])
+    """
+)
+
+
+def _line_of(marker: str) -> int:
+    return next(n for n, text in enumerate(PROGRAM.splitlines(), 1) if text.rstrip().endswith(f"# {marker}"))
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("proj")
+    (folder / "actor.py").write_text(PROGRAM)
+    run_dir = folder / "run"
+    argv = [sys.executable, str(folder / "actor.py"), str(run_dir), str(folder)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), cwd=folder, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    sections = {}
+    for path in (run_dir / "workers").rglob("w_*.json"):
+        document = json.loads(path.read_text())
+        sections[document["identity"]["pid"]] = document["line_sampling"]
+    return {"run_dir": run_dir, "said": said, "sections": sections, "file": str(folder / "actor.py")}
+
+
+def _parent(sampled: dict[str, Any]) -> dict[str, Any]:
+    (pid,) = [pid for pid in sampled["sections"] if pid != sampled["said"]["child"]]
+    return sampled["sections"][pid]
+
+
+def _lines(section: dict[str, Any], path: str) -> dict[int, list[Any]]:
+    (phase,) = [p for p in section["phases"] if p["path"] == path]
+    return {row[2]: row for row in phase["lines"]}
+
+
+def test_windows_open_and_close_and_nothing_stays_hooked(sampled):
+    section, said = _parent(sampled), sampled["said"]
+    assert section["version"] == 1 and section["error"] is None
+    coverage = section["sampled_ns"] / section["wall_ns"]
+    assert section["windows"] >= 10
+    assert 0.05 < coverage < 0.5, coverage
+    # Hooked at about the windows' share of the program's iterations, never all along.
+    assert 0 < said["on"] < said["polls"] * 0.6, said
+    assert said["hooked_after_close"] is False
+    # The loop's own line ran polls times; only the iterations inside windows were counted.
+    hot = _lines(section, "act")[_line_of("HOT")]
+    assert 0 < hot[3] < said["polls"] * 0.6
+
+
+def test_each_thread_is_billed_to_its_own_phase(sampled):
+    section = _parent(sampled)
+    act, learn = _lines(section, "act"), _lines(section, "learn")
+    assert _line_of("HOT") in act and _line_of("LEARN") not in act
+    assert _line_of("LEARN") in learn and _line_of("HOT") not in learn
+
+
+def test_the_programs_own_line_profiler_wins(sampled):
+    section, said = _parent(sampled), sampled["said"]
+    assert said["own_hits"] > 0
+    assert section["skipped"] >= 1
+    assert all(p["path"] != "own" for p in section["phases"])
+
+
+def test_a_fork_child_samples_its_own_lines(sampled):
+    child = sampled["sections"][sampled["said"]["child"]]
+    assert child["windows"] >= 2 and child["error"] is None
+    assert _line_of("KID") in _lines(child, "kid")
+    assert all(p["path"] not in ("act", "learn") for p in child["phases"])
+
+
+def test_report_estimates_the_planted_lines_share_within_its_error(sampled):
+    result = run_cli("report", sampled["run_dir"], "--lines", "--json")
+    assert result.returncode == 0, result.stderr
+    (role,) = json.loads(result.stdout)["lines"]["sampled"]["roles"]
+    assert role["role"] == "actor" and role["processes"] == 2
+    (act,) = [p for p in role["phases"] if p["path"] == "act"]
+    rows = {row["line"]: row for row in act["rows"]}
+    said = sampled["said"]
+    truth = said["hot"] / (said["hot"] + said["cold"])
+    hot = rows[_line_of("HOT")]
+    assert hot["error"] < 0.3
+    assert abs(hot["share"] - truth) <= hot["error"], (hot, truth)
+    text = run_cli("report", sampled["run_dir"], "--lines")
+    assert "SAMPLED LINES" in text.out
+    assert f"sampled: {role['windows']} windows covering" in text.out
+    assert "phase act" in text.out and "phase learn" in text.out and "phase kid" in text.out
