@@ -11,6 +11,7 @@ hooked. The tests read its worker files and ``report --lines`` as a user would.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -172,3 +173,18 @@ def test_report_estimates_the_planted_lines_share_within_its_error(sampled):
     assert "SAMPLED LINES" in text.out
     assert f"sampled: {role['windows']} windows covering" in text.out
     assert "phase act" in text.out and "phase learn" in text.out and "phase kid" in text.out
+
+
+def test_a_section_of_a_newer_schema_costs_that_process_only(sampled, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(sampled["run_dir"], run_dir)
+    child = sampled["said"]["child"]
+    for path in (run_dir / "workers").rglob("w_*.json"):
+        document = json.loads(path.read_text())
+        if document["identity"]["pid"] == child:
+            document["line_sampling"]["version"] = 99
+            path.write_text(json.dumps(document))
+    result = run_cli("report", run_dir, "--lines")
+    assert result.returncode == 0, result.err
+    assert "sampled lines not shown" in result.out and "version 99" in result.out
+    assert "ACTOR  (1 process sampled" in result.out and "phase act" in result.out

@@ -40,8 +40,10 @@ from ._options import ENV_LINE_SAMPLING
 WINDOW_S = 0.010
 #: Distinct phase paths keyed apart; later ones share the section's "(other phases)".
 MAX_PHASES = 512
-#: Lines kept per phase in the worker file, the most self time first.
+#: Lines kept per phase in the worker file, the most self time first, and in all (the phases
+#: with the most time first), so a snapshot stays small whatever the program's phases.
 MAX_LINES_PER_PHASE = 200
+MAX_LINES = 5000
 
 __all__ = ["LineSampling"]
 
@@ -166,7 +168,7 @@ class LineSampling:
     def section(self) -> dict[str, Any]:
         from ..runfiles.linesampling import VERSION
 
-        phases = []
+        phases: list[dict[str, Any]] = []
         for phase_id, windows, stats in self._profiler.collect_phase_stats():
             rows: list[list[Any]] = [
                 [fn.filename, fn.qualname, line.lineno, line.hits, line.time_ns, line.self_ns or 0, line.source]
@@ -186,6 +188,11 @@ class LineSampling:
                     "lines": rows[:MAX_LINES_PER_PHASE],
                 }
             )
+        phases.sort(key=lambda phase: -int(phase["time_ns"]))
+        room = MAX_LINES
+        for phase in phases:
+            phase["lines"] = phase["lines"][: max(room, 0)]
+            room -= len(phase["lines"])
         return {
             "version": VERSION,
             "fraction": self.fraction,

@@ -12,9 +12,9 @@ read as before). Version 1::
                  lines), "lines_total": 57,
                  "lines": [[file, function, line, hits, time_ns, self_ns, source], ...]}]}
 
-``lines`` holds a phase's lines with the most self time, at most 200. A section of a newer
-version, or one that is not what it says, is refused as a whole (:class:`LineSamplingError`),
-never read in part.
+``lines`` holds a phase's lines with the most self time, at most 200 (5000 in all, the phases
+with the most time first). A section of a newer version, or one that is not what it says, is
+refused as a whole (:class:`LineSamplingError`), never read in part.
 """
 
 from __future__ import annotations
