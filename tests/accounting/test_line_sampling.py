@@ -43,7 +43,8 @@ PROGRAM = textwrap.dedent(
 
 
     def main(run_dir, folder):
-        prof = Profiler(run_dir, role="actor", line_sampling=0.2, snapshot_interval_s=None)
+        prof = Profiler(run_dir, role="actor", line_sampling=0.2, snapshot_interval_s=None,
+                        backend="lines", backend_window=(1, 2), window_phase="win", lines_project=folder)
         stop = threading.Event()
         other = threading.Thread(target=learner, args=(prof, stop))
         other.start()
@@ -70,6 +71,14 @@ PROGRAM = textwrap.dedent(
                 while time.monotonic() < mine:
                     time.sleep(0.001)  # OWN
         own_hits = sum(line.hits for fn in own.get_stats().values() for line in fn.lines.values())
+        win_n = 0
+        with prof.phase("win"):  # the backend="lines" window: open for this first entry only
+            mine = time.monotonic() + 0.3
+            while time.monotonic() < mine:
+                time.sleep(0.001)  # WIN
+                win_n += 1
+        with prof.phase("win"):
+            pass
         pid = os.fork()
         if pid == 0:
             with prof.phase("kid"):
@@ -83,7 +92,7 @@ PROGRAM = textwrap.dedent(
         after = hooked() or threading.gettrace() is not None
         if hasattr(sys, "monitoring"):
             after = after or any(sys.monitoring.get_events(t) for t in range(6))
-        print(json.dumps({"hot": hot, "cold": cold, "polls": polls, "on": on, "own_hits": own_hits,
+        print(json.dumps({"hot": hot, "cold": cold, "polls": polls, "on": on, "own_hits": own_hits, "win_n": win_n,
                           "hooked_after_close": after, "child": pid}))
 
 
@@ -143,11 +152,15 @@ def test_each_thread_is_billed_to_its_own_phase(sampled):
     assert _line_of("LEARN") in learn and _line_of("HOT") not in learn
 
 
-def test_the_programs_own_line_profiler_wins(sampled):
+def test_the_programs_own_line_profiler_and_a_lines_window_win(sampled):
     section, said = _parent(sampled), sampled["said"]
     assert said["own_hits"] > 0
-    assert section["skipped"] >= 1
+    assert section["skipped"] >= 2
     assert all(p["path"] != "own" for p in section["phases"])
+    assert all(_line_of("WIN") not in _lines(section, p["path"]) for p in section["phases"] if p["path"] == "win")
+    (lines_file,) = (sampled["run_dir"] / "lines").rglob("l_*.json")
+    recorded = {row[0]: row[1] for fn in json.loads(lines_file.read_text())["functions"] for row in fn["lines"]}
+    assert recorded[_line_of("WIN")] == said["win_n"]  # every iteration of the window's entry, none missed
 
 
 def test_a_fork_child_samples_its_own_lines(sampled):
