@@ -4,8 +4,8 @@ One program (run once, shared by the tests) samples at 0.2: its main thread runs
 line time is known (a 3 ms sleep and a 1 ms sleep, each timed by the program itself), a second
 thread runs another phase at the same time, and it looks at what is hooked at every iteration
 (a tool id of ``sys.monitoring`` on 3.12+, a trace function on 3.11). Then a LineProfiler of its
-own records for a while, a forked child samples on its own, and after ``close()`` nothing may be
-hooked. The tests read its worker files and ``report --lines`` as a user would.
+own records for a while, a ``backend="lines"`` window for one entry, a forked child samples on
+its own, and after ``close()`` nothing may be hooked. The tests read its worker files and ``report --lines`` as a user would.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@
 #include "tracer.h"
 
 #include <errno.h>
-#include <math.h>
 #include <time.h>
 
 PyObject *lp_tracer_pause_after(lp_TracerObject *self, PyObject *arg)
@@ -27,7 +26,8 @@ PyObject *lp_tracer_pause_after(lp_TracerObject *self, PyObject *arg)
     if (!self->on) {
         Py_RETURN_NONE;
     }
-    struct timespec left = {(time_t)seconds, (long)((seconds - floor(seconds)) * 1e9)};
+    int64_t ns = (int64_t)(seconds * 1e9);
+    struct timespec left = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
     int64_t mark;
     Py_BEGIN_ALLOW_THREADS;
     while (nanosleep(&left, &left) != 0 && errno == EINTR) {
