@@ -5,7 +5,8 @@ line time is known (a 3 ms sleep and a 1 ms sleep, each timed by the program its
 thread runs another phase at the same time, and it looks at what is hooked at every iteration
 (a tool id of ``sys.monitoring`` on 3.12+, a trace function on 3.11). Then a LineProfiler of its
 own records for a while, a ``backend="lines"`` window for one entry, a forked child samples on
-its own, and after ``close()`` nothing may be hooked. The tests read its worker files and ``report --lines`` as a user would.
+its own, and after ``close()`` nothing may be hooked. The tests read its worker files and
+``report --lines`` as a user would.
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ def test_a_fork_child_samples_its_own_lines(sampled):
     assert all(p["path"] not in ("act", "learn") for p in child["phases"])
 
 
-def test_report_estimates_the_planted_lines_share_within_its_error(sampled):
+def test_report_estimates_the_planted_lines_share_within_its_error(sampled, tmp_path):
     result = run_cli("report", sampled["run_dir"], "--lines", "--json")
     assert result.returncode == 0, result.stderr
     (role,) = json.loads(result.stdout)["lines"]["sampled"]["roles"]
@@ -186,6 +187,9 @@ def test_report_estimates_the_planted_lines_share_within_its_error(sampled):
     assert "SAMPLED LINES" in text.out
     assert f"sampled: {role['windows']} windows covering" in text.out
     assert "phase act" in text.out and "phase learn" in text.out and "phase kid" in text.out
+    page = tmp_path / "report.html"
+    assert run_cli("report", sampled["run_dir"], "--lines", "--html", page).returncode == 0
+    assert 'data-phase="act"' in page.read_text()
 
 
 def test_a_section_of_a_newer_schema_costs_that_process_only(sampled, tmp_path):
