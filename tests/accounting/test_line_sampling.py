@@ -205,3 +205,18 @@ def test_a_section_of_a_newer_schema_costs_that_process_only(sampled, tmp_path):
     assert result.returncode == 0, result.err
     assert "sampled lines not shown" in result.out and "version 99" in result.out
     assert "ACTOR  (1 process sampled" in result.out and "phase act" in result.out
+
+
+def test_a_wrong_fraction_raises_and_a_wrong_variable_only_warns(monkeypatch):
+    from lineprofiler.accounting._options import check_line_sampling
+
+    with pytest.raises(ValueError, match=r"within 0 \(off\)\.\.0\.5"):
+        check_line_sampling(0.7)
+    with pytest.raises(TypeError):
+        check_line_sampling("0.1")
+    assert check_line_sampling(0) is None
+    monkeypatch.setenv("LINEPROFILER_LINE_SAMPLING", "0.03")
+    assert check_line_sampling(None) == 0.03
+    monkeypatch.setenv("LINEPROFILER_LINE_SAMPLING", "lots")
+    with pytest.warns(RuntimeWarning, match="LINEPROFILER_LINE_SAMPLING='lots'"):
+        assert check_line_sampling(None) is None

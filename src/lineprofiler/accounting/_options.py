@@ -116,23 +116,23 @@ ENV_LINE_SAMPLING = "LINEPROFILER_LINE_SAMPLING"
 
 def check_line_sampling(value: object) -> float | None:
     """``line_sampling=``: None (then ``LINEPROFILER_LINE_SAMPLING``, else off), or a fraction
-    in (0, 0.5]; 0 is off. TypeError/ValueError for anything else."""
-    origin = "line_sampling"
+    in (0, 0.5]; 0 is off. TypeError/ValueError for a wrong argument; a wrong value of the
+    variable warns once and leaves sampling off (nothing about the environment raises)."""
     if value is None:
         text = os.environ.get(ENV_LINE_SAMPLING, "").strip()
         if not text:
             return None
-        origin = ENV_LINE_SAMPLING
         try:
-            value = float(text)
+            return check_line_sampling(float(text))
         except ValueError:
-            raise ValueError(f"{ENV_LINE_SAMPLING} must be a fraction such as 0.02, not {text!r}") from None
+            warn_once("line_sampling_env", f"{ENV_LINE_SAMPLING}={text!r} is no fraction within 0..0.5: not sampling")
+            return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"line_sampling must be a number or None, not {type(value).__name__}")
     if value == 0:
         return None
     if not 0 < value <= 0.5:
-        raise ValueError(f"{origin} must be within 0 (off)..0.5, got {value!r}")
+        raise ValueError(f"line_sampling must be within 0 (off)..0.5, got {value!r}")
     return float(value)
 
 
