@@ -220,3 +220,36 @@ def test_a_wrong_fraction_raises_and_a_wrong_variable_only_warns(monkeypatch):
     monkeypatch.setenv("LINEPROFILER_LINE_SAMPLING", "lots")
     with pytest.warns(RuntimeWarning, match="LINEPROFILER_LINE_SAMPLING='lots'"):
         assert check_line_sampling(None) is None
+
+
+def _damaged(section: Any) -> Any:
+    """Each value of ``section`` in turn replaced by values of the wrong kind, one at a time."""
+    wrong = (None, -1, "x", [], {}, 1.5, True, 2**70)
+    if isinstance(section, dict):
+        for key, value in section.items():
+            for bad in wrong:
+                yield {**section, key: bad}
+            for inner in _damaged(value):
+                yield {**section, key: inner}
+    elif isinstance(section, list) and section:
+        for bad in wrong:
+            yield [bad, *section[1:]]
+        for inner in _damaged(section[0]):
+            yield [inner, *section[1:]]
+
+
+def test_a_damaged_section_is_refused_in_one_line_or_read(sampled):
+    from lineprofiler.runfiles.linesampling import LineSamplingError, parse_section
+
+    section = _parent(sampled)
+    section = {**section, "phases": section["phases"][:1]}
+    section["phases"][0] = {**section["phases"][0], "lines": section["phases"][0]["lines"][:1]}
+    tried = refused = 0
+    for damaged in _damaged(section):
+        tried += 1
+        try:
+            parse_section(damaged)
+        except LineSamplingError as error:
+            refused += 1
+            assert "\n" not in str(error)
+    assert tried > 100 and 0 < refused < tried

@@ -209,7 +209,6 @@ class Options(Record):
             "annotate": self.annotate,
             "max_paths": self.max_paths,
             "max_counters": self.max_counters,
-            "line_sampling": self.line_sampling,
         }
 
 
