@@ -13,12 +13,14 @@ Three measurements, each printed with the Python that ran it:
   ``Profiler(line_sampling=f)`` against the same ``Profiler`` without, for f in 0.01, 0.02,
   0.05; each run a fresh process of ``--seconds``, the modes in rotating order, the median of
   ``--repeat`` ratios.
+- workloads (``--workloads``): the same ratio at 0.02 for each workload of ``bench_lines.py``
+  (``_lines_workloads.py``: loop, fib, stdlib, gen, threads), each call inside a phase.
 - truth: a phase whose two lines take a known share of it (``sum(range(3 n))`` and
   ``sum(range(n))``, each timed by the program), run for ``--truth-seconds`` at 0.02: the share
   the sampled stats estimate for the hot line, its stated 95 % interval, and the true share.
 
     .venv/bin/python benchmarks/bench_line_sampling.py [--repeat 5] [--seconds 4]
-        [--truth-seconds 60] [--only switch|overhead|truth] [--json out.json]
+        [--truth-seconds 60] [--only switch|overhead|workloads|truth] [--json out.json]
 """
 
 from __future__ import annotations
@@ -77,6 +79,34 @@ def actor_loop(seconds: float, fraction: float | None, run_dir: str) -> float:
     cpu = time.process_time() - cpu0
     prof.close()
     return iterations / cpu
+
+
+#: bench_lines' workloads, each at a size that makes one call a few milliseconds.
+WORKLOAD_SIZES = {"loop": 20_000, "fib": 15, "stdlib": 200, "gen": 10_000, "threads": 20_000}
+
+
+def workload_loop(name: str, seconds: float, fraction: float | None, run_dir: str) -> float:
+    """Calls of one of bench_lines' workloads per CPU second, each call inside a phase."""
+    import importlib.util
+
+    from lineprofiler.accounting import Profiler
+
+    spec = importlib.util.spec_from_file_location("_lines_workloads", HERE / "_lines_workloads.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn, size = getattr(module, name), WORKLOAD_SIZES[name]
+    prof = Profiler(run_dir, role="actor", line_sampling=fraction, snapshot_interval_s=None)
+    calls = 0
+    cpu0 = time.process_time()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        with prof.phase(name):
+            fn(size)
+        calls += 1
+    cpu = time.process_time() - cpu0
+    prof.close()
+    return calls / cpu
 
 
 def planted(seconds: float, run_dir: str) -> dict[str, float]:
@@ -148,6 +178,9 @@ def child(argv: list[str]) -> None:
         if kind == "overhead":
             fraction = None if argv[1] == "off" else float(argv[1])
             print(json.dumps({"rate": actor_loop(float(argv[2]), fraction, run_dir)}))
+        elif kind == "workload":
+            fraction = None if argv[2] == "off" else float(argv[2])
+            print(json.dumps({"rate": workload_loop(argv[1], float(argv[3]), fraction, run_dir)}))
         elif kind == "truth":
             said = planted(float(argv[1]), run_dir)
             (worker,) = Path(run_dir, "workers").rglob("w_*.json")
@@ -175,6 +208,18 @@ def overhead(repeat: int, seconds: float) -> dict[str, dict[str, float]]:
         mode: {"loss": 1 - statistics.median(values), "low": 1 - max(values), "high": 1 - min(values)}
         for mode, values in ratios.items()
     }
+
+
+def workloads(repeat: int, seconds: float) -> dict[str, dict[str, float]]:
+    out = {}
+    for name in WORKLOAD_SIZES:
+        ratios = []
+        for index in range(repeat):
+            modes = ("off", "0.02") if index % 2 == 0 else ("0.02", "off")
+            rates = {mode: float(_spawn("workload", name, mode, str(seconds))["rate"]) for mode in modes}  # type: ignore[arg-type]
+            ratios.append(rates["0.02"] / rates["off"])
+        out[name] = {"loss": 1 - statistics.median(ratios), "low": 1 - max(ratios), "high": 1 - min(ratios)}
+    return out
 
 
 def truth(seconds: float) -> dict[str, object]:
@@ -206,7 +251,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--truth-seconds", type=float, default=60.0)
     parser.add_argument("--switches", type=int, default=200)
-    parser.add_argument("--only", choices=("switch", "overhead", "truth"))
+    parser.add_argument("--only", choices=("switch", "overhead", "workloads", "truth"))
+    parser.add_argument("--workloads", action="store_true", help="also bench_lines' workloads at 0.02")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     out: dict[str, object] = {"python": platform.python_version()}
@@ -226,6 +272,14 @@ def main() -> None:
         for mode, loss in losses.items():
             print(
                 f"overhead at {mode}: {loss['loss'] * 100:.1f} % throughput "
+                f"(range {loss['low'] * 100:.1f} .. {loss['high'] * 100:.1f} %)"
+            )
+    if args.only == "workloads" or (args.only is None and args.workloads):
+        per = workloads(args.repeat, args.seconds)
+        out["workloads"] = per
+        for name, loss in per.items():
+            print(
+                f"{name} at 0.02: {loss['loss'] * 100:.1f} % throughput "
                 f"(range {loss['low'] * 100:.1f} .. {loss['high'] * 100:.1f} %)"
             )
     if args.only in (None, "truth"):
