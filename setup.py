@@ -50,8 +50,10 @@ def extension(name: str, sources: list[str], depends: list[str], **options: list
 
 TRACER = extension(
     "lineprofiler.lines._tracer",
-    files("lines/_tracer", "module.c hook.c clock.c dev_seams.c tables.c errors.c monitoring.c settrace.c"),
-    files("lines/_tracer", "tracer.h"),
+    files("lines/_tracer", (
+        "module.c hook.c clock.c dev_seams.c tables.c errors.c monitoring.c settrace.c phase_regions.c timed_pause.c"
+    )),
+    files("lines/_tracer", "tracer.h map.h") + files("", "_procio.h accounting/_phases_capi.h"),
 )
 
 # One extension from several files by idea; phases.h is their internal header (it includes the others).

@@ -101,7 +101,7 @@ def check_lines_project(value: object, backend: str | None) -> str | None:
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"lines_project must be a str, a path or None, not {type(value).__name__}")
     if backend != "lines":
-        raise ValueError("lines_project needs backend='lines'")
+        raise ValueError("lines_project needs backend='lines' or line_sampling")
     text = os.fspath(value)
     if not isinstance(text, str) or not text:
         raise ValueError(f"lines_project must name a folder, not {value!r}")
@@ -110,13 +110,39 @@ def check_lines_project(value: object, backend: str | None) -> str | None:
     return os.path.realpath(text)
 
 
+#: The environment variable that turns line sampling on in every process of a run (a fraction).
+ENV_LINE_SAMPLING = "LINEPROFILER_LINE_SAMPLING"
+
+
+def check_line_sampling(value: object) -> float | None:
+    """``line_sampling=``: None (then ``LINEPROFILER_LINE_SAMPLING``, else off), or a fraction
+    in (0, 0.5]; 0 is off. TypeError/ValueError for a wrong argument; a wrong value of the
+    variable warns once and leaves sampling off (nothing about the environment raises)."""
+    if value is None:
+        text = os.environ.get(ENV_LINE_SAMPLING, "").strip()
+        if not text:
+            return None
+        try:
+            return check_line_sampling(float(text))
+        except ValueError:
+            warn_once("line_sampling_env", f"{ENV_LINE_SAMPLING}={text!r} is no fraction within 0..0.5: not sampling")
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"line_sampling must be a number or None, not {type(value).__name__}")
+    if value == 0:
+        return None
+    if not 0 < value <= 0.5:
+        raise ValueError(f"line_sampling must be within 0 (off)..0.5, got {value!r}")
+    return float(value)
+
+
 class Options(Record):
     """What a ``Profiler`` was asked for, checked (``run_dir`` and ``role`` as given)."""
 
     __slots__ = (
         "run_dir", "role", "enabled", "measure_cpu", "backend", "backend_window", "window_phase", "lines_project",
         "annotate", "snapshot_interval_s", "sample_interval_s", "timeline_hz", "max_paths", "max_counters",
-        "trace", "trace_capacity", "auto_trace", "source", "auto",
+        "trace", "trace_capacity", "auto_trace", "source", "auto", "line_sampling",
     )
 
     def __init__(
@@ -141,6 +167,7 @@ class Options(Record):
         auto_trace: tuple[str, ...] | None = None,
         source: dict[str, Any] | None = None,
         auto: str | None = None,
+        line_sampling: float | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.role = role
@@ -168,6 +195,8 @@ class Options(Record):
         self.source = source
         #: ``auto="torch"``: a training loop's parts recorded as phases (:mod:`.auto_torch`); None: off.
         self.auto = auto
+        #: ``line_sampling=``: the fraction of wall time the sampled line windows cover; None: off.
+        self.line_sampling = line_sampling
 
     def config(self) -> dict[str, Any]:
         """The worker file's ``config`` keys that come from the arguments."""
@@ -205,6 +234,7 @@ def check_options(
     trace_functions: Any = None,
     source: Any = None,
     auto: Any = None,
+    line_sampling: Any = None,
 ) -> Options:
     """Every ``Profiler`` argument at once; raises TypeError/ValueError for the first wrong one.
 
@@ -235,7 +265,8 @@ def check_options(
         )
     else:
         check_window_phase(window_phase)
-    project = check_lines_project(lines_project, backend_name)
+    sampling = check_line_sampling(line_sampling)
+    project = check_lines_project(lines_project, "lines" if sampling else backend_name)
     if snapshot_interval_s is not None:
         if not _is_number(snapshot_interval_s):
             raise TypeError("snapshot_interval_s must be a number or None")
@@ -290,6 +321,7 @@ def check_options(
         auto_trace=tuple(trace_functions or ()) if auto_trace else None,
         source=None if source is None else dict(source),
         auto=auto,
+        line_sampling=sampling,
     )
 
 

@@ -104,6 +104,7 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
     * a :class:`.source_commit.SourceCommit` (the project's git commit, in the worker file).
     * ``trace="auto"``: a :class:`.auto_trace.AutoTrace` (the project's function calls as phases).
     * ``auto="torch"``: a :class:`.auto_torch.AutoTorch` (a training loop's parts as phases).
+    * ``line_sampling=``: a :class:`.line_sampling.LineSampling` (sampled line windows).
     """
     sync_fn = None
     try:
@@ -140,6 +141,13 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
             target.add_attachment(AutoTrace(target.recorder, options.lines_project, options.auto_trace))
         except Exception as error:
             _failed(record_error, "trace='auto'", error)
+    if options.line_sampling is not None:
+        try:
+            from .line_sampling import LineSampling
+
+            target.add_attachment(LineSampling(options.line_sampling, options.lines_project))
+        except Exception as error:
+            _failed(record_error, "line_sampling", error)
     if options.auto == "torch" and target.recorder is not None:
         try:
             from .auto_torch import AutoTorch

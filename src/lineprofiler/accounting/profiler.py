@@ -69,14 +69,14 @@ class Profiler(TraceLinks):
     ``auto="torch"``: a PyTorch loop's steps, forward, backward, optimizer, data waits, workers'
     fetches and checkpoints as phases, with no phase() calls (:mod:`.auto_torch`).
 
-    ``timeline_hz``: how often the resource sampler's thread notes which phase every thread is
-    in, for the report's TIMELINE (0 turns it off; it needs ``sample_interval_s``).
+    ``timeline_hz``: how often the resource sampler notes each thread's phase, for TIMELINE (0: off; needs it on).
 
     ``backend="torch" | "viztracer" | "lines"`` with ``backend_window=(start, stop)`` and
     ``window_phase``: that profiler runs from the start-th entry into the phase to the stop-th.
-    ``"lines"`` line-profiles the code of ``lines_project`` (default
-    ``LINEPROFILER_LINES_PROJECT``, else the git root of the main script, else of the working
-    directory) and writes ``run_dir/lines/<host>/l_<run>_<pid>_<uuid8>.json``.
+    ``"lines"`` line-profiles the code of ``lines_project`` (default ``LINEPROFILER_LINES_PROJECT``,
+    else the git root of the main script, else of the working directory) and writes
+    ``run_dir/lines/<host>/l_<run>_<pid>_<uuid8>.json``. ``line_sampling=0.02`` (or
+    ``LINEPROFILER_LINE_SAMPLING``): the same lines in short windows covering 2 % of the run (:mod:`.line_sampling`).
 
     An enabled profiler records from construction: ``profiler.phase(name)`` and
     ``profiler.count(name, n)`` work with or without ``with profiler:`` around them. Its
@@ -128,7 +128,7 @@ class Profiler(TraceLinks):
         max_paths: int = _phases.DEFAULT_MAX_PATHS,
         max_counters: int = _phases.DEFAULT_MAX_COUNTERS,
         lines_project: str | os.PathLike[str] | None = None,
-        timeline_hz: float = 10.0,
+        timeline_hz: float = 10.0, line_sampling: float | None = None,
         trace: bool | str | None = None, trace_capacity: int | None = None,
         install: bool = False, run_id: str | None = None,
         strict_names: bool = False, thread_names: bool = False,
@@ -146,8 +146,8 @@ class Profiler(TraceLinks):
         try:
             options = check_options(
                 run_dir=run_dir, role=role, enabled=enabled, measure_cpu=measure_cpu, backend=backend,
-                backend_window=backend_window, window_phase=window_phase, annotate=annotate,
-                snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s,
+                backend_window=backend_window, window_phase=window_phase, line_sampling=line_sampling,
+                snapshot_interval_s=snapshot_interval_s, sample_interval_s=sample_interval_s, annotate=annotate,
                 max_paths=max_paths, max_counters=max_counters, lines_project=lines_project,
                 timeline_hz=timeline_hz, trace=trace_mode != "off", trace_capacity=trace_capacity,
                 auto_trace=trace_mode == "auto", trace_functions=trace_functions, source=source, auto=auto,

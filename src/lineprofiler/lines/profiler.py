@@ -386,6 +386,34 @@ class LineProfiler(PrintedProfile):
             raw = self._tracer.collect()
         return stats_from_records(raw, self._filter.stamps)
 
+    def follow_phases(self, phases: Any, max_phases: int) -> None:
+        """Key every line by the accounting phase open on its thread when the line starts
+        (``phases``: the module ``lineprofiler.accounting._phases``), for the accounting layer's
+        sampled windows; phases past the first ``max_phases`` share one table. Before recording
+        only, and then this profiler's own regions are not used."""
+        self._tracer.follow_phases(phases, max_phases)
+
+    def pause_after(self, seconds: float) -> None:
+        """Sleep ``seconds`` with the GIL released, then switch recording off at that instant:
+        the lines open then end there, not when this thread has the GIL back, which a busy
+        program hands over late. :meth:`stop_recording` completes the stop."""
+        self._tracer.pause_after(seconds)
+
+    def collect_phase_stats(self) -> list[tuple[int, int, dict[StatsKey, FunctionStats]]]:
+        """After :meth:`follow_phases`: ``(phase id, windows, stats)`` per phase seen, where the
+        id is the accounting node's (-1: no phase open, -2: past ``max_phases``) and windows
+        counts the enable()s in which it recorded a line."""
+        with self._lock:
+            regions = self._tracer.phase_regions()
+            raw = self._tracer.collect_regions()
+        records: dict[int, list[tuple[Any, int, list[tuple[int, int, int, int]]]]] = {}
+        for region, code, calls, lines in raw:
+            records.setdefault(region, []).append((code, calls, lines))
+        return [
+            (phase, windows, stats_from_records(records.get(region, ()), self._filter.stamps))
+            for region, phase, windows in regions
+        ]
+
     # -- regions -----------------------------------------------------------------------------
 
     def region(self, name: str) -> RegionScope:

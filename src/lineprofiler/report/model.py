@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .model_sampled_lines import SampledLinesBlock
 from .model_source import Source, Split
 from .model_steps import LoaderWorkers, StepPart, StepParts
 from .model_windows import BackendWindow
@@ -598,6 +599,8 @@ class LinesBlock:
     unreadable: list[str]
     #: Line-stats files of other attempts under ``lines/``: not shown.
     other_attempts: int
+    #: The lines of ``Profiler(line_sampling=...)`` by role and phase; None: no worker sampled.
+    sampled: SampledLinesBlock | None = None
 
 
 # -- the whole report -------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ static void lp_tracer_dealloc(lp_TracerObject *self)
         }
     }
     PyMem_Free(self->threads.slots);
+    lp_follow_free(self);
     lp_tracer_clear_refs(self);
     Py_CLEAR(self->disable);
     tp->tp_free((PyObject *)self);
@@ -115,6 +116,8 @@ static PyObject *lp_tracer_start(lp_TracerObject *self, PyObject *Py_UNUSED(igno
         self->has_data = 1;
     }
     st->active = Py_NewRef((PyObject *)self);
+    lp_follow_window(self);
+    self->stop_mark = 0;
     self->idle_scale = 0.0; /* new ticks: the scale is measured again at the next collect */
     self->started = 1;
     self->broken = 0;
@@ -345,6 +348,7 @@ static PyObject *lp_tracer_clear(lp_TracerObject *self, PyObject *Py_UNUSED(igno
         }
         th->self_v = now - th->ovh;
     }
+    lp_follow_clear(self);
     Py_RETURN_NONE;
 }
 
@@ -453,6 +457,14 @@ static PyMethodDef lp_tracer_methods[] = {
     {"clear", (PyCFunction)lp_tracer_clear, METH_NOARGS, lp_clear_doc},
     {"after_fork", (PyCFunction)lp_tracer_after_fork, METH_NOARGS, lp_after_fork_doc},
     {"take_error", (PyCFunction)lp_tracer_take_error, METH_NOARGS, lp_take_error_doc},
+    {"follow_phases", (PyCFunction)lp_tracer_follow_phases, METH_VARARGS,
+     "follow_phases(phases_module, max_regions)\n--\n\nKey every line by the accounting phase open on its "
+     "thread."},
+    {"pause_after", (PyCFunction)lp_tracer_pause_after, METH_O,
+     "pause_after(seconds)\n--\n\nSleep without the GIL, then switch the callbacks off: stop() ends lines "
+     "there."},
+    {"phase_regions", (PyCFunction)lp_tracer_phase_regions, METH_NOARGS,
+     "phase_regions()\n--\n\n(region, phase id, windows) of a tracer that follows phases."},
     {NULL, NULL, 0, NULL},
 };
 

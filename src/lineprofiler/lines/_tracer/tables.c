@@ -340,13 +340,15 @@ lp_thread *lp_thread_get(lp_TracerObject *tr, PyThreadState *ts)
         }
         th->tstate = ts;
         th->tid = ts->id;
+        th->region = tr->follow != NULL; /* following phases: always in a region */
         lp_self_reset(th);
         s->val = th;
     } else if (th->tid != ts->id) {
         /* A new thread reusing a dead thread's PyThreadState address. */
         th->tid = ts->id;
         lp_stack_forget(th);
-        th->region = 0;
+        th->region = tr->follow != NULL;
+        th->phase_slot = NULL;
     }
     return th;
 }
@@ -492,6 +494,9 @@ static lp_region *lp_region_of(lp_code *rec, int r)
  * first use (timed: not billed); NULL when that failed (tracer broken). */
 lp_line *lp_region_slot(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int index)
 {
+    if (tr->follow != NULL) {
+        th->region = lp_follow_region(tr, th);
+    }
     lp_region *reg = th->region < rec->n_regions ? &rec->regions[th->region] : NULL;
     if (LP_LIKELY(reg != NULL && reg->lines != NULL)) {
         return &reg->lines[index];
@@ -513,6 +518,9 @@ lp_line *lp_region_slot(lp_TracerObject *tr, lp_thread *th, lp_code *rec, int in
 /* A call of rec while th is in a region: counted for the region too. */
 void lp_region_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec)
 {
+    if (tr->follow != NULL) {
+        th->region = lp_follow_region(tr, th);
+    }
     if (th->region < rec->n_regions) {
         rec->regions[th->region].calls++;
         return;
@@ -530,7 +538,10 @@ void lp_region_call(lp_TracerObject *tr, lp_thread *th, lp_code *rec)
 /* Closes every open line of every thread at "now" and empties the stacks. */
 void lp_close_all(lp_TracerObject *tr)
 {
-    int64_t now = lp_clock(tr, 0);
+    /* Switched off by pause_after(): the lines end at its mark; one a callback opened just
+     * before that mark took effect ends where it began. */
+    int64_t now = tr->stop_mark != 0 ? tr->stop_mark : lp_clock(tr, 0);
+    tr->stop_mark = 0;
     for (size_t j = 0; tr->threads.slots && j <= tr->threads.mask; j++) {
         lp_slot *s = &tr->threads.slots[j];
         if (s->key == 0) {
@@ -541,13 +552,13 @@ void lp_close_all(lp_TracerObject *tr)
             continue;
         }
         int64_t v = now - th->ovh;
-        lp_self_to(th, &th->sink, v);
+        lp_self_to(th, &th->sink, v < th->self_v ? th->self_v : v);
         /* From the top down: a line paused under a nested activation of its code (lp_nest())
          * resumes at v as that activation closes, so its pause is not billed. */
         for (Py_ssize_t i = th->depth; i-- > 0;) {
             lp_frame *f = &th->stack[i];
             if (f->rec != NULL) {
-                lp_close(f, v);
+                lp_close(f, v < f->vstart ? f->vstart : v);
                 if (f->outer != 0) {
                     th->stack[f->outer - 1].vstart = v;
                 }
@@ -586,4 +597,5 @@ void lp_tracer_free_data(lp_TracerObject *tr)
     tr->recs = NULL;
     tr->n_recs = tr->cap_recs = 0;
     tr->has_data = 0;
+    lp_follow_clear(tr);
 }

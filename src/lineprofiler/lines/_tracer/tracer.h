@@ -47,7 +47,8 @@
  * The files: this header holds the types and every helper a callback calls on
  * its hot path, as always-inline functions, so that a callback compiles to one
  * function as it did when the tracer was one file; the slow paths they fall
- * back to are out of line in tables.c and errors.c; module.c is the Tracer type
+ * back to are out of line in tables.c and errors.c; map.h is the pointer map, phase_regions.c the
+ * regions of a tracer that follows accounting phases; module.c is the Tracer type
  * and the module, hook.c the Hook type, clock.c the clock's calibration,
  * dev_seams.c the test switches of a development build.
  *
@@ -207,29 +208,22 @@ typedef struct {
     int64_t self_v;
     lp_line sink;
     int region; /* the thread's current region, 0 for none (set_region()) */
+    /* A tracer that follows phases (phase_regions.c): this thread's slot in _phases' table
+     * (an lp_thread_slot *, NULL when not found), and lines to go before it is looked for
+     * through the whole table again. */
+    void *phase_slot;
+    uint32_t phase_scan;
 #if !LP_MONITORING
     Py_tracefunc prev_func; /* the trace function we replaced on start() */
     PyObject *prev_obj;     /* strong */
 #endif
 } lp_thread;
 
-/* ===================================================================== pointer map */
-
-/* A pointer-keyed open-addressing map (linear probing, no deletion: it is
- * rebuilt to drop entries). */
-typedef struct {
-    uintptr_t key; /* 0: empty */
-    void *val;
-    PyObject *aux; /* strong or NULL: see lp_TracerObject.codes */
-} lp_slot;
-
-typedef struct {
-    lp_slot *slots;
-    size_t mask; /* capacity - 1; capacity is a power of two */
-    size_t used;
-} lp_map;
+#include "map.h"
 
 /* ===================================================================== objects */
+
+typedef struct lp_follow lp_follow;
 
 typedef struct {
     PyObject_HEAD
@@ -259,6 +253,12 @@ typedef struct {
     int has_last;
     lp_thread *last_thread;
     PyObject *error; /* the first deferred exception, or NULL */
+    /* Set by follow_phases(): every line is keyed by the accounting phase open on its
+     * thread, as a region (phase_regions.c); NULL for a LineProfiler's own regions. */
+    lp_follow *follow;
+    /* Set by pause_after() (timed_pause.c): the clock reading at which the callbacks were
+     * switched off, up to which stop() bills the open lines; 0: none. */
+    int64_t stop_mark;
 } lp_TracerObject;
 
 #define LP_FOREIGN     ((lp_code *)(uintptr_t)1)
@@ -319,6 +319,17 @@ void lp_eval_install(void);
 void lp_eval_uninstall(void);
 #endif
 
+/* phase_regions.c */
+int lp_follow_region(lp_TracerObject *tr, lp_thread *th);
+void lp_follow_window(lp_TracerObject *tr);
+void lp_follow_clear(lp_TracerObject *tr);
+void lp_follow_free(lp_TracerObject *tr);
+PyObject *lp_tracer_follow_phases(lp_TracerObject *self, PyObject *args);
+PyObject *lp_tracer_phase_regions(lp_TracerObject *self, PyObject *ignored);
+
+/* timed_pause.c */
+PyObject *lp_tracer_pause_after(lp_TracerObject *self, PyObject *arg);
+
 /* hook.c */
 extern const char *const lp_hook_names[LP_HOOK_COUNT];
 extern PyType_Spec lp_hook_spec;
@@ -361,31 +372,6 @@ LP_INLINE int64_t lp_clock(lp_TracerObject *tr, int leaving)
 }
 
 /* ===================================================================== hot path: lookups */
-
-LP_INLINE size_t lp_hash(uintptr_t key)
-{
-    /* Objects are 16-byte aligned: drop the low bits, then mix (Fibonacci). */
-    uint64_t h = (uint64_t)(key >> 4) * UINT64_C(0x9E3779B97F4A7C15);
-    return (size_t)(h ^ (h >> 29));
-}
-
-LP_INLINE lp_slot *lp_map_find(lp_map *m, uintptr_t key)
-{
-    if (m->slots == NULL) {
-        return NULL;
-    }
-    size_t i = lp_hash(key) & m->mask;
-    for (;;) {
-        lp_slot *s = &m->slots[i];
-        if (s->key == key) {
-            return s;
-        }
-        if (s->key == 0) {
-            return NULL;
-        }
-        i = (i + 1) & m->mask;
-    }
-}
 
 /* The record for `code` if it was decided already: project record,
  * LP_FOREIGN, or NULL (not decided yet: see lp_decide_timed()). */

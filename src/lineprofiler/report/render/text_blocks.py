@@ -45,6 +45,7 @@ from ..wording import (
     spread_text,
     window_text,
 )
+from .text_sampled_lines import sampled_lines_lines
 
 # -- LINES -----------------------------------------------------------------------------------
 
@@ -119,9 +120,12 @@ def lines_lines(block: LinesBlock | None) -> list[str]:
         if index:
             lines.append("")
         lines.extend(role_lines(role))
-    if not block.roles:
+    if not block.roles and block.sampled is None:
         lines.append('no process of this attempt ran a lines window (Profiler(backend="lines", ...))')
     lines.extend(lines_block_notes(block))
+    sampled = sampled_lines_lines(block.sampled)
+    if sampled:
+        lines.extend(["", *sampled])
     return lines
 
 

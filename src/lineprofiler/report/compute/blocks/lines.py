@@ -1,4 +1,5 @@
-"""LINES (``report --lines``): the top lines of each role, from its ``backend="lines"`` windows.
+"""LINES (``report --lines``): the top lines of each role, from its ``backend="lines"`` windows
+(and, from :mod:`.sampled_lines`, from its ``line_sampling`` windows).
 
 A process whose profiler ran a lines window left ``run_dir/lines/<host>/l_<run>_<pid>_<uuid8>.json``,
 named after its worker file. Only the files of the workers this report merged are read (a
@@ -26,6 +27,7 @@ from ....runfiles.linesfile import LinesFile, LinesFileError, MergedLine, Merged
 from ...model import LineRow, LinesBlock, LinesRole, Reason
 from ...read.run import Run, Worker
 from . import RenderOptions
+from .sampled_lines import sampled_lines_block
 
 #: Line-stats files larger than this are refused (as worker files are).
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -230,7 +232,8 @@ def lines_block(run: Run, options: RenderOptions) -> LinesBlock | None:
             options.add_caveat(
                 f"{role.role}: the source of {file} differed between processes; its versions are shown apart"
             )
-    return LinesBlock(top=options.lines_top, roles=roles, unreadable=unreadable, other_attempts=others)
+    sampled = sampled_lines_block(run, options)
+    return LinesBlock(top=options.lines_top, roles=roles, unreadable=unreadable, other_attempts=others, sampled=sampled)
 
 
 __all__ = ["DEFAULT_TOP", "MAX_FILE_BYTES", "lines_block"]

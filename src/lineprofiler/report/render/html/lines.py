@@ -14,6 +14,7 @@ from ... import format as fmt
 from ... import wording
 from ...model import LineRow, LinesBlock, LinesRole
 from .markup import para, section, table, td
+from .sampled_lines import sampled_lines_html
 
 COLUMNS = ("#", "time", "% window", "hits", "per hit", "per process (min\u2013max)", "line", "function", "source")
 
@@ -65,9 +66,11 @@ def role_html(role: LinesRole) -> str:
 
 def lines_html(block: LinesBlock) -> str:
     intro = para('backend="lines" windows; a line\'s time includes the calls it makes, a recursive function\'s once')
-    roles = "".join(role_html(role) for role in block.roles) or para("no process of this attempt ran a lines window")
+    roles = "".join(role_html(role) for role in block.roles)
+    if not roles and block.sampled is None:
+        roles = para("no process of this attempt ran a lines window")
     notes = "".join(para(line.strip()) for line in wording.lines_block_notes(block))
-    return section("lines", "Lines", intro + roles + notes)
+    return section("lines", "Lines", intro + roles + notes + sampled_lines_html(block.sampled))
 
 
 __all__ = ["lines_html", "role_html", "row_html"]

@@ -1,0 +1,255 @@
+"""``Profiler(line_sampling=...)``: exact lines in short windows spread over the run, by phase.
+
+One program (run once, shared by the tests) samples at 0.2: its main thread runs a phase whose
+line time is known (a 3 ms sleep and a 1 ms sleep, each timed by the program itself), a second
+thread runs another phase at the same time, and it looks at what is hooked at every iteration
+(a tool id of ``sys.monitoring`` on 3.12+, a trace function on 3.11). Then a LineProfiler of its
+own records for a while, a ``backend="lines"`` window for one entry, a forked child samples on
+its own, and after ``close()`` nothing may be hooked. The tests read its worker files and
+``report --lines`` as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+from helpers.cli import run_cli
+from helpers.env import clean_env
+
+PROGRAM = textwrap.dedent(
+    """
+    import json, os, sys, threading, time
+
+    from lineprofiler import LineProfiler
+    from lineprofiler.accounting import Profiler
+
+
+    def hooked():
+        if hasattr(sys, "monitoring"):
+            return any(sys.monitoring.get_tool(t) == "lineprofiler" for t in range(6))
+        return sys.gettrace() is not None
+
+
+    def learner(prof, stop):
+        while not stop.is_set():
+            with prof.phase("learn"):
+                time.sleep(0.002)  # LEARN
+
+
+    def main(run_dir, folder):
+        prof = Profiler(run_dir, role="actor", line_sampling=0.2, snapshot_interval_s=None,
+                        backend="lines", backend_window=(1, 2), window_phase="win", lines_project=folder)
+        stop = threading.Event()
+        other = threading.Thread(target=learner, args=(prof, stop))
+        other.start()
+        hot = cold = 0.0
+        polls = on = 0
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            with prof.phase("act"):
+                t0 = time.perf_counter()
+                time.sleep(0.003)  # HOT
+                t1 = time.perf_counter()
+                time.sleep(0.001)  # COLD
+                t2 = time.perf_counter()
+            hot += t1 - t0
+            cold += t2 - t1
+            polls += 1
+            on += hooked()
+        stop.set()
+        other.join()
+        own = LineProfiler(folder)
+        with own:
+            with prof.phase("own"):
+                mine = time.monotonic() + 0.3
+                while time.monotonic() < mine:
+                    time.sleep(0.001)  # OWN
+        own_hits = sum(line.hits for fn in own.get_stats().values() for line in fn.lines.values())
+        win_n = 0
+        with prof.phase("win"):  # the backend="lines" window: open for this first entry only
+            mine = time.monotonic() + 0.3
+            while time.monotonic() < mine:
+                time.sleep(0.001)  # WIN
+                win_n += 1
+        with prof.phase("win"):
+            pass
+        pid = os.fork()
+        if pid == 0:
+            with prof.phase("kid"):
+                mine = time.monotonic() + 0.6
+                while time.monotonic() < mine:
+                    time.sleep(0.002)  # KID
+            prof.close()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        prof.close()
+        after = hooked() or threading.gettrace() is not None
+        if hasattr(sys, "monitoring"):
+            after = after or any(sys.monitoring.get_events(t) for t in range(6))
+        print(json.dumps({"hot": hot, "cold": cold, "polls": polls, "on": on, "own_hits": own_hits, "win_n": win_n,
+                          "hooked_after_close": after, "child": pid}))
+
+
+    main(sys.argv[1], sys.argv[2])
+    """
+)
+
+
+def _line_of(marker: str) -> int:
+    return next(n for n, text in enumerate(PROGRAM.splitlines(), 1) if text.rstrip().endswith(f"# {marker}"))
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("proj")
+    (folder / "actor.py").write_text(PROGRAM)
+    run_dir = folder / "run"
+    argv = [sys.executable, str(folder / "actor.py"), str(run_dir), str(folder)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), cwd=folder, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    sections = {}
+    for path in (run_dir / "workers").rglob("w_*.json"):
+        document = json.loads(path.read_text())
+        sections[document["identity"]["pid"]] = document["line_sampling"]
+    return {"run_dir": run_dir, "said": said, "sections": sections, "file": str(folder / "actor.py")}
+
+
+def _parent(sampled: dict[str, Any]) -> dict[str, Any]:
+    (pid,) = [pid for pid in sampled["sections"] if pid != sampled["said"]["child"]]
+    return sampled["sections"][pid]
+
+
+def _lines(section: dict[str, Any], path: str) -> dict[int, list[Any]]:
+    (phase,) = [p for p in section["phases"] if p["path"] == path]
+    return {row[2]: row for row in phase["lines"]}
+
+
+def test_windows_open_and_close_and_nothing_stays_hooked(sampled):
+    section, said = _parent(sampled), sampled["said"]
+    assert section["version"] == 1 and section["error"] is None
+    coverage = section["sampled_ns"] / section["wall_ns"]
+    assert section["windows"] >= 10
+    assert 0.05 < coverage < 0.5, coverage
+    # Hooked at about the windows' share of the program's iterations, never all along.
+    assert 0 < said["on"] < said["polls"] * 0.6, said
+    assert said["hooked_after_close"] is False
+    # The loop's own line ran polls times; only the iterations inside windows were counted.
+    hot = _lines(section, "act")[_line_of("HOT")]
+    assert 0 < hot[3] < said["polls"] * 0.6
+
+
+def test_each_thread_is_billed_to_its_own_phase(sampled):
+    section = _parent(sampled)
+    act, learn = _lines(section, "act"), _lines(section, "learn")
+    assert _line_of("HOT") in act and _line_of("LEARN") not in act
+    assert _line_of("LEARN") in learn and _line_of("HOT") not in learn
+
+
+def test_the_programs_own_line_profiler_and_a_lines_window_win(sampled):
+    section, said = _parent(sampled), sampled["said"]
+    assert said["own_hits"] > 0
+    assert section["skipped"] >= 2
+    assert all(p["path"] != "own" for p in section["phases"])
+    assert all(_line_of("WIN") not in _lines(section, p["path"]) for p in section["phases"] if p["path"] == "win")
+    (lines_file,) = (sampled["run_dir"] / "lines").rglob("l_*.json")
+    recorded = {row[0]: row[1] for fn in json.loads(lines_file.read_text())["functions"] for row in fn["lines"]}
+    assert recorded[_line_of("WIN")] == said["win_n"]  # every iteration of the window's entry, none missed
+
+
+def test_a_fork_child_samples_its_own_lines(sampled):
+    child = sampled["sections"][sampled["said"]["child"]]
+    assert child["windows"] >= 2 and child["error"] is None
+    assert _line_of("KID") in _lines(child, "kid")
+    assert all(p["path"] not in ("act", "learn") for p in child["phases"])
+
+
+def test_report_estimates_the_planted_lines_share_within_its_error(sampled, tmp_path):
+    result = run_cli("report", sampled["run_dir"], "--lines", "--json")
+    assert result.returncode == 0, result.stderr
+    (role,) = json.loads(result.stdout)["lines"]["sampled"]["roles"]
+    assert role["role"] == "actor" and role["processes"] == 2
+    (act,) = [p for p in role["phases"] if p["path"] == "act"]
+    rows = {row["line"]: row for row in act["rows"]}
+    said = sampled["said"]
+    truth = said["hot"] / (said["hot"] + said["cold"])
+    hot = rows[_line_of("HOT")]
+    assert hot["error"] < 0.3
+    assert abs(hot["share"] - truth) <= hot["error"], (hot, truth)
+    text = run_cli("report", sampled["run_dir"], "--lines")
+    assert "SAMPLED LINES" in text.out
+    assert f"sampled: {role['windows']} windows covering" in text.out
+    assert "phase act" in text.out and "phase learn" in text.out and "phase kid" in text.out
+    page = tmp_path / "report.html"
+    assert run_cli("report", sampled["run_dir"], "--lines", "--html", page).returncode == 0
+    assert 'data-phase="act"' in page.read_text()
+
+
+def test_a_section_of_a_newer_schema_costs_that_process_only(sampled, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(sampled["run_dir"], run_dir)
+    child = sampled["said"]["child"]
+    for path in (run_dir / "workers").rglob("w_*.json"):
+        document = json.loads(path.read_text())
+        if document["identity"]["pid"] == child:
+            document["line_sampling"]["version"] = 99
+            path.write_text(json.dumps(document))
+    result = run_cli("report", run_dir, "--lines")
+    assert result.returncode == 0, result.err
+    assert "sampled lines not shown" in result.out and "version 99" in result.out
+    assert "ACTOR  (1 process sampled" in result.out and "phase act" in result.out
+
+
+def test_a_wrong_fraction_raises_and_a_wrong_variable_only_warns(monkeypatch):
+    from lineprofiler.accounting._options import check_line_sampling
+
+    with pytest.raises(ValueError, match=r"within 0 \(off\)\.\.0\.5"):
+        check_line_sampling(0.7)
+    with pytest.raises(TypeError):
+        check_line_sampling("0.1")
+    assert check_line_sampling(0) is None
+    monkeypatch.setenv("LINEPROFILER_LINE_SAMPLING", "0.03")
+    assert check_line_sampling(None) == 0.03
+    monkeypatch.setenv("LINEPROFILER_LINE_SAMPLING", "lots")
+    with pytest.warns(RuntimeWarning, match="LINEPROFILER_LINE_SAMPLING='lots'"):
+        assert check_line_sampling(None) is None
+
+
+def _damaged(section: Any) -> Any:
+    """Each value of ``section`` in turn replaced by values of the wrong kind, one at a time."""
+    wrong = (None, -1, "x", [], {}, 1.5, True, 2**70)
+    if isinstance(section, dict):
+        for key, value in section.items():
+            for bad in wrong:
+                yield {**section, key: bad}
+            for inner in _damaged(value):
+                yield {**section, key: inner}
+    elif isinstance(section, list) and section:
+        for bad in wrong:
+            yield [bad, *section[1:]]
+        for inner in _damaged(section[0]):
+            yield [inner, *section[1:]]
+
+
+def test_a_damaged_section_is_refused_in_one_line_or_read(sampled):
+    from lineprofiler.runfiles.linesampling import LineSamplingError, parse_section
+
+    section = _parent(sampled)
+    section = {**section, "phases": section["phases"][:1]}
+    section["phases"][0] = {**section["phases"][0], "lines": section["phases"][0]["lines"][:1]}
+    tried = refused = 0
+    for damaged in _damaged(section):
+        tried += 1
+        try:
+            parse_section(damaged)
+        except LineSamplingError as error:
+            refused += 1
+            assert "\n" not in str(error)
+    assert tried > 100 and 0 < refused < tried
