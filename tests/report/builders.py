@@ -432,19 +432,27 @@ def expected_quantile(durations: Sequence[int], q: float) -> float:
     return value
 
 
+#: ``gpu.phase_time`` of a process that entered no ``gpu=True`` phase, as the profiler writes it.
+NO_GPU_PHASES: Mapping[str, Any] = {
+    "available": False, "unavailable_reason": "no phase(..., gpu=True) was entered in this process",
+    "source": None, "pool_pairs": 1024, "ended": True, "errors": 0, "last_error": None, "phases": [],
+}
+
+
 def gpu_document(
     *,
     devices: Sequence[int] = (),
     nvml_reason: str | None = None,
     vram: Mapping[str, Any] | None = None,
     vram_reason: str = "torch is not imported by this process",
-    phase_time: Mapping[str, Any] | None = None,
+    phase_time: Mapping[str, Any] | None = NO_GPU_PHASES,
 ) -> dict[str, Any]:
     """The ``gpu`` object the profiler's GPU attachment writes: NVML available with ``devices``
     (indices, named as the NVML stub names them) unless ``nvml_reason`` says why not; VRAM
     unavailable for ``vram_reason`` unless ``vram`` gives its peaks (``allocated_peak``,
     ``reserved_peak`` and, optionally, ``samples``: one device's worth). ``phase_time``: the
-    ``gpu=True`` phases' GPU time (accounting/gpu_events.py), left out when None."""
+    ``gpu=True`` phases' GPU time (accounting/gpu_events.py): by default what a process that
+    entered none writes, left out when None (a file written before it existed)."""
     nvml = {
         "available": nvml_reason is None,
         "unavailable_reason": nvml_reason,

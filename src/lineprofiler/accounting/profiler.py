@@ -69,7 +69,7 @@ class Profiler(TraceLinks):
     ``auto="torch"``: a PyTorch loop's steps, forward, backward, optimizer, data waits, workers'
     fetches and checkpoints as phases, with no phase() calls (:mod:`.auto_torch`).
 
-    ``timeline_hz``: how often the resource sampler notes each thread's phase, for TIMELINE (0: off; needs it on).
+    ``timeline_hz``: how often the sampler notes each thread's phase, for TIMELINE (0: off; needs sample_interval_s).
 
     ``backend="torch" | "viztracer" | "lines"`` with ``backend_window=(start, stop)`` and
     ``window_phase``: that profiler runs from the start-th entry into the phase to the stop-th.
