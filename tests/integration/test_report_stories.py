@@ -175,7 +175,9 @@ def test_a_single_trainer_busy_in_its_phase_does_not_fail_the_gate(run_python, t
     # Where the time went, not a cost to remove: on a machine loaded by others the spinner also
     # waited for a CPU, which is said (host_contention) but is not the run's to remove either.
     assert len(step) == 1 and step[0]["kind"] in ("critical_path", "host_contention"), step
-    assert step[0]["removable_ns"] is None
+    # Nothing to remove but what a loaded machine adds: a spinner's rare involuntary sleeps
+    # (137 ns of 20 steps of 10 ms of CPU in one run) are blocked time no link explains.
+    assert (step[0]["removable_ns"] or 0) < 0.01 * step[0]["cost_ns"], step
     gated = run_cli("trace", run_dir, "--fail-over", "20", "-q")
     assert gated.code == 0 and gated.err == ""
 
