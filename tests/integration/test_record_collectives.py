@@ -68,7 +68,8 @@ def rank():
         opt.step()
     weights = [torch.zeros(4) for _ in range(WORLD)]
     dist.all_gather(weights, model.module.weight.detach().reshape(4))
-    print(f"rank {{me}} reduced {{total[0].item()}} in sync {{all(torch.equal(w, weights[0]) for w in weights)}}")
+    agree = all(torch.equal(w, weights[0]) for w in weights)
+    print(f"rank {{me}} reduced {{total[0].item()}} in sync {{agree}} ring {{os.environ.get('TORCH_FR_BUFFER_SIZE')}}")
     dist.destroy_process_group()
 
 
@@ -83,8 +84,9 @@ def test_record_auto_torch_times_each_ranks_collectives_with_their_bytes(tmp_pat
     script.write_text(TWO_RANKS)
     done = run_cli_process("record", "-d", tmp_path / "run", "--auto", "torch", script, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
-    # The program's own output: (1 + 2) per all-reduce, three times; DDP kept the ranks in step.
-    assert done.stdout == "rank 0 reduced 9.0 in sync True\nrank 1 reduced 9.0 in sync True\n"
+    # The program's own output: (1 + 2) per all-reduce, three times; DDP kept the ranks in step;
+    # the flight recorder's size, which --auto torch set in the environment the program runs in.
+    assert done.stdout == "rank 0 reduced 9.0 in sync True ring 2000\nrank 1 reduced 9.0 in sync True ring 2000\n"
     documents = worker_documents(tmp_path / "run")
     ranks = {d["identity"]["rank"]: d for d in documents}
     assert sorted(ranks, key=str) == [0, 1, None] and len(documents) == 3  # the launcher has no rank
