@@ -116,9 +116,15 @@ def test_a_ring_the_program_turned_off_says_so(ring: Ring, monkeypatch: pytest.M
     monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "0")
     reader.read()
     assert reader.section()["unavailable_reason"] == "torch's flight recorder is off (TORCH_FR_BUFFER_SIZE=0)"
-    reader.turn_off("a DataLoader worker")
+    ring.entries = []
+    ring.add("all_reduce", [[4]])
     reader.read()
-    assert reader.section()["unavailable_reason"] == "a DataLoader worker"
+    assert reader.section()["ops"]["all_reduce"]["calls"] == 1
+    reader.after_fork_child()  # the child's ring is its parent's, its lock perhaps held for good
+    ring.add("all_reduce", [[4]])
+    reader.read()
+    section = reader.section()
+    assert section["ops"] == {} and section["unavailable_reason"].startswith("a fork child")
 
 
 PATH = Path("/run/workers/node07/w_run_1_0000abcd.json")

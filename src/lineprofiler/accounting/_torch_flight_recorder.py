@@ -166,13 +166,13 @@ class ProcessGroupCollectives:
         self._since_ns = time.time_ns()
 
     def after_fork_child(self) -> None:
-        """The ring the child inherited holds the parent's entries: count the child's own, from
-        here, afresh (its worker file is its own)."""
+        """A fork child reads no ring: the one it inherited holds its parent's entries, and its
+        lock may be held by a thread the fork did not copy (gloo's threads take it to retire an
+        entry), where a read would hang forever. Its worker file is its own: nothing counted."""
         self._lock = threading.Lock()
         self.ops, self.dropped, self.in_phases = {}, 0, 0
-        self.started_late()
         self._own.spans.clear()
-        self._next_span = next(self._own._numbers) + 1  # the spans cleared are not lost ones
+        self.turn_off("a fork child: the flight recorder it inherited is its parent's")
 
     def turn_off(self, reason: str) -> None:
         self._off = True
