@@ -158,7 +158,7 @@ class ProcessGroupCollectives:
         self._next: dict[str, int | None] = {"cpu": 0, "nccl": 0}
         self._next_span = 0
         self._since_ns = 0  # entries made before this are not this process's to count
-        self._off = False  # a DataLoader worker: none of its collectives are its own
+        self._off = False  # a fork child, a DataLoader worker: no ring to read
 
     def started_late(self) -> None:
         """The profiler came after torch.distributed was in use: count from now."""
@@ -221,6 +221,7 @@ class ProcessGroupCollectives:
         own = self._own.spans
         if own and own[0][0] > self._next_span:
             spans.unsure_before = own[0][2]  # spans were lost: an entry before the oldest kept is unsure
+            self._next_span = own[0][0]  # counted as dropped once, here
         size = os.environ.get(BUFFER_ENV, os.environ.get(OLD_BUFFER_ENV))
         if not any(data.get("entries") for _, data in dumps) and _turned_off(size):
             self.unavailable_reason = f"torch's flight recorder is off ({BUFFER_ENV}={size})"
