@@ -18,12 +18,15 @@ torch traces the collective itself, where a phase of ours would break its graph.
 An async op (``async_op=True``, ``isend``/``irecv``) is timed to the call's return, which hands
 back a ``Work``: the wait for it (``Work.wait()``) is not in the phase.
 
-Not seen: DistributedDataParallel's gradient all-reduce. Its reducer calls the process group
-from C++ (autograd hooks during ``backward``, bucket by bucket, overlapped with the gradient
+Not timed here: DistributedDataParallel's gradient all-reduce. Its reducer calls the process
+group from C++ (autograd hooks during ``backward``, bucket by bucket, overlapped with the gradient
 computation), never these Python functions, so its time is inside ``step/backward``. The one
 Python entry to it is a DDP communication hook (``register_comm_hook``), which is the program's
 own API (one per model): it is not installed behind the program's back. Nor are collectives
-issued from C++ or through ``torch.distributed._functional_collectives``.
+issued from C++ or through ``torch.distributed._functional_collectives``. Their calls and bytes
+come from torch's flight recorder instead (:mod:`._torch_flight_recorder`): each wrapped call
+notes its span (``auto.own_calls``) so that the recorder's entries made inside it are not
+counted twice.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def install_collectives(torch: Any, auto: AutoTorch) -> Undo:
         raise RuntimeError("torch.distributed is not available in this torch build")
     from torch.distributed import distributed_c10d
 
-    local, compiling = auto._local, auto.compiling
+    local, compiling, own_calls = auto._local, auto.compiling, auto.own_calls
     wrappers: dict[Any, Any] = {}  # torch's function -> ours, one per op in both namespaces
 
     def make(op: str, where: tuple[int, str] | None) -> Callable[[Any], Any]:
@@ -83,6 +86,7 @@ def install_collectives(torch: Any, auto: AutoTorch) -> Undo:
                 if local.in_collective or compiling():
                     return original(*args, **kwargs)
                 local.in_collective = True
+                span = own_calls.begin()  # what the flight recorder lists inside it is ours, timed here
                 outer = auto.open("collective", in_step=False)
                 inner = auto.open(op, in_step=False)
                 try:
@@ -93,6 +97,7 @@ def install_collectives(torch: Any, auto: AutoTorch) -> Undo:
                 finally:
                     auto.shut(inner)
                     auto.shut(outer)
+                    own_calls.end(span)
                     local.in_collective = False
 
             functools.update_wrapper(collective, original)

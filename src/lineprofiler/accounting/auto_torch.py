@@ -20,7 +20,11 @@ wrapper (the optimizer's), wrappers elsewhere:
 * ``checkpoint`` (``io=True``): ``torch.save`` and ``torch.load``;
 * ``collective/<op>`` with counter ``collective_bytes``: the public ``torch.distributed``
   collectives (:mod:`._torch_collectives` says what is seen and what is not: DDP's own
-  gradient all-reduce is not).
+  gradient all-reduce is not);
+* ``document["auto_torch"]["process_group"]``: the collectives those wrappers did not see (DDP's
+  gradient all-reduce), per op, from torch's flight recorder, read at each snapshot
+  (:mod:`._torch_flight_recorder`, which sets ``TORCH_FR_BUFFER_SIZE`` at start where the
+  program did not).
 
 Where torch is built with CUDA, the training process's parts are entered with ``gpu=True``: their
 GPU time comes from CUDA event pairs (:mod:`.gpu_events`, which records none before the program
@@ -46,6 +50,7 @@ from __future__ import annotations
 import sys
 import threading
 
+from ._torch_flight_recorder import OwnCalls, ProcessGroupCollectives, ask_torch_to_record
 from ._torch_import import TorchImportWatch
 
 TYPE_CHECKING = False
@@ -68,6 +73,14 @@ def _built_with_cuda(torch: Any) -> bool:
     try:
         return bool(torch.cuda._is_compiled())
     except Exception:  # noqa: BLE001 - a torch without it: time nothing on the GPU
+        return False
+
+
+def _distributed_in_use(torch: Any) -> bool:
+    try:
+        dist = torch.distributed
+        return bool(dist.is_available() and dist.is_initialized())
+    except Exception:  # noqa: BLE001 - a torch without it: nothing to have missed
         return False
 
 
@@ -109,6 +122,9 @@ class AutoTorch:
         self._gpu = False
         #: torch.compiler.is_compiling once torch is here: the hooks step aside in traced code.
         self.compiling: Callable[[], bool] = _never
+        #: The wrapped collectives' spans, and what the flight recorder saw besides them.
+        self.own_calls = OwnCalls()
+        self.process_group = ProcessGroupCollectives(self.own_calls)
 
     # ------------------------------------------------------------------ attachment
 
@@ -117,6 +133,7 @@ class AutoTorch:
             return
         torch = sys.modules.get("torch")
         if torch is not None and hasattr(torch, "nn"):
+            ask_torch_to_record()
             self._install(torch)
             return
         from . import capabilities
@@ -124,6 +141,7 @@ class AutoTorch:
         if not capabilities.torch().available:
             self.unavailable_reason = "auto='torch': torch is not installed for this interpreter"
             return
+        ask_torch_to_record()  # before the program makes a process group: the ring is sized then
         self._watch = TorchImportWatch(self._on_torch_imported)
         self._watch.arm()
 
@@ -149,12 +167,20 @@ class AutoTorch:
     stop = close
 
     def contribute(self, document: dict[str, Any]) -> None:
+        process_group = None
+        if self._undo or self._closed and self._installed:  # torch is here: its rings can be read
+            self.process_group.read()
+            process_group = self.process_group.section()
         document["auto_torch"] = {
             "hooks": list(self._installed),
             "failed": list(self._failed),
             "errors": self.errors,
             "unavailable_reason": self.unavailable_reason,
+            "process_group": process_group,
         }
+
+    def after_fork_child(self) -> None:
+        self.process_group.after_fork_child()
 
     # ------------------------------------------------------------------ installing
 
@@ -163,6 +189,8 @@ class AutoTorch:
 
         self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _never
         self._gpu = _built_with_cuda(torch)
+        if _distributed_in_use(torch):
+            self.process_group.started_late()  # its ring holds collectives from before us
 
         for name, install in _torch_patches.INSTALLERS:
             try:
@@ -265,6 +293,7 @@ class AutoTorch:
         (a profiler the program makes in ``worker_init_fn`` takes its place)."""
         self._in_worker = True
         self._gpu = False
+        self.process_group.turn_off("a DataLoader worker: its process groups are its trainer's")
         self._phases.clear()  # made for the trainer: with gpu=True where it had CUDA
         self._local.reset()  # the forking thread's open phases were the parent's
         profiler = self._profiler

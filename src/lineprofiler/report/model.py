@@ -19,7 +19,7 @@ from typing import Any
 
 from .model_sampled_lines import SampledLinesBlock
 from .model_source import Source, Split
-from .model_steps import LoaderWorkers, StepPart, StepParts
+from .model_steps import LoaderWorkers, StepPart, StepParts, UnphasedCollectives, UnphasedOp
 from .model_windows import BackendWindow
 
 #: What ``report --json`` calls its document, and the version of its schema.
@@ -207,6 +207,8 @@ class Role:
     split: Split | None = None
     #: A training loop's step and its parts (:class:`.model_steps.StepParts`); None: no ``step``.
     step_parts: StepParts | None = None
+    #: Collectives no phase names, from torch's flight recorder; None: none were recorded.
+    collectives: UnphasedCollectives | None = None
 
     def rest(self, shown: int) -> tuple[int, int, float]:
         """``(phases, self_ns, share)`` of the phases past the first ``shown``."""
@@ -642,5 +644,6 @@ __all__ = [
     "Counters", "DeviceUse", "Dominant", "DominantPhase", "GpuSummary", "Header", "IoByPhase", "IoPhase",
     "IoTimeline", "IterationRole", "Iterations", "Lane", "LineRow", "LinesBlock", "LinesRole", "LoaderWorkers",
     "Memory", "MemoryRole", "Process", "PhaseShare", "Reason", "Report", "Role", "SampledIo", "Series", "Source",
-    "Span", "Split", "Stall", "StepPart", "StepParts", "Timeline", "TimelineRole", "UnevenWork",
+    "Span", "Split", "Stall", "StepPart", "StepParts", "Timeline", "TimelineRole", "UnevenWork", "UnphasedCollectives",
+    "UnphasedOp",
 ]

@@ -1,7 +1,8 @@
 """The report's model of a training loop's step (``Role.step_parts``): what share of the step
 each part took (as ``auto="torch"`` names them: ``data_wait``, ``forward``, ``backward``,
 ``optimizer``, ``zero_grad``), how busy the DataLoader workers feeding it were, and what the two
-together say about the bottleneck. Kept apart from :mod:`.model`, which re-exports it."""
+together say about the bottleneck; and the collectives issued inside those parts that no phase
+names (``Role.collectives``). Kept apart from :mod:`.model`, which re-exports it."""
 
 from __future__ import annotations
 
@@ -70,6 +71,38 @@ class StepParts:
         return next((p.share for p in self.parts if p.name == name), None)
 
 
+@dataclass
+class UnphasedOp:
+    """One op's collectives outside ``collective/<op>`` phases, summed over the role's processes."""
+
+    op: str
+    calls: int
+    #: The inputs' bytes of the calls whose dtypes are known (``unsized_calls`` are not in it).
+    bytes: int
+    unsized_calls: int
+    #: The summed duration of the ``timed_calls`` torch timed (NCCL with timing on); None: none.
+    duration_ns: int | None
+    timed_calls: int
+
+
+@dataclass
+class UnphasedCollectives:
+    """The collectives ``auto="torch"``'s wrappers did not time (DistributedDataParallel's gradient
+    all-reduce, its start-up broadcasts), from torch's flight recorder: their time is inside the
+    phase that issued them (DDP's: ``step/backward``)."""
+
+    source: str
+    #: The role's processes that read a recorder.
+    processes: int
+    #: Most calls first.
+    ops: list[UnphasedOp]
+    #: Entries not counted: overwritten in the ring before they were read, or not told apart.
+    dropped: int
+    #: Why a process could not read its recorder, each reason once.
+    unavailable: list[str]
+
+
 __all__ = [
     "COMPUTE_BOUND", "LOADER_BOUND", "NO_WORKERS", "WAIT_ELSEWHERE", "LoaderWorkers", "StepPart", "StepParts",
+    "UnphasedCollectives", "UnphasedOp",
 ]

@@ -50,6 +50,8 @@ read as the new scheme, see :mod:`.histogram`), ``n_buckets`` int.
 ``samples``: null or an object describing the resource samples (it may name a sidecar file in
     the same folder; its CPU keys: :mod:`.cpufields`). ``gpu``: null or an object (the GPU work defines it;
     ``gpu.phase_time``, each ``gpu=True`` phase's GPU time: :mod:`.gpuphasefields`).
+``auto_torch``: absent, null or an object (``auto="torch"``'s hooks; ``auto_torch.process_group``,
+    the collectives its wrappers did not time, from torch's flight recorder: :mod:`.processgroupfields`).
 
 ``errors`` list of str: failures inside the profiler that were recorded instead of raised.
 ``trace``: absent or null unless ``trace=True``; else the spans, open entries, links, threads and
@@ -80,7 +82,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import cpufields, gpuphasefields, plainjson, reading, spanfile, validation
+from . import cpufields, gpuphasefields, plainjson, processgroupfields, reading, spanfile, validation
 from . import histogram as _histogram
 from .layout import WORKERS_DIR, write_atomic
 
@@ -413,6 +415,7 @@ def validate(document: Any, path: Path) -> dict[str, Any]:
             raise WorkerFileError(f"{path}: '{key}' is neither an object nor null")
     cpufields.check(document.get("samples"), path, _CHECKER)
     gpuphasefields.check(document.get("gpu"), path, _CHECKER)
+    processgroupfields.check(document.get("auto_torch"), path, _CHECKER)
     errors = document.get("errors")
     if errors is not None and not validation.is_text_list(errors):
         raise WorkerFileError(f"{path}: 'errors' is not a list of text")

@@ -1,11 +1,12 @@
-"""The report's line about a training loop's step, for the text and the HTML alike:
-``trainer step parts: data_wait 31% · forward 22% · ... · other 5% — <what the numbers say>``."""
+"""The report's lines about a training loop's step, for the text and the HTML alike:
+``trainer step parts: data_wait 31% · forward 22% · ... · other 5% — <what the numbers say>``,
+and the collectives no phase names (DDP's gradient all-reduce, from torch's flight recorder)."""
 
 from __future__ import annotations
 
 from .. import format as fmt
 from ..model import Role
-from ..model_steps import COMPUTE_BOUND, LOADER_BOUND, NO_WORKERS, WAIT_ELSEWHERE, LoaderWorkers, StepParts
+from ..model_steps import COMPUTE_BOUND, LOADER_BOUND, NO_WORKERS, WAIT_ELSEWHERE, LoaderWorkers, StepParts, UnphasedOp
 
 #: Workers whose busy shares are this close are "each busy N%"; further apart, a range.
 EACH_WITHIN = 0.05
@@ -69,9 +70,41 @@ def step_parts_text(role: Role) -> str | None:
     return f"{text} — {said}" if said else text
 
 
+def _op_text(row: UnphasedOp) -> str:
+    """``all_reduce 12 calls, 199.7 kB`` (with the duration where torch timed them)."""
+    calls = f"{fmt.count(row.calls)} call{'s' if row.calls != 1 else ''}"
+    text = f"{fmt.printable(row.op)} {calls}, {fmt.size(row.bytes)}"
+    if row.unsized_calls:
+        text += f" (and {fmt.count(row.unsized_calls)} of an unknown dtype)"
+    if row.duration_ns is not None:
+        text += f", {fmt.duration(row.duration_ns)} over the {fmt.count(row.timed_calls)} torch timed"
+    return text
+
+
+def collectives_text(role: Role) -> str | None:
+    """``trainer collectives not in a phase (issued from C++, as DDP's gradient all-reduce is;
+    from torch flight recorder): all_reduce 12 calls, 199.7 kB; their time is inside the phases
+    that issued them (DDP's: step/backward)``; None where the role has none."""
+    found = role.collectives
+    if found is None:
+        return None
+    ops = " · ".join(_op_text(row) for row in found.ops) or "none counted"
+    where = "step/backward" if role.step_parts is not None else "backward"
+    text = (
+        f"{fmt.printable(role.name)} collectives not in a phase (issued from C++, as DDP's gradient "
+        f"all-reduce is; from {fmt.printable(found.source)}): {ops}; their time is inside the phases that issued them "
+        f"(DDP's: {where})"
+    )
+    if found.dropped:
+        text += f"; {fmt.count(found.dropped)} more not counted (overwritten before they were read)"
+    if found.unavailable:
+        text += "; not read in some processes: " + "; ".join(fmt.printable(r) for r in found.unavailable)
+    return text
+
+
 def replaces_split(role: Role) -> bool:
     """The step line says what the role's split line would (the split is of a step)."""
     return role.step_parts is not None and role.split is not None and role.split.parent in role.step_parts.paths
 
 
-__all__ = ["judgement", "replaces_split", "share_text", "step_parts_text", "workers_text"]
+__all__ = ["collectives_text", "judgement", "replaces_split", "share_text", "step_parts_text", "workers_text"]

@@ -47,7 +47,7 @@ from ..wording import (
     utc_time,
 )
 from . import cpu_text, gpu_text
-from .step_text import replaces_split, step_parts_text
+from .step_text import collectives_text, replaces_split, step_parts_text
 from .text_blocks import gpu_lines, io_by_phase_lines, io_lines, memory_lines
 
 #: How many rows a role block prints before summarising the rest.
@@ -136,9 +136,9 @@ def role_lines(role: Role) -> list[str]:
     lines.extend(f"  {sentence}" for sentence in (*straggler_lines(role), time_in_phases_text(role)) if sentence)
     if role.split is not None and not replaces_split(role):
         lines.append(f"  {split_text(role.split)}")
-    steps = step_parts_text(role)
-    if steps is not None:
-        lines.append(f"  {steps}")
+    for line in (step_parts_text(role), collectives_text(role)):
+        if line is not None:
+            lines.append(f"  {line}")
     return lines
 
 

@@ -13,6 +13,7 @@ from ...wording import short_names
 from . import RenderOptions
 from .step_parts import step_parts
 from .stragglers import stragglers, uneven_work
+from .unphased_collectives import unphased_collectives
 
 
 def attempt(summary: AttemptSummary) -> Attempt:
@@ -137,6 +138,7 @@ def _role(role: RoleStats, run: Run) -> Role:
         uneven_work=uneven_work(found),
         split=first_split(role),
         step_parts=step_parts(role, run),
+        collectives=unphased_collectives(role),
     )
 
 

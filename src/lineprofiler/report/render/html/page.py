@@ -33,7 +33,7 @@ from ...model import (
     SampledIo,
 )
 from .. import cpu_text
-from ..step_text import replaces_split, step_parts_text
+from ..step_text import collectives_text, replaces_split, step_parts_text
 from ..text import sources_text, split_text, spread_text
 from . import cpu as cpu_html
 from . import svg
@@ -146,6 +146,9 @@ def role_html(role: Role) -> str:
     steps = step_parts_text(role)
     if steps is not None and role.step_parts is not None:
         sentences += f'<p data-step-parts="{escape(role.step_parts.verdict or "", quote=True)}">{escape(steps)}</p>'
+    collectives = collectives_text(role)
+    if collectives is not None:
+        sentences += f"<p data-collectives>{escape(collectives)}</p>"
 
     return f"{title}{bar}{legend}{tab}<h3>Busy time per process</h3>{per_process}{sentences}"
 
