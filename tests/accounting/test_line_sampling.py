@@ -253,3 +253,71 @@ def test_a_damaged_section_is_refused_in_one_line_or_read(sampled):
             refused += 1
             assert "\n" not in str(error)
     assert tried > 100 and 0 < refused < tried
+
+
+COVERED_PROGRAM = textwrap.dedent(
+    """
+    import json, sys, time
+    import coverage
+    from lineprofiler.accounting import Profiler
+
+    sys.path.insert(0, sys.argv[2])
+    cov = coverage.Coverage(data_file=None, config_file=False, include=[sys.argv[2] + "/*"])
+    if sys.version_info >= (3, 12):
+        cov.set_option("run:core", "sysmon")
+    cov.start()
+    import covered  # the program's module: coverage must see every line of it, all run long
+    prof = Profiler(sys.argv[1], role="tested", line_sampling=0.3, snapshot_interval_s=None,
+                    lines_project=sys.argv[2])
+    for name in ("with_coverage", "after_coverage"):
+        end = time.monotonic() + 0.8
+        while time.monotonic() < end:
+            with prof.phase(name):
+                covered.work(200)
+        if name == "with_coverage":
+            holder = sys.monitoring.get_tool(1) if sys.version_info >= (3, 12) else None
+            cov.stop()
+            lines = sorted(cov.get_data().lines(covered.__file__) or [])
+    prof.close()
+    print(json.dumps({"covered": lines, "holder": holder}))
+    """
+)
+
+COVERED_MODULE = textwrap.dedent(
+    """\
+    def work(n):
+        total = 0
+        for i in range(n):
+            if i % 2:
+                total += i
+            else:
+                total -= 1
+        return total
+    """
+)
+
+
+def test_coverage_keeps_every_line_while_lines_are_sampled(tmp_path):
+    """coverage.py over the whole run: on 3.12+ each tool has its own sys.monitoring id and both
+    see every line; on 3.11 a window would take coverage's trace function away for 10 ms, so no
+    window opens while coverage traces, and windows open again once it stops."""
+    pytest.importorskip("coverage")
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "covered.py").write_text(COVERED_MODULE)
+    script = tmp_path / "covered_run.py"
+    script.write_text(COVERED_PROGRAM)
+    run_dir = tmp_path / "run"
+    done = subprocess.run([sys.executable, str(script), str(run_dir), str(folder)], env=clean_env(),
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["covered"] == [1, 2, 3, 4, 5, 7, 8]  # coverage missed nothing
+    (document,) = [json.loads(p.read_text()) for p in run_dir.glob("workers/*/w_*.json")]
+    section = document["line_sampling"]
+    windows = {p["path"]: p["windows"] for p in section["phases"]}
+    assert windows.get("after_coverage", 0) > 0
+    if sys.version_info >= (3, 12):
+        assert said["holder"] == "coverage.py" and windows.get("with_coverage", 0) > 0
+    else:
+        assert "with_coverage" not in windows and section["skipped"] > 0

@@ -22,7 +22,10 @@ the wait for the GIL is not billed to the line the program stood at.
 It steps aside for the program's own line profiling: a :class:`~lineprofiler.LineProfiler` the
 program enables, or a ``backend="lines"`` window opening, stops an open sample window (the
 sampler's profiler is a background one, see ``LineProfiler.make_background``), and a window
-due while one of them records is skipped and counted. Nothing here raises into the program:
+due while one of them records is skipped and counted. So is one due, on 3.11, while any thread
+runs another tool's trace function (coverage.py, a debugger): a window would replace it for
+10 ms, and that tool would miss the lines run meanwhile (3.12+ tools each have their own
+``sys.monitoring`` id and see every line). Nothing here raises into the program:
 a failure stops sampling and is the section's ``error``. After :meth:`close` nothing is hooked.
 
 What it writes is the worker file's ``line_sampling`` section (:meth:`LineSampling.section`, schema in
@@ -37,6 +40,7 @@ import threading
 import time
 from typing import Any
 
+from ..lines import _tracer
 from . import _phases
 from ._options import ENV_LINE_SAMPLING
 
@@ -98,6 +102,9 @@ class LineSampling:
     def _open_window(self) -> bool:
         with self._lock:
             if self._stop.is_set() or self.error is not None:
+                return False
+            if _tracer.foreign_trace_function():  # 3.11: a window would suspend coverage's or a debugger's
+                self.skipped += 1
                 return False
             try:
                 self._profiler.enable()

@@ -498,8 +498,24 @@ static PyObject *lp_default_clock(PyObject *module, PyObject *Py_UNUSED(ignored)
     return PyUnicode_FromString(lp_clock_name(lp_get_state(module)->default_clock));
 }
 
+PyDoc_STRVAR(lp_foreign_trace_doc, "foreign_trace_function()\n--\n\n"
+                                   "3.11: whether some thread runs a trace function that is not a Tracer's\n"
+                                   "(coverage.py, a debugger), which start() would replace until stop().\n"
+                                   "3.12+: always False (sys.monitoring tools do not replace each other).");
+
+static PyObject *lp_foreign_trace(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+#if LP_MONITORING
+    LP_UNUSED(module);
+    Py_RETURN_FALSE;
+#else
+    return PyBool_FromLong(lp_foreign_trace_function(lp_get_state(module)->hook_type));
+#endif
+}
+
 static PyMethodDef lp_module_methods[] = {
     {"default_clock", (PyCFunction)lp_default_clock, METH_NOARGS, lp_default_clock_doc},
+    {"foreign_trace_function", (PyCFunction)lp_foreign_trace, METH_NOARGS, lp_foreign_trace_doc},
     {NULL, NULL, 0, NULL},
 };
 

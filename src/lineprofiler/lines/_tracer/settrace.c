@@ -251,6 +251,23 @@ void lp_uninstall_all(lp_TracerObject *tr)
     }
 }
 
+/* Whether some thread runs a trace function that is not one of ours (coverage.py's, a
+ * debugger's): start() would replace it until stop(), so that thread's tool would miss what
+ * runs meanwhile. */
+int lp_foreign_trace_function(PyTypeObject *hook_type)
+{
+    PyThreadState *cur = PyThreadState_Get();
+    PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(cur));
+    for (; ts != NULL; ts = PyThreadState_Next(ts)) {
+        /* Ours: the C function, or a Hook called as a Python trace function (a new thread's). */
+        if (ts->c_tracefunc != NULL && ts->c_tracefunc != lp_trace &&
+            !(ts->c_traceobj != NULL && Py_IS_TYPE(ts->c_traceobj, hook_type))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ===================================================================== the thread bootstrap */
 
 /* Called as a Python trace function: by a new thread through

@@ -315,6 +315,7 @@ vectorcallfunc lp_path_callback(int kind);
 /* settrace.c */
 int lp_install(lp_TracerObject *tr, PyThreadState *ts);
 void lp_uninstall_all(lp_TracerObject *tr);
+int lp_foreign_trace_function(PyTypeObject *hook_type);
 void lp_eval_install(void);
 void lp_eval_uninstall(void);
 #endif
