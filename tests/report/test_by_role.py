@@ -11,6 +11,7 @@ from lp_report_builders import MS, US, S, SimWorker
 
 from lineprofiler.report.compute import build
 from lineprofiler.report.compute.blocks import RenderOptions, timeline
+from lineprofiler.report.compute.blocks.iterations import role_loop
 from lineprofiler.report.compute.blocks.timeline import ProcessTimeline
 from lineprofiler.report.read.merge import load_run
 from lineprofiler.report.render import json as report_json
@@ -243,3 +244,38 @@ def test_one_roles_window_phase_names_the_same_phase_in_a_role_without_one(tmp_p
         worker.write(tmp_path)
     lines = render(load_run(tmp_path)).splitlines()
     assert "ITERATIONS  phase iteration (window_phase)" in lines
+
+
+def _loop_of(tmp_path, worker) -> str:
+    worker.write(tmp_path)
+    run = load_run(tmp_path)
+    chosen = role_loop(run.roles[worker.role], None)
+    assert chosen is not None
+    return chosen[0]
+
+
+def test_the_loop_is_the_child_holding_the_epoch_even_when_starting_workers_takes_half(tmp_path):
+    # Each epoch starts its DataLoader's workers (60 % of it), then runs 8 steps (35 %) and a
+    # checkpoint (5 %): the loop is still epoch/step.
+    worker = SimWorker("trainer")
+    for _ in range(2):
+        with worker.phase("epoch"):
+            worker.work(60 * MS)
+            for _ in range(8):
+                with worker.phase("step"):
+                    worker.work(35 * MS // 8)
+            with worker.phase("checkpoint"):
+                worker.work(5 * MS)
+    assert _loop_of(tmp_path, worker) == "epoch/step"
+
+
+def test_a_brief_child_entered_often_is_not_the_loop(tmp_path):
+    # A log call inside each iteration, 5 of them taking 10 % in all: the loop is the iteration.
+    worker = SimWorker("actor")
+    for _ in range(20):
+        with worker.phase("iteration"):
+            worker.work(9 * MS)
+            for _ in range(5):
+                with worker.phase("log"):
+                    worker.work(MS // 5)
+    assert _loop_of(tmp_path, worker) == "iteration"

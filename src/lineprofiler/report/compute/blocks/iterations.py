@@ -9,6 +9,9 @@ from ...read.run import PhaseStats, RoleStats, Run
 from . import RenderOptions
 from .phases import buckets
 
+#: The least share of a phase's wall time a child must hold to be taken for its loop: a child
+#: entered often but brief (a ``log`` inside each iteration) is not the loop.
+LOOP_SHARE_FROM = 0.25
 #: Why a role's loop was picked when no ``window_phase`` names it.
 MOST_ENTERED_TOP = "the most-entered top-level phase"
 
@@ -36,8 +39,10 @@ def role_window_phase(role: RoleStats, run: Run) -> str | None:
 def role_loop(role: RoleStats, configured: str | None) -> tuple[str, str] | None:
     """``(phase, why)``: the role's own loop. The configured ``window_phase`` if the role entered
     it; else its most-entered top-level phase, and from there down into a child entered more
-    often that holds at least half its wall time, while there is one: a trainer's ``epoch`` holds
-    its loop ``epoch/step``. None when the role entered no top-level phase."""
+    often that holds most of the time its children took and at least :data:`LOOP_SHARE_FROM` of
+    its own wall time, while there is one: a trainer's ``epoch`` holds its loop ``epoch/step``,
+    even where starting the DataLoader's workers at each epoch's first ``iter()`` takes half the
+    epoch. None when the role entered no top-level phase."""
     if configured is not None and _entered(role, configured):
         return configured, "window_phase"
     top = [p for p in role.phases.values() if p.entries > 0 and "/" not in p.path]
@@ -46,18 +51,19 @@ def role_loop(role: RoleStats, configured: str | None) -> tuple[str, str] | None
     loop = max(top, key=lambda p: (p.entries, p.wall_ns, p.path))
     why = MOST_ENTERED_TOP
     while True:
+        children = [p for p in role.phases.values() if p.path.startswith(loop.path + "/") and p.depth == loop.depth + 1]
+        in_children = sum(p.wall_ns for p in children)
         inner = [
             p
-            for p in role.phases.values()
-            if p.path.startswith(loop.path + "/")
-            and p.depth == loop.depth + 1
-            and p.entries > loop.entries
-            and 2 * p.wall_ns >= loop.wall_ns
+            for p in children
+            if p.entries > loop.entries
+            and 2 * p.wall_ns > in_children
+            and p.wall_ns >= LOOP_SHARE_FROM * loop.wall_ns
         ]
         if not inner:
             break
         outer = loop.path
-        loop = max(inner, key=lambda p: (p.entries, p.wall_ns, p.path))
+        loop = inner[0]  # holding most of the children's time, it is the only one
         why = f"the loop inside {fmt.printable(outer)!r}, {MOST_ENTERED_TOP}" if why == MOST_ENTERED_TOP else why
     if configured is not None:
         why += f"; window_phase {fmt.printable(configured)!r} was never entered"
