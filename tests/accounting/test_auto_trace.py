@@ -80,3 +80,33 @@ def test_without_sys_monitoring_it_says_why(tmp_path):
     out = run(tmp_path)
     assert "needs sys.monitoring" in out["auto_trace"]["unavailable_reason"]
     assert out["phases"] == {}
+
+
+@needs_monitoring
+def test_the_code_cache_is_bounded_and_lets_go_of_code_a_program_compiled():
+    """A program that compiles code as it runs (exec, namedtuple, templates) must not make the
+    tracer keep every code object alive: past ``cache_max`` the decisions are made anew."""
+    import gc
+    import weakref
+
+    from lineprofiler.accounting import _phases
+
+    recorder = _phases.Recorder()
+    recorder.start()
+    project = compile("def work(): pass", "project.py", "exec").co_consts[0]
+    admit = lambda code: "work" if code is project else None  # noqa: E731 - the filter, in one line
+    tracer = _phases.AutoTracer(recorder, admit, sys.monitoring.DISABLE, cache_max=4)
+    compiled = [compile(f"x = {i}", f"generated_{i}", "exec") for i in range(10)]
+    first = weakref.ref(compiled[0])
+    for round_ in range(3):
+        assert tracer.on_start(project, 0) is None  # the project's: entered, never disabled
+        for code in compiled if round_ == 0 else ():
+            assert tracer.on_start(code, 0) is sys.monitoring.DISABLE
+        tracer.on_return(project, 0, None)
+    stats = tracer.stats()
+    assert stats["cache_clears"] >= 2 and stats["errors"] == 0 and stats["exits_skipped"] == 0
+    del compiled, code
+    gc.collect()
+    assert first() is None  # the cache let go of it
+    (work,) = [node for node in recorder.snapshot()["phases"] if node["path"] == "work"]
+    assert work["entries"] == 3  # the same phase after every clear

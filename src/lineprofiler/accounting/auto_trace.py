@@ -102,6 +102,7 @@ class AutoTrace:
             "entries": stats.get("entries", 0),
             "exits_skipped": stats.get("exits_skipped", 0),
             "errors": stats.get("errors", 0),
+            "cache_clears": stats.get("cache_clears", 0),
             "filter": list(self._functions),
             "unavailable_reason": self.unavailable_reason,
         }

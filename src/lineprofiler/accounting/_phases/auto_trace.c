@@ -7,7 +7,10 @@
  * Which code is the project's is asked once per code object of a Python callable (the line
  * layer's project filter), which answers the phase name or None; the answer is kept in a dict
  * by code object. Code that is not the project's gets DISABLE where sys.monitoring allows it, so
- * it costs nothing after its first call. A frame's exit closes its phase only when that phase is
+ * it costs nothing after its first call. The dict keeps each code object alive, so it is emptied
+ * when it reaches `cache_max` entries (65,536 by default; counted): a program that compiles code
+ * as it runs (exec, namedtuple, templates) would otherwise grow it for as long as it runs. The
+ * phases stay the recorder's, so a code asked again gets the same one. A frame's exit closes its phase only when that phase is
  * open on the calling thread's stack: a frame that was running when tracing began has no entry.
  * Nothing of ours raises into the program: a failure is counted, and the event goes on. An
  * exception that is not an Exception (KeyboardInterrupt from a signal handler that ran during
@@ -21,7 +24,8 @@ typedef struct {
     PyObject *admit;    /* strong: admit(code) -> phase name | None */
     PyObject *phases;   /* strong: dict code -> Phase | None */
     PyObject *disable;  /* strong: sys.monitoring.DISABLE */
-    int64_t functions, entries, exits_skipped, errors;
+    Py_ssize_t cache_max;
+    int64_t functions, entries, exits_skipped, errors, cache_clears;
 } lp_AutoTracerObject;
 
 /* The phase of `code` (borrowed), Py_None when it is not the project's, NULL on a failure
@@ -53,6 +57,10 @@ static PyObject *lp_auto_phase_of(lp_AutoTracerObject *self, PyObject *code)
         PyErr_Clear();
         self->errors++;
         made = Py_NewRef(Py_None);
+    }
+    if (PyDict_GET_SIZE(self->phases) >= self->cache_max) {
+        PyDict_Clear(self->phases);
+        self->cache_clears++;
     }
     int stored = PyDict_SetItem(self->phases, code, made);
     Py_DECREF(made);
@@ -158,16 +166,22 @@ static PyObject *lp_auto_hook(lp_AutoTracerObject *self, PyObject *kind)
 
 static PyObject *lp_auto_stats(lp_AutoTracerObject *self, PyObject *Py_UNUSED(ignored))
 {
-    return Py_BuildValue("{s:L,s:L,s:L,s:L}", "functions", (long long)self->functions, "entries",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "functions", (long long)self->functions, "entries",
                          (long long)self->entries, "exits_skipped", (long long)self->exits_skipped, "errors",
-                         (long long)self->errors);
+                         (long long)self->errors, "cache_clears", (long long)self->cache_clears);
 }
 
 static PyObject *lp_auto_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"recorder", "admit", "disable", NULL};
+    static char *kwlist[] = {"recorder", "admit", "disable", "cache_max", NULL};
     PyObject *recorder, *admit, *disable;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:AutoTracer", kwlist, &recorder, &admit, &disable)) {
+    Py_ssize_t cache_max = 65536;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|$n:AutoTracer", kwlist, &recorder, &admit, &disable,
+                                     &cache_max)) {
+        return NULL;
+    }
+    if (cache_max < 1) {
+        PyErr_SetString(PyExc_ValueError, "cache_max must be at least 1");
         return NULL;
     }
     lp_state *st = PyType_GetModuleState(type);
@@ -192,6 +206,7 @@ static PyObject *lp_auto_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     self->st = st;
+    self->cache_max = cache_max;
     self->recorder = Py_NewRef(recorder);
     self->admit = Py_NewRef(admit);
     self->disable = Py_NewRef(disable);
@@ -237,7 +252,8 @@ static PyMethodDef lp_auto_methods[] = {
 };
 
 static PyType_Slot lp_auto_slots[] = {
-    {Py_tp_doc, "AutoTracer(recorder, admit, disable): the project's function calls as phases."},
+    {Py_tp_doc, "AutoTracer(recorder, admit, disable, *, cache_max=65536): the project's function calls as "
+                "phases."},
     {Py_tp_new, lp_auto_new},
     {Py_tp_traverse, lp_auto_traverse},
     {Py_tp_clear, lp_auto_clear},
