@@ -52,6 +52,7 @@ import threading
 
 from ._torch_flight_recorder import OwnCalls, ProcessGroupCollectives, ask_torch_to_record
 from ._torch_import import TorchImportWatch
+from .gpu_events import built_with_cuda
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,16 +65,6 @@ DATALOADER_ROLE = "dataloader"
 
 def _never() -> bool:
     return False
-
-
-def _built_with_cuda(torch: Any) -> bool:
-    """Whether this torch has CUDA (never ``is_available()``: it would start the driver, which
-    breaks CUDA in processes forked later). The GPU timer itself waits for the program to have
-    started CUDA before it records an event."""
-    try:
-        return bool(torch.cuda._is_compiled())
-    except Exception:  # noqa: BLE001 - a torch without it: time nothing on the GPU
-        return False
 
 
 def _distributed_in_use(torch: Any) -> bool:
@@ -188,7 +179,7 @@ class AutoTorch:
         from . import _torch_patches
 
         self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _never
-        self._gpu = _built_with_cuda(torch)
+        self._gpu = built_with_cuda(torch)
         if _distributed_in_use(torch):
             self.process_group.started_late()  # its ring holds collectives from before us
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
         def new_event(self) -> Event: ...
 
 
-__all__ = ["POOL_PAIRS", "NEVER_ENTERED", "PhaseGpuTimer", "TorchCudaEvents"]
+__all__ = ["NEVER_ENTERED", "POOL_PAIRS", "PhaseGpuTimer", "TorchCudaEvents", "built_with_cuda"]
 
 #: The most event pairs alive at once: in flight (recorded, not yet complete) or free for reuse.
 POOL_PAIRS = 1024
@@ -65,17 +65,23 @@ class TorchCudaEvents:
         return self._event(enable_timing=True)
 
 
+def built_with_cuda(torch: Any) -> bool:
+    """Whether this torch may have CUDA: False only where it says it was built without (never
+    ``is_available()``, which starts the driver); a torch without the call is decided by
+    ``is_initialized()`` alone, at the entries."""
+    try:
+        return bool(torch.cuda._is_compiled())
+    except Exception:  # noqa: BLE001 - a torch without the call
+        return True
+
+
 def torch_source(torch: Any) -> tuple[EventSource | None, str, bool]:
     """The events of the program's ``torch`` module (None: not imported), or None with why and
     whether that is final."""
     cuda = getattr(torch, "cuda", None)
     if cuda is None:
         return None, NO_TORCH, False
-    try:
-        compiled = bool(cuda._is_compiled())
-    except Exception:  # noqa: BLE001 - a torch without the call: decided by is_initialized alone
-        compiled = True
-    if not compiled:
+    if not built_with_cuda(torch):
         return None, NO_DEVICE, True
     # Never torch.cuda.is_available(): it initialises the driver, which breaks CUDA in processes
     # forked later. Before CUDA is initialised no kernel can be queued, and recording an event
