@@ -147,6 +147,14 @@ class Worker:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     @property
+    def parent_pid(self) -> int | None:
+        """The pid of the process that started it: the one it was forked from, else its parent."""
+        if self.fork_parent_pid is not None:
+            return self.fork_parent_pid
+        value = self.document["identity"].get("parent_pid")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
     def stop_ns(self) -> int:
         """When this worker's numbers stop: its end, else its last flush or, later, the last
         sign of life its live file gives."""

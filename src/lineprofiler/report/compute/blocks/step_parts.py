@@ -120,15 +120,6 @@ def verdict(steps: StepParts, workers_recorded: bool) -> str | None:
     return None
 
 
-def _parent_pid(worker: Worker) -> int | None:
-    identity = worker.document["identity"]
-    for key in ("fork_parent_pid", "parent_pid"):
-        value = identity.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
 def loading_ns(worker: Worker) -> int:
     """A worker's ``fetch`` and ``collate`` time (open entries' so far included), each counted
     once: a phase under another of them is part of it."""
@@ -144,7 +135,7 @@ def loader_workers(role: RoleStats, run: Run) -> tuple[LoaderWorkers | None, str
     """The role's DataLoader workers and how busy they were; else None and why."""
     parents = {(w.host, w.pid) for w in role.data_workers}
     loaders = run.roles.get(WORKER_ROLE)
-    found = [w for w in (loaders.data_workers if loaders else []) if (w.host, _parent_pid(w)) in parents]
+    found = [w for w in (loaders.data_workers if loaders else []) if (w.host, w.parent_pid) in parents]
     if not found:
         others = len(loaders.data_workers) if loaders else 0
         if others:
