@@ -1,4 +1,4 @@
-"""The C engine: the three extensions, built by setuptools (everything else is pyproject.toml's).
+"""The C engine: the four extensions, built by setuptools (everything else is pyproject.toml's).
 
 They are declared here, not in pyproject.toml's static table, because one setting depends on the
 environment: with LINEPROFILER_DEV_BUILD=1 (the Makefile's test environment) the extensions get
@@ -79,6 +79,9 @@ SAMPLER = extension(
 )
 
 
+SIGNAL_RELAY = extension("lineprofiler._signal_relay", files("_signal_relay", "relay.c"), [])
+
+
 class BuildExt(build_ext):
     """build_ext that rebuilds everything when the seams or the stripping were switched on or off
     since the last build in this build folder: build_ext reuses an extension newer than its
@@ -94,7 +97,7 @@ class BuildExt(build_ext):
         stamp.write_text(wanted, encoding="ascii")
 
 
-EXTENSIONS = [TRACER, PHASES, SAMPLER]
+EXTENSIONS = [TRACER, PHASES, SAMPLER, SIGNAL_RELAY]
 
 if __name__ == "__main__":  # setuptools runs it so; benchmarks/gpu_check.py reads EXTENSIONS only
     setup(ext_modules=EXTENSIONS, cmdclass={"build_ext": BuildExt})

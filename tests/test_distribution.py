@@ -29,7 +29,12 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 #: What README.md puts before a fenced block that this test runs.
 RUN_MARK = "<!-- README test: runs in a fresh environment -->"
-EXTENSIONS = ("lineprofiler/lines/_tracer", "lineprofiler/accounting/_phases", "lineprofiler/accounting/_sampler")
+EXTENSIONS = (
+    "lineprofiler/lines/_tracer",
+    "lineprofiler/accounting/_phases",
+    "lineprofiler/accounting/_sampler",
+    "lineprofiler/_signal_relay",
+)
 #: The distributions are built and installed on the oldest and the newest supported Python: the
 #: build is the same code on each, and three builds per Python cost CI minutes on all five.
 ENDS = ((3, 11), (3, 15))

@@ -8,7 +8,7 @@ import pytest
 @pytest.mark.parametrize(
     "name",
     ["lineprofiler", "lineprofiler.lines._tracer", "lineprofiler.accounting._phases",
-     "lineprofiler.accounting._sampler"],
+     "lineprofiler.accounting._sampler", "lineprofiler._signal_relay"],
 )
 def test_module_imports(name):
     assert importlib.import_module(name) is not None

@@ -156,7 +156,10 @@ class SignalChain:
                     continue
                 if name not in any_handler and previous != _signals.SIG_DFL:
                     continue
-                _signals.install(signum, self.handler)
+                if _signals.ends_process(previous):  # ours stands in for the default action
+                    _signals.stand_in(signum, self.handler)
+                else:
+                    _signals.install(signum, self.handler)
                 self._replaced[signum] = previous
             except (ValueError, OSError) as error:
                 if note is not None:

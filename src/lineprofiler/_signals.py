@@ -11,6 +11,8 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]  # signal's C half: no stub, no enum import
 import os
 
+from . import _signal_relay
+
 SIG_DFL: int = _signal.SIG_DFL
 SIG_IGN: int = _signal.SIG_IGN
 
@@ -31,6 +33,35 @@ def install(signum: int, handler: object) -> object:
     """Install ``handler`` for ``signum`` (main thread only: ValueError elsewhere); returns the
     previous one."""
     return _signal.signal(signum, handler)
+
+
+def stand_in(signum: int, handler: object) -> object:
+    """Install ``handler`` for ``signum`` in place of its default action (main thread only);
+    returns the previous handler. A Python handler runs only when the main thread checks for
+    signals, which a signal delivered to another thread, or just before a blocking call, never
+    makes it do: the relay sends the signal to the main thread again until :func:`handled` is
+    called, and takes the default action if the handler still has not run after
+    ``_signal_relay.GIVE_UP_NS`` (the main thread stuck in C), so the process ends as it would
+    have without us."""
+    previous = _signal.signal(signum, handler)
+    watch(signum)
+    return previous
+
+
+def watch(signum: int) -> None:
+    """The relay of :func:`stand_in` for the Python handler just installed for ``signum``."""
+    try:
+        _signal_relay.watch(signum)
+    except (ValueError, OSError):
+        pass  # no relay: the handler is as Python alone would run it
+
+
+def handled(signum: int) -> None:
+    """Our handler for ``signum`` runs: no more relays of the arrival that called it."""
+    try:
+        _signal_relay.handled(signum)
+    except (ValueError, OSError):
+        pass
 
 
 def signal_name(signum: int) -> str:

@@ -200,6 +200,7 @@ class ProcessHooks:
         thread starts no nested flush: it is handed on at once, or, if it ends the process,
         taken once the flush under way is done (with a final flush of its own). Nothing raises
         from here but the handler chained to."""
+        _signals.handled(signum)
         previous: Any = _signals.SIG_DFL
         try:
             previous = self.signals.previous_for(signum)

@@ -307,11 +307,12 @@ class ProcessEndings:
         finally:
             if swapped is not None:
                 try:
-                    _signals.install(swapped, self.on_signal)
+                    _signals.stand_in(swapped, self.on_signal)
                 except (ValueError, OSError):
                     pass
 
     def on_signal(self, signum: int, frame: Any) -> None:
+        _signals.handled(signum)
         if self.ending:
             return  # came in the middle of the last writes of a process that is ending anyway
         previous = self.signals.previous_for(signum)
@@ -341,6 +342,8 @@ class ProcessEndings:
             and _lifecycle.on_main_thread()
         )
         before = real(signalnum, self.on_signal if stand_in else handler)
+        if stand_in:
+            _signals.watch(signalnum)
         shown = self.shown(signalnum, before)
         if stand_in:
             self.signals.remember(signalnum, _signals.SIG_DFL)

@@ -1,0 +1,9 @@
+"""Types of the C extension lineprofiler._signal_relay (src/lineprofiler/_signal_relay/relay.c)."""
+
+GIVE_UP_NS: int
+RELAY_PERIOD_NS: int
+SUPPORTED: int
+
+def watch(signum: int, /) -> bool: ...
+def handled(signum: int, /) -> None: ...
+def watching(signum: int, /) -> bool: ...
