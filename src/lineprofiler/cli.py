@@ -81,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     report_output.add_argument(
         "--json", action="store_true", help="print the whole report as one JSON document (schema in docs/report.md)"
     )
+    report_output.add_argument(
+        "--lines-html",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="instead of the report, write the lines of Profiler(line_sampling=...) as annotated, heat-coloured "
+        "source, one view per role and phase, in one self-contained HTML file (default "
+        "RUN_DIR/sampled-lines.html) and print its path; exit status 2 when no line was sampled",
+    )
     _add_format_options(report, "the report")
     _add_quiet_option(report)
     _add_fail_over_option(report)

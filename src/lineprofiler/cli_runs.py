@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from .cli_output import EXIT_FAIL_OVER, EXIT_OK, PROG, emit, output_format, print_line, progress_for
+from .cli_output import EXIT_FAIL_OVER, EXIT_OK, PROG, emit, output_format, print_line, progress_for, write
 
 
 def report_command(args: argparse.Namespace) -> int:
@@ -16,6 +16,8 @@ def report_command(args: argparse.Namespace) -> int:
     from .report.read.merge import load_run
     from .report.render import render
 
+    if args.lines_html is not None:
+        return sampled_lines_page_command(args)
     fmt, path = output_format(args, os.path.join(args.run_dir, "report.html"))
     progress = progress_for(args)
     try:
@@ -27,6 +29,46 @@ def report_command(args: argparse.Namespace) -> int:
         progress.close()
     emit(fmt, path, render(report, fmt, caveats=run.caveats))
     return _gate(getattr(report, "story", None), args.fail_over)
+
+
+def sampled_lines_page_command(args: argparse.Namespace) -> int:
+    """``report RUN --lines-html [PATH]``: the sampled lines as annotated source per role and
+    phase. A run none of whose processes sampled a line is bad input: one line, status 2."""
+    from .report.compute.blocks import RenderOptions
+    from .report.compute.blocks.sampled_lines import sampled_lines_block
+    from .report.read.merge import ReportError, load_run
+    from .report.render.html.sampled_source import render_sampled_source
+
+    given = [name for name, value in (("-o", args.output), ("--format", args.format)) if value is not None]
+    if args.fail_over is not None:
+        given.append("--fail-over")
+    if given:
+        raise ReportError(f"--lines-html writes only its page (--lines-html PATH names it): drop {', '.join(given)}")
+    path = args.lines_html or os.path.join(args.run_dir, "sampled-lines.html")
+    progress = progress_for(args)
+    try:
+        run = load_run(args.run_dir, no_samples=True, attempt=args.attempt, progress=progress)
+        progress.update(f"merging the sampled lines of {len(run.workers)} workers")
+        options = RenderOptions(no_samples=True, lines=True)
+        block = sampled_lines_block(run, options, every_line=True)
+    finally:
+        progress.close()
+    if block is None:
+        raise ReportError(
+            f"{args.run_dir}: no process of this run sampled lines (Profiler(line_sampling=0.02) or "
+            "LINEPROFILER_LINE_SAMPLING=0.02 turns it on): no page written"
+        )
+    if not block.roles:
+        more = f" (and {len(block.unreadable) - 1} more)" if len(block.unreadable) > 1 else ""
+        raise ReportError(f"no line_sampling section could be read: {block.unreadable[0]}{more}")
+    if not any(role.phases for role in block.roles):
+        windows = sum(role.windows for role in block.roles)
+        raise ReportError(
+            f"{args.run_dir}: {windows:,} sampled windows, but no line of the project ran inside them: no page written"
+        )
+    title = f"lineprofiler: sampled lines of {run.name}"
+    print_line(write(path, render_sampled_source(block, title=title, caveats=[*run.caveats, *options.caveats]), "html"))
+    return EXIT_OK
 
 
 def _gate(story: Any, fail_over: float | None) -> int:

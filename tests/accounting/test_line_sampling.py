@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from html.parser import HTMLParser
 from typing import Any
 
 import pytest
@@ -321,3 +322,135 @@ def test_coverage_keeps_every_line_while_lines_are_sampled(tmp_path):
         assert said["holder"] == "coverage.py" and windows.get("with_coverage", 0) > 0
     else:
         assert "with_coverage" not in windows and section["skipped"] > 0
+
+
+class _Views(HTMLParser):
+    """The annotated page's views (``report --lines-html``): per (role, phase), each source row
+    that carries numbers, by line number, as its cells' texts."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.views: dict[tuple[str, str], dict[int, list[str]]] = {}
+        self.reasons: list[str] = []
+        self._view: dict[int, list[str]] = {}
+        self._row: list[str] | None = None
+        self._in_source = False
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        seen = dict(attrs)
+        if tag == "section" and seen.get("class") == "view":
+            self._view = self.views.setdefault((str(seen["data-role"]), str(seen["data-phase"])), {})
+        elif tag == "table":
+            self._in_source = seen.get("data-block") == "source"
+        elif tag == "tr" and self._in_source and seen.get("data-l") and "also" not in str(seen.get("class")):
+            self._row = []
+            self._view[int(str(seen["data-l"]))] = self._row
+        elif tag == "td" and self._row is not None:
+            self._row.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "tr":
+            self._row = None
+
+    def handle_data(self, data: str) -> None:
+        if self._row:
+            self._row[-1] += data
+
+
+def test_the_annotated_page_shows_each_phase_of_the_role_apart(sampled, tmp_path):
+    from lineprofiler.lines.render import format_ns
+
+    page = tmp_path / "lines.html"
+    result = run_cli("report", sampled["run_dir"], "--lines-html", page)
+    assert result.code == 0, result.err
+    assert result.out.strip() == str(page)
+    views = _Views(page.read_text()).views
+    assert {phase for role, phase in views if role == "actor"} >= {"act", "learn", "kid"}
+    (role,) = json.loads(run_cli("report", sampled["run_dir"], "--lines", "--json").out)["lines"]["sampled"]["roles"]
+    (act,) = [p for p in role["phases"] if p["path"] == "act"]
+    expected = {row["line"]: row for row in act["rows"]}[_line_of("HOT")]
+    # Line, Hits, Time, Self, Per hit, % func, Share of phase ± 95 %, Source: the report's numbers.
+    hot = views[("actor", "act")][_line_of("HOT")]
+    assert hot[1:4] == [f"{expected['hits']:,}", format_ns(expected["time_ns"]), format_ns(expected["self_ns"])]
+    assert hot[6] == f"{expected['share'] * 100:.1f}% \u00b1 {expected['error'] * 100:.1f}%"
+    assert hot[7].strip() == "time.sleep(0.003)  # HOT"  # the file on disk, shown whole
+    # Choosing a phase shows its lines only: the other thread's and the child's are elsewhere.
+    assert _line_of("LEARN") not in views[("actor", "act")] and _line_of("KID") not in views[("actor", "act")]
+    assert _line_of("LEARN") in views[("actor", "learn")] and _line_of("HOT") not in views[("actor", "learn")]
+    assert _line_of("KID") in views[("actor", "kid")]
+
+
+def test_the_annotated_page_says_a_changed_source_and_refuses_a_run_with_no_sampled_line(sampled, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(sampled["run_dir"], run_dir)
+    moved = tmp_path / "moved" / "actor.py"
+    workers = list((run_dir / "workers").rglob("w_*.json"))
+    for path in workers:  # the sections name a copy of the program, which then changes
+        document = json.loads(path.read_text())
+        for phase in document["line_sampling"]["phases"]:
+            for row in phase["lines"]:
+                row[0] = str(moved)
+        path.write_text(json.dumps(document))
+    moved.parent.mkdir()
+    moved.write_text("# a line added since the run\n" + PROGRAM)
+    page = tmp_path / "changed.html"
+    assert run_cli("report", run_dir, "--lines-html", page).code == 0
+    text = page.read_text()
+    assert "the file on disk changed since the run" in text
+    assert _Views(text).views[("actor", "act")][_line_of("HOT")][7].strip() == "time.sleep(0.003)  # HOT"
+    moved.unlink()
+    assert run_cli("report", run_dir, "--lines-html", page).code == 0
+    assert "the file on disk is missing" in page.read_text()
+
+    refused = run_cli("report", run_dir, "--lines-html", page, "-o", tmp_path / "report.html")
+    assert refused.code == 2 and refused.err.count("\n") == 1 and "drop -o" in refused.err
+    for path in workers:
+        document = json.loads(path.read_text())
+        del document["line_sampling"]
+        path.write_text(json.dumps(document))
+    page.unlink()
+    result = run_cli("report", run_dir, "--lines-html", page)
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert "no process of this run sampled lines" in result.err and "Traceback" not in result.err
+    assert not page.exists()
+
+
+def _chromium() -> Any:
+    import importlib.util
+    from pathlib import Path
+
+    name = "lp_report_chromium"  # the name tests/lines/test_annotated_browser.py loads it under
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent.parent / "report" / "chromium.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+SHOWN = "[...document.querySelectorAll('section.view')].filter(v => v.offsetHeight > 0).map(v => v.dataset.phase)"
+
+
+def test_the_annotated_page_shows_the_phase_chosen_in_a_browser(sampled, tmp_path):
+    chromium = _chromium()
+    executable = chromium.find_chromium()
+    if executable is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium; CI installs it)")
+    page = tmp_path / "lines.html"
+    assert run_cli("report", sampled["run_dir"], "--lines-html", page).code == 0
+    with chromium.Browser(executable) as browser:
+        browser.open(page.as_uri())
+        first = browser.evaluate(SHOWN)
+        assert len(first) == 1 and first[0] in ("act", "learn")
+        other = "learn" if first == ["act"] else "act"
+        browser.evaluate(
+            "var s = document.getElementById('pick-phase');"
+            f"s.value = document.querySelector('section.view[data-phase={other}]').id;"
+            "s.dispatchEvent(new Event('change'))"
+        )
+        assert browser.evaluate(SHOWN) == [other]
+        marker = "HOT" if other == "act" else "LEARN"
+        assert browser.evaluate(f"document.querySelector('section.view.on tr[data-l=\"{_line_of(marker)}\"]') !== null")
+        assert browser.evaluate("location.hash") == browser.evaluate("'#' + document.querySelector('.view.on').id")
+        assert browser.errors() == []

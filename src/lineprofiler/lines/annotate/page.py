@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -27,7 +27,7 @@ from ..stats import FunctionStats, LineStats, StatsKey
 from .assets import CSS, JS
 from .sources import FileText, file_text
 
-__all__ = ["Limits", "render_annotated", "write_annotated"]
+__all__ = ["ExtraColumn", "Limits", "annotated_body", "page_html", "render_annotated", "write_annotated"]
 
 #: Lines shown before a function's first line and after its last recorded one, in a file too
 #: long to show whole.
@@ -51,6 +51,20 @@ class Limits:
     line_chars: int = 400
     whole_file_lines: int = 3_000
     slowest_lines: int = 20
+
+
+@dataclass(frozen=True)
+class ExtraColumn:
+    """A column after the margin's numbers, for a page that knows more of each line than its
+    stats (the sampled lines' share of their phase): its head, and for a (function, line) its
+    text and the value it sorts by, or None (an empty cell)."""
+
+    head: str
+    cell: Callable[[FunctionStats, LineStats], tuple[str, float] | None]
+
+    def html(self, f: FunctionStats, line: LineStats) -> str:
+        value = self.cell(f, line)
+        return '<td data-v=""></td>' if value is None else f'<td data-v="{value[1]}">{escape(value[0])}</td>'
 
 
 @dataclass
@@ -127,10 +141,11 @@ def _source_cell(text: str | None, limit: int) -> str:
     return f'<td class="src">{escape(shown)}</td>'
 
 
-def _numbers(f: FunctionStats, line: LineStats) -> str:
+def _numbers(f: FunctionStats, line: LineStats, extra: ExtraColumn | None) -> str:
     return (
         f'<td data-v="{line.hits}">{line.hits:,}</td><td data-v="{line.time_ns}">{format_ns(line.time_ns)}</td>'
         f"<td>{_duration(line.self_ns)}</td><td>{_per_hit(line)}</td><td>{_share(line.time_ns, f.time_ns)}</td>"
+        f"{'' if extra is None else extra.html(f, line)}"
     )
 
 
@@ -142,9 +157,14 @@ class _Page:
         hashes: Mapping[str, str | None],
         limits: Limits,
         shade: str,
+        prefix: str = "",
+        extra: ExtraColumn | None = None,
     ) -> None:
         self.limits = limits
         self.shade = shade
+        #: Put before every id of the page, so that several pages' bodies can share one document.
+        self.prefix = prefix
+        self.extra = extra
         self.hashes = hashes
         self.functions = sorted(stats.values(), key=lambda f: (-f.time_ns, f.filename, f.first_lineno, f.qualname))
         self.top_line_ns = max((self._line_heat_ns(ln) for f in self.functions for ln in f.lines.values()), default=0)
@@ -218,7 +238,7 @@ class _Page:
                 if f.first_lineno in shown_rows:
                     first = f.first_lineno
                 if first is not None:
-                    self.anchor[index] = f"L{number}-{first}"
+                    self.anchor[index] = f"{self.prefix}L{number}-{first}"
             self.shown.append((number, entry, text, rows))
 
     # -- the parts
@@ -253,7 +273,7 @@ class _Page:
             f"<th data-sort>{c}</th>" for c in ("Function", "Where", "Calls", "Hits", "Total time", "Self", "Lines")
         )
         return (
-            '<section id="functions"><h2>Functions</h2>'
+            f'<section id="{self.prefix}functions"><h2>Functions</h2>'
             '<p class="note">Slowest first. Total time is the sum of the function\'s lines (callees included); '
             "self time leaves out the calls its lines make. \u201c-\u201d: not measured.</p>"
             f'<div class="wide"><table data-block="functions"><thead><tr>{head}</tr></thead>'
@@ -273,56 +293,65 @@ class _Page:
             where = escape(self._shown_name(f.filename)) + f":{ln.lineno}"
             number = number_of.get(f.filename)
             if number is not None:
-                where = f'<a href="#L{number}-{ln.lineno}">{where}</a>'
+                where = f'<a href="#{self.prefix}L{number}-{ln.lineno}">{where}</a>'
             source = None if ln.source is None else ln.source.strip()
             rows.append(
                 f'<tr data-f="{index}" data-l="{ln.lineno}" class="h{self._line_heat(ln)}">'
                 f'<td data-v="{ln.time_ns}">{format_ns(ln.time_ns)}</td><td data-v="{ln.hits}">{ln.hits:,}</td>'
                 f'<td data-v="{ln.time_ns / ln.hits if ln.hits else ""}">{_per_hit(ln)}</td>'
                 f'<td class="name">{where}</td><td class="name">{_text(f.qualname)}</td>'
+                f"{'' if self.extra is None else self.extra.html(f, ln)}"
                 f"{_source_cell(source, self.limits.line_chars)}</tr>"
             )
-        head = "".join(f"<th data-sort>{c}</th>" for c in ("Time", "Hits", "Per hit", "Where", "Function", "Source"))
+        heads = ("Time", "Hits", "Per hit", "Where", "Function", *self._extra_head(), "Source")
+        head = "".join(f"<th data-sort>{c}</th>" for c in heads)
         return (
-            '<section id="slowest"><h2>Slowest lines</h2>'
+            f'<section id="{self.prefix}slowest"><h2>Slowest lines</h2>'
             f'<div class="wide"><table data-block="slowest"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></div></section>"
         )
 
+    def _extra_head(self) -> tuple[str, ...]:
+        return () if self.extra is None else (escape(self.extra.head),)
+
     def file_section(self, number: int, entry: _File, text: FileText, rows: list[int]) -> str:
         limit = self.limits.line_chars
+        p = self.prefix
+        columns = 8 if self.extra is not None else 7
         out = []
         previous = 0
         missing = "not shown" if text.whole else "not recorded"
         for lineno in rows:
             if lineno > previous + 1:
                 gap = f"lines {previous + 1}\u2013{lineno - 1}" if lineno - 1 > previous + 1 else f"line {lineno - 1}"
-                out.append(f'<tr class="gap"><td colspan="7">\u22ee {gap} {missing}</td></tr>')
+                out.append(f'<tr class="gap"><td colspan="{columns}">\u22ee {gap} {missing}</td></tr>')
             previous = lineno
             recorded = entry.per_line.get(lineno)
             source = _source_cell(text.lines.get(lineno), limit)
             if not recorded:
                 out.append(
-                    f'<tr id="L{number}-{lineno}" class="u"><td>{lineno}</td>'
-                    f"<td></td><td></td><td></td><td></td><td></td>{source}</tr>"
+                    f'<tr id="{p}L{number}-{lineno}" class="u"><td>{lineno}</td>'
+                    f"{'<td></td>' * (columns - 2)}{source}</tr>"
                 )
                 continue
             first_index, first_line = recorded[0]
             f = self.functions[first_index]
             out.append(
-                f'<tr id="L{number}-{lineno}" data-f="{first_index}" data-l="{lineno}" '
+                f'<tr id="{p}L{number}-{lineno}" data-f="{first_index}" data-l="{lineno}" '
                 f'class="h{self._line_heat(first_line)}"><td>{lineno}</td>'
-                f"{_numbers(f, first_line)}{source}</tr>"
+                f"{_numbers(f, first_line, self.extra)}{source}</tr>"
             )
             for index, line in recorded[1:]:
                 other = self.functions[index]
                 out.append(
                     f'<tr data-f="{index}" data-l="{lineno}" class="also h{self._line_heat(line)}">'
-                    f'<td></td>{_numbers(other, line)}<td class="src in">\u21b3 in {_text(other.qualname)}</td></tr>'
+                    f"<td></td>{_numbers(other, line, self.extra)}"
+                    f'<td class="src in">\u21b3 in {_text(other.qualname)}</td></tr>'
                 )
         if text.whole and previous < text.last:
             out.append(
-                f'<tr class="gap"><td colspan="7">\u22ee lines {previous + 1}\u2013{text.last} not shown</td></tr>'
+                f'<tr class="gap"><td colspan="{columns}">'
+                f"\u22ee lines {previous + 1}\u2013{text.last} not shown</td></tr>"
             )
         if text.whole:
             origin = "the file on disk, the same source that ran"
@@ -333,9 +362,10 @@ class _Page:
         functions = ", ".join(
             f'<a href="#{self.anchor[i]}">{_text(f.qualname)}</a>' for i, f in entry.functions if i in self.anchor
         )
-        head = "".join(f"<th>{c}</th>" for c in ("Line", "Hits", "Time", "Self", "Per hit", "% func", "Source"))
+        heads = ("Line", "Hits", "Time", "Self", "Per hit", "% func", *self._extra_head(), "Source")
+        head = "".join(f"<th>{c}</th>" for c in heads)
         return (
-            f'<section class="file" id="file{number}" data-file="{escape(printable(entry.name), quote=True)}" '
+            f'<section class="file" id="{p}file{number}" data-file="{escape(printable(entry.name), quote=True)}" '
             f'style="contain-intrinsic-size:auto {ROW_PX * (len(out) + 2) + 60}px">'
             f"<h2>{escape(entry.shown_name)}</h2>"
             f'<p class="note">{len(entry.functions):,} function{"s" if len(entry.functions) != 1 else ""} '
@@ -357,7 +387,7 @@ class _Page:
         )
         head = "".join(f"<th data-sort>{c}</th>" for c in ("File", "Functions", "Hits", "Time"))
         return (
-            '<section id="left-out"><h2>Files not shown</h2>'
+            f'<section id="{self.prefix}left-out"><h2>Files not shown</h2>'
             f'<p class="note left-out">{len(self.left_out):,} of {len(self.files):,} files are not shown: a page holds '
             f"at most {lim.files:,} files and {lim.lines:,} source lines, taken slowest file first. "
             "Their functions are in the table above; their totals:</p>"
@@ -391,10 +421,29 @@ def render_annotated(
     the profiler was enabled; ``preamble``: text shown first, as it is (``view``'s lines on the
     processes read); ``shade``: "self" (the default: the hot lines darkest) or "inclusive" (a
     line's time with its calls: the callers darkest)."""
+    body = annotated_body(
+        stats, root=root, hashes=hashes, wall_ns=wall_ns, preamble=preamble, limits=limits, shade=shade
+    )
+    return page_html(title, f"<h1>{_text(title)}</h1>{body}")
+
+
+def annotated_body(
+    stats: Mapping[StatsKey, FunctionStats],
+    *,
+    root: Path | None = None,
+    hashes: Mapping[str, str | None] | None = None,
+    wall_ns: int | None = None,
+    preamble: str | None = None,
+    limits: Limits | None = None,
+    shade: str = "self",
+    prefix: str = "",
+    extra: ExtraColumn | None = None,
+) -> str:
+    """The page's body below its title (:func:`render_annotated`'s options), for a page that
+    holds several: ``prefix`` goes before each of its ids, ``extra`` adds a column."""
     if shade not in SHADES:
         raise ValueError(f"shade must be one of {', '.join(map(repr, SHADES))}, not {shade!r}")
-    page = _Page(stats, root, hashes or {}, limits or Limits(), shade)
-    parts = [f"<h1>{_text(title)}</h1>"]
+    page = _Page(stats, root, hashes or {}, limits or Limits(), shade, prefix, extra)
     facts = [
         f"{len(page.functions):,} function{'s' if len(page.functions) != 1 else ''}",
         f"{len(page.files):,} file{'s' if len(page.files) != 1 else ''}",
@@ -402,40 +451,45 @@ def render_annotated(
     ]
     if wall_ns is not None and wall_ns > 0:
         facts.append(f"profiler enabled for {format_ns(wall_ns)}")
-    parts.append(f'<p class="sub">{escape(SEPARATOR.join(facts))}</p>')
+    parts = [f'<p class="sub">{escape(SEPARATOR.join(facts))}</p>']
     if preamble:
         parts.append(f'<pre class="text">{_text(preamble.rstrip())}</pre>')
     if not page.functions:
         parts.append('<p class="note">No line timings recorded.</p>')
-    else:
+        return "".join(parts)
+    parts.append(
+        '<p class="note">A line\'s time runs from its start to the next line of its frame, so it includes the '
+        f"calls it makes. Shading: {_SHADING_NOTE[shade]} Greyed lines did not run (or are not code).</p>"
+    )
+    nav = [f'<a href="#{prefix}functions">Functions</a>', f'<a href="#{prefix}slowest">Slowest lines</a>']
+    nav += [f'<a href="#{prefix}file{n}">{escape(e.shown_name)}</a>' for n, e, _, _ in page.shown[:12]]
+    if len(page.shown) > 12:
+        nav.append(f"<span>and {len(page.shown) - 12:,} more files</span>")
+    if page.left_out:
+        nav.append(f'<a href="#{prefix}left-out">Files not shown</a>')
+    parts.append(f"<nav>{''.join(nav)}</nav>")
+    if page.left_out:
         parts.append(
-            '<p class="note">A line\'s time runs from its start to the next line of its frame, so it includes the '
-            f"calls it makes. Shading: {_SHADING_NOTE[shade]} Greyed lines did not run (or are not code).</p>"
+            f'<p class="note left-out">Bounded: {len(page.shown):,} of {len(page.files):,} files shown, '
+            f'the others listed <a href="#{prefix}left-out">by name with their totals</a>.</p>'
         )
-        nav = ['<a href="#functions">Functions</a>', '<a href="#slowest">Slowest lines</a>']
-        nav += [f'<a href="#file{n}">{escape(e.shown_name)}</a>' for n, e, _, _ in page.shown[:12]]
-        if len(page.shown) > 12:
-            nav.append(f"<span>and {len(page.shown) - 12:,} more files</span>")
-        if page.left_out:
-            nav.append('<a href="#left-out">Files not shown</a>')
-        parts.append(f"<nav>{''.join(nav)}</nav>")
-        if page.left_out:
-            parts.append(
-                f'<p class="note left-out">Bounded: {len(page.shown):,} of {len(page.files):,} files shown, '
-                f'the others listed <a href="#left-out">by name with their totals</a>.</p>'
-            )
-        parts.append(page.function_table())
-        parts.append(page.slowest_lines())
-        parts.extend(page.file_section(*shown) for shown in page.shown)
-        parts.append(page.left_out_section())
-    body = "".join(parts)
+    parts.append(page.function_table())
+    parts.append(page.slowest_lines())
+    parts.extend(page.file_section(*shown) for shown in page.shown)
+    parts.append(page.left_out_section())
+    return "".join(parts)
+
+
+def page_html(title: str, body: str, *, css: str = "", js: str = "") -> str:
+    """A whole self-contained page around ``body``: the annotated page's style and script, and
+    ``css`` and ``js`` after them."""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_text(title)}</title><style>{CSS}</style></head><body><main>{body}"
+        f"<title>{_text(title)}</title><style>{CSS}{css}</style></head><body><main>{body}"
         f"<footer>Written by lineprofiler {escape(__version__)}. Numbers are formatted as "
         "<code>print_stats()</code> prints them.</footer></main><script>"
-        f"{JS}</script></body></html>\n"
+        f"{JS}{js}</script></body></html>\n"
     )
 
 

@@ -29,6 +29,8 @@ from . import RenderOptions
 #: time is left out too.
 MAX_PHASES = 8
 MIN_PHASE_SHARE = 0.01
+#: The annotated page's phases per role (one chosen at a time there, so small ones too).
+PAGE_MAX_PHASES = 32
 NO_PHASE = "(no phase)"
 OTHER_PHASES = "(other phases)"
 
@@ -72,7 +74,9 @@ def _phase_name(path: str | None, other: bool) -> str:
     return NO_PHASE if path is None else path
 
 
-def _role(name: str, processes: Sequence[SampledProcess], top: int) -> SampledRole:
+def _role(
+    name: str, processes: Sequence[SampledProcess], top: int | None, max_phases: int, min_share: float
+) -> SampledRole:
     phases: dict[str, _Phase] = {}
     for process in processes:
         for part in process.phases:
@@ -92,14 +96,14 @@ def _role(name: str, processes: Sequence[SampledProcess], top: int) -> SampledRo
     ordered = sorted(phases.items(), key=lambda kv: (-kv[1].time_ns, kv[0]))
     shown = [
         (path, phase)
-        for path, phase in ordered[:MAX_PHASES]
-        if total_ns and phase.time_ns / total_ns >= MIN_PHASE_SHARE
+        for path, phase in ordered[:max_phases]
+        if total_ns and phase.time_ns / total_ns >= min_share
     ]
     out = []
     for path, phase in shown:
         lines = sorted(phase.lines.items(), key=lambda kv: (-kv[1].self_ns, -kv[1].time_ns, kv[0]))
         rows = []
-        for rank, ((file, function, lineno), line) in enumerate(lines[:top], 1):
+        for rank, ((file, function, lineno), line) in enumerate(lines[:top] if top is not None else lines, 1):
             share = line.self_ns / phase.time_ns if phase.time_ns else 0.0
             rows.append(
                 SampledLineRow(
@@ -129,8 +133,10 @@ def _role(name: str, processes: Sequence[SampledProcess], top: int) -> SampledRo
     )
 
 
-def sampled_lines_block(run: Run, options: RenderOptions) -> SampledLinesBlock | None:
-    """The sampled lines of the attempt's workers by role; None when no worker sampled."""
+def sampled_lines_block(run: Run, options: RenderOptions, *, every_line: bool = False) -> SampledLinesBlock | None:
+    """The sampled lines of the attempt's workers by role; None when no worker sampled.
+    ``every_line``: every recorded line of up to :data:`PAGE_MAX_PHASES` phases however small
+    (the annotated page's), not the top ``lines_top`` of the :data:`MAX_PHASES` biggest."""
     by_role: dict[str, list[SampledProcess]] = {}
     unreadable: list[str] = []
     workers: list[Worker] = list(run.workers)
@@ -148,10 +154,12 @@ def sampled_lines_block(run: Run, options: RenderOptions) -> SampledLinesBlock |
         return None
     order = list(run.roles)
     roles = [
-        _role(name, by_role[name], options.lines_top)
+        _role(name, by_role[name], None, PAGE_MAX_PHASES, 0.0)
+        if every_line
+        else _role(name, by_role[name], options.lines_top, MAX_PHASES, MIN_PHASE_SHARE)
         for name in sorted(by_role, key=lambda r: (order.index(r) if r in order else len(order), r))
     ]
     return SampledLinesBlock(roles=roles, unreadable=unreadable)
 
 
-__all__ = ["MAX_PHASES", "NO_PHASE", "OTHER_PHASES", "interval", "sampled_lines_block"]
+__all__ = ["MAX_PHASES", "NO_PHASE", "PAGE_MAX_PHASES", "OTHER_PHASES", "interval", "sampled_lines_block"]
