@@ -2,8 +2,8 @@
 
 A thread of the profiler switches the C line tracer on for :data:`WINDOW_S` at a time, with
 gaps drawn at random so that the windows cover about ``fraction`` of the process's wall time
-and no periodic loop of the program is aliased (each gap uniform in 0.5 to 1.5 times its mean,
-the mean made from the last window's real length).
+and no periodic loop of the program is aliased (each cycle of a gap and a window uniform in 0.5
+to 1.5 times ``WINDOW_S / fraction``).
 Between windows nothing is hooked: on 3.12+ the tool id is given back, so no ``sys.monitoring``
 event is delivered; on 3.11 no trace function is installed. Inside a window every line of the
 project is recorded exactly (hits, time, self time), keyed by the accounting phase open on its
@@ -86,18 +86,19 @@ class LineSampling:
     # ---- the windows ----
 
     def _run(self) -> None:
-        # A window lasts longer than asked when the program holds the GIL (the switch waits
-        # for it): the next gap is made from the length the last window had, so that the
-        # windows still cover about `fraction` of the wall time.
+        # Each cycle (a gap, then a window) lasts window_s / fraction on average, jittered, so
+        # the windows' recorded time is `fraction` of the wall time. Waiting for the GIL to
+        # open and to close a window is part of the cycle, not of the window: lines are recorded
+        # from the opening to pause_after's mark, and after the mark the tracer disables each
+        # location it is called at, so the wait to close costs the program next to nothing.
         stop = self._stop
-        last_s = self.window_s
-        while not stop.wait(last_s * (1 - self.fraction) / self.fraction * self._random.uniform(0.5, 1.5)):
-            if not self._open_window():
-                continue
-            before = self._profiler.wall_time_ns
-            self._profiler.pause_after(self.window_s)  # the lines end on time, however late the GIL comes
-            self._close_window()
-            last_s = max(self.window_s, (self._profiler.wall_time_ns - before) / 1e9)
+        busy_s = 0.0
+        while not stop.wait(max(0.0, self.window_s / self.fraction * self._random.uniform(0.5, 1.5) - busy_s)):
+            started = time.monotonic()
+            if self._open_window():
+                self._profiler.pause_after(self.window_s)  # the lines end on time, however late the GIL comes
+                self._close_window()
+            busy_s = time.monotonic() - started
 
     def _open_window(self) -> bool:
         with self._lock:

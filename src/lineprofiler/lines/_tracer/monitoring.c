@@ -51,6 +51,20 @@ LP_INLINE PyObject *lp_disable(lp_TracerObject *tr)
     return Py_NewRef(tr->disable);
 }
 
+/* What a callback returns while the tracer is off. Off at pause_after()'s mark, the events stay
+ * on until the sampler's thread gets the GIL back to stop them (up to a switch interval): each
+ * location reached meanwhile is disabled, so the program runs at full speed until then, and the
+ * next window's tool id comes with restart_events(), which re-arms them. Off otherwise (a held
+ * generator's hooks between two steps, a failure, stop() until the hooks go): None, since
+ * nothing would re-arm a location disabled then. */
+LP_INLINE PyObject *lp_off(lp_TracerObject *tr, int can_disable)
+{
+    if (can_disable && __atomic_load_n(&tr->stop_mark, __ATOMIC_RELAXED) != 0) {
+        return lp_disable(tr);
+    }
+    Py_RETURN_NONE;
+}
+
 /* What a callback that got no record from lp_code_of() returns: None, or NULL with the user's
  * exception raised when one arrived while it decided (see lp_decide()). */
 LP_INLINE PyObject *lp_no_record(lp_thread *th)
@@ -159,7 +173,10 @@ static LP_NOINLINE PyObject *lp_line_fresh(lp_TracerObject *tr, PyObject *code, 
 LP_INLINE PyObject *lp_line_impl(PyObject *self, PyObject *const *args, size_t nargsf, int clock)
 {
     lp_TracerObject *tr = LP_HOOK_TRACER(self);
-    if (LP_UNLIKELY(!tr->on || PyVectorcall_NARGS(nargsf) < 2)) {
+    if (LP_UNLIKELY(!tr->on)) {
+        return lp_off(tr, 1);
+    }
+    if (LP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 2)) {
         Py_RETURN_NONE;
     }
     PyObject *code = args[0];
@@ -218,7 +235,10 @@ enum { LP_ENTER_START, LP_ENTER_RESUME, LP_ENTER_THROW };
 LP_INLINE PyObject *lp_on_enter(PyObject *self, PyObject *const *args, size_t nargsf, int how)
 {
     lp_TracerObject *tr = LP_HOOK_TRACER(self);
-    if (LP_UNLIKELY(!tr->on || PyVectorcall_NARGS(nargsf) < 2)) {
+    if (LP_UNLIKELY(!tr->on)) {
+        return lp_off(tr, 1);
+    }
+    if (LP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 2)) {
         Py_RETURN_NONE;
     }
     PyObject *code = args[0];
@@ -296,7 +316,10 @@ LP_INLINE PyObject *lp_exit_impl(PyObject *self, PyObject *const *args, size_t n
                                  int clock)
 {
     lp_TracerObject *tr = LP_HOOK_TRACER(self);
-    if (LP_UNLIKELY(!tr->on || PyVectorcall_NARGS(nargsf) < 1)) {
+    if (LP_UNLIKELY(!tr->on)) {
+        return lp_off(tr, can_disable);
+    }
+    if (LP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1)) {
         Py_RETURN_NONE;
     }
     PyObject *code = args[0];
