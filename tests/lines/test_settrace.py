@@ -100,6 +100,24 @@ def test_311_stale_hook_restored_after_disable_removes_itself(here):
     assert not any(k.qualname == "loop" for k in p.get_stats())
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11 mechanics")
+def test_311_a_thread_untraces_itself_after_the_window_mark_and_keeps_its_lines(here):
+    """After pause_after()'s mark (a sampled window's end) the trace function is still installed
+    until stop() gets the GIL; a thread that runs a line meanwhile takes it off itself, and the
+    lines recorded before the mark are kept."""
+    p = LineProfiler(project_folder=here)
+    p.enable()
+    wl.loop(3)
+    assert type(sys.gettrace()).__name__ == "Hook"
+    p.pause_after(0.0)
+    wl.loop(5)  # its events meet the paused tracer (this file's lines are the project's too)
+    assert sys.gettrace() is None
+    p.stop_recording()
+    assert sys.gettrace() is None
+    loop = next(fs for key, fs in p.get_stats().items() if key.qualname == "loop")
+    assert max(line.hits for line in loop.lines.values()) == 4  # loop(3)'s, not loop(5)'s
+
+
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11 installs through the audited settrace path")
 def test_311_refused_install_leaves_nothing_behind(tmp_path):
     """An audit hook that refuses sys.settrace makes enable() fail cleanly: the error reaches the

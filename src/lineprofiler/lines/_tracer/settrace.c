@@ -59,13 +59,42 @@ static LP_NOINLINE int lp_line_first(lp_TracerObject *tr, lp_thread *th, PyFrame
     return 0;
 }
 
+static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* Off at pause_after()'s mark, the trace function stays on every thread until the sampler's
+ * thread gets the GIL back to stop() it, up to a switch interval later, and a traced thread runs
+ * slowly whatever the function does. So each thread that calls it meanwhile takes it off itself,
+ * putting back what it replaced, and runs untraced from there; stop() skips a thread no longer
+ * running ours. Off otherwise (a failure): left to stop(). */
+static int lp_trace_off(lp_HookObject *h)
+{
+    lp_TracerObject *tr = h->tracer;
+    if (__atomic_load_n(&tr->stop_mark, __ATOMIC_RELAXED) == 0) {
+        return 0;
+    }
+    PyThreadState *ts = PyThreadState_Get();
+    if (ts->c_tracefunc != lp_trace || ts->c_traceobj != (PyObject *)h) {
+        return 0;
+    }
+    lp_thread *th = h->thread; /* the tracer's: outlives the hook, which the call below may free */
+    PyObject *prev = th->prev_obj;
+    Py_tracefunc prev_func = th->prev_func;
+    th->prev_obj = NULL;
+    th->prev_func = NULL;
+    if (_PyEval_SetTrace(ts, prev ? prev_func : NULL, prev) < 0) {
+        lp_fail(tr); /* an audit hook refused: recording stops, the program goes on */
+    }
+    Py_XDECREF(prev);
+    return 0;
+}
+
 static int lp_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     LP_UNUSED(arg);
     lp_HookObject *h = (lp_HookObject *)obj;
     lp_TracerObject *tr = h->tracer;
     if (LP_UNLIKELY(!tr->on)) {
-        return 0;
+        return lp_trace_off(h);
     }
     lp_thread *th = h->thread;
     lp_frame *top = th->depth ? &th->stack[th->depth - 1] : NULL;
