@@ -52,6 +52,8 @@ typedef struct {
     /* Set by the handler when the signal arrives, cleared by handled(): a relay is due. */
     volatile sig_atomic_t pending;
     int64_t pending_since_ns;
+    /* The process the pending arrival is of: a fork child copies the slot, not the arrival. */
+    pid_t pending_pid;
     /* The process's timer for this signal, created on first use: timers do not survive fork. */
     int timer_id;
     pid_t timer_pid;
@@ -129,6 +131,10 @@ static void lp_relay_handler(int signum, siginfo_t *info, void *context)
         return;
     }
     lp_relay_slot *slot = &lp_relay[signum];
+    pid_t pid = getpid();
+    if (slot->pending && slot->pending_pid != pid) {
+        slot->pending = 0; /* the parent's, copied by fork */
+    }
     if (info != NULL && info->si_code == SI_TIMER && !slot->pending) {
         errno = saved_errno; /* a relay that arrived after the Python handler had run */
         return;
@@ -142,6 +148,7 @@ static void lp_relay_handler(int signum, siginfo_t *info, void *context)
     int64_t now = lp_monotonic_ns();
     if (!slot->pending) {
         slot->pending_since_ns = now;
+        slot->pending_pid = pid;
         slot->pending = 1;
         lp_relay_arm(slot, signum, RELAY_FIRST_NS);
     } else if (now - slot->pending_since_ns >= GIVE_UP_NS) {
