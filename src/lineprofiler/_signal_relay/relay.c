@@ -180,6 +180,21 @@ static int lp_signal_number(PyObject *arg, int *signum)
     return 0;
 }
 
+#if LP_RELAY_SUPPORTED
+/* The signal named by `arg` and the action installed for it now; -1 with an exception set. */
+static int lp_current_action(PyObject *arg, int *signum, struct sigaction *current)
+{
+    if (lp_signal_number(arg, signum) < 0) {
+        return -1;
+    }
+    if (sigaction(*signum, NULL, current) != 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return 0;
+}
+#endif
+
 PyDoc_STRVAR(lp_watch_doc,
              "watch(signum) -> bool\n--\n\n"
              "Relay signum to the main thread until handled(signum) says its Python handler ran. "
@@ -189,13 +204,10 @@ PyDoc_STRVAR(lp_watch_doc,
 static PyObject *lp_watch(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     int signum = 0;
-    if (lp_signal_number(arg, &signum) < 0) {
-        return NULL;
-    }
 #if LP_RELAY_SUPPORTED
     struct sigaction current;
-    if (sigaction(signum, NULL, &current) != 0) {
-        return PyErr_SetFromErrno(PyExc_OSError);
+    if (lp_current_action(arg, &signum, &current) < 0) {
+        return NULL;
     }
     if (lp_relay_is_ours(&current)) {
         Py_RETURN_TRUE;
@@ -217,6 +229,9 @@ static PyObject *lp_watch(PyObject *Py_UNUSED(module), PyObject *arg)
     }
     Py_RETURN_TRUE;
 #else
+    if (lp_signal_number(arg, &signum) < 0) {
+        return NULL;
+    }
     Py_RETURN_FALSE;
 #endif
 }
@@ -246,16 +261,16 @@ PyDoc_STRVAR(lp_watching_doc,
 static PyObject *lp_watching(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     int signum = 0;
-    if (lp_signal_number(arg, &signum) < 0) {
-        return NULL;
-    }
 #if LP_RELAY_SUPPORTED
     struct sigaction current;
-    if (sigaction(signum, NULL, &current) != 0) {
-        return PyErr_SetFromErrno(PyExc_OSError);
+    if (lp_current_action(arg, &signum, &current) < 0) {
+        return NULL;
     }
     return PyBool_FromLong(lp_relay_is_ours(&current));
 #else
+    if (lp_signal_number(arg, &signum) < 0) {
+        return NULL;
+    }
     Py_RETURN_FALSE;
 #endif
 }
