@@ -107,11 +107,15 @@ TracerRecord = tuple[CodeType, int, Sequence[tuple[int, int, int, int]]]
 
 
 def stats_from_records(
-    records: Iterable[TracerRecord], stamps: SourceStamps | None = None
+    records: Iterable[TracerRecord],
+    stamps: SourceStamps | None = None,
+    texts: dict[str, tuple[bool, list[str] | None]] | None = None,
 ) -> dict[StatsKey, FunctionStats]:
     """get_stats() from the tracer's records: code objects that share a key (a function defined
     again, a module re-run) added together, source lines read with a bound
-    (:func:`~.sourcefile.source_lines`), except from a file ``stamps`` says changed since."""
+    (:func:`~.sourcefile.source_lines`), except from a file ``stamps`` says changed since.
+    ``texts``: the files' lines as read before, kept by a caller that collects often and would
+    rather not stat and read every file each time; filled with the files read now."""
     merged: dict[StatsKey, tuple[list[int], dict[int, list[int]]]] = {}
     for code, calls, lines in records:
         key = StatsKey.of(code)
@@ -123,7 +127,8 @@ def stats_from_records(
             slot[1] += ns
             slot[2] += self_ns
     out: dict[StatsKey, FunctionStats] = {}
-    texts: dict[str, tuple[bool, list[str] | None]] = {}
+    if texts is None:
+        texts = {}
     for key, (count, acc) in merged.items():
         filename = key.filename
         known = texts.get(filename)

@@ -61,7 +61,10 @@ def _phase_lines(phase: SampledPhase) -> list[str]:
 
 def role_lines(role: SampledRole) -> list[str]:
     noun = "process" if role.processes == 1 else "processes"
-    lines = [f"{fmt.printable(role.role.upper())}  ({role.processes} {noun} sampled at {fmt.percent(role.fraction)})"]
+    live = f"; {role.live_copies} from its live copy, killed or running" if role.live_copies else ""
+    lines = [
+        f"{fmt.printable(role.role.upper())}  ({role.processes} {noun} sampled at {fmt.percent(role.fraction)}{live})"
+    ]
     lines.append(f"  {coverage_text(role)}")
     if role.skipped:
         lines.append(f"  {fmt.count(role.skipped)} windows skipped: the program's own line profiler was recording")
