@@ -31,8 +31,8 @@ a failure stops sampling and is the section's ``error``. After :meth:`close` not
 What it writes is the worker file's ``line_sampling`` section (:meth:`LineSampling.section`, schema in
 :mod:`lineprofiler.runfiles.linesampling`), at every snapshot; and, after each window that
 recorded a line, the same section to the live copy beside the worker file, so that a SIGKILL
-or the OOM killer between snapshots loses no closed window. The copy is written by this
-thread between windows, and never more often than keeps its CPU time under
+or the OOM killer between snapshots loses only the windows since the last copy. The copy is
+written by this thread between windows, and never more often than keeps its CPU time under
 :data:`LIVE_COPY_BUDGET` of the wall time (a large section is copied less often, not at more
 cost).
 """
@@ -157,28 +157,29 @@ class LineSampling:
 
     def _write_live_copy(self) -> None:
         """The section so far to the live copy, when a window recorded a line since the last
-        copy and the budget allows; a failure (a full disk, a link planted in the run directory)
-        is kept in ``copy_error`` and the copies wait a while, the program never sees it."""
-        from ..runfiles import layout, workerfile  # noqa: F401  loaded before the copy is timed (as for the snapshots)
-        from ..runfiles.linesampling import write_live_copy
-
+        copy and the budget allows. A failure (a full disk, a link planted in the run directory)
+        is kept in ``copy_error`` and the copies wait a while: neither sampling nor the program
+        ever sees it."""
         owner = self._owner
-        worker_file = owner.path if owner is not None else None  # None between a fork and the child's start file
-        if worker_file is None or time.monotonic() < self._next_copy:
+        if owner is None or time.monotonic() < self._next_copy:
             return
-        recorded = self._profiler.phase_windows()
-        if recorded == self._copied_windows:
-            return
-        started = time.thread_time_ns()
-        wait_s = 0.0
+        started = 0
         try:
-            section = self.section(self._copy_texts)
-            write_live_copy(worker_file, section, root=owner.run_paths.root)  # type: ignore[union-attr]
+            from ..runfiles import workerfile  # noqa: F401  (loaded once, before a copy is timed)
+            from ..runfiles.linesampling import write_live_copy
+
+            worker_file = owner.path  # None between a fork and the child's start file
+            recorded = self._profiler.phase_windows()
+            if worker_file is None or recorded == self._copied_windows:
+                return
+            started = time.thread_time_ns()
+            write_live_copy(worker_file, self.section(self._copy_texts), root=owner.run_paths.root)
             self._copied_windows = recorded
+            wait_s = 0.0
         except Exception as error:
             self.copy_error = f"{type(error).__name__}: {error}"
             wait_s = COPY_RETRY_S
-        cost = time.thread_time_ns() - started
+        cost = time.thread_time_ns() - started if started else 0
         self.copies += 1
         self.copy_cpu_ns += cost
         self._next_copy = time.monotonic() + max(cost / 1e9 / LIVE_COPY_BUDGET, wait_s)
