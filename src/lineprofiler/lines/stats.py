@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .sourcefile import SourceStamps, source_lines
 
-__all__ = ["FunctionStats", "LineStats", "StatsKey", "stats_from_records"]
+__all__ = ["FunctionStats", "LineStats", "StatsKey", "rows_from_records", "stats_from_records"]
 
 class StatsKey(NamedTuple):
     """A get_stats() key: ``(filename, qualname, first_lineno)``, the order of 0.10.0's
@@ -107,15 +107,11 @@ TracerRecord = tuple[CodeType, int, Sequence[tuple[int, int, int, int]]]
 
 
 def stats_from_records(
-    records: Iterable[TracerRecord],
-    stamps: SourceStamps | None = None,
-    texts: dict[str, tuple[bool, list[str] | None]] | None = None,
+    records: Iterable[TracerRecord], stamps: SourceStamps | None = None
 ) -> dict[StatsKey, FunctionStats]:
     """get_stats() from the tracer's records: code objects that share a key (a function defined
     again, a module re-run) added together, source lines read with a bound
-    (:func:`~.sourcefile.source_lines`), except from a file ``stamps`` says changed since.
-    ``texts``: the files' lines as read before, kept by a caller that collects often and would
-    rather not stat and read every file each time; filled with the files read now."""
+    (:func:`~.sourcefile.source_lines`), except from a file ``stamps`` says changed since."""
     merged: dict[StatsKey, tuple[list[int], dict[int, list[int]]]] = {}
     for code, calls, lines in records:
         key = StatsKey.of(code)
@@ -127,8 +123,7 @@ def stats_from_records(
             slot[1] += ns
             slot[2] += self_ns
     out: dict[StatsKey, FunctionStats] = {}
-    if texts is None:
-        texts = {}
+    texts: dict[str, tuple[bool, list[str] | None]] = {}
     for key, (count, acc) in merged.items():
         filename = key.filename
         known = texts.get(filename)
@@ -145,6 +140,39 @@ def stats_from_records(
             filename, key.first_lineno, key.qualname, total, lines_out, count[0], source_changed=changed
         )
     return out
+
+
+def rows_from_records(
+    records: Iterable[TracerRecord],
+    stamps: SourceStamps | None = None,
+    texts: dict[str, tuple[bool, list[str] | None]] | None = None,
+) -> list[list[Any]]:
+    """The lines of :func:`stats_from_records` as plain rows, ``[file, function, line, hits,
+    time_ns, self_ns, source]``, one per (file, function, line), without a FunctionStats or a
+    LineStats made: the sampled windows' section (thousands of lines, built every few seconds)
+    is three times faster so. ``texts``: the files' lines as :func:`stats_from_records` reads
+    them, kept by the caller across calls (each file is then read once); filled here."""
+    if texts is None:
+        texts = {}
+    rows: dict[tuple[str, str, int], list[Any]] = {}
+    for code, _calls, lines in records:
+        filename, qualname = code.co_filename, code.co_qualname
+        known = texts.get(filename)
+        if known is None:
+            changed = stamps is not None and stamps.changed(filename)
+            known = texts[filename] = (changed, None if changed else source_lines(filename))
+        text = known[1]
+        for lineno, hits, ns, self_ns in lines:
+            row = rows.get((filename, qualname, lineno))
+            if row is None:
+                rows[(filename, qualname, lineno)] = [
+                    filename, qualname, lineno, hits, ns, self_ns, _source_line(text, lineno),
+                ]  # fmt: skip
+            else:  # a function defined again, a module re-run: added together
+                row[3] += hits
+                row[4] += ns
+                row[5] += self_ns
+    return list(rows.values())
 
 
 def _source_line(text: list[str] | None, lineno: int) -> str | None:

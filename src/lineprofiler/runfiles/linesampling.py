@@ -16,10 +16,11 @@ read as before). Version 1::
 with the most time first). A section of a newer version, or one that is not what it says, is
 refused as a whole (:class:`LineSamplingError`), never read in part.
 
-The same section, as it stood after the last window that recorded a line, is the live copy
-beside the worker file (``w_<run>_<pid>_<uuid8>.sampled_lines``, :func:`write_live_copy`): a
-process killed between snapshots (SIGKILL, the OOM killer) leaves its windows there, which
-the report reads (:func:`read_live_copy`) when they are more than its last snapshot's.
+The same section, as it stood at its last copy (made after a window that recorded a line, as
+often as the copies' CPU budget allows), is the live copy beside the worker file
+(``w_<run>_<pid>_<uuid8>.sampled_lines``, :func:`write_live_copy`): a process killed between
+snapshots (SIGKILL, the OOM killer) leaves its windows there, which the report reads
+(:func:`read_live_copy`) when they are more than its last snapshot's.
 """
 
 from __future__ import annotations
