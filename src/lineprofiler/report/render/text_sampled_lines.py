@@ -61,7 +61,8 @@ def _phase_lines(phase: SampledPhase) -> list[str]:
 
 def role_lines(role: SampledRole) -> list[str]:
     noun = "process" if role.processes == 1 else "processes"
-    live = f"; {role.live_copies} from its live copy, killed or running" if role.live_copies else ""
+    copies = "its live copy" if role.live_copies == 1 else "their live copies"
+    live = f"; {role.live_copies} from {copies}, killed or running" if role.live_copies else ""
     lines = [
         f"{fmt.printable(role.role.upper())}  ({role.processes} {noun} sampled at {fmt.percent(role.fraction)}{live})"
     ]
