@@ -145,7 +145,7 @@ def wire(target: WiringTarget, options: Options, record_error: RecordError) -> W
         try:
             from .line_sampling import LineSampling
 
-            target.add_attachment(LineSampling(options.line_sampling, options.lines_project))
+            target.add_attachment(LineSampling(options.line_sampling, options.lines_project, owner=target))
         except Exception as error:
             _failed(record_error, "line_sampling", error)
     if options.auto == "torch" and target.recorder is not None:

@@ -29,7 +29,12 @@ runs another tool's trace function (coverage.py, a debugger): a window would rep
 a failure stops sampling and is the section's ``error``. After :meth:`close` nothing is hooked.
 
 What it writes is the worker file's ``line_sampling`` section (:meth:`LineSampling.section`, schema in
-:mod:`lineprofiler.runfiles.linesampling`), at every snapshot.
+:mod:`lineprofiler.runfiles.linesampling`), at every snapshot; and, after each window that
+recorded a line, the same section to the live copy beside the worker file, so that a SIGKILL
+or the OOM killer between snapshots loses only the windows since the last copy. The copy is
+written by this thread between windows, and never more often than keeps its CPU time under
+:data:`LIVE_COPY_BUDGET` of the wall time (a large section is copied less often, not at more
+cost).
 """
 
 from __future__ import annotations
@@ -38,11 +43,14 @@ import os
 import random
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..lines import _tracer
 from . import _phases
 from ._options import ENV_LINE_SAMPLING
+
+if TYPE_CHECKING:
+    from ._surfaces import WindowOwner
 
 #: How long each window stays open.
 WINDOW_S = 0.010
@@ -52,6 +60,11 @@ MAX_PHASES = 512
 #: with the most time first), so a snapshot stays small whatever the program's phases.
 MAX_LINES_PER_PHASE = 200
 MAX_LINES = 5000
+#: The live copy's CPU time (collecting, encoding, writing) as a share of the wall time, at
+#: most: after a copy that took t, the next waits t / LIVE_COPY_BUDGET (0.2 ms: 0.4 s).
+LIVE_COPY_BUDGET = 0.0005
+#: After a copy failed, the next try waits this long.
+COPY_RETRY_S = 10.0
 
 __all__ = ["LineSampling"]
 
@@ -59,13 +72,21 @@ __all__ = ["LineSampling"]
 class LineSampling:
     """The sampled line windows of one process: an attachment of its accounting profiler."""
 
-    def __init__(self, fraction: float, project: str | None = None, *, window_s: float = WINDOW_S) -> None:
+    def __init__(
+        self,
+        fraction: float,
+        project: str | None = None,
+        *,
+        window_s: float = WINDOW_S,
+        owner: WindowOwner | None = None,
+    ) -> None:
         from ..lines.profiler import LineProfiler
         from .windows.lines_window import project_folder
 
         self.fraction = fraction
         self.window_s = window_s
         self.project = project_folder(project)
+        self._owner = owner  # its worker file names the live copy; None: no live copy
         self._profiler = LineProfiler(self.project)
         self._profiler.make_background()
         self._profiler.follow_phases(_phases, MAX_PHASES)
@@ -82,6 +103,14 @@ class LineSampling:
         self.error: str | None = None
         self._open = False
         self._since_ns = time.monotonic_ns()
+        # The live copy: the phases' windows it holds, when the next may be written, and what
+        # the copies cost (benchmarks/bench_sampled_live_copy.py reads them).
+        self._copied_windows = 0
+        self._copy_texts: dict[str, Any] = {}  # the project's files as first read: not read again per copy
+        self._next_copy = 0.0
+        self.copies = 0
+        self.copy_cpu_ns = 0
+        self.copy_error: str | None = None
 
     # ---- the windows ----
 
@@ -98,6 +127,7 @@ class LineSampling:
             if self._open_window():
                 self._profiler.pause_after(self.window_s)  # the lines end on time, however late the GIL comes
                 self._close_window()
+                self._write_live_copy()
             busy_s = time.monotonic() - started
 
     def _open_window(self) -> bool:
@@ -124,6 +154,35 @@ class LineSampling:
             if self._open:
                 self._open = False
                 self._profiler.stop_recording()  # never raises
+
+    def _write_live_copy(self) -> None:
+        """The section so far to the live copy, when a window recorded a line since the last
+        copy and the budget allows. A failure (a full disk, a link planted in the run directory)
+        is kept in ``copy_error`` and the copies wait a while: neither sampling nor the program
+        ever sees it."""
+        owner = self._owner
+        if owner is None or time.monotonic() < self._next_copy:
+            return
+        started = 0
+        try:
+            from ..runfiles import workerfile  # noqa: F401  (loaded once, before a copy is timed)
+            from ..runfiles.linesampling import write_live_copy
+
+            worker_file = owner.path  # None between a fork and the child's start file
+            recorded = self._profiler.phase_windows()
+            if worker_file is None or recorded == self._copied_windows:
+                return
+            started = time.thread_time_ns()
+            write_live_copy(worker_file, self.section(self._copy_texts), root=owner.run_paths.root)
+            self._copied_windows = recorded
+            wait_s = 0.0
+        except Exception as error:
+            self.copy_error = f"{type(error).__name__}: {error}"
+            wait_s = COPY_RETRY_S
+        cost = time.thread_time_ns() - started if started else 0
+        self.copies += 1
+        self.copy_cpu_ns += cost
+        self._next_copy = time.monotonic() + max(cost / 1e9 / LIVE_COPY_BUDGET, wait_s)
 
     def _fail(self, error: BaseException) -> None:
         self.error = f"{type(error).__name__}: {error}"
@@ -177,25 +236,22 @@ class LineSampling:
 
     # ---- the worker file's section ----
 
-    def section(self) -> dict[str, Any]:
+    def section(self, texts: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The worker file's section; ``texts``: source lines kept from earlier calls (the live
+        copy's: a snapshot reads the files afresh)."""
         from ..runfiles.linesampling import VERSION
 
         phases: list[dict[str, Any]] = []
-        for phase_id, windows, stats in self._profiler.collect_phase_stats():
-            rows: list[list[Any]] = [
-                [fn.filename, fn.qualname, line.lineno, line.hits, line.time_ns, line.self_ns or 0, line.source]
-                for fn in stats.values()
-                for line in fn.lines.values()
-            ]
+        for phase_id, windows, rows in self._profiler.collect_phase_rows(texts):
             if not rows:
                 continue
-            rows.sort(key=lambda row: (-int(row[5]), -int(row[4])))
+            rows.sort(key=lambda row: (-row[5], -row[4]))
             phases.append(
                 {
                     "path": _phases.path_of(phase_id) if phase_id >= 0 else None,
                     "other": phase_id == -2,
                     "windows": windows,
-                    "time_ns": sum(int(row[5]) for row in rows),
+                    "time_ns": sum(row[5] for row in rows),
                     "lines_total": len(rows),
                     "lines": rows[:MAX_LINES_PER_PHASE],
                 }

@@ -37,7 +37,7 @@ from .project import ProjectFilter, find_project_root
 from .regions import RegionBook, RegionScope
 from .render import HINT_API, PrintedProfile, render_nothing
 from .saved import SavedProfile, document_from_stats, host_name, process_info
-from .stats import FunctionStats, StatsKey, stats_from_records
+from .stats import FunctionStats, StatsKey, rows_from_records, stats_from_records
 
 if TYPE_CHECKING:
     from .children import Session
@@ -399,18 +399,31 @@ class LineProfiler(PrintedProfile):
         program hands over late. :meth:`stop_recording` completes the stop."""
         self._tracer.pause_after(seconds)
 
-    def collect_phase_stats(self) -> list[tuple[int, int, dict[StatsKey, FunctionStats]]]:
-        """After :meth:`follow_phases`: ``(phase id, windows, stats)`` per phase seen, where the
-        id is the accounting node's (-1: no phase open, -2: past ``max_phases``) and windows
-        counts the enable()s in which it recorded a line."""
+    def phase_windows(self) -> int:
+        """After :meth:`follow_phases`: the windows of every phase added up, which grows with
+        each enable() that recorded a line; cheap (no line is read), to tell whether there is
+        anything new to collect."""
+        with self._lock:
+            return sum(windows for _, _, windows in self._tracer.phase_regions())
+
+    def collect_phase_rows(
+        self, texts: dict[str, tuple[bool, list[str] | None]] | None = None
+    ) -> list[tuple[int, int, list[list[Any]]]]:
+        """After :meth:`follow_phases`: ``(phase id, windows, rows)`` per phase seen, where the
+        id is the accounting node's (-1: no phase open, -2: past ``max_phases``), windows counts
+        the enable()s in which it recorded a line, and rows are its lines as
+        :func:`~.stats.rows_from_records` makes them (``texts``: the source lines kept by the
+        caller across calls)."""
         with self._lock:
             regions = self._tracer.phase_regions()
             raw = self._tracer.collect_regions()
         records: dict[int, list[tuple[Any, int, list[tuple[int, int, int, int]]]]] = {}
         for region, code, calls, lines in raw:
             records.setdefault(region, []).append((code, calls, lines))
+        if texts is None:
+            texts = {}  # one read per file, whatever the phases
         return [
-            (phase, windows, stats_from_records(records.get(region, ()), self._filter.stamps))
+            (phase, windows, rows_from_records(records.get(region, ()), self._filter.stamps, texts))
             for region, phase, windows in regions
         ]
 

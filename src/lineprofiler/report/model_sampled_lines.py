@@ -61,6 +61,9 @@ class SampledRole:
     hidden_phases: int
     #: Why some processes' sampling stopped (one line each).
     errors: list[str]
+    #: Processes whose lines come from their live copy, newer than their last snapshot (killed
+    #: between snapshots, or still running).
+    live_copies: int = 0
 
 
 @dataclass

@@ -6,6 +6,7 @@ A run directory holds::
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.samples   its resource samples (the sidecar)
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.live      its live numbers (a shared mapping)
     <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.timeline  its phase occupancy (same format)
+    <run_dir>/workers/<host>/w_<run>_<pid>_<uuid8>.sampled_lines  its line_sampling section so far
     <run_dir>/metadata/<host>/m_<run>_<pid>_<uuid8>.json     what that process had available
     <run_dir>/metadata.json                                  the same, for the run
     <run_dir>/backend/<tool>_<host>_<pid>.json               a heavy profiler window's artifact
@@ -47,6 +48,7 @@ JSON_SUFFIX = ".json"
 SAMPLES_SUFFIX = ".samples"
 LIVE_SUFFIX = ".live"
 TIMELINE_SUFFIX = ".timeline"
+SAMPLED_LINES_SUFFIX = ".sampled_lines"
 #: A temporary file of an atomic write in progress; readers skip these names.
 TEMP_PREFIX = ".tmp_"
 
@@ -165,6 +167,12 @@ def timeline_path(worker_file: str | os.PathLike[str]) -> Path:
     return worker_file.with_name(worker_file.name.removesuffix(JSON_SUFFIX) + TIMELINE_SUFFIX)
 
 
+def sampled_lines_path(worker_file: str | os.PathLike[str]) -> Path:
+    """The live copy of a worker file's ``line_sampling`` section: ``w_run_12_abcd1234.sampled_lines``."""
+    worker_file = _path(worker_file)
+    return worker_file.with_name(worker_file.name.removesuffix(JSON_SUFFIX) + SAMPLED_LINES_SUFFIX)
+
+
 def sidecar_path(worker_file: str | os.PathLike[str]) -> Path:
     """The sample file beside a worker file."""
     worker_file = _path(worker_file)
@@ -266,9 +274,10 @@ class RunPaths:
     def sidecar(self, worker_file: str | os.PathLike[str]) -> Path:
         return sidecar_path(worker_file)
 
-    def began_beside(self, worker_file: str | os.PathLike[str]) -> tuple[Path, Path, Path]:
-        """The files a process begins beside its worker file: samples, live, timeline."""
-        return sidecar_path(worker_file), live_path(worker_file), timeline_path(worker_file)
+    def began_beside(self, worker_file: str | os.PathLike[str]) -> tuple[Path, ...]:
+        """The files a process begins beside its worker file: samples, live, timeline, sampled lines."""
+        worker = _path(worker_file)
+        return sidecar_path(worker), live_path(worker), timeline_path(worker), sampled_lines_path(worker)
 
     def metadata(self, worker_file: str | os.PathLike[str]) -> Path:
         return metadata_path(self.root, worker_file)

@@ -15,18 +15,30 @@ read as before). Version 1::
 ``lines`` holds a phase's lines with the most self time, at most 200 (5000 in all, the phases
 with the most time first). A section of a newer version, or one that is not what it says, is
 refused as a whole (:class:`LineSamplingError`), never read in part.
+
+The same section, as it stood at its last copy (made after a window that recorded a line, as
+often as the copies' CPU budget allows), is the live copy beside the worker file
+(``w_<run>_<pid>_<uuid8>.sampled_lines``, :func:`write_live_copy`): a process killed between
+snapshots (SIGKILL, the OOM killer) leaves its windows there, which the report reads
+(:func:`read_live_copy`) when they are more than its last snapshot's.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from .._record import Record
 
 VERSION = 1
+#: A live copy larger than this is not read: the section's bounds keep one to a few MB.
+LIVE_COPY_MAX_BYTES = 64 << 20
 
-__all__ = ["VERSION", "LineSamplingError", "SampledLine", "SampledPhase", "SampledProcess", "parse_section"]
+__all__ = [
+    "LIVE_COPY_MAX_BYTES", "VERSION", "LineSamplingError", "SampledLine", "SampledPhase", "SampledProcess",
+    "parse_section", "read_live_copy", "write_live_copy",
+]  # fmt: skip
 
 
 class LineSamplingError(ValueError):
@@ -121,3 +133,33 @@ def parse_section(raw: object) -> SampledProcess:
     if not isinstance(phases, list):
         raise LineSamplingError("line_sampling phases are not a list")
     return SampledProcess(raw, [_phase(p) for p in phases])
+
+
+def write_live_copy(worker_file: str | os.PathLike[str], section: dict[str, Any], *, root: str) -> None:
+    """Replace the live copy beside ``worker_file`` by ``section``, atomically (a temporary file
+    in the same folder, then a rename), never following a link below ``root``. Raises OSError."""
+    from .layout import sampled_lines_path, write_atomic
+    from .workerfile import encode_json
+
+    write_atomic(sampled_lines_path(worker_file), encode_json(section), root=root)
+
+
+def read_live_copy(worker_file: str | os.PathLike[str]) -> tuple[dict[str, Any], SampledProcess] | None:
+    """The live copy beside ``worker_file`` (its raw section and what it says), or None when
+    there is none; LineSamplingError, in one line, when it cannot be used."""
+    import json
+
+    from .layout import read_small, sampled_lines_path
+
+    path = sampled_lines_path(worker_file)
+    try:
+        data = read_small(path, limit=LIVE_COPY_MAX_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise LineSamplingError(f"unreadable ({error.strerror or error})") from None
+    try:
+        raw = json.loads(data)
+    except (ValueError, RecursionError) as error:  # cut short by a crash, or damaged
+        raise LineSamplingError(f"not JSON ({str(error).splitlines()[0][:120]})") from None
+    return raw, parse_section(raw)

@@ -1,5 +1,6 @@
 """One worker file read into a :class:`~.run.Worker`: validated, with its numbers from the live
-file beside it when that is newer (:mod:`.live`), and without its bulk samples.
+file beside it when that is newer (:mod:`.live`), its sampled lines from their live copy when
+that is newer (:mod:`.sampled_live_copy`), and without its bulk samples.
 
 This is all the reading merge does per file, in a pool's process or in its own; it imports no C
 module, so the report runs on a machine that only has the files.
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ...runfiles import workerfile
-from . import live
+from . import live, sampled_live_copy
 from .run import UnreadableFile, Worker, WorkerDocument, int_field
 
 #: The snapshot interval assumed for a file that does not say.
@@ -78,12 +79,14 @@ def read_worker(task: tuple[Path, bool]) -> Worker | UnreadableFile:
         # Merge never needs the samples: stop before them where the layout allows.
         document = workerfile.read_worker_file(path, skip_samples=True)
         numbers = live.prefer_live_numbers(path, document)
+        sampled_lines_from = sampled_live_copy.prefer_live_copy(path, numbers.document)
         worker = worker_from_document(path, numbers.document, no_samples=no_samples, size=size)
         worker.numbers_from = numbers.source
         worker.live_notes = numbers.notes
         worker.alive_until_ns = numbers.alive_until_ns
         worker.before_first_snapshot = numbers.before_first_snapshot
         worker.lifetime_measured = numbers.lifetime_measured
+        worker.sampled_lines_from = sampled_lines_from
         return worker
     except workerfile.WorkerFileError as error:
         return UnreadableFile(path, str(error))

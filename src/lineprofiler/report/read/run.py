@@ -117,6 +117,10 @@ class Worker:
     numbers_from: str = "json"
     #: What CAVEATS says about the live file beside it (its problems, how the lifetime was found).
     live_notes: list[str] = field(default_factory=list)
+    #: Where its ``line_sampling`` section came from: ``"json"`` (the worker file), ``"live"``
+    #: (the live copy beside it, with more windows than its last snapshot), or
+    #: ``"json: <why the live copy was not used>"``.
+    sampled_lines_from: str = "json"
     #: The latest moment it is known to have lived, from its live file, when past its last flush.
     alive_until_ns: int | None = None
     #: Only its start file was written: it died before its first snapshot.

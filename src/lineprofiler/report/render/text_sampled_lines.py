@@ -61,7 +61,11 @@ def _phase_lines(phase: SampledPhase) -> list[str]:
 
 def role_lines(role: SampledRole) -> list[str]:
     noun = "process" if role.processes == 1 else "processes"
-    lines = [f"{fmt.printable(role.role.upper())}  ({role.processes} {noun} sampled at {fmt.percent(role.fraction)})"]
+    copies = "its live copy" if role.live_copies == 1 else "their live copies"
+    live = f"; {role.live_copies} from {copies}, killed or running" if role.live_copies else ""
+    lines = [
+        f"{fmt.printable(role.role.upper())}  ({role.processes} {noun} sampled at {fmt.percent(role.fraction)}{live})"
+    ]
     lines.append(f"  {coverage_text(role)}")
     if role.skipped:
         lines.append(f"  {fmt.count(role.skipped)} windows skipped: the program's own line profiler was recording")

@@ -20,9 +20,12 @@ import math
 import os
 from collections.abc import Sequence
 
+from ....runfiles import layout
 from ....runfiles.linesampling import LineSamplingError, SampledProcess, parse_section
+from ... import format as fmt
 from ...model_sampled_lines import SampledLineRow, SampledLinesBlock, SampledPhase, SampledRole
 from ...read.run import Run, Worker
+from ...read.sampled_live_copy import LIVE
 from . import RenderOptions
 
 #: Phases shown per role, the most sampled first; one under this share of the role's sampled
@@ -75,7 +78,7 @@ def _phase_name(path: str | None, other: bool) -> str:
 
 
 def _role(
-    name: str, processes: Sequence[SampledProcess], top: int | None, max_phases: int, min_share: float
+    name: str, processes: Sequence[SampledProcess], top: int | None, max_phases: int, min_share: float, live: int
 ) -> SampledRole:
     phases: dict[str, _Phase] = {}
     for process in processes:
@@ -130,7 +133,22 @@ def _role(
         phases=out,
         hidden_phases=len(ordered) - len(shown),
         errors=sorted({p.error for p in processes if p.error}),
+        live_copies=live,
     )
+
+
+def _say_live_copy(worker: Worker, options: RenderOptions) -> None:
+    """The CAVEATS line of a process whose lines come from their live copy, or whose live copy
+    could not be used."""
+    source = worker.sampled_lines_from
+    name = fmt.printable(layout.sampled_lines_path(worker.path).name)
+    if source == LIVE:
+        options.add_caveat(
+            f"sampled lines of {worker.label}: from its live copy {name}, newer than its last snapshot "
+            "(killed before its final snapshot, or still running): every window up to its last copy"
+        )
+    elif source.startswith("json: "):
+        options.add_caveat(f"sampled lines of {worker.label}: from its last snapshot ({source[6:]})")
 
 
 def sampled_lines_block(run: Run, options: RenderOptions, *, every_line: bool = False) -> SampledLinesBlock | None:
@@ -138,9 +156,11 @@ def sampled_lines_block(run: Run, options: RenderOptions, *, every_line: bool = 
     ``every_line``: every recorded line of up to :data:`PAGE_MAX_PHASES` phases however small
     (the annotated page's), not the top ``lines_top`` of the :data:`MAX_PHASES` biggest."""
     by_role: dict[str, list[SampledProcess]] = {}
+    live: dict[str, int] = {}
     unreadable: list[str] = []
     workers: list[Worker] = list(run.workers)
     for worker in workers:
+        _say_live_copy(worker, options)
         raw = worker.document.get("line_sampling")
         if raw is None:
             continue
@@ -148,15 +168,17 @@ def sampled_lines_block(run: Run, options: RenderOptions, *, every_line: bool = 
             by_role.setdefault(worker.role, []).append(parse_section(raw))
         except LineSamplingError as error:
             unreadable.append(f"{worker.path}: {error}")
+            continue
+        live[worker.role] = live.get(worker.role, 0) + (worker.sampled_lines_from == LIVE)
     for line in unreadable:
         options.add_caveat(f"sampled lines not shown: {line}")
     if not by_role and not unreadable:
         return None
     order = list(run.roles)
     roles = [
-        _role(name, by_role[name], None, PAGE_MAX_PHASES, 0.0)
+        _role(name, by_role[name], None, PAGE_MAX_PHASES, 0.0, live.get(name, 0))
         if every_line
-        else _role(name, by_role[name], options.lines_top, MAX_PHASES, MIN_PHASE_SHARE)
+        else _role(name, by_role[name], options.lines_top, MAX_PHASES, MIN_PHASE_SHARE, live.get(name, 0))
         for name in sorted(by_role, key=lambda r: (order.index(r) if r in order else len(order), r))
     ]
     return SampledLinesBlock(roles=roles, unreadable=unreadable)
