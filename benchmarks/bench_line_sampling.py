@@ -13,6 +13,13 @@ Three measurements, each printed with the Python that ran it:
   ``Profiler(line_sampling=f)`` against the same ``Profiler`` without, for f in 0.01, 0.02,
   0.05; each run a fresh process of ``--seconds``, the modes in rotating order, the median of
   ``--repeat`` ratios.
+- interleaved (``--only interleaved``): the same loop and the same ratio measured inside one
+  process per fraction, in ``--periods`` alternating periods of ``--period-seconds`` with and
+  without sampling (a fresh ``LineSampling`` attached for each period with it). Processes of one
+  setting differ by several % here whatever they run (memory layout, the host), more than the
+  2 % aimed at; periods of one process do not, so this one resolves the cost the other only
+  locates. It also prints the share of the sampled periods' wall time the windows recorded.
+  With ``--workloads``, the same at 0.02 for each of bench_lines' workloads.
 - workloads (``--workloads``): the same ratio at 0.02 for each workload of ``bench_lines.py``
   (``_lines_workloads.py``: loop, fib, stdlib, gen, threads), each call inside a phase.
 - truth: a phase whose two lines take a known share of it (``sum(range(3 n))`` and
@@ -20,7 +27,7 @@ Three measurements, each printed with the Python that ran it:
   the sampled stats estimate for the hot line, its stated 95 % interval, and the true share.
 
     .venv/bin/python benchmarks/bench_line_sampling.py [--repeat 5] [--seconds 4]
-        [--truth-seconds 60] [--only switch|overhead|workloads|truth] [--json out.json]
+        [--truth-seconds 60] [--only switch|overhead|interleaved|workloads|truth] [--json out.json]
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 FRACTIONS = (0.01, 0.02, 0.05)
@@ -81,21 +89,67 @@ def actor_loop(seconds: float, fraction: float | None, run_dir: str) -> float:
     return iterations / cpu
 
 
+def _load_workload(name: str) -> tuple[Any, int]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_lines_workloads", HERE / "_lines_workloads.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name), WORKLOAD_SIZES[name]
+
+
+def interleaved_loop(fraction: float, periods: int, period_s: float, run_dir: str, name: str) -> dict[str, float]:
+    """Iterations per CPU second of the actor loop (``name`` "actor") or of one of bench_lines'
+    workloads, each call in a phase, in periods with sampling and without, one process; and the
+    share of the sampled periods' wall time that windows recorded."""
+    from lineprofiler.accounting import Profiler
+    from lineprofiler.accounting.line_sampling import LineSampling
+
+    prof = Profiler(run_dir, role="actor", snapshot_interval_s=None)
+    fn, size = _load_workload(name) if name != "actor" else (None, 0)
+    totals = {True: [0, 0.0], False: [0, 0.0]}  # sampled: [iterations, cpu seconds]
+    windows = 0
+    sampled_wall = 0.0
+    for period in range(periods):
+        sampled = period % 2 == 1
+        sampling = LineSampling(fraction, str(HERE)) if sampled else None
+        if sampling is not None:
+            sampling.start()
+        iterations = 0
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        end = wall0 + period_s
+        while time.monotonic() < end:
+            if fn is None:
+                with prof.phase("step"):
+                    with prof.phase("act"):
+                        spin(2000)
+                    with prof.phase("learn"):
+                        chatter(20)
+            else:
+                with prof.phase(name):
+                    fn(size)
+            iterations += 1
+        if sampling is not None:
+            sampling.stop()
+            windows += sampling.windows
+            sampled_wall += time.monotonic() - wall0
+        totals[sampled][0] += iterations
+        totals[sampled][1] += time.process_time() - cpu0
+    prof.close()
+    on, off = (totals[key][0] / totals[key][1] for key in (True, False))
+    return {"loss": 1 - on / off, "recorded": windows * 0.010 / sampled_wall, "windows": windows}
+
+
 #: bench_lines' workloads, each at a size that makes one call a few milliseconds.
 WORKLOAD_SIZES = {"loop": 20_000, "fib": 15, "stdlib": 200, "gen": 10_000, "threads": 20_000}
 
 
 def workload_loop(name: str, seconds: float, fraction: float | None, run_dir: str) -> float:
     """Calls of one of bench_lines' workloads per CPU second, each call inside a phase."""
-    import importlib.util
-
     from lineprofiler.accounting import Profiler
 
-    spec = importlib.util.spec_from_file_location("_lines_workloads", HERE / "_lines_workloads.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    fn, size = getattr(module, name), WORKLOAD_SIZES[name]
+    fn, size = _load_workload(name)
     prof = Profiler(run_dir, role="actor", line_sampling=fraction, snapshot_interval_s=None)
     calls = 0
     cpu0 = time.process_time()
@@ -178,6 +232,8 @@ def child(argv: list[str]) -> None:
         if kind == "overhead":
             fraction = None if argv[1] == "off" else float(argv[1])
             print(json.dumps({"rate": actor_loop(float(argv[2]), fraction, run_dir)}))
+        elif kind == "interleaved":
+            print(json.dumps(interleaved_loop(float(argv[1]), int(argv[2]), float(argv[3]), run_dir, argv[4])))
         elif kind == "workload":
             fraction = None if argv[2] == "off" else float(argv[2])
             print(json.dumps({"rate": workload_loop(argv[1], float(argv[3]), fraction, run_dir)}))
@@ -207,6 +263,16 @@ def overhead(repeat: int, seconds: float) -> dict[str, dict[str, float]]:
     return {
         mode: {"loss": 1 - statistics.median(values), "low": 1 - max(values), "high": 1 - min(values)}
         for mode, values in ratios.items()
+    }
+
+
+def interleaved(periods: int, period_s: float, with_workloads: bool) -> dict[str, dict[str, float]]:
+    """Per fraction for the actor loop; then, with ``with_workloads``, per workload at 0.02."""
+    runs = [(str(fraction), "actor") for fraction in FRACTIONS]
+    runs += [("0.02", name) for name in WORKLOAD_SIZES] if with_workloads else []
+    return {
+        f"{name} at {fraction}": _spawn("interleaved", fraction, str(periods), str(period_s), name)  # type: ignore[misc]
+        for fraction, name in runs
     }
 
 
@@ -251,7 +317,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--truth-seconds", type=float, default=60.0)
     parser.add_argument("--switches", type=int, default=200)
-    parser.add_argument("--only", choices=("switch", "overhead", "workloads", "truth"))
+    parser.add_argument("--periods", type=int, default=20)
+    parser.add_argument("--period-seconds", type=float, default=2.0)
+    parser.add_argument("--only", choices=("switch", "overhead", "interleaved", "workloads", "truth"))
     parser.add_argument("--workloads", action="store_true", help="also bench_lines' workloads at 0.02")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -273,6 +341,14 @@ def main() -> None:
             print(
                 f"overhead at {mode}: {loss['loss'] * 100:.1f} % throughput "
                 f"(range {loss['low'] * 100:.1f} .. {loss['high'] * 100:.1f} %)"
+            )
+    if args.only in (None, "interleaved"):
+        per_run = interleaved(args.periods, args.period_seconds, args.workloads)
+        out["interleaved"] = per_run
+        for mode, result in per_run.items():
+            print(
+                f"interleaved, {mode}: {result['loss'] * 100:.1f} % throughput, windows recorded "
+                f"{result['recorded'] * 100:.2f} % of the sampled periods ({result['windows']:.0f} windows)"
             )
     if args.only == "workloads" or (args.only is None and args.workloads):
         per = workloads(args.repeat, args.seconds)
