@@ -50,6 +50,7 @@ from . import _phases
 from ._options import ENV_LINE_SAMPLING
 
 if TYPE_CHECKING:
+    from ..lines.stats import FileText
     from ._surfaces import WindowOwner
 
 #: How long each window stays open.
@@ -106,7 +107,7 @@ class LineSampling:
         # The live copy: the phases' windows it holds, when the next may be written, and what
         # the copies cost (benchmarks/bench_sampled_live_copy.py reads them).
         self._copied_windows = 0
-        self._copy_texts: dict[str, Any] = {}  # the project's files as first read: not read again per copy
+        self._copy_texts: dict[str, FileText] = {}  # the project's files as first read: not read again per copy
         self._next_copy = 0.0
         self.copies = 0
         self.copy_cpu_ns = 0
@@ -236,7 +237,7 @@ class LineSampling:
 
     # ---- the worker file's section ----
 
-    def section(self, texts: dict[str, Any] | None = None) -> dict[str, Any]:
+    def section(self, texts: dict[str, FileText] | None = None) -> dict[str, Any]:
         """The worker file's section; ``texts``: source lines kept from earlier calls (the live
         copy's: a snapshot reads the files afresh)."""
         from ..runfiles.linesampling import VERSION

@@ -37,7 +37,7 @@ from .project import ProjectFilter, find_project_root
 from .regions import RegionBook, RegionScope
 from .render import HINT_API, PrintedProfile, render_nothing
 from .saved import SavedProfile, document_from_stats, host_name, process_info
-from .stats import FunctionStats, StatsKey, rows_from_records, stats_from_records
+from .stats import FileText, FunctionStats, StatsKey, rows_from_records, stats_from_records
 
 if TYPE_CHECKING:
     from .children import Session
@@ -407,7 +407,7 @@ class LineProfiler(PrintedProfile):
             return sum(windows for _, _, windows in self._tracer.phase_regions())
 
     def collect_phase_rows(
-        self, texts: dict[str, tuple[bool, list[str] | None]] | None = None
+        self, texts: dict[str, FileText] | None = None
     ) -> list[tuple[int, int, list[list[Any]]]]:
         """After :meth:`follow_phases`: ``(phase id, windows, rows)`` per phase seen, where the
         id is the accounting node's (-1: no phase open, -2: past ``max_phases``), windows counts

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from .sourcefile import SourceStamps, source_lines
 
-__all__ = ["FunctionStats", "LineStats", "StatsKey", "rows_from_records", "stats_from_records"]
+__all__ = ["FileText", "FunctionStats", "LineStats", "StatsKey", "rows_from_records", "stats_from_records"]
 
 class StatsKey(NamedTuple):
     """A get_stats() key: ``(filename, qualname, first_lineno)``, the order of 0.10.0's
@@ -106,6 +106,20 @@ class FunctionStats:
 TracerRecord = tuple[CodeType, int, Sequence[tuple[int, int, int, int]]]
 
 
+#: A file's lines as the stats show them: (changed since recording, its lines or None).
+FileText = tuple[bool, list[str] | None]
+
+
+def _file_text(filename: str, stamps: SourceStamps | None, texts: dict[str, FileText]) -> FileText:
+    """``filename``'s lines, read once per ``texts`` (with a bound, :func:`~.sourcefile.source_lines`),
+    none from a file ``stamps`` says changed since it was recorded."""
+    known = texts.get(filename)
+    if known is None:
+        changed = stamps is not None and stamps.changed(filename)
+        known = texts[filename] = (changed, None if changed else source_lines(filename))
+    return known
+
+
 def stats_from_records(
     records: Iterable[TracerRecord], stamps: SourceStamps | None = None
 ) -> dict[StatsKey, FunctionStats]:
@@ -123,21 +137,16 @@ def stats_from_records(
             slot[1] += ns
             slot[2] += self_ns
     out: dict[StatsKey, FunctionStats] = {}
-    texts: dict[str, tuple[bool, list[str] | None]] = {}
+    texts: dict[str, FileText] = {}
     for key, (count, acc) in merged.items():
-        filename = key.filename
-        known = texts.get(filename)
-        if known is None:
-            changed = stamps is not None and stamps.changed(filename)
-            known = texts[filename] = (changed, None if changed else source_lines(filename))
-        changed, text = known
+        changed, text = _file_text(key.filename, stamps, texts)
         lines_out = {
             lineno: LineStats(lineno, hits, ns, _source_line(text, lineno), self_ns)
             for lineno, (hits, ns, self_ns) in sorted(acc.items())
         }
         total = sum(ln.time_ns for ln in lines_out.values())
         out[key] = FunctionStats(
-            filename, key.first_lineno, key.qualname, total, lines_out, count[0], source_changed=changed
+            key.filename, key.first_lineno, key.qualname, total, lines_out, count[0], source_changed=changed
         )
     return out
 
@@ -145,7 +154,7 @@ def stats_from_records(
 def rows_from_records(
     records: Iterable[TracerRecord],
     stamps: SourceStamps | None = None,
-    texts: dict[str, tuple[bool, list[str] | None]] | None = None,
+    texts: dict[str, FileText] | None = None,
 ) -> list[list[Any]]:
     """The lines of :func:`stats_from_records` as plain rows, ``[file, function, line, hits,
     time_ns, self_ns, source]``, one per (file, function, line), without a FunctionStats or a
@@ -157,11 +166,7 @@ def rows_from_records(
     rows: dict[tuple[str, str, int], list[Any]] = {}
     for code, _calls, lines in records:
         filename, qualname = code.co_filename, code.co_qualname
-        known = texts.get(filename)
-        if known is None:
-            changed = stamps is not None and stamps.changed(filename)
-            known = texts[filename] = (changed, None if changed else source_lines(filename))
-        text = known[1]
+        text = _file_text(filename, stamps, texts)[1]
         for lineno, hits, ns, self_ns in lines:
             row = rows.get((filename, qualname, lineno))
             if row is None:
