@@ -175,10 +175,11 @@ def sampled_lines_block(run: Run, options: RenderOptions, *, every_line: bool = 
     if not by_role and not unreadable:
         return None
     order = list(run.roles)
+    top, max_phases, min_share = (
+        (None, PAGE_MAX_PHASES, 0.0) if every_line else (options.lines_top, MAX_PHASES, MIN_PHASE_SHARE)
+    )
     roles = [
-        _role(name, by_role[name], None, PAGE_MAX_PHASES, 0.0, live.get(name, 0))
-        if every_line
-        else _role(name, by_role[name], options.lines_top, MAX_PHASES, MIN_PHASE_SHARE, live.get(name, 0))
+        _role(name, by_role[name], top, max_phases, min_share, live.get(name, 0))
         for name in sorted(by_role, key=lambda r: (order.index(r) if r in order else len(order), r))
     ]
     return SampledLinesBlock(roles=roles, unreadable=unreadable)
