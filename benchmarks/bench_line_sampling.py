@@ -69,6 +69,15 @@ def chatter(n: int) -> int:
     return found
 
 
+def actor_step(prof: Any) -> None:
+    """One iteration of the actor loop: a tight project loop in ``act``, json and re in ``learn``."""
+    with prof.phase("step"):
+        with prof.phase("act"):
+            spin(2000)
+        with prof.phase("learn"):
+            chatter(20)
+
+
 def actor_loop(seconds: float, fraction: float | None, run_dir: str) -> float:
     """Iterations per CPU second of this process over ``seconds`` of wall time."""
     from lineprofiler.accounting import Profiler
@@ -78,11 +87,7 @@ def actor_loop(seconds: float, fraction: float | None, run_dir: str) -> float:
     cpu0 = time.process_time()
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        with prof.phase("step"):
-            with prof.phase("act"):
-                spin(2000)
-            with prof.phase("learn"):
-                chatter(20)
+        actor_step(prof)
         iterations += 1
     cpu = time.process_time() - cpu0
     prof.close()
@@ -121,11 +126,7 @@ def interleaved_loop(fraction: float, periods: int, period_s: float, run_dir: st
         end = wall0 + period_s
         while time.monotonic() < end:
             if fn is None:
-                with prof.phase("step"):
-                    with prof.phase("act"):
-                        spin(2000)
-                    with prof.phase("learn"):
-                        chatter(20)
+                actor_step(prof)
             else:
                 with prof.phase(name):
                     fn(size)
