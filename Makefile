@@ -27,8 +27,13 @@ DEMO_PACKAGES ?= numpy
 # where Tune's dependencies do not install still gets Ray. Then the metric exporters' packages
 # (extras `tensorboard`, `wandb`, `mlflow`, and tensorboard to read the event files back), whose
 # dependencies (grpcio, pyarrow) publish wheels for some Pythons only.
-OPTIONAL_PEERS := 'ray>=2.40' 'ray[tune]>=2.40' 'viztracer>=0.16' \
-	'tensorboardX>=2.6' 'tensorboard>=2.15' 'wandb>=0.16' 'mlflow>=2.10'
+HEAVY_PEERS := 'ray>=2.40' 'ray[tune]>=2.40' 'tensorboardX>=2.6' 'tensorboard>=2.15' 'wandb>=0.16' 'mlflow>=2.10'
+# PEERS=0: the heavy peers are not installed, 0.10.0's sdist is not fetched, and the tests marked
+# `peers` (theirs) are deselected. They run the same Python code of ours on every Python, and they
+# are a third of the suite's time; CI runs them on two Pythons, the rest of the suite on all.
+PEERS ?= 1
+OPTIONAL_PEERS := 'viztracer>=0.16' $(if $(filter 1,$(PEERS)),$(HEAVY_PEERS))
+PEERS_SELECTION := $(if $(filter 1,$(PEERS)),,-m 'not peers')
 
 # 0.10.0's sdist, whose own test suite tests/compat/test_0_10_0_suite.py runs against this
 # package: fetched once into a cache every venv shares. Without a network that test skips; in CI
@@ -80,9 +85,9 @@ $(DEMO_VENV)/.installed: pyproject.toml setup.py $(PACKAGE_SOURCES)
 demo: $(DEMO_VENV)/.installed
 	$(DEMO_VENV)/bin/python examples/demo.py
 
-test: $(VENV)/.installed $(COMPAT_SDIST)
+test: $(VENV)/.installed $(if $(filter 1,$(PEERS)),$(COMPAT_SDIST))
 	# pytest exits 5 when it collected nothing; that is a failure of the suite here.
-	$(RUN_ENV) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) $(TESTS); rc=$$?; \
+	$(RUN_ENV) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PEERS_SELECTION) $(PYTEST_ARGS) $(TESTS); rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "no tests ran"; exit 1; fi; exit $$rc
 
 # The C under AddressSanitizer and UBSan: its own environment, Python itself uninstrumented.

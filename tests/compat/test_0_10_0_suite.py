@@ -153,6 +153,7 @@ def tally(suite: Path, outcomes: dict[str, list[str]], expected: dict[str, tuple
 
 
 @pytest.mark.slow
+@pytest.mark.peers
 def test_0_10_0s_suite_fails_only_where_the_list_says(tmp_path):
     if sys.version_info[:2] not in CHECKED_PYTHONS:
         pytest.skip(f"{EXPECTED.name} was checked on Python {', '.join('%d.%d' % v for v in CHECKED_PYTHONS)} only")

@@ -37,6 +37,7 @@ def train_until_exported(profiler, intervals=3):
     return seen
 
 
+@pytest.mark.peers
 @in_own_process
 def test_tensorboard_event_files_hold_each_phase_scalars(tmp_path):
     pytest.importorskip("tensorboardX", reason="tensorboardX (the tensorboard extra) is not installed")
@@ -58,6 +59,7 @@ def test_tensorboard_event_files_hold_each_phase_scalars(tmp_path):
     assert all(e.value >= 4.0 for e in events.Scalars("lineprofiler/train/step/p50_ms"))
 
 
+@pytest.mark.peers
 @in_own_process
 def test_wandb_offline_run_holds_the_history(tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb", reason="wandb (the wandb extra) is not installed")
@@ -85,6 +87,7 @@ def test_wandb_offline_run_holds_the_history(tmp_path, monkeypatch):
     assert data.count(b"lineprofiler/train/step/p50_ms") >= 2
 
 
+@pytest.mark.peers
 @in_own_process
 def test_mlflow_local_store_holds_each_interval(tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow", reason="mlflow (the mlflow extra) is not installed")
@@ -123,6 +126,7 @@ def test_a_missing_package_is_one_error_at_attach_not_at_import(tmp_path, monkey
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.peers
 def test_wandb_and_mlflow_without_a_run_say_how_to_start_one(tmp_path):
     wandb = pytest.importorskip("wandb", reason="wandb is not installed")
     mlflow = pytest.importorskip("mlflow", reason="mlflow is not installed")

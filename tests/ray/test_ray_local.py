@@ -12,7 +12,7 @@ import pytest
 
 from lineprofiler.runfiles import workerfile
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.peers]
 
 
 @pytest.fixture(scope="module")

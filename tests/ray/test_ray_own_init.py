@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.peers]
 
 LEARNER_STEPS = 4
 ACTOR_GAMES = 3
