@@ -16,6 +16,7 @@ import fcntl
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
@@ -39,6 +40,15 @@ def _load_once(name: str, path: Path) -> None:
 
 _load_once("lp_report_builders", Path(__file__).parent / "report" / "builders.py")
 _load_once("lp_installed", Path(__file__).parent / "installed.py")
+
+
+def pytest_configure(config):
+    """A suite started in the background by a non-interactive shell (``make test &``) inherits
+    SIGINT ignored, and so would every program the tests start and then interrupt: their Ctrl-C
+    would be lost, as the shell meant for itself. Tests of Ctrl-C need it as a terminal gives it.
+    Set before xdist starts its workers, who inherit it, as the programs they start do."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
