@@ -27,13 +27,18 @@ DEMO_PACKAGES ?= numpy
 # where Tune's dependencies do not install still gets Ray. Then the metric exporters' packages
 # (extras `tensorboard`, `wandb`, `mlflow`, and tensorboard to read the event files back), whose
 # dependencies (grpcio, pyarrow) publish wheels for some Pythons only.
-HEAVY_PEERS := 'ray>=2.40' 'ray[tune]>=2.40' 'tensorboardX>=2.6' 'tensorboard>=2.15' 'wandb>=0.16' 'mlflow>=2.10'
-# PEERS=0: the heavy peers are not installed, 0.10.0's sdist is not fetched, and the tests marked
-# `peers` (theirs) are deselected. They run the same Python code of ours on every Python, and they
-# are a third of the suite's time; CI runs them on two Pythons, the rest of the suite on all.
+RAY_PEERS := 'ray>=2.40' 'ray[tune]>=2.40'
+EXPORTER_PEERS := 'tensorboardX>=2.6' 'tensorboard>=2.15' 'wandb>=0.16' 'mlflow>=2.10'
+# PEERS=0: the metric exporters' packages are not installed, 0.10.0's sdist is not fetched, and
+# the tests marked `peers` are deselected; RAY=0 (the default under PEERS=0) does the same for Ray
+# and the tests marked `ray`. They run the same Python code of ours on every Python and are about
+# 30 % of a suite's time: CI runs each on one Python, the rest of the suite on all.
 PEERS ?= 1
-OPTIONAL_PEERS := 'viztracer>=0.16' $(if $(filter 1,$(PEERS)),$(HEAVY_PEERS))
-PEERS_SELECTION := $(if $(filter 1,$(PEERS)),,-m 'not peers')
+RAY ?= $(PEERS)
+OPTIONAL_PEERS := $(if $(filter 1,$(RAY)),$(RAY_PEERS)) 'viztracer>=0.16' $(if $(filter 1,$(PEERS)),$(EXPORTER_PEERS))
+LEFT_OUT := $(strip $(if $(filter 1,$(PEERS)),,peers) $(if $(filter 1,$(RAY)),,ray))
+space := $(subst ,, )
+PEERS_SELECTION := $(if $(LEFT_OUT),-m 'not $(subst $(space), and not ,$(LEFT_OUT))')
 
 # 0.10.0's sdist, whose own test suite tests/compat/test_0_10_0_suite.py runs against this
 # package: fetched once into a cache every venv shares. Without a network that test skips; in CI

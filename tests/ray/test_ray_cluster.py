@@ -15,7 +15,7 @@ from lineprofiler.runfiles import workerfile
 
 from .conftest import clean_env
 
-pytestmark = [pytest.mark.slow, pytest.mark.peers]
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 PLACEMENT = {
     "learner_head": "head", "actor_head": "head", "actor_second": "second", "killed_second": "second",

@@ -12,7 +12,7 @@ import pytest
 
 from lineprofiler.runfiles import workerfile
 
-pytestmark = [pytest.mark.slow, pytest.mark.peers]
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.peers]
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 LEARNER_STEPS = 4
 ACTOR_GAMES = 3

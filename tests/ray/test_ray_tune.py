@@ -27,7 +27,7 @@ import pytest
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.peers,
+    pytest.mark.ray,
     # Tune and Train start their processes through the same Ray code on every Python; two Ray
     # starts cost about two minutes, so CI pays them once, on 3.12.
     pytest.mark.skipif(sys.version_info[:2] != (3, 12), reason="Ray Tune and Train are tested on 3.12"),

@@ -13,7 +13,7 @@ import pytest
 
 from helpers.cli import run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.peers]
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 JOBS = ("default", "explicit")
 
