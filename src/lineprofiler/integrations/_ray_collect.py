@@ -142,6 +142,8 @@ def _dead_actors(job_id: str | None, labels: dict[str, str]) -> list[dict[str, A
         from ray._private import state as ray_state
         from ray.core.generated import common_pb2
 
+        # Generated protobuf code, untyped: Any, whether or not Ray is installed where mypy runs.
+        generated: Any = common_pb2
         table = ray_state.state.actor_table(None, job_id=ray.JobID.from_hex(job_id), actor_state_name="DEAD")
     except Exception:
         return []
@@ -151,7 +153,7 @@ def _dead_actors(job_id: str | None, labels: dict[str, str]) -> list[dict[str, A
         context = getattr(cause, "actor_died_error_context", None)
         reason_number = getattr(context, "reason", 0)
         try:
-            reason = common_pb2.ActorDiedErrorContext.Reason.Name(reason_number)  # type: ignore[attr-defined]
+            reason = generated.ActorDiedErrorContext.Reason.Name(reason_number)
         except Exception:
             reason = "UNSPECIFIED"
         node_id = str((row.get("Address") or {}).get("NodeID") or "")
