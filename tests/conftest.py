@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import native
+from helpers import hang_watch, native
 from helpers.once import session_folder
 
 
@@ -49,6 +49,7 @@ def pytest_configure(config):
     Set before xdist starts its workers, who inherit it, as the programs they start do."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    config.pluginmanager.register(hang_watch, "lineprofiler-hang-watch")
 
 
 @pytest.fixture(autouse=True)
